@@ -1,0 +1,74 @@
+"""What a robot must offer the turn loop, in simulation or on hardware.
+
+The loop speaks joint targets and observations; a backend owns physics, rendering, controllers and
+task success. Simulators implement it in `sim_adapters/`, the real robot in `pear_agent.ros2`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+import numpy as np
+
+from pear_agent.robot_config import RobotConfig
+
+OutcomeStatus = Literal["reached", "blocked", "timeout", "stopped", "ik_failed", "refused"]
+
+
+@dataclass
+class Observation:
+    joints_rad: dict[str, np.ndarray]
+    gripper: dict[str, float]
+    """Measured opening per part, 0 = closed .. 1 = open."""
+    images: dict[str, np.ndarray]
+    """Camera name -> H x W x 3 uint8 RGB."""
+    time_s: float
+    success: bool = False
+    privileged: dict[str, Any] = field(default_factory=dict)
+    """Simulator-only facts for scripted experts; never shown to a model."""
+
+
+@dataclass
+class PartCommand:
+    joints_rad: np.ndarray | None = None
+    gripper: float | None = None
+
+
+@dataclass
+class Outcome:
+    status: OutcomeStatus
+    detail: str = ""
+    duration_s: float = 0.0
+    blocked_joints: list[str] = field(default_factory=list)
+
+    def describe(self) -> str:
+        return f"{self.status}: {self.detail}" if self.detail else self.status
+
+
+@dataclass(frozen=True)
+class TaskInfo:
+    name: str
+    instruction: str
+    max_turns: int
+
+
+FrameSink = Callable[[np.ndarray], None]
+
+
+class Backend(Protocol):
+    robot: RobotConfig
+    task: TaskInfo
+
+    def reset(self, seed: int) -> Observation: ...
+
+    def observe(self, render: bool = True) -> Observation: ...
+
+    def execute(self, commands: dict[str, PartCommand]) -> Outcome: ...
+
+    def set_frame_sink(self, sink: FrameSink | None, fps: float = 10.0) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def close(self) -> None: ...

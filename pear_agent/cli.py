@@ -1,0 +1,156 @@
+"""`pear-agent` command line: run an episode, list robots, print a prompt."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pear_agent.robot_config import RobotConfigError, list_robots, load_robot
+
+
+class CliError(Exception):
+    """An error the user can fix; printed as one line, no traceback."""
+
+
+def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
+    if args.policy == "scripted":
+        from pear_agent.policies.scripted import ScriptedPolicy
+
+        return ScriptedPolicy(task, action_noise_cm=args.action_noise_cm, seed=args.seed)
+    if args.policy == "replay":
+        from pear_agent.policies.replay import ReplayPolicy
+
+        if not args.replay:
+            raise CliError("--policy replay needs --replay PATH/episode.jsonl")
+        return ReplayPolicy(Path(args.replay))
+    raise CliError(f"unknown policy {args.policy!r}")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.records import RunWriter, new_run_dir
+    from pear_agent.registry import make_backend, task_entry
+
+    entry = task_entry(args.task)
+    robot = load_robot(args.robot or entry.default_robot)
+    policy = _policy(args, args.task)
+    backend = make_backend(args.task, robot, render=True)
+    kin = Kinematics(robot)
+    run_dir = new_run_dir(Path(args.runs_dir), args.task, args.seed)
+    writer = RunWriter(run_dir, video_fps=None if args.no_video else 10.0)
+    quiet = args.json
+
+    def on_turn(t) -> None:  # noqa: ANN001
+        if not quiet:
+            print(f"turn {t.turn:<3d} {t.summary:<52s} {t.outcome:<10s} {t.sim_time_s:5.1f} s sim", flush=True)
+
+    if not quiet:
+        print(f"pear-agent: {robot.name} / {args.task} / {policy.name} / seed {args.seed} / paused", flush=True)
+    episode = Episode(backend, kin, policy, EpisodeConfig(max_turns=args.max_turns), writer, on_turn)
+    try:
+        result = episode.run(args.seed)
+    finally:
+        backend.close()
+    summary = result.to_json()
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        verdict = "success" if result.success else f"failure ({result.end_reason}: {result.detail})"
+        print(f"{verdict} in {result.turns} turns ({result.sim_time_s:.1f} s simulated, "
+              f"{result.wall_time_s:.1f} s wall)")
+        video = run_dir / "episode.mp4"
+        print(f"log: {writer.log_path}" + (f"   video: {video}" if video.exists() else ""))
+    return 0 if result.success else 1
+
+
+def cmd_robots(args: argparse.Namespace) -> int:
+    from pear_agent.kinematics import Kinematics
+
+    bad = 0
+    for path in list_robots():
+        try:
+            robot = load_robot(path)
+            Kinematics(robot)
+            parts = ", ".join(f"{n} ({len(p.joints)} joints{' + gripper' if p.gripper else ''})"
+                              for n, p in robot.parts.items())
+            print(f"{robot.name:<16s} ok     parts: {parts}; cameras: {', '.join(robot.cameras) or 'none'}")
+        except (RobotConfigError, ValueError) as exc:
+            bad += 1
+            print(f"{path.stem:<16s} ERROR  {exc}")
+    return 1 if bad else 0
+
+
+def cmd_prompt(args: argparse.Namespace) -> int:
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.protocol.actions import action_schema
+    from pear_agent.protocol.prompts import encode_jpeg, system_prompt, turn_text
+    from pear_agent.protocol.state import robot_state, state_json
+    from pear_agent.registry import make_backend, task_entry
+
+    entry = task_entry(args.task)
+    robot = load_robot(args.robot or entry.default_robot)
+    backend = make_backend(args.task, robot, render=True)
+    try:
+        obs = backend.reset(args.seed)
+        state = robot_state(obs, Kinematics(robot))
+        print("=== system ===")
+        print(system_prompt(robot, backend.task))
+        print("=== user (turn 1) ===")
+        print(turn_text(1, backend.task.max_turns, state_json(state), None, list(obs.images)))
+        for name, img in obs.images.items():
+            print(f"[image `{name}`: {img.shape[1]}x{img.shape[0]} JPEG, {len(encode_jpeg(img))} bytes]")
+        if args.schema:
+            print("=== action schema ===")
+            print(json.dumps(action_schema(robot), indent=2))
+    finally:
+        backend.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pear-agent", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run one episode (default: panda / pick_cube / scripted / seed 0)")
+    run.add_argument("--task", default="pick_cube")
+    run.add_argument("--robot", default=None, help="robot name in robots/ (default: the task's robot)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--policy", default="scripted", choices=["scripted", "replay"])
+    run.add_argument("--replay", default=None, help="episode.jsonl to replay (with --policy replay)")
+    run.add_argument("--action-noise-cm", type=float, default=0.0,
+                     help="Gaussian noise on the scripted expert's position changes")
+    run.add_argument("--max-turns", type=int, default=None, help="override the task's turn limit")
+    run.add_argument("--runs-dir", default="runs")
+    run.add_argument("--no-video", action="store_true", help="skip the mp4 (faster)")
+    run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    run.set_defaults(func=cmd_run)
+
+    robots = sub.add_parser("robots", help="list and validate the robot descriptions in robots/")
+    robots.set_defaults(func=cmd_robots)
+
+    prompt = sub.add_parser("prompt", help="print the system prompt and the first turn")
+    prompt.add_argument("--task", default="pick_cube")
+    prompt.add_argument("--robot", default=None)
+    prompt.add_argument("--seed", type=int, default=0)
+    prompt.add_argument("--schema", action="store_true", help="also print the action's JSON Schema")
+    prompt.set_defaults(func=cmd_prompt)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (CliError, RobotConfigError, ValueError, FileNotFoundError) as exc:
+        print(f"pear-agent: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("pear-agent: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""Forward and inverse kinematics with Pinocchio, built from the same model file MuJoCo loads.
+
+Each arm part is solved on its own joint columns; every other joint (the other arm, the fingers)
+keeps its current value. Poses are in the robot base frame, metres and rotation matrices inside;
+the protocol converts to cm and roll/pitch/yaw at its edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pinocchio as pin
+
+from pear_agent.robot_config import Part, RobotConfig
+
+
+def rpy_to_matrix(rpy: np.ndarray) -> np.ndarray:
+    """R = Rz(yaw) Ry(pitch) Rx(roll): the convention stated in every robot's frame description."""
+    return pin.rpy.rpyToMatrix(float(rpy[0]), float(rpy[1]), float(rpy[2]))
+
+
+def matrix_to_rpy(rot: np.ndarray) -> np.ndarray:
+    return np.asarray(pin.rpy.matrixToRpy(np.asarray(rot, dtype=float)))
+
+
+def quat_wxyz_to_matrix(q: list[float]) -> np.ndarray:
+    w, x, y, z = q
+    return pin.Quaternion(w, x, y, z).normalized().toRotationMatrix()
+
+
+@dataclass(frozen=True)
+class Pose:
+    position_m: np.ndarray
+    rotation: np.ndarray
+
+    @property
+    def rpy(self) -> np.ndarray:
+        return matrix_to_rpy(self.rotation)
+
+
+@dataclass(frozen=True)
+class IKResult:
+    success: bool
+    joints_rad: np.ndarray
+    position_error_m: float
+    rotation_error_rad: float
+    iterations: int
+
+    @property
+    def reason(self) -> str:
+        if self.success:
+            return "solved"
+        return (
+            f"no joint configuration within the joint limits reaches the target: closest pose is "
+            f"{self.position_error_m * 100:.1f} cm and {self.rotation_error_rad:.2f} rad away"
+        )
+
+
+class _PartChain:
+    def __init__(self, model: pin.Model, part: Part, name: str) -> None:
+        self.name = name
+        missing = [j for j in part.joints if not model.existJointName(j)]
+        if missing:
+            raise ValueError(f"part {name}: joints {missing} are not in the model file")
+        jids = [model.getJointId(j) for j in part.joints]
+        self.idx_q = np.array([model.joints[j].idx_q for j in jids])
+        self.idx_v = np.array([model.joints[j].idx_v for j in jids])
+        lo = model.lowerPositionLimit[self.idx_q].copy()
+        hi = model.upperPositionLimit[self.idx_q].copy()
+        for i, jname in enumerate(part.joints):
+            if jname in part.limits.joint_limits_rad:
+                a, b = part.limits.joint_limits_rad[jname]
+                lo[i], hi[i] = max(lo[i], a), min(hi[i], b)
+        self.lower, self.upper = lo, hi
+        ee = part.end_effector
+        if not model.existFrame(ee.parent_body):
+            raise ValueError(f"part {name}: end_effector.parent_body {ee.parent_body!r} not in model")
+        parent = model.frames[model.getFrameId(ee.parent_body)]
+        offset = pin.SE3(quat_wxyz_to_matrix(ee.quat_wxyz), np.array(ee.pos_m, dtype=float))
+        frame = pin.Frame(
+            f"{name}_{ee.name}", parent.parentJoint, model.getFrameId(ee.parent_body),
+            parent.placement * offset, pin.FrameType.OP_FRAME,
+        )
+        self.frame_id = model.addFrame(frame)
+        self.home = np.array(part.home.joints_rad, dtype=float)
+
+
+class Kinematics:
+    """FK and damped-least-squares IK for every arm part of a robot description."""
+
+    def __init__(
+        self,
+        robot: RobotConfig,
+        position_tolerance_m: float = 5e-4,
+        rotation_tolerance_rad: float = 5e-3,
+        max_iterations: int = 200,
+        restarts: int = 6,
+    ) -> None:
+        self.robot = robot
+        self.model = pin.buildModelFromMJCF(str(robot.resolve(robot.model.mjcf)))
+        self.chains = {name: _PartChain(self.model, part, name) for name, part in robot.parts.items()}
+        self.data = self.model.createData()
+        self.position_tolerance_m = position_tolerance_m
+        self.rotation_tolerance_rad = rotation_tolerance_rad
+        self.max_iterations = max_iterations
+        self.restarts = restarts
+        self._q = pin.neutral(self.model)
+        for chain in self.chains.values():
+            self._q[chain.idx_q] = chain.home
+        self._rng = np.random.default_rng(0)
+
+    def joint_limits(self, part: str) -> tuple[np.ndarray, np.ndarray]:
+        c = self.chains[part]
+        return c.lower.copy(), c.upper.copy()
+
+    def fk(self, part: str, joints_rad: np.ndarray) -> Pose:
+        chain = self.chains[part]
+        self._q[chain.idx_q] = joints_rad
+        pin.forwardKinematics(self.model, self.data, self._q)
+        m = pin.updateFramePlacement(self.model, self.data, chain.frame_id)
+        return Pose(m.translation.copy(), m.rotation.copy())
+
+    def _dls(self, chain: _PartChain, target: pin.SE3, q_arm: np.ndarray) -> tuple[np.ndarray, float, float, int]:
+        model, data, q = self.model, self.data, self._q
+        q[chain.idx_q] = q_arm
+        damping2 = 1e-4
+        err = np.zeros(6)
+        for it in range(1, self.max_iterations + 1):
+            pin.computeJointJacobians(model, data, q)
+            cur = pin.updateFramePlacement(model, data, chain.frame_id)
+            err[:3] = target.translation - cur.translation
+            err[3:] = pin.log3(target.rotation @ cur.rotation.T)
+            pos_err, rot_err = float(np.linalg.norm(err[:3])), float(np.linalg.norm(err[3:]))
+            if pos_err < self.position_tolerance_m and rot_err < self.rotation_tolerance_rad:
+                return q[chain.idx_q].copy(), pos_err, rot_err, it
+            jac = pin.getFrameJacobian(model, data, chain.frame_id, pin.LOCAL_WORLD_ALIGNED)[:, chain.idx_v]
+            jjt = jac @ jac.T
+            jjt[np.diag_indices(6)] += damping2
+            dq = jac.T @ np.linalg.solve(jjt, err)
+            step = float(np.max(np.abs(dq)))
+            if step > 0.5:
+                dq *= 0.5 / step
+            q[chain.idx_q] = np.clip(q[chain.idx_q] + dq, chain.lower, chain.upper)
+        return q[chain.idx_q].copy(), pos_err, rot_err, self.max_iterations
+
+    def ik(self, part: str, position_m: np.ndarray, rotation: np.ndarray, seed_rad: np.ndarray) -> IKResult:
+        """Joint targets for a tool pose, warm-started from `seed_rad` (usually the current joints).
+
+        If the warm start does not converge, a few restarts from perturbed seeds are tried; the
+        result is refused (success False, with the residual) rather than returned approximate.
+        """
+        chain = self.chains[part]
+        target = pin.SE3(np.asarray(rotation, dtype=float), np.asarray(position_m, dtype=float))
+        seed = np.clip(np.asarray(seed_rad, dtype=float), chain.lower, chain.upper)
+        best: tuple[np.ndarray, float, float, int] | None = None
+        total_it = 0
+        for attempt in range(self.restarts + 1):
+            if attempt == 0:
+                start = seed
+            else:
+                span = (chain.upper - chain.lower) * (0.1 * attempt)
+                start = np.clip(seed + self._rng.uniform(-span, span), chain.lower, chain.upper)
+            q, pe, re, it = self._dls(chain, target, start)
+            total_it += it
+            if best is None or pe + 0.1 * re < best[1] + 0.1 * best[2]:
+                best = (q, pe, re, it)
+            if pe < self.position_tolerance_m and re < self.rotation_tolerance_rad:
+                return IKResult(True, q, pe, re, total_it)
+        assert best is not None
+        return IKResult(False, best[0], best[1], best[2], total_it)

@@ -1,0 +1,28 @@
+"""Replays the replies of a recorded episode, turn by turn, from its `episode.jsonl`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pear_agent.policies.base import PolicyReply, TurnContext
+from pear_agent.protocol.prompts import Message
+
+
+class ReplayPolicy:
+    name = "replay"
+
+    def __init__(self, log_path: Path) -> None:
+        lines = [json.loads(x) for x in Path(log_path).read_text().splitlines() if x.strip()]
+        self.replies = [x["reply"] for x in lines if x.get("kind") == "turn" and x.get("reply")]
+        if not self.replies:
+            raise ValueError(f"{log_path}: no recorded replies to replay")
+
+    def reset(self, seed: int) -> None:
+        pass
+
+    def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        i = ctx.turn - 1
+        if i >= len(self.replies):
+            return PolicyReply(text="", error=f"replay has only {len(self.replies)} replies")
+        return PolicyReply(text=self.replies[i])

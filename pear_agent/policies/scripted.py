@@ -1,0 +1,42 @@
+"""The scripted expert as a policy: privileged facts in, a protocol reply string out."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from pear_agent.policies.base import PolicyReply, TurnContext
+from pear_agent.policies.experts import EXPERTS
+from pear_agent.protocol.prompts import Message
+
+
+class ScriptedPolicy:
+    """Answers through the text protocol so every layer a model would exercise is exercised.
+
+    `action_noise_cm` adds Gaussian noise to position changes (for stochastic rollouts).
+    """
+
+    name = "scripted"
+
+    def __init__(self, task: str, action_noise_cm: float = 0.0, seed: int = 0) -> None:
+        if task not in EXPERTS:
+            raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
+        self.expert = EXPERTS[task]
+        self.action_noise_cm = action_noise_cm
+        self._rng = np.random.default_rng(seed)
+
+    def reset(self, seed: int) -> None:
+        self._rng = np.random.default_rng(seed)
+
+    def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        t0 = time.perf_counter()
+        reasoning, action = self.expert(ctx.state, ctx.observation.privileged)
+        if self.action_noise_cm > 0:
+            for part in action.values():
+                if "position" in part:
+                    noise = self._rng.normal(0.0, self.action_noise_cm, 3)
+                    part["position"] = [round(v + n, 2) for v, n in zip(part["position"], noise, strict=True)]
+        text = f"{reasoning}\n```json\n{json.dumps(action)}\n```"
+        return PolicyReply(text=text, latency_s=time.perf_counter() - t0)

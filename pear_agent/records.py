@@ -1,0 +1,115 @@
+"""Episode records: a run folder with a JSONL line per turn (flushed as it happens), the images
+sent to the model, a summary JSON, and an mp4 of the episode."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+SECRET_PATTERNS = [re.compile(r"sk-[A-Za-z0-9_\-]{8,}")]
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.floating | np.integer):
+        return obj.item()
+    raise TypeError(f"not JSON serialisable: {type(obj).__name__}")
+
+
+def new_run_dir(root: Path, task: str, seed: int) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    base = Path(root) / f"{stamp}-{task}-s{seed}"
+    path, n = base, 1
+    while path.exists():
+        n += 1
+        path = base.with_name(f"{base.name}-{n}")
+    path.mkdir(parents=True)
+    return path
+
+
+class VideoWriter:
+    """H.264 mp4 through the ffmpeg binary that ships in the imageio-ffmpeg wheel."""
+
+    def __init__(self, path: Path, fps: float) -> None:
+        self.path, self.fps = path, fps
+        self._gen: Any = None
+        self.frames = 0
+
+    def add(self, frame: np.ndarray) -> None:
+        if self._gen is None:
+            import imageio_ffmpeg
+
+            h, w = frame.shape[:2]
+            self._gen = imageio_ffmpeg.write_frames(
+                str(self.path), (w, h), fps=self.fps, codec="libx264", pix_fmt_out="yuv420p",
+                macro_block_size=2, quality=7, ffmpeg_log_level="error",
+            )
+            self._gen.send(None)
+        self._gen.send(np.ascontiguousarray(frame))
+        self.frames += 1
+
+    def close(self) -> None:
+        if self._gen is not None:
+            self._gen.close()
+            self._gen = None
+
+
+class RunWriter:
+    def __init__(self, run_dir: Path, video_fps: float | None = 10.0,
+                 secrets: list[str] | None = None) -> None:
+        self.run_dir = Path(run_dir)
+        (self.run_dir / "images").mkdir(parents=True, exist_ok=True)
+        self.log_path = self.run_dir / "episode.jsonl"
+        self._log = self.log_path.open("a", encoding="utf-8")
+        self._secrets = [s for s in (secrets or []) if s]
+        self.video: VideoWriter | None = None
+        if video_fps:
+            self.video = VideoWriter(self.run_dir / "episode.mp4", video_fps)
+
+    def redact(self, text: str) -> str:
+        for s in self._secrets:
+            text = text.replace(s, "[redacted]")
+        for pat in SECRET_PATTERNS:
+            text = pat.sub("[redacted]", text)
+        return text
+
+    def write_text(self, name: str, text: str) -> Path:
+        path = self.run_dir / name
+        path.write_text(self.redact(text), encoding="utf-8")
+        return path
+
+    def save_image(self, turn: int, camera: str, jpeg: bytes) -> str:
+        rel = f"images/turn_{turn:03d}_{camera}.jpg"
+        (self.run_dir / rel).write_bytes(jpeg)
+        return rel
+
+    def log(self, record: dict[str, Any]) -> None:
+        line = json.dumps(record, default=_jsonable)
+        self._log.write(self.redact(line) + "\n")
+        self._log.flush()
+
+    def add_frame(self, frame: np.ndarray) -> None:
+        if self.video is not None:
+            try:
+                self.video.add(frame)
+            except Exception as exc:  # a broken encoder must not end the episode
+                log.warning("video disabled: %s", exc)
+                self.video = None
+
+    def finish(self, summary: dict[str, Any]) -> None:
+        if self.video is not None:
+            self.video.close()
+            if self.video.frames:
+                summary["video"] = str(self.video.path)
+        (self.run_dir / "summary.json").write_text(
+            self.redact(json.dumps(summary, indent=2, default=_jsonable)), encoding="utf-8")
+        self._log.close()

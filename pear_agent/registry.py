@@ -1,0 +1,51 @@
+"""Names the CLI accepts: tasks (with their backend and default robot) and policies.
+
+Backends are imported only when a task that needs them is built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pear_agent.backend import Backend
+from pear_agent.robot_config import RobotConfig
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    backend: str
+    robots: tuple[str, ...]
+
+    @property
+    def default_robot(self) -> str:
+        return self.robots[0]
+
+
+TASKS: dict[str, TaskEntry] = {
+    "pick_cube": TaskEntry("mujoco", ("panda",)),
+    "place_in_bowl": TaskEntry("mujoco", ("panda",)),
+    "push_to_target": TaskEntry("mujoco", ("panda",)),
+}
+
+
+class UnknownNameError(ValueError):
+    pass
+
+
+def task_entry(task: str) -> TaskEntry:
+    if task not in TASKS:
+        raise UnknownNameError(f"unknown task {task!r}; tasks are: {', '.join(sorted(TASKS))}")
+    return TASKS[task]
+
+
+def make_backend(task: str, robot: RobotConfig, render: bool = True) -> Backend:
+    entry = task_entry(task)
+    if robot.name not in entry.robots:
+        raise UnknownNameError(
+            f"task {task!r} is defined for robots {list(entry.robots)}, not {robot.name!r}")
+    if entry.backend == "mujoco":
+        from sim_adapters.mujoco.backend import MujocoBackend
+        from sim_adapters.mujoco.tasks import TASKS as MUJOCO_TASKS
+
+        return MujocoBackend(robot, MUJOCO_TASKS[task](), render=render)
+    raise UnknownNameError(f"backend {entry.backend!r} is not available")

@@ -1,0 +1,1 @@
+"""Simulator backends for pear-agent; each subpackage imports its simulator lazily."""

@@ -1,0 +1,1 @@
+"""MuJoCo scenes, tasks and the MuJoCo backend."""
