@@ -45,10 +45,14 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     def on_turn(t) -> None:  # noqa: ANN001
         if not quiet:
-            print(f"turn {t.turn:<3d} {t.summary:<52s} {t.outcome:<10s} {t.sim_time_s:5.1f} s sim", flush=True)
+            print(
+                f"turn {t.turn:<3d} {t.summary:<52s} {t.outcome:<10s} {t.sim_time_s:5.1f} s sim", flush=True
+            )
 
     if not quiet:
-        print(f"pear-agent: {robot.name} / {args.task} / {policy.name} / seed {args.seed} / paused", flush=True)
+        print(
+            f"pear-agent: {robot.name} / {args.task} / {policy.name} / seed {args.seed} / paused", flush=True
+        )
     episode = Episode(backend, kin, policy, EpisodeConfig(max_turns=args.max_turns), writer, on_turn)
     try:
         result = episode.run(args.seed)
@@ -59,8 +63,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(json.dumps(summary))
     else:
         verdict = "success" if result.success else f"failure ({result.end_reason}: {result.detail})"
-        print(f"{verdict} in {result.turns} turns ({result.sim_time_s:.1f} s simulated, "
-              f"{result.wall_time_s:.1f} s wall)")
+        print(
+            f"{verdict} in {result.turns} turns ({result.sim_time_s:.1f} s simulated, "
+            f"{result.wall_time_s:.1f} s wall)"
+        )
         video = run_dir / "episode.mp4"
         print(f"log: {writer.log_path}" + (f"   video: {video}" if video.exists() else ""))
     return 0 if result.success else 1
@@ -74,8 +80,10 @@ def cmd_robots(args: argparse.Namespace) -> int:
         try:
             robot = load_robot(path)
             Kinematics(robot)
-            parts = ", ".join(f"{n} ({len(p.joints)} joints{' + gripper' if p.gripper else ''})"
-                              for n, p in robot.parts.items())
+            parts = ", ".join(
+                f"{n} ({len(p.joints)} joints{' + gripper' if p.gripper else ''})"
+                for n, p in robot.parts.items()
+            )
             print(f"{robot.name:<16s} ok     parts: {parts}; cameras: {', '.join(robot.cameras) or 'none'}")
         except (RobotConfigError, ValueError) as exc:
             bad += 1
@@ -120,8 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--policy", default="scripted", choices=["scripted", "replay"])
     run.add_argument("--replay", default=None, help="episode.jsonl to replay (with --policy replay)")
-    run.add_argument("--action-noise-cm", type=float, default=0.0,
-                     help="Gaussian noise on the scripted expert's position changes")
+    run.add_argument(
+        "--action-noise-cm",
+        type=float,
+        default=0.0,
+        help="Gaussian noise on the scripted expert's position changes",
+    )
     run.add_argument("--max-turns", type=int, default=None, help="override the task's turn limit")
     run.add_argument("--runs-dir", default="runs")
     run.add_argument("--no-video", action="store_true", help="skip the mp4 (faster)")

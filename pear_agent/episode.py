@@ -97,9 +97,15 @@ def describe_action(action: Action) -> str:
 
 
 class Episode:
-    def __init__(self, backend: Backend, kinematics: Kinematics, policy: Policy,
-                 config: EpisodeConfig | None = None, writer: RunWriter | None = None,
-                 on_turn: Callable[[TurnRecord], None] | None = None) -> None:
+    def __init__(
+        self,
+        backend: Backend,
+        kinematics: Kinematics,
+        policy: Policy,
+        config: EpisodeConfig | None = None,
+        writer: RunWriter | None = None,
+        on_turn: Callable[[TurnRecord], None] | None = None,
+    ) -> None:
         self.backend = backend
         self.kin = kinematics
         self.robot = kinematics.robot
@@ -110,8 +116,9 @@ class Episode:
         self.messages: list[Message] = []
 
     # -- one turn's pieces ------------------------------------------------------------
-    def _user_turn(self, turn: int, max_turns: int, obs: Observation, state: dict[str, PartPose],
-                   outcome: str | None) -> tuple[Message, dict[str, str]]:
+    def _user_turn(
+        self, turn: int, max_turns: int, obs: Observation, state: dict[str, PartPose], outcome: str | None
+    ) -> tuple[Message, dict[str, str]]:
         jpegs = {name: encode_jpeg(img, self.config.jpeg_quality) for name, img in obs.images.items()}
         text = turn_text(turn, max_turns, state_json(state), outcome, list(jpegs))
         msg = user_message(text, jpegs)
@@ -124,8 +131,12 @@ class Episode:
         p = self.config.tokens_per_image_patch_px
         return sum(math.ceil(i.shape[0] / p) * math.ceil(i.shape[1] / p) for i in obs.images.values())
 
-    def plan(self, action: Action, state: dict[str, PartPose], joints_rad: dict[str, np.ndarray],
-             ) -> tuple[dict[str, PartCommand], dict[str, Any], Outcome | None]:
+    def plan(
+        self,
+        action: Action,
+        state: dict[str, PartPose],
+        joints_rad: dict[str, np.ndarray],
+    ) -> tuple[dict[str, PartCommand], dict[str, Any], Outcome | None]:
         """Clip each part's target, solve IK; refuse the whole action if any part has no solution."""
         commands: dict[str, PartCommand] = {}
         info: dict[str, Any] = {"notes": [], "ik": {}}
@@ -136,13 +147,20 @@ class Episode:
             cmd = PartCommand(gripper=target.gripper)
             if target.moves_arm:
                 t0 = time.perf_counter()
-                res = self.kin.ik(name, target.position_cm / 100.0, rpy_to_matrix(target.orientation_rad),
-                                  seed_rad=joints_rad[name])
+                res = self.kin.ik(
+                    name,
+                    target.position_cm / 100.0,
+                    rpy_to_matrix(target.orientation_rad),
+                    seed_rad=joints_rad[name],
+                )
                 info["ik"][name] = {
-                    "success": res.success, "position_error_cm": res.position_error_m * 100,
-                    "rotation_error_rad": res.rotation_error_rad, "iterations": res.iterations,
+                    "success": res.success,
+                    "position_error_cm": res.position_error_m * 100,
+                    "rotation_error_rad": res.rotation_error_rad,
+                    "iterations": res.iterations,
                     "ik_ms": (time.perf_counter() - t0) * 1000,
-                    "target_position_cm": target.position_cm, "target_orientation_rad": target.orientation_rad,
+                    "target_position_cm": target.position_cm,
+                    "target_orientation_rad": target.orientation_rad,
                 }
                 if not res.success:
                     return {}, info, Outcome("ik_failed", f"{name}: {res.reason}; the robot did not move")
@@ -160,13 +178,31 @@ class Episode:
         max_turns = cfg.max_turns or task.max_turns
         sys_prompt = system_prompt(self.robot, task)
         self.messages = [{"role": "system", "content": sys_prompt}]
-        result = EpisodeResult(False, 0, "turn_limit", task=task.name, robot=self.robot.name, seed=seed,
-                               policy=self.policy.name, mode=cfg.mode)
+        result = EpisodeResult(
+            False,
+            0,
+            "turn_limit",
+            task=task.name,
+            robot=self.robot.name,
+            seed=seed,
+            policy=self.policy.name,
+            mode=cfg.mode,
+        )
         if self.writer is not None:
             self.writer.write_text("system_prompt.txt", sys_prompt)
-            self.writer.log({"kind": "header", "task": task.name, "instruction": task.instruction,
-                             "robot": self.robot.name, "seed": seed, "policy": self.policy.name,
-                             "mode": cfg.mode, "max_turns": max_turns, "system_prompt": sys_prompt})
+            self.writer.log(
+                {
+                    "kind": "header",
+                    "task": task.name,
+                    "instruction": task.instruction,
+                    "robot": self.robot.name,
+                    "seed": seed,
+                    "policy": self.policy.name,
+                    "mode": cfg.mode,
+                    "max_turns": max_turns,
+                    "system_prompt": sys_prompt,
+                }
+            )
             backend.set_frame_sink(self.writer.add_frame)
             if obs.images:
                 self.writer.add_frame(next(iter(obs.images.values())))
@@ -179,18 +215,31 @@ class Episode:
                 img_tokens = self._image_tokens(obs)
                 self.messages.append(msg)
                 context_tokens += len(msg["content"][0]["text"]) // 4 + img_tokens + 8
-                record: dict[str, Any] = {"kind": "turn", "turn": turn, "prompt": msg["content"][0]["text"],
-                                          "images": image_files, "state": {k: v.to_json() for k, v in state.items()}}
+                record: dict[str, Any] = {
+                    "kind": "turn",
+                    "turn": turn,
+                    "prompt": msg["content"][0]["text"],
+                    "images": image_files,
+                    "state": {k: v.to_json() for k, v in state.items()},
+                }
                 if context_tokens > cfg.max_context_tokens:
-                    result = self._end(result, turn - 1, "context_budget",
-                                       f"context of ~{context_tokens} tokens exceeds {cfg.max_context_tokens}")
+                    result = self._end(
+                        result,
+                        turn - 1,
+                        "context_budget",
+                        f"context of ~{context_tokens} tokens exceeds {cfg.max_context_tokens}",
+                    )
                     self._log(record | {"end": result.end_reason})
                     break
                 ctx = TurnContext(turn, task.name, {k: v.to_json() for k, v in state.items()}, obs)
                 reply: PolicyReply = self.policy.act(self.messages, ctx)
                 result.latencies_s.append(reply.latency_s)
-                record.update(reply=reply.text, latency_s=reply.latency_s, usage=reply.usage,
-                              policy_info=reply.info or None)
+                record.update(
+                    reply=reply.text,
+                    latency_s=reply.latency_s,
+                    usage=reply.usage,
+                    policy_info=reply.info or None,
+                )
                 if reply.usage and reply.usage.get("total_tokens"):
                     context_tokens = int(reply.usage["total_tokens"])
                 if reply.error:
@@ -213,10 +262,17 @@ class Episode:
                 obs = backend.observe()
                 notes = "; ".join(plan_info["notes"])
                 outcome_text = outcome.describe() + (f" (note: {notes})" if notes else "")
-                record.update(outcome={"status": outcome.status, "detail": outcome.detail,
-                                       "duration_s": outcome.duration_s, "blocked_joints": outcome.blocked_joints,
-                                       "notes": plan_info["notes"]},
-                              sim_time_s=obs.time_s, success=obs.success)
+                record.update(
+                    outcome={
+                        "status": outcome.status,
+                        "detail": outcome.detail,
+                        "duration_s": outcome.duration_s,
+                        "blocked_joints": outcome.blocked_joints,
+                        "notes": plan_info["notes"],
+                    },
+                    sim_time_s=obs.time_s,
+                    success=obs.success,
+                )
                 result.turns = turn
                 result.sim_time_s = obs.time_s
                 self._report(turn, describe_action(action), outcome.status, obs, obs.success)

@@ -79,8 +79,11 @@ class _PartChain:
         parent = model.frames[model.getFrameId(ee.parent_body)]
         offset = pin.SE3(quat_wxyz_to_matrix(ee.quat_wxyz), np.array(ee.pos_m, dtype=float))
         frame = pin.Frame(
-            f"{name}_{ee.name}", parent.parentJoint, model.getFrameId(ee.parent_body),
-            parent.placement * offset, pin.FrameType.OP_FRAME,
+            f"{name}_{ee.name}",
+            parent.parentJoint,
+            model.getFrameId(ee.parent_body),
+            parent.placement * offset,
+            pin.FrameType.OP_FRAME,
         )
         self.frame_id = model.addFrame(frame)
         self.home = np.array(part.home.joints_rad, dtype=float)
@@ -121,7 +124,9 @@ class Kinematics:
         m = pin.updateFramePlacement(self.model, self.data, chain.frame_id)
         return Pose(m.translation.copy(), m.rotation.copy())
 
-    def _dls(self, chain: _PartChain, target: pin.SE3, q_arm: np.ndarray) -> tuple[np.ndarray, float, float, int]:
+    def _dls(
+        self, chain: _PartChain, target: pin.SE3, q_arm: np.ndarray
+    ) -> tuple[np.ndarray, float, float, int]:
         model, data, q = self.model, self.data, self._q
         q[chain.idx_q] = q_arm
         damping2 = 1e-4

@@ -50,8 +50,14 @@ class VideoWriter:
 
             h, w = frame.shape[:2]
             self._gen = imageio_ffmpeg.write_frames(
-                str(self.path), (w, h), fps=self.fps, codec="libx264", pix_fmt_out="yuv420p",
-                macro_block_size=2, quality=7, ffmpeg_log_level="error",
+                str(self.path),
+                (w, h),
+                fps=self.fps,
+                codec="libx264",
+                pix_fmt_out="yuv420p",
+                macro_block_size=2,
+                quality=7,
+                ffmpeg_log_level="error",
             )
             self._gen.send(None)
         self._gen.send(np.ascontiguousarray(frame))
@@ -64,8 +70,9 @@ class VideoWriter:
 
 
 class RunWriter:
-    def __init__(self, run_dir: Path, video_fps: float | None = 10.0,
-                 secrets: list[str] | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, video_fps: float | None = 10.0, secrets: list[str] | None = None
+    ) -> None:
         self.run_dir = Path(run_dir)
         (self.run_dir / "images").mkdir(parents=True, exist_ok=True)
         self.log_path = self.run_dir / "episode.jsonl"
@@ -111,5 +118,6 @@ class RunWriter:
             if self.video.frames:
                 summary["video"] = str(self.video.path)
         (self.run_dir / "summary.json").write_text(
-            self.redact(json.dumps(summary, indent=2, default=_jsonable)), encoding="utf-8")
+            self.redact(json.dumps(summary, indent=2, default=_jsonable)), encoding="utf-8"
+        )
         self._log.close()

@@ -42,7 +42,8 @@ def make_backend(task: str, robot: RobotConfig, render: bool = True) -> Backend:
     entry = task_entry(task)
     if robot.name not in entry.robots:
         raise UnknownNameError(
-            f"task {task!r} is defined for robots {list(entry.robots)}, not {robot.name!r}")
+            f"task {task!r} is defined for robots {list(entry.robots)}, not {robot.name!r}"
+        )
     if entry.backend == "mujoco":
         from sim_adapters.mujoco.backend import MujocoBackend
         from sim_adapters.mujoco.tasks import TASKS as MUJOCO_TASKS

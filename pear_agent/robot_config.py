@@ -233,7 +233,9 @@ def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> Robot
     for part_name, part in cfg.parts.items():
         for axis, (lo, hi) in part.limits.workspace_cm.items():
             if not (math.isfinite(lo) and math.isfinite(hi)):
-                raise RobotConfigError(f"{path}: key parts.{part_name}.limits.workspace_cm.{axis}: not finite")
+                raise RobotConfigError(
+                    f"{path}: key parts.{part_name}.limits.workspace_cm.{axis}: not finite"
+                )
     return cfg
 
 

@@ -34,8 +34,9 @@ def _rot_delta(arm: dict[str, Any], yaw: float) -> list[float]:
     return [round(float(v), 3) for v in wrap(np.array([DOWN_ROLL, 0.0, yaw]) - cur)]
 
 
-def _act(pos: np.ndarray | None = None, rot: list[float] | None = None,
-         gripper: float | None = None) -> dict[str, Any]:
+def _act(
+    pos: np.ndarray | None = None, rot: list[float] | None = None, gripper: float | None = None
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if pos is not None:
         out["position"] = [round(float(v), 2) for v in pos]
@@ -64,20 +65,28 @@ def _approach_and_grasp(arm: dict[str, Any], obj: dict[str, Any]) -> tuple[str, 
     g = float(arm.get("gripper", 1.0))
     if g < 0.9:
         up = max(0.0, min(6.0, hover_z - p[2]))
-        return ("The gripper is closed but holds nothing; I open it and back off upwards.",
-                _act(np.array([0, 0, up]), None, 1.0))
+        return (
+            "The gripper is closed but holds nothing; I open it and back off upwards.",
+            _act(np.array([0, 0, up]), None, 1.0),
+        )
     if np.linalg.norm(dxy) > 0.8:
         if p[2] < o[2] + size / 2 + 3.0:
-            return ("I am low and not above the object; I rise before moving sideways.",
-                    _act(np.array([0, 0, hover_z - p[2]]), rot))
-        return (f"The object is {np.linalg.norm(dxy):.1f} cm away horizontally; I move above it "
-                "and square the gripper with its faces.",
-                _act(np.array([dxy[0], dxy[1], hover_z - p[2]]), rot))
+            return (
+                "I am low and not above the object; I rise before moving sideways.",
+                _act(np.array([0, 0, hover_z - p[2]]), rot),
+            )
+        return (
+            f"The object is {np.linalg.norm(dxy):.1f} cm away horizontally; I move above it "
+            "and square the gripper with its faces.",
+            _act(np.array([dxy[0], dxy[1], hover_z - p[2]]), rot),
+        )
     if max(abs(v) for v in rot) > 0.04:
         return "I am above the object; I turn the gripper to square it with the faces.", _act(None, rot)
     if p[2] > grasp_z + 0.6:
-        return ("Aligned above the object; I lower the open gripper around it.",
-                _act(np.array([dxy[0], dxy[1], grasp_z - p[2]]), rot))
+        return (
+            "Aligned above the object; I lower the open gripper around it.",
+            _act(np.array([dxy[0], dxy[1], grasp_z - p[2]]), rot),
+        )
     return "The object is between the fingers; I close the gripper.", _act(None, None, 0.0)
 
 
@@ -87,8 +96,10 @@ def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     if _holding(arm, obj):
         goal_z = priv["object_start_z_cm"] + priv["lift_cm"] + 3.0
         dz = goal_z - float(obj["position_cm"][2])
-        return (f"I hold the cube; I lift it {dz:.1f} cm more.",
-                {"arm": _act(np.array([0, 0, dz]), None, 0.0)})
+        return (
+            f"I hold the cube; I lift it {dz:.1f} cm more.",
+            {"arm": _act(np.array([0, 0, dz]), None, 0.0)},
+        )
     why, act = _approach_and_grasp(arm, obj)
     return why, {"arm": act}
 
@@ -96,13 +107,14 @@ def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     arm = state["arm"]
     obj, bowl = priv["object"], priv["container"]
-    p = np.asarray(arm["position"], float)
     o = np.asarray(obj["position_cm"], float)
     b = np.asarray(bowl["position_cm"], float)
     size = float(obj["size_cm"])
     if priv.get("object_inside"):
-        return ("The cube is in the bowl; I open the gripper and move away upwards.",
-                {"arm": _act(np.array([0, 0, 6.0]), None, 1.0)})
+        return (
+            "The cube is in the bowl; I open the gripper and move away upwards.",
+            {"arm": _act(np.array([0, 0, 6.0]), None, 1.0)},
+        )
     if not _holding(arm, obj):
         why, act = _approach_and_grasp(arm, obj)
         return why, {"arm": act}
@@ -110,13 +122,19 @@ def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     dxy = b[:2] - o[:2]
     if np.linalg.norm(dxy) > 1.5:
         if o[2] < carry_z - 1.0:
-            return ("I hold the cube; I lift it above the bowl's rim before carrying it.",
-                    {"arm": _act(np.array([0, 0, carry_z - o[2]]), None, 0.0)})
-        return (f"I carry the cube {np.linalg.norm(dxy):.1f} cm towards the bowl.",
-                {"arm": _act(np.array([dxy[0], dxy[1], carry_z - o[2]]), None, 0.0)})
+            return (
+                "I hold the cube; I lift it above the bowl's rim before carrying it.",
+                {"arm": _act(np.array([0, 0, carry_z - o[2]]), None, 0.0)},
+            )
+        return (
+            f"I carry the cube {np.linalg.norm(dxy):.1f} cm towards the bowl.",
+            {"arm": _act(np.array([dxy[0], dxy[1], carry_z - o[2]]), None, 0.0)},
+        )
     release_z = bowl["rim_height_cm"] + size / 2 + 1.0
     if o[2] > release_z + 0.8:
-        return "The cube is above the bowl; I lower it.", {"arm": _act(np.array([0, 0, release_z - o[2]]), None, 0.0)}
+        return "The cube is above the bowl; I lower it.", {
+            "arm": _act(np.array([0, 0, release_z - o[2]]), None, 0.0)
+        }
     return "The cube is just above the bowl's floor; I let go.", {"arm": _act(None, None, 1.0)}
 
 
@@ -147,18 +165,27 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     if in_line and p[2] < push_z + 1.0:
         contact_gap = max(0.0, -along - size / 2 - 1.2)
         step = min(dist + contact_gap, contact_gap + 6.0)
-        return (f"The block is {dist:.1f} cm from the target centre and I am behind it; I push "
-                f"{step:.1f} cm towards the target.", {"arm": _act(np.append(u * step, 0.0), None, grip)})
+        return (
+            f"The block is {dist:.1f} cm from the target centre and I am behind it; I push "
+            f"{step:.1f} cm towards the target.",
+            {"arm": _act(np.append(u * step, 0.0), None, grip)},
+        )
     if p[2] < size + 3.0:
-        return ("I am low but not lined up behind the block; I rise before repositioning.",
-                {"arm": _act(np.array([0, 0, hover_z - p[2]]), None, grip)})
+        return (
+            "I am low but not lined up behind the block; I rise before repositioning.",
+            {"arm": _act(np.array([0, 0, hover_z - p[2]]), None, grip)},
+        )
     pre = o[:2] - u * standoff
     d = pre - p[:2]
     if np.linalg.norm(d) > 0.8 or max(abs(v) for v in rot) > 0.05:
-        return ("I move above the point behind the block, on the line from it to the target, with the "
-                "gripper closed.", {"arm": _act(np.array([d[0], d[1], hover_z - p[2]]), rot, grip)})
+        return (
+            "I move above the point behind the block, on the line from it to the target, with the "
+            "gripper closed.",
+            {"arm": _act(np.array([d[0], d[1], hover_z - p[2]]), rot, grip)},
+        )
     return "I am above the pushing point; I lower the gripper to the table.", {
-        "arm": _act(np.array([d[0], d[1], push_z - p[2]]), None, grip)}
+        "arm": _act(np.array([d[0], d[1], push_z - p[2]]), None, grip)
+    }
 
 
 EXPERTS: dict[str, Expert] = {

@@ -25,10 +25,12 @@ class ScriptedPolicy:
             raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
         self.expert = EXPERTS[task]
         self.action_noise_cm = action_noise_cm
+        self.seed = seed
         self._rng = np.random.default_rng(seed)
 
     def reset(self, seed: int) -> None:
-        self._rng = np.random.default_rng(seed)
+        # noise depends on both the policy's seed and the episode's: rollouts of one episode differ
+        self._rng = np.random.default_rng([self.seed, seed])
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
         t0 = time.perf_counter()

@@ -4,6 +4,12 @@ from pear_agent.protocol.actions import Action, ActionError, PartAction, action_
 from pear_agent.protocol.state import PartPose, robot_state, state_json
 
 __all__ = [
-    "Action", "ActionError", "PartAction", "PartPose", "action_schema", "parse_reply",
-    "robot_state", "state_json",
+    "Action",
+    "ActionError",
+    "PartAction",
+    "PartPose",
+    "action_schema",
+    "parse_reply",
+    "robot_state",
+    "state_json",
 ]

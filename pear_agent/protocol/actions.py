@@ -53,8 +53,11 @@ class ActionError(ValueError):
 def action_schema(robot: RobotConfig) -> dict[str, Any]:
     """JSON Schema of a valid action for this robot (for prompts and structured outputs)."""
     vec = lambda bound, unit: {  # noqa: E731
-        "type": "array", "items": {"type": "number", "minimum": -bound, "maximum": bound},
-        "minItems": 3, "maxItems": 3, "description": f"change, {unit}",
+        "type": "array",
+        "items": {"type": "number", "minimum": -bound, "maximum": bound},
+        "minItems": 3,
+        "maxItems": 3,
+        "description": f"change, {unit}",
     }
     props: dict[str, Any] = {}
     for name, part in robot.parts.items():
@@ -63,8 +66,12 @@ def action_schema(robot: RobotConfig) -> dict[str, Any]:
             "orientation": vec(MAX_ABS_ROTATION_DELTA_RAD, "rad, [droll, dpitch, dyaw]"),
         }
         if part.gripper is not None:
-            q["gripper"] = {"type": "number", "minimum": 0, "maximum": 1,
-                            "description": "absolute command: 0 closed .. 1 open"}
+            q["gripper"] = {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "absolute command: 0 closed .. 1 open",
+            }
         props[name] = {"type": "object", "properties": q, "additionalProperties": False}
     return {"type": "object", "properties": props, "additionalProperties": False}
 

@@ -42,9 +42,12 @@ def system_prompt(robot: RobotConfig, task: TaskInfo, prompts_dir: Path = PROMPT
     first = next(iter(robot.parts.values()))
     if first.gripper is not None:
         example[next(iter(robot.parts))]["gripper"] = 0.0
-    cameras = "\n".join(
-        f"- `{name}` ({cam.width}x{cam.height}): {cam.description}" for name, cam in robot.cameras.items()
-    ) or "- none"
+    cameras = (
+        "\n".join(
+            f"- `{name}` ({cam.width}x{cam.height}): {cam.description}" for name, cam in robot.cameras.items()
+        )
+        or "- none"
+    )
     ws = first.limits.workspace_cm
     return _template("system", prompts_dir).substitute(
         robot_name=robot.name,
@@ -66,8 +69,9 @@ def system_prompt(robot: RobotConfig, task: TaskInfo, prompts_dir: Path = PROMPT
 
 
 def encode_jpeg(image: np.ndarray, quality: int = 85) -> bytes:
-    ok, buf = cv2.imencode(".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR),
-                           [cv2.IMWRITE_JPEG_QUALITY, quality])
+    ok, buf = cv2.imencode(
+        ".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality]
+    )
     if not ok:
         raise ValueError("JPEG encoding failed")
     return buf.tobytes()
@@ -78,12 +82,19 @@ def data_url(jpeg: bytes) -> str:
 
 
 def turn_text(
-    turn: int, max_turns: int, state: str, outcome: str | None, camera_names: list[str],
+    turn: int,
+    max_turns: int,
+    state: str,
+    outcome: str | None,
+    camera_names: list[str],
     prompts_dir: Path = PROMPTS_DIR,
 ) -> str:
     name = "first_turn" if outcome is None else "turn"
     return _template(name, prompts_dir).substitute(
-        turn=turn, max_turns=max_turns, state=state, outcome=outcome or "",
+        turn=turn,
+        max_turns=max_turns,
+        state=state,
+        outcome=outcome or "",
         camera_names=", ".join(camera_names) or "none",
     )
 

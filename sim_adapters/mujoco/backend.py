@@ -83,8 +83,13 @@ class _PartIO:
 class MujocoBackend:
     """Backend protocol implementation over a MuJoCo scene built from a robot + task."""
 
-    def __init__(self, robot: RobotConfig, task: MujocoTask, render: bool = True,
-                 settings: ControllerSettings | None = None) -> None:
+    def __init__(
+        self,
+        robot: RobotConfig,
+        task: MujocoTask,
+        render: bool = True,
+        settings: ControllerSettings | None = None,
+    ) -> None:
         self.robot = robot
         self._task = task
         self.settings = settings or ControllerSettings()
@@ -112,7 +117,9 @@ class MujocoBackend:
             d.ctrl[io.act] = io.home
             if io.gripper is not None:
                 g = io.gripper
-                d.qpos[io.g_qadr] = g.closed_joint_pos + io.home_gripper * (g.open_joint_pos - g.closed_joint_pos)
+                d.qpos[io.g_qadr] = g.closed_joint_pos + io.home_gripper * (
+                    g.open_joint_pos - g.closed_joint_pos
+                )
                 io.set_gripper(d, io.home_gripper)
         rng = np.random.default_rng(seed)
         self._task.reset(m, d, rng)
@@ -199,20 +206,26 @@ class MujocoBackend:
                 np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n])) < s.reach_tolerance_rad for n in qT
             )
             still = self._is_still()
-            if still:
-                still_since = t if still_since is None else still_since
-            else:
+            if not still:
                 still_since = None
+            elif still_since is None:
+                still_since = t
             if reached and still:
                 return Outcome("reached", "", float(d.time) - start_t)
             if still_since is not None and t - still_since > 0.3 and not reached:
-                name = next(n for n in qT if np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n]))
-                            >= s.reach_tolerance_rad)
+                name = next(
+                    n
+                    for n in qT
+                    if np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n])) >= s.reach_tolerance_rad
+                )
                 return self._blocked(name, qT[name], start_t, "stopped short of the target")
             if t > duration + s.settle_timeout_s:
                 if not reached:
-                    name = next(n for n in qT if np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n]))
-                                >= s.reach_tolerance_rad)
+                    name = next(
+                        n
+                        for n in qT
+                        if np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n])) >= s.reach_tolerance_rad
+                    )
                     return self._blocked(name, qT[name], start_t, "did not settle at the target")
                 return Outcome("timeout", "the robot did not come to rest", float(d.time) - start_t)
 

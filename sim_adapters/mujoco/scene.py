@@ -34,8 +34,11 @@ def ee_site_name(part: str) -> str:
     return f"{part}_ee"
 
 
-def build_robot_spec(robot: RobotConfig, table_size_m: tuple[float, float] = (0.6, 0.7),
-                     table_center_m: tuple[float, float] = (0.45, 0.0)) -> mujoco.MjSpec:
+def build_robot_spec(
+    robot: RobotConfig,
+    table_size_m: tuple[float, float] = (0.6, 0.7),
+    table_center_m: tuple[float, float] = (0.45, 0.0),
+) -> mujoco.MjSpec:
     spec = mujoco.MjSpec.from_file(str(robot.resolve(robot.model.mjcf)))
     spec.option.timestep = 0.002
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
@@ -51,29 +54,55 @@ def build_robot_spec(robot: RobotConfig, table_size_m: tuple[float, float] = (0.
     for name, part in robot.parts.items():
         ee = part.end_effector
         spec.body(ee.parent_body).add_site(
-            name=ee_site_name(name), pos=ee.pos_m, quat=ee.quat_wxyz, size=[0.005, 0, 0],
-            rgba=[1, 0, 0, 0.0], group=4,
+            name=ee_site_name(name),
+            pos=ee.pos_m,
+            quat=ee.quat_wxyz,
+            size=[0.005, 0, 0],
+            rgba=[1, 0, 0, 0.0],
+            group=4,
         )
         if part.sim is not None:
             for joint, kp, kv in zip(part.joints, part.sim.kp, part.sim.kv, strict=True):
-                act = spec.add_actuator(name=f"{joint}_pos", target=joint,
-                                        trntype=mujoco.mjtTrn.mjTRN_JOINT)
+                act = spec.add_actuator(name=f"{joint}_pos", target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
                 act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
                 act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
                 act.gainprm[0] = kp
                 act.biasprm[:3] = [0.0, -kp, -kv]
 
+    spec.add_texture(
+        name="sky",
+        type=mujoco.mjtTexture.mjTEXTURE_SKYBOX,
+        builtin=mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+        rgb1=[0.55, 0.62, 0.72],
+        rgb2=[0.12, 0.14, 0.18],
+        width=64,
+        height=64,
+    )
     world = spec.worldbody
     hx, hy = table_size_m
-    world.add_geom(name="table", type=mujoco.mjtGeom.mjGEOM_BOX, size=[hx, hy, 0.02],
-                   pos=[table_center_m[0], table_center_m[1], TABLE_TOP_Z_M - 0.02],
-                   rgba=[0.62, 0.52, 0.42, 1], friction=[1.0, 0.005, 0.0001])
-    world.add_geom(name="floor", type=mujoco.mjtGeom.mjGEOM_PLANE, size=[3, 3, 0.1],
-                   pos=[0, 0, -0.75], rgba=[0.3, 0.32, 0.35, 1], contype=0, conaffinity=0)
-    world.add_light(name="key", pos=[0.6, -0.4, 1.6], dir=[-0.1, 0.25, -1], castshadow=False,
-                    diffuse=[0.8, 0.8, 0.8])
-    world.add_light(name="fill", pos=[-0.5, 0.6, 1.2], dir=[0.5, -0.4, -1], castshadow=False,
-                    diffuse=[0.35, 0.35, 0.35])
+    world.add_geom(
+        name="table",
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=[hx, hy, 0.02],
+        pos=[table_center_m[0], table_center_m[1], TABLE_TOP_Z_M - 0.02],
+        rgba=[0.62, 0.52, 0.42, 1],
+        friction=[1.0, 0.005, 0.0001],
+    )
+    world.add_geom(
+        name="floor",
+        type=mujoco.mjtGeom.mjGEOM_PLANE,
+        size=[3, 3, 0.1],
+        pos=[0, 0, -0.75],
+        rgba=[0.3, 0.32, 0.35, 1],
+        contype=0,
+        conaffinity=0,
+    )
+    world.add_light(
+        name="key", pos=[0.6, -0.4, 1.6], dir=[-0.1, 0.25, -1], castshadow=False, diffuse=[0.8, 0.8, 0.8]
+    )
+    world.add_light(
+        name="fill", pos=[-0.5, 0.6, 1.2], dir=[0.5, -0.4, -1], castshadow=False, diffuse=[0.35, 0.35, 0.35]
+    )
     spec.visual.headlight.ambient = [0.35, 0.35, 0.35]
     spec.visual.quality.shadowsize = 0
     spec.visual.quality.offsamples = 0

@@ -36,21 +36,33 @@ class MujocoTask(ABC):
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]: ...
 
 
-def add_free_box(spec: mujoco.MjSpec, name: str, half_m: list[float], rgba: list[float],
-                 mass_kg: float, friction: float = 1.0) -> None:
+def add_free_box(
+    spec: mujoco.MjSpec,
+    name: str,
+    half_m: list[float],
+    rgba: list[float],
+    mass_kg: float,
+    friction: float = 1.0,
+) -> None:
     body = spec.worldbody.add_body(name=name, pos=[0.5, 0.0, half_m[2]])
     body.add_freejoint(name=f"{name}_free")
-    body.add_geom(name=name, type=mujoco.mjtGeom.mjGEOM_BOX, size=half_m, rgba=rgba, mass=mass_kg,
-                  friction=[friction, 0.01, 0.001], condim=4)
+    body.add_geom(
+        name=name,
+        type=mujoco.mjtGeom.mjGEOM_BOX,
+        size=half_m,
+        rgba=rgba,
+        mass=mass_kg,
+        friction=[friction, 0.01, 0.001],
+        condim=4,
+    )
 
 
-def set_free_pose(model: mujoco.MjModel, data: mujoco.MjData, name: str, pos: np.ndarray,
-                  yaw: float) -> None:
+def set_free_pose(model: mujoco.MjModel, data: mujoco.MjData, name: str, pos: np.ndarray, yaw: float) -> None:
     adr = model.joint(f"{name}_free").qposadr[0]
-    data.qpos[adr:adr + 3] = pos
-    data.qpos[adr + 3:adr + 7] = [np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]
+    data.qpos[adr : adr + 3] = pos
+    data.qpos[adr + 3 : adr + 7] = [np.cos(yaw / 2), 0.0, 0.0, np.sin(yaw / 2)]
     dadr = model.joint(f"{name}_free").dofadr[0]
-    data.qvel[dadr:dadr + 6] = 0.0
+    data.qvel[dadr : dadr + 6] = 0.0
 
 
 def body_yaw(data: mujoco.MjData, name: str) -> float:
@@ -60,7 +72,7 @@ def body_yaw(data: mujoco.MjData, name: str) -> float:
 
 def body_speed(model: mujoco.MjModel, data: mujoco.MjData, name: str) -> float:
     dadr = model.joint(f"{name}_free").dofadr[0]
-    return float(np.linalg.norm(data.qvel[dadr:dadr + 3]))
+    return float(np.linalg.norm(data.qvel[dadr : dadr + 3]))
 
 
 def geoms_touch(model: mujoco.MjModel, data: mujoco.MjData, a: set[int], b: set[int]) -> bool:
@@ -84,8 +96,13 @@ def robot_geoms(model: mujoco.MjModel, root_body: str) -> set[int]:
     return ids
 
 
-def sample_xy(rng: np.random.Generator, x: tuple[float, float], y: tuple[float, float],
-              avoid: list[np.ndarray], min_dist: float) -> np.ndarray:
+def sample_xy(
+    rng: np.random.Generator,
+    x: tuple[float, float],
+    y: tuple[float, float],
+    avoid: list[np.ndarray],
+    min_dist: float,
+) -> np.ndarray:
     for _ in range(200):
         p = np.array([rng.uniform(*x), rng.uniform(*y)])
         if all(np.linalg.norm(p - a) >= min_dist for a in avoid):

@@ -44,8 +44,11 @@ class _SingleArmTask(MujocoTask):
         return self._finger_ids
 
     def _object(self, data: mujoco.MjData, name: str, half_m: float) -> dict[str, Any]:
-        return {"position_cm": _cm(data.body(name).xpos), "yaw_rad": round(body_yaw(data, name), 4),
-                "size_cm": round(2 * half_m * 100, 2)}
+        return {
+            "position_cm": _cm(data.body(name).xpos),
+            "yaw_rad": round(body_yaw(data, name), 4),
+            "size_cm": round(2 * half_m * 100, 2),
+        }
 
 
 class PickCube(_SingleArmTask):
@@ -59,16 +62,21 @@ class PickCube(_SingleArmTask):
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         xy = sample_xy(rng, (0.40, 0.62), (-0.2, 0.2), [], 0.0)
-        set_free_pose(model, data, "cube", np.array([xy[0], xy[1], CUBE_HALF_M]),
-                      rng.uniform(-np.pi / 4, np.pi / 4))
+        set_free_pose(
+            model, data, "cube", np.array([xy[0], xy[1], CUBE_HALF_M]), rng.uniform(-np.pi / 4, np.pi / 4)
+        )
         self._start_z = CUBE_HALF_M
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
         return bool(data.body("cube").xpos[2] - self._start_z >= 0.10)
 
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]:
-        return {"task": self.name, "object": self._object(data, "cube", CUBE_HALF_M),
-                "object_start_z_cm": self._start_z * 100, "lift_cm": 10.0}
+        return {
+            "task": self.name,
+            "object": self._object(data, "cube", CUBE_HALF_M),
+            "object_start_z_cm": self._start_z * 100,
+            "lift_cm": 10.0,
+        }
 
 
 BOWL_RADIUS_M = 0.075
@@ -83,41 +91,62 @@ class PlaceInBowl(_SingleArmTask):
         super().build(spec, robot)
         add_free_box(spec, "cube", [CUBE_HALF_M] * 3, [0.85, 0.15, 0.12, 1], mass_kg=0.08)
         bowl = spec.worldbody.add_body(name="bowl", pos=[0.5, 0.2, 0.0])
-        bowl.add_geom(name="bowl_floor", type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-                      size=[BOWL_RADIUS_M + 0.008, 0.003, 0], pos=[0, 0, 0.003], rgba=[0.15, 0.3, 0.85, 1])
+        bowl.add_geom(
+            name="bowl_floor",
+            type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+            size=[BOWL_RADIUS_M + 0.008, 0.003, 0],
+            pos=[0, 0, 0.003],
+            rgba=[0.15, 0.3, 0.85, 1],
+        )
         n = 12
         seg = 2 * (BOWL_RADIUS_M + 0.008) * np.tan(np.pi / n) / 2 + 0.002
         for k in range(n):
             a = 2 * np.pi * k / n
             r = BOWL_RADIUS_M + 0.004
-            bowl.add_geom(name=f"bowl_wall{k}", type=mujoco.mjtGeom.mjGEOM_BOX,
-                          size=[0.004, seg, BOWL_WALL_H_M / 2],
-                          pos=[r * np.cos(a), r * np.sin(a), BOWL_WALL_H_M / 2],
-                          quat=[np.cos(a / 2), 0, 0, np.sin(a / 2)], rgba=[0.15, 0.3, 0.85, 1])
+            bowl.add_geom(
+                name=f"bowl_wall{k}",
+                type=mujoco.mjtGeom.mjGEOM_BOX,
+                size=[0.004, seg, BOWL_WALL_H_M / 2],
+                pos=[r * np.cos(a), r * np.sin(a), BOWL_WALL_H_M / 2],
+                quat=[np.cos(a / 2), 0, 0, np.sin(a / 2)],
+                rgba=[0.15, 0.3, 0.85, 1],
+            )
         self.instruction = "Put the red cube into the blue bowl."
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         bowl_xy = sample_xy(rng, (0.42, 0.62), (-0.22, 0.22), [], 0.0)
         cube_xy = sample_xy(rng, (0.40, 0.62), (-0.22, 0.22), [bowl_xy], 0.17)
         model.body_pos[model.body("bowl").id] = [bowl_xy[0], bowl_xy[1], 0.0]
-        set_free_pose(model, data, "cube", np.array([*cube_xy, CUBE_HALF_M]),
-                      rng.uniform(-np.pi / 4, np.pi / 4))
+        set_free_pose(
+            model, data, "cube", np.array([*cube_xy, CUBE_HALF_M]), rng.uniform(-np.pi / 4, np.pi / 4)
+        )
 
     def _inside(self, data: mujoco.MjData) -> bool:
         cube, bowl = data.body("cube").xpos, data.body("bowl").xpos
-        return bool(np.linalg.norm(cube[:2] - bowl[:2]) < BOWL_RADIUS_M - 0.01
-                    and cube[2] < BOWL_WALL_H_M + CUBE_HALF_M)
+        return bool(
+            np.linalg.norm(cube[:2] - bowl[:2]) < BOWL_RADIUS_M - 0.01
+            and cube[2] < BOWL_WALL_H_M + CUBE_HALF_M
+        )
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
         cube_geom = {model.geom("cube").id}
-        return (self._inside(data) and body_speed(model, data, "cube") < 0.05
-                and not geoms_touch(model, data, cube_geom, self._fingers(model)))
+        return (
+            self._inside(data)
+            and body_speed(model, data, "cube") < 0.05
+            and not geoms_touch(model, data, cube_geom, self._fingers(model))
+        )
 
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]:
-        return {"task": self.name, "object": self._object(data, "cube", CUBE_HALF_M),
-                "container": {"position_cm": _cm(data.body("bowl").xpos),
-                              "radius_cm": BOWL_RADIUS_M * 100, "rim_height_cm": BOWL_WALL_H_M * 100},
-                "object_inside": self._inside(data)}
+        return {
+            "task": self.name,
+            "object": self._object(data, "cube", CUBE_HALF_M),
+            "container": {
+                "position_cm": _cm(data.body("bowl").xpos),
+                "radius_cm": BOWL_RADIUS_M * 100,
+                "rim_height_cm": BOWL_WALL_H_M * 100,
+            },
+            "object_inside": self._inside(data),
+        }
 
 
 BLOCK_HALF_M = 0.025
@@ -132,11 +161,19 @@ class PushToTarget(_SingleArmTask):
         super().build(spec, robot)
         add_free_box(spec, "block", [BLOCK_HALF_M] * 3, [0.95, 0.75, 0.1, 1], mass_kg=0.25, friction=0.5)
         target = spec.worldbody.add_body(name="target", pos=[0.5, 0.0, 0.0])
-        target.add_geom(name="target_disk", type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-                        size=[TARGET_RADIUS_M, 0.0005, 0], pos=[0, 0, 0.0005], rgba=[0.1, 0.75, 0.25, 1],
-                        contype=0, conaffinity=0)
-        self.instruction = ("Push the yellow block so that its centre ends inside the green circle "
-                            "on the table. Do not pick it up.")
+        target.add_geom(
+            name="target_disk",
+            type=mujoco.mjtGeom.mjGEOM_CYLINDER,
+            size=[TARGET_RADIUS_M, 0.0005, 0],
+            pos=[0, 0, 0.0005],
+            rgba=[0.1, 0.75, 0.25, 1],
+            contype=0,
+            conaffinity=0,
+        )
+        self.instruction = (
+            "Push the yellow block so that its centre ends inside the green circle "
+            "on the table. Do not pick it up."
+        )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         for _ in range(200):
@@ -147,8 +184,9 @@ class PushToTarget(_SingleArmTask):
             if 0.38 <= target_xy[0] <= 0.65 and abs(target_xy[1]) <= 0.25:
                 break
         model.body_pos[model.body("target").id] = [target_xy[0], target_xy[1], 0.0]
-        set_free_pose(model, data, "block", np.array([*block_xy, BLOCK_HALF_M]),
-                      rng.uniform(-np.pi / 4, np.pi / 4))
+        set_free_pose(
+            model, data, "block", np.array([*block_xy, BLOCK_HALF_M]), rng.uniform(-np.pi / 4, np.pi / 4)
+        )
 
     def _distance(self, data: mujoco.MjData) -> float:
         return float(np.linalg.norm(data.body("block").xpos[:2] - data.body("target").xpos[:2]))
@@ -158,5 +196,8 @@ class PushToTarget(_SingleArmTask):
         return bool(self._distance(data) < TARGET_RADIUS_M and on_table)
 
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]:
-        return {"task": self.name, "object": self._object(data, "block", BLOCK_HALF_M),
-                "target": {"position_cm": _cm(data.body("target").xpos), "radius_cm": TARGET_RADIUS_M * 100}}
+        return {
+            "task": self.name,
+            "object": self._object(data, "block", BLOCK_HALF_M),
+            "target": {"position_cm": _cm(data.body("target").xpos), "radius_cm": TARGET_RADIUS_M * 100},
+        }

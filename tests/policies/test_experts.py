@@ -1,0 +1,42 @@
+"""The scripted expert must solve each task on >= 90% of seeds 0-49 (the baseline's contract)."""
+
+import pytest
+
+from pear_agent.episode import Episode
+from pear_agent.policies.experts import wrap
+from pear_agent.policies.scripted import ScriptedPolicy
+from pear_agent.registry import make_backend
+
+SEEDS = range(50)
+
+
+@pytest.mark.parametrize("task", ["pick_cube", "place_in_bowl", "push_to_target"])
+def test_expert_success_rate(panda, panda_kin, task: str) -> None:
+    backend = make_backend(task, panda, render=False)
+    try:
+        results = [Episode(backend, panda_kin, ScriptedPolicy(task)).run(s) for s in SEEDS]
+    finally:
+        backend.close()
+    rate = sum(r.success for r in results) / len(results)
+    failures = [(s, r.end_reason, r.detail) for s, r in zip(SEEDS, results, strict=True) if not r.success]
+    print(f"{task}: {rate:.0%} of seeds 0-49; failures: {failures}")
+    assert rate >= 0.9, failures
+
+
+def test_noisy_expert_replies_differ_but_parse(panda, panda_kin) -> None:
+    backend = make_backend("pick_cube", panda, render=False)
+    try:
+        a = Episode(backend, panda_kin, ScriptedPolicy("pick_cube", action_noise_cm=1.0, seed=1))
+        b = Episode(backend, panda_kin, ScriptedPolicy("pick_cube", action_noise_cm=1.0, seed=2))
+        a.run(0)
+        b.run(0)
+    finally:
+        backend.close()
+    replies_a = [m["content"] for m in a.messages if m["role"] == "assistant"]
+    replies_b = [m["content"] for m in b.messages if m["role"] == "assistant"]
+    assert replies_a != replies_b
+
+
+def test_wrap() -> None:
+    assert abs(float(wrap(3 * 3.14159265))) - 3.14159265 < 1e-6
+    assert float(wrap(0.5)) == pytest.approx(0.5)
