@@ -23,7 +23,7 @@ from pear_agent.records import RunWriter
 from pear_agent.safety import clip_target
 
 EndReason = Literal[
-    "success", "turn_limit", "context_budget", "invalid_action", "policy_error", "stopped", "error"
+    "success", "turn_limit", "context_budget", "invalid_action", "policy_error", "stopped", "refused", "error"
 ]
 
 
@@ -276,8 +276,9 @@ class Episode:
                 result.turns = turn
                 result.sim_time_s = obs.time_s
                 self._report(turn, describe_action(action), outcome.status, obs, obs.success)
-                if outcome.status == "stopped":
-                    result = self._end(result, turn, "stopped", outcome.detail)
+                if outcome.status in ("stopped", "refused"):
+                    # e-stop, or the backend would not command (stale joint states...): end, say why
+                    result = self._end(result, turn, outcome.status, outcome.detail)
                     self._log(record | {"end": result.end_reason})
                     break
                 if obs.success:
