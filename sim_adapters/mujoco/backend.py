@@ -229,6 +229,16 @@ class MujocoBackend:
                     return self._blocked(name, qT[name], start_t, "did not settle at the target")
                 return Outcome("timeout", "the robot did not come to rest", float(d.time) - start_t)
 
+    def advance(self, duration_s: float) -> None:
+        m, d = self.model, self.data
+        n = int(round(duration_s / m.opt.timestep))
+        sub = self.settings.control_substeps
+        while n > 0:
+            k = min(sub, n)
+            mujoco.mj_step(m, d, nstep=k)
+            self._maybe_emit_frame()
+            n -= k
+
     # -- helpers ----------------------------------------------------------------------
     def _is_still(self) -> bool:
         d, s = self.data, self.settings

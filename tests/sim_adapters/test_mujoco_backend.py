@@ -69,3 +69,11 @@ def test_frames_reach_the_sink_during_motion(backend) -> None:
     backend.set_frame_sink(frames.append, fps=20)
     backend.execute({"arm": PartCommand(joints_rad=obs.joints_rad["arm"] + 0.3)})
     assert len(frames) >= 5 and frames[0].shape == (256, 256, 3)
+
+
+def test_advance_moves_time_and_holds_the_arm(backend) -> None:
+    obs = backend.reset(0)
+    backend.advance(0.5)
+    after = backend.observe(render=False)
+    assert after.time_s == pytest.approx(obs.time_s + 0.5, abs=0.003)
+    assert np.max(np.abs(after.joints_rad["arm"] - obs.joints_rad["arm"])) < 0.01
