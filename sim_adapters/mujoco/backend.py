@@ -231,7 +231,7 @@ class MujocoBackend:
 
     def advance(self, duration_s: float) -> None:
         m, d = self.model, self.data
-        n = int(round(duration_s / m.opt.timestep))
+        n = round(duration_s / m.opt.timestep)
         sub = self.settings.control_substeps
         while n > 0:
             k = min(sub, n)
