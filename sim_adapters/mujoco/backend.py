@@ -18,7 +18,11 @@ from pear_agent.robot_config import RobotConfig
 def configure_gl() -> str:
     """Headless rendering: EGL by default, OSMesa if EGL is missing. Must run before import."""
     if "MUJOCO_GL" not in os.environ:
-        os.environ["MUJOCO_GL"] = "egl"
+        import ctypes.util
+
+        has_egl = ctypes.util.find_library("EGL") is not None
+        has_osmesa = ctypes.util.find_library("OSMesa") is not None
+        os.environ["MUJOCO_GL"] = "osmesa" if (not has_egl and has_osmesa) else "egl"
     os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
     return os.environ["MUJOCO_GL"]
 
