@@ -15,6 +15,11 @@ class CliError(Exception):
 
 
 def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
+    from pear_agent.policies.openai_client import OpenAIPolicy, settings_from_args
+
+    settings = settings_from_args(args)
+    if settings is not None:
+        return OpenAIPolicy(settings)
     if args.policy == "scripted":
         from pear_agent.policies.scripted import ScriptedPolicy
 
@@ -40,7 +45,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     backend = make_backend(args.task, robot, render=True)
     kin = Kinematics(robot)
     run_dir = new_run_dir(Path(args.runs_dir), args.task, args.seed)
-    writer = RunWriter(run_dir, video_fps=None if args.no_video else 10.0)
+    from pear_agent.policies.openai_client import clock_from_args, secrets_from_args
+
+    clock = clock_from_args(args)
+    writer = RunWriter(run_dir, video_fps=None if args.no_video else 10.0, secrets=secrets_from_args(args))
     quiet = args.json
 
     def on_turn(t) -> None:  # noqa: ANN001
@@ -51,9 +59,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if not quiet:
         print(
-            f"pear-agent: {robot.name} / {args.task} / {policy.name} / seed {args.seed} / paused", flush=True
+            f"pear-agent: {robot.name} / {args.task} / {policy.name} / seed {args.seed} / {clock['mode']}"
+            + (f" (+{args.latency:g} s per decision)" if args.latency is not None else ""),
+            flush=True,
         )
-    episode = Episode(backend, kin, policy, EpisodeConfig(max_turns=args.max_turns), writer, on_turn)
+    episode = Episode(backend, kin, policy, EpisodeConfig(max_turns=args.max_turns, **clock), writer, on_turn)
     try:
         result = episode.run(args.seed)
     finally:
@@ -126,7 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--task", default="pick_cube")
     run.add_argument("--robot", default=None, help="robot name in robots/ (default: the task's robot)")
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--policy", default="scripted", choices=["scripted", "replay"])
+    run.add_argument(
+        "--policy", default="scripted", choices=["scripted", "replay"], help="ignored when --model is given"
+    )
     run.add_argument("--replay", default=None, help="episode.jsonl to replay (with --policy replay)")
     run.add_argument(
         "--action-noise-cm",
@@ -138,6 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-dir", default="runs")
     run.add_argument("--no-video", action="store_true", help="skip the mp4 (faster)")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    from pear_agent.policies.openai_client import add_model_args
+
+    add_model_args(run)
     run.set_defaults(func=cmd_run)
 
     robots = sub.add_parser("robots", help="list and validate the robot descriptions in robots/")
@@ -149,6 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("--seed", type=int, default=0)
     prompt.add_argument("--schema", action="store_true", help="also print the action's JSON Schema")
     prompt.set_defaults(func=cmd_prompt)
+
+    from pear_agent.bench.commands import add_bench_commands
+
+    add_bench_commands(sub)
+
+    from pear_agent.rl.cli import add_parser as add_rollouts_parser
+
+    add_rollouts_parser(sub)
     return p
 
 

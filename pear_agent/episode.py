@@ -35,6 +35,15 @@ class EpisodeConfig:
     jpeg_quality: int = 85
     mode: Literal["paused", "realtime"] = "paused"
     tokens_per_image_patch_px: int = 28
+    latency_s: float | None = None
+    """Realtime only: the decision latency simulated time advances by, instead of the measured one
+    ("what would this model score at 2 s per decision"). The first decision is untimed either way."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("paused", "realtime"):
+            raise ValueError(f"mode must be 'paused' or 'realtime', not {self.mode!r}")
+        if self.latency_s is not None and (self.mode != "realtime" or self.latency_s < 0):
+            raise ValueError("an injected latency needs realtime mode and a value >= 0 s")
 
 
 @dataclass
@@ -61,6 +70,14 @@ class EpisodeResult:
     seed: int = 0
     policy: str = ""
     mode: str = "paused"
+    latency_injected_s: float | None = None
+    advanced_s: float = 0.0
+    """Simulated time that passed while the policy decided (realtime mode)."""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    last_total_tokens: int = 0
+    """The server's token count for the latest request: the context's size."""
+    retries: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -187,6 +204,7 @@ class Episode:
             seed=seed,
             policy=self.policy.name,
             mode=cfg.mode,
+            latency_injected_s=cfg.latency_s,
         )
         if self.writer is not None:
             self.writer.write_text("system_prompt.txt", sys_prompt)
@@ -199,6 +217,7 @@ class Episode:
                     "seed": seed,
                     "policy": self.policy.name,
                     "mode": cfg.mode,
+                    "latency_injected_s": cfg.latency_s,
                     "max_turns": max_turns,
                     "system_prompt": sys_prompt,
                 }
@@ -240,8 +259,14 @@ class Episode:
                     usage=reply.usage,
                     policy_info=reply.info or None,
                 )
-                if reply.usage and reply.usage.get("total_tokens"):
-                    context_tokens = int(reply.usage["total_tokens"])
+                if reply.usage:
+                    result.prompt_tokens += int(reply.usage.get("prompt_tokens", 0))
+                    result.completion_tokens += int(reply.usage.get("completion_tokens", 0))
+                    if reply.usage.get("total_tokens"):
+                        context_tokens = int(reply.usage["total_tokens"])
+                        result.last_total_tokens = context_tokens
+                result.retries += max(0, len((reply.info or {}).get("attempts", [])) - 1)
+                record["context_tokens"] = context_tokens
                 if reply.error:
                     result = self._end(result, turn, "policy_error", reply.error)
                     self._log(record | {"error": reply.error, "end": result.end_reason})
@@ -256,6 +281,12 @@ class Episode:
                     self._report(turn, "no valid action", f"invalid: {exc}", obs, False)
                     break
                 record["action"] = action.to_json()
+                if cfg.mode == "realtime" and turn > 1:
+                    # the world moved on while the policy decided; the last command stayed in force
+                    lag = reply.latency_s if cfg.latency_s is None else cfg.latency_s
+                    backend.advance(lag)
+                    result.advanced_s += lag
+                    record["advanced_s"] = lag
                 commands, plan_info, refused = self.plan(action, state, obs.joints_rad)
                 record["plan"] = plan_info
                 outcome = refused if refused is not None else backend.execute(commands)

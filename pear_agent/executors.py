@@ -37,3 +37,79 @@ def run_local(fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1) -> It
                 nxt = next(it, None)
                 if nxt is not None:
                     pending[pool.submit(fn, nxt)] = nxt
+
+
+def _ray_call(fn: Callable[[Any], Any], job: Any) -> Any:
+    import os
+
+    os.environ.setdefault("MUJOCO_GL", "egl")  # before the job imports MuJoCo in this worker
+    return fn(job)
+
+
+def run_ray(
+    fn: Callable[[J], Any],
+    jobs: Iterable[J],
+    address: str | None = None,
+    num_workers: int = 2,
+    env_vars: dict[str, str] | None = None,
+) -> Iterator[tuple[J, Any]]:
+    """Yield (job, result) in completion order, the jobs spread over a Ray cluster.
+
+    `address`: None or "local" starts a local Ray instance with `num_workers` CPUs; "auto" or
+    "ray://host:10001" / "host:6379" joins an existing cluster. If Ray is already initialised in
+    this process it is used as it is (and left running). At most `num_workers` jobs run at once,
+    one CPU each; Ray reuses worker processes, so a job function that caches its simulator per
+    process gives each worker its own. `env_vars` reach every worker (MUJOCO_GL defaults to egl).
+    """
+    import os
+
+    try:
+        import ray
+    except ImportError:
+        raise RuntimeError(
+            "Ray is not installed: pip install 'pear-agent[rl]' (or pip install ray)"
+        ) from None
+    if num_workers < 1:
+        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    env = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")} | (env_vars or {})
+    started = False
+    if not ray.is_initialized():
+        if address in (None, "local"):
+            ray.init(num_cpus=num_workers, include_dashboard=False, log_to_driver=False)
+        else:
+            ray.init(address=address, log_to_driver=False)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=0)(_ray_call).options(runtime_env={"env_vars": env})
+        jobs = list(jobs)
+        it = iter(jobs)
+        pending: dict[Any, J] = {}
+        for job in it:
+            pending[remote.remote(fn, job)] = job
+            if len(pending) >= num_workers:
+                break
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                job = pending.pop(ref)
+                yield job, ray.get(ref)
+                nxt = next(it, None)
+                if nxt is not None:
+                    pending[remote.remote(fn, nxt)] = nxt
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def ray_executor(
+    address: str | None,
+) -> Callable[[Callable[[J], Any], Iterable[J], int], Iterator[tuple[J, Any]]] | None:
+    """An executor with `run_local`'s signature (fn, jobs, workers) that runs on Ray at `address`;
+    None when no address is given (the caller keeps its local default)."""
+    if not address:
+        return None
+
+    def run(fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1) -> Iterator[tuple[J, Any]]:
+        return run_ray(fn, jobs, address=address, num_workers=workers)
+
+    return run

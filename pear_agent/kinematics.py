@@ -7,6 +7,7 @@ the protocol converts to cm and roll/pitch/yaw at its edge.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -87,6 +88,7 @@ class _PartChain:
         )
         self.frame_id = model.addFrame(frame)
         self.home = np.array(part.home.joints_rad, dtype=float)
+        self.table: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
 class Kinematics:
@@ -98,7 +100,10 @@ class Kinematics:
         position_tolerance_m: float = 5e-4,
         rotation_tolerance_rad: float = 5e-3,
         max_iterations: int = 200,
-        restarts: int = 6,
+        restarts: int = 20,
+        patience: int = 10,
+        table_seeds: int = 4,
+        table_size: int = 2000,
     ) -> None:
         self.robot = robot
         self.model = pin.buildModelFromMJCF(str(robot.resolve(robot.model.mjcf)))
@@ -108,10 +113,16 @@ class Kinematics:
         self.rotation_tolerance_rad = rotation_tolerance_rad
         self.max_iterations = max_iterations
         self.restarts = restarts
+        # a restart gives up after `patience` iterations without a 5% better residual (the warm
+        # start after twice as many): stuck attempts end early, so many cheap restarts fit the time
+        self.patience = patience
+        # restarts 2.. start from the table configurations whose poses are nearest the target
+        self.table_seeds, self.table_size = table_seeds, table_size
         self._q = pin.neutral(self.model)
         for chain in self.chains.values():
             self._q[chain.idx_q] = chain.home
         self._rng = np.random.default_rng(0)
+        self._damping = np.eye(6) * 1e-4
 
     def joint_limits(self, part: str) -> tuple[np.ndarray, np.ndarray]:
         c = self.chains[part]
@@ -125,48 +136,89 @@ class Kinematics:
         return Pose(m.translation.copy(), m.rotation.copy())
 
     def _dls(
-        self, chain: _PartChain, target: pin.SE3, q_arm: np.ndarray
+        self, chain: _PartChain, target: pin.SE3, q_arm: np.ndarray, patience: int
     ) -> tuple[np.ndarray, float, float, int]:
-        model, data, q = self.model, self.data, self._q
-        q[chain.idx_q] = q_arm
-        damping2 = 1e-4
+        """Damped least squares from `q_arm`, projected onto the joint limits each step.
+
+        One Pinocchio call per iteration (`computeFrameJacobian` also places the frame); the loop
+        stops early when the residual has not improved by 5% for `patience` iterations.
+        """
+        model, data, q, fid = self.model, self.data, self._q, chain.frame_id
+        idx_q, idx_v, lower, upper = chain.idx_q, chain.idx_v, chain.lower, chain.upper
+        p_target, r_target = target.translation, target.rotation
+        tol_p, tol_r = self.position_tolerance_m, self.rotation_tolerance_rad
+        q[idx_q] = q_arm
         err = np.zeros(6)
+        best, since = math.inf, 0
+        pos_err = rot_err = math.inf
         for it in range(1, self.max_iterations + 1):
-            pin.computeJointJacobians(model, data, q)
-            cur = pin.updateFramePlacement(model, data, chain.frame_id)
-            err[:3] = target.translation - cur.translation
-            err[3:] = pin.log3(target.rotation @ cur.rotation.T)
-            pos_err, rot_err = float(np.linalg.norm(err[:3])), float(np.linalg.norm(err[3:]))
-            if pos_err < self.position_tolerance_m and rot_err < self.rotation_tolerance_rad:
-                return q[chain.idx_q].copy(), pos_err, rot_err, it
-            jac = pin.getFrameJacobian(model, data, chain.frame_id, pin.LOCAL_WORLD_ALIGNED)[:, chain.idx_v]
-            jjt = jac @ jac.T
-            jjt[np.diag_indices(6)] += damping2
-            dq = jac.T @ np.linalg.solve(jjt, err)
+            jac = pin.computeFrameJacobian(model, data, q, fid, pin.LOCAL_WORLD_ALIGNED)[:, idx_v]
+            cur = data.oMf[fid]
+            err[:3] = p_target - cur.translation
+            err[3:] = pin.log3(r_target @ cur.rotation.T)
+            pos_err = math.sqrt(err[0] * err[0] + err[1] * err[1] + err[2] * err[2])
+            rot_err = math.sqrt(err[3] * err[3] + err[4] * err[4] + err[5] * err[5])
+            if pos_err < tol_p and rot_err < tol_r:
+                return q[idx_q].copy(), pos_err, rot_err, it
+            score = pos_err + 0.1 * rot_err
+            if score < 0.95 * best:
+                best, since = score, 0
+            else:
+                since += 1
+                if since >= patience:
+                    return q[idx_q].copy(), pos_err, rot_err, it
+            dq = jac.T @ np.linalg.solve(jac @ jac.T + self._damping, err)
             step = float(np.max(np.abs(dq)))
             if step > 0.5:
                 dq *= 0.5 / step
-            q[chain.idx_q] = np.clip(q[chain.idx_q] + dq, chain.lower, chain.upper)
-        return q[chain.idx_q].copy(), pos_err, rot_err, self.max_iterations
+            q[idx_q] = np.clip(q[idx_q] + dq, lower, upper)
+        return q[idx_q].copy(), pos_err, rot_err, self.max_iterations
+
+    def _table_seeds(self, chain: _PartChain, target: pin.SE3, k: int) -> list[np.ndarray]:
+        """The k configurations of a fixed random table whose tool poses are nearest the target:
+        good seeds for far targets (the warm start only knows the way to nearby ones). Built on
+        first use, deterministic."""
+        if k <= 0:
+            return []
+        if chain.table is None:
+            rng = np.random.default_rng(1)
+            qs = rng.uniform(chain.lower, chain.upper, size=(self.table_size, chain.lower.size))
+            poses = [self.fk(chain.name, q) for q in qs]
+            chain.table = (
+                qs,
+                np.array([p.position_m for p in poses]),
+                np.array([p.rotation for p in poses]),
+            )
+        qs, pos, rot = chain.table
+        cos = (np.einsum("kij,ij->k", rot, target.rotation) - 1.0) / 2.0
+        dist = np.linalg.norm(pos - target.translation, axis=1) + 0.1 * np.arccos(np.clip(cos, -1, 1))
+        return [qs[i].copy() for i in np.argsort(dist)[:k]]
 
     def ik(self, part: str, position_m: np.ndarray, rotation: np.ndarray, seed_rad: np.ndarray) -> IKResult:
         """Joint targets for a tool pose, warm-started from `seed_rad` (usually the current joints).
 
-        If the warm start does not converge, a few restarts from perturbed seeds are tried; the
-        result is refused (success False, with the residual) rather than returned approximate.
+        If the warm start does not converge, restarts from seeds drawn ever farther around it (up
+        to the whole joint range) are tried, so a nearby solution is preferred; the result is
+        refused (success False, with the residual) rather than returned approximate.
         """
         chain = self.chains[part]
         target = pin.SE3(np.asarray(rotation, dtype=float), np.asarray(position_m, dtype=float))
         seed = np.clip(np.asarray(seed_rad, dtype=float), chain.lower, chain.upper)
         best: tuple[np.ndarray, float, float, int] | None = None
         total_it = 0
+        near: list[np.ndarray] | None = None
         for attempt in range(self.restarts + 1):
             if attempt == 0:
-                start = seed
+                start, patience = seed, 2 * self.patience
+            elif 1 < attempt <= 1 + self.table_seeds:
+                if near is None:
+                    near = self._table_seeds(chain, target, self.table_seeds)
+                start, patience = near[attempt - 2], self.patience
             else:
-                span = (chain.upper - chain.lower) * (0.1 * attempt)
-                start = np.clip(seed + self._rng.uniform(-span, span), chain.lower, chain.upper)
-            q, pe, re, it = self._dls(chain, target, start)
+                span = (chain.upper - chain.lower) * min(1.0, 0.1 * attempt)
+                lo, hi = np.maximum(chain.lower, seed - span), np.minimum(chain.upper, seed + span)
+                start, patience = self._rng.uniform(lo, hi), self.patience
+            q, pe, re, it = self._dls(chain, target, start, patience)
             total_it += it
             if best is None or pe + 0.1 * re < best[1] + 0.1 * best[2]:
                 best = (q, pe, re, it)

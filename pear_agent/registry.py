@@ -25,6 +25,9 @@ TASKS: dict[str, TaskEntry] = {
     "pick_cube": TaskEntry("mujoco", ("panda",)),
     "place_in_bowl": TaskEntry("mujoco", ("panda",)),
     "push_to_target": TaskEntry("mujoco", ("panda",)),
+    "bimanual_pickup": TaskEntry("mujoco", ("yam_bimanual",)),
+    "align_blocks": TaskEntry("mujoco", ("yam_bimanual",)),
+    "conveyor_pick": TaskEntry("mujoco", ("panda",)),
 }
 
 

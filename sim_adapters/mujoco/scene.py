@@ -68,6 +68,9 @@ def build_robot_spec(
                 act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
                 act.gainprm[0] = kp
                 act.biasprm[:3] = [0.0, -kp, -kv]
+        g = part.gripper
+        if g is not None and g.actuator and spec.actuator(g.actuator) is None:
+            _add_gripper_actuator(spec, g.actuator, g.joints, g.ctrl_closed, g.ctrl_open)
 
     spec.add_texture(
         name="sky",
@@ -121,6 +124,31 @@ def build_robot_spec(
     spec.visual.global_.offwidth = max_w
     spec.visual.global_.offheight = max_h
     return spec
+
+
+GRIPPER_KP_N_M = 3000.0
+GRIPPER_FORCE_N = 60.0
+
+
+def _add_gripper_actuator(
+    spec: mujoco.MjSpec, name: str, joints: list[str], ctrl_closed: float, ctrl_open: float
+) -> None:
+    """A force-limited position servo for models that ship none (e.g. the i2rt YAM: fingers
+    coupled by an equality, no actuators). It pulls on a tendon that averages the finger joints,
+    so every finger is driven (an equality alone is too soft to carry the grip force) and ctrl
+    is in finger-joint units."""
+    tendon = spec.add_tendon(name=f"{name}_split")
+    for j in joints:
+        tendon.wrap_joint(j, 1.0 / len(joints))
+    act = spec.add_actuator(name=name, target=tendon.name, trntype=mujoco.mjtTrn.mjTRN_TENDON)
+    act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+    act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
+    act.gainprm[0] = GRIPPER_KP_N_M
+    act.biasprm[:3] = [0.0, -GRIPPER_KP_N_M, -0.05 * GRIPPER_KP_N_M]
+    act.ctrllimited = 1
+    act.ctrlrange = sorted([ctrl_closed, ctrl_open])
+    act.forcelimited = 1
+    act.forcerange = [-GRIPPER_FORCE_N, GRIPPER_FORCE_N]
 
 
 def rot_z_quat(yaw: float) -> list[float]:

@@ -1,0 +1,111 @@
+"""Episodes in parallel workers (measure 7): throughput of `pear_agent.executors.run_local` with
+2 spawned workers against 1 (in-process), on scripted episodes with rendering on and no video.
+Each worker builds its backend once (first job) and reuses it. The machine is shared: the load
+average before and after is reported with the figures.
+
+    .venv/bin/python benchmarks/parallel.py [--episodes 24] [--tasks pick_cube,place_in_bowl,push_to_target]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from typing import Any
+
+import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
+from _common import emit, machine, verdict
+
+from pear_agent.executors import run_local
+
+TARGET_SPEEDUP = 1.6
+_CACHE: dict[str, Any] = {}
+
+
+def episode_job(job: tuple[str, int]) -> dict[str, Any]:
+    """One scripted episode, render on, records without video; top level so `spawn` can import it."""
+    t0 = time.time()
+    from pear_agent.episode import Episode
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.policies.scripted import ScriptedPolicy
+    from pear_agent.records import RunWriter
+    from pear_agent.registry import make_backend
+    from pear_agent.robot_config import load_robot
+
+    task, seed = job
+    if task not in _CACHE:
+        robot = load_robot("panda")
+        _CACHE[task] = (make_backend(task, robot, render=True), Kinematics(robot))
+    backend, kin = _CACHE[task]
+    with tempfile.TemporaryDirectory() as tmp:
+        res = Episode(backend, kin, ScriptedPolicy(task), writer=RunWriter(tmp, video_fps=None)).run(seed)
+    return {"start": t0, "end": time.time(), "pid": os.getpid(), "success": res.success, "turns": res.turns}
+
+
+def measure(jobs: list[tuple[str, int]], workers: int) -> dict[str, Any]:
+    t0 = time.time()
+    results = [r for _, r in run_local(episode_job, jobs, workers=workers)]
+    t1 = time.time()
+    first = min(r["start"] for r in results)
+    # steady state: from the moment the last worker began its first job (imports done) to the end
+    ready = max(min(r["start"] for r in results if r["pid"] == pid) for pid in {r["pid"] for r in results})
+    later = [r for r in results if r["start"] >= ready]
+    return {
+        "workers": workers,
+        "episodes": len(results),
+        "wall_s": t1 - t0,
+        "throughput_eps": len(results) / (t1 - t0),
+        "first_job_after_s": first - t0,
+        "steady_throughput_eps": len(later) / (t1 - ready) if t1 > ready else None,
+        "turns": sum(r["turns"] for r in results),
+        "successes": sum(r["success"] for r in results),
+        "pids": len({r["pid"] for r in results}),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--episodes", type=int, default=24)
+    ap.add_argument("--tasks", default="pick_cube,place_in_bowl,push_to_target")
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+
+    tasks = args.tasks.split(",")
+    jobs = [(tasks[i % len(tasks)], i // len(tasks)) for i in range(args.episodes)]
+    load_before = machine()["loadavg_1_5_15"]
+    one = measure(jobs, 1)
+    many = measure(jobs, args.workers)
+    speedup = many["throughput_eps"] / one["throughput_eps"]
+    steady = (
+        many["steady_throughput_eps"] / one["steady_throughput_eps"]
+        if many["steady_throughput_eps"] and one["steady_throughput_eps"]
+        else None
+    )
+    out = {
+        "machine": machine(),
+        "load_before": load_before,
+        "one_worker": one,
+        "workers": many,
+        "speedup_end_to_end": speedup,
+        "speedup_steady": steady,
+        "target": f">= {TARGET_SPEEDUP}x throughput with {args.workers} workers vs 1 on 2 cores",
+        "pass": speedup >= TARGET_SPEEDUP,
+    }
+    rows = [
+        (
+            r["workers"],
+            r["episodes"],
+            r["wall_s"],
+            r["throughput_eps"],
+            r["steady_throughput_eps"] or "",
+            f"{r['successes']}/{r['episodes']}",
+        )
+        for r in (one, many)
+    ]
+    rows.append(("speedup", "", "", f"{speedup:.2f}x {verdict(out['pass'])}", f"{steady or 0:.2f}x", ""))
+    emit("parallel", out, rows, ("workers", "episodes", "wall s", "episodes/s", "steady eps/s", "success"))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Many episodes over tasks x seeds: runner (resumable JSONL), stats, report, paired comparison."""

@@ -1,0 +1,63 @@
+"""`pear-agent compare A B`: paired comparison of two benches on the episodes both ran.
+
+Pairing on (task, seed) removes the seed-to-seed variance that dominates small benches; the exact
+McNemar test looks only at discordant pairs (one run succeeded, the other failed).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pear_agent.bench.runner import RESULTS, read_results
+from pear_agent.bench.stats import mcnemar_exact, wilson
+
+
+def _load(path: str | Path) -> dict[str, dict[str, Any]]:
+    p = Path(path)
+    if p.is_dir():
+        p = p / RESULTS
+    if not p.exists():
+        raise FileNotFoundError(f"{p}: no bench results here")
+    return {r["key"]: r for r in read_results(p)}
+
+
+def compare(a_path: str | Path, b_path: str | Path) -> dict[str, Any]:
+    a, b = _load(a_path), _load(b_path)
+    shared = sorted(set(a) & set(b))
+    if not shared:
+        raise ValueError(f"{a_path} and {b_path} share no episode (task, seed); nothing to compare")
+    both = sum(1 for k in shared if a[k].get("success") and b[k].get("success"))
+    only_a = sum(1 for k in shared if a[k].get("success") and not b[k].get("success"))
+    only_b = sum(1 for k in shared if not a[k].get("success") and b[k].get("success"))
+    n = len(shared)
+    ka, kb = both + only_a, both + only_b
+    return {
+        "shared": n,
+        "only_in_a": len(set(a) - set(b)),
+        "only_in_b": len(set(b) - set(a)),
+        "a": {"successes": ka, "rate": ka / n, "ci95": list(wilson(ka, n))},
+        "b": {"successes": kb, "rate": kb / n, "ci95": list(wilson(kb, n))},
+        "both_success": both,
+        "a_only_success": only_a,
+        "b_only_success": only_b,
+        "neither": n - both - only_a - only_b,
+        "mcnemar_p": mcnemar_exact(only_a, only_b),
+    }
+
+
+def format_comparison(c: dict[str, Any], a_name: str, b_name: str) -> str:
+    def side(name: str, s: dict[str, Any]) -> str:
+        lo, hi = s["ci95"]
+        return f"  {name}: {s['successes']}/{c['shared']} = {s['rate']:.2f}  95% CI [{lo:.2f}, {hi:.2f}]"
+
+    lines = [
+        f"{c['shared']} shared episodes (only in A: {c['only_in_a']}, only in B: {c['only_in_b']})",
+        side(f"A {a_name}", c["a"]),
+        side(f"B {b_name}", c["b"]),
+        f"  both succeeded {c['both_success']}, only A {c['a_only_success']}, only B {c['b_only_success']}, "
+        f"neither {c['neither']}",
+        f"  exact McNemar p = {c['mcnemar_p']:.4g}"
+        + ("  (significant at 0.05)" if c["mcnemar_p"] < 0.05 else "  (not significant at 0.05)"),
+    ]
+    return "\n".join(lines)

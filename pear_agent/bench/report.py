@@ -1,0 +1,166 @@
+"""Summaries of a bench: a per-task table (success, 95% Wilson interval, turns, decision latency)
+and a self-contained HTML report (relative links only: the folder can be copied or served as is)."""
+
+from __future__ import annotations
+
+import html
+import json
+from pathlib import Path
+from typing import Any
+
+from pear_agent.bench.stats import latency_stats, wilson
+
+
+def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per task (sorted), plus an "all" row when there is more than one task."""
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by_task.setdefault(r["task"], []).append(r)
+    groups = sorted(by_task.items())
+    if len(groups) > 1:
+        groups.append(("all", list(results)))
+    rows = []
+    for task, rs in groups:
+        n = len(rs)
+        k = sum(1 for r in rs if r.get("success"))
+        lo, hi = wilson(k, n)
+        lat = [x for r in rs for x in r.get("latencies_s") or []]
+        med, p90 = latency_stats(lat)
+        modes = sorted({str(r.get("mode", "paused")) for r in rs})
+        injected = sorted(
+            {r.get("latency_injected_s") for r in rs if r.get("latency_injected_s") is not None}
+        )
+        rows.append(
+            {
+                "task": task,
+                "episodes": n,
+                "successes": k,
+                "success_rate": k / n if n else 0.0,
+                "ci95": [lo, hi],
+                "mean_turns": sum(int(r.get("turns") or 0) for r in rs) / n if n else 0.0,
+                "latency_median_s": med,
+                "latency_p90_s": p90,
+                "mode": "+".join(modes) + (f" (+{injected[0]:g} s/decision)" if injected else ""),
+                "errors": sum(1 for r in rs if r.get("end_reason") in ("error", "policy_error")),
+            }
+        )
+    return rows
+
+
+def _fmt_s(v: float | None) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def format_table(rows: list[dict[str, Any]]) -> str:
+    head = (
+        f"{'task':<16s} {'mode':<20s} {'success':>9s} {'rate':>6s} {'95% CI':>13s} {'turns':>6s} "
+        f"{'lat med':>8s} {'lat p90':>8s}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        lo, hi = r["ci95"]
+        lines.append(
+            f"{r['task']:<16s} {r['mode']:<20s} {r['successes']:>4d}/{r['episodes']:<4d} "
+            f"{r['success_rate']:>6.2f} {f'[{lo:.2f}, {hi:.2f}]':>13s} {r['mean_turns']:>6.1f} "
+            f"{_fmt_s(r['latency_median_s']):>8s} {_fmt_s(r['latency_p90_s']):>8s}"
+        )
+    return "\n".join(lines)
+
+
+CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:1em 0}
+td,th{border:1px solid #bbb;padding:4px 8px;vertical-align:top;text-align:left}th{background:#eee}
+.ok{color:#080;font-weight:bold}.bad{color:#b00;font-weight:bold}pre{white-space:pre-wrap;max-width:60em;margin:0}
+img{margin:2px;border:1px solid #ccc}video{max-width:480px}"""
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f"<style>{CSS}</style></head><body>\n{body}\n</body></html>\n"
+    )
+
+
+def _verdict(r: dict[str, Any]) -> str:
+    if r.get("success"):
+        return '<span class="ok">success</span>'
+    return f'<span class="bad">{html.escape(str(r.get("end_reason")))}</span>'
+
+
+def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
+    """Writes episodes/<name>/report.html; returns its path relative to `out` (None if no log)."""
+    run_dir = out / r["run_dir"]
+    log = run_dir / "episode.jsonl"
+    if not log.exists():
+        return None
+    lines = []
+    for raw in log.read_text(encoding="utf-8").splitlines():
+        try:
+            lines.append(json.loads(raw))
+        except json.JSONDecodeError:
+            continue
+    turns = [x for x in lines if x.get("kind") == "turn"]
+    parts = [
+        f'<p><a href="../../index.html">&larr; all episodes</a></p><h1>{html.escape(r["key"])}</h1>',
+        f"<p>{_verdict(r)} in {r.get('turns')} turns; mode {html.escape(str(r.get('mode')))}; "
+        f"policy {html.escape(str(r.get('policy')))}; {html.escape(str(r.get('detail', '')))}</p>",
+    ]
+    if (run_dir / "episode.mp4").exists():
+        parts.append('<video controls src="episode.mp4"></video>')
+    parts.append("<table><tr><th>turn</th><th>images</th><th>reply</th><th>latency</th><th>outcome</th></tr>")
+    for t in turns:
+        imgs = "".join(
+            f'<img src="{html.escape(rel)}" width="160" alt="{html.escape(cam)}">'
+            for cam, rel in (t.get("images") or {}).items()
+        )
+        outcome = t.get("outcome") or {}
+        status = outcome.get("status") or t.get("error") or ""
+        if outcome.get("detail"):
+            status += f": {outcome['detail']}"
+        lat = t.get("latency_s")
+        adv = f"<br>+{t['advanced_s']:.2f} s sim" if t.get("advanced_s") else ""
+        parts.append(
+            f"<tr><td>{t.get('turn')}</td><td>{imgs}</td>"
+            f"<td><pre>{html.escape(str(t.get('reply') or ''))}</pre></td>"
+            f"<td>{'-' if lat is None else f'{lat:.3f} s'}{adv}</td><td>{html.escape(status)}</td></tr>"
+        )
+    parts.append("</table>")
+    page = run_dir / "report.html"
+    page.write_text(_page(r["key"], "\n".join(parts)), encoding="utf-8")
+    return str(Path(r["run_dir"]) / "report.html")
+
+
+def write_report(out_dir: str | Path, results: list[dict[str, Any]]) -> Path:
+    """index.html (summary + episode list) and one page per episode; returns index.html's path."""
+    out = Path(out_dir)
+    rows = summarize(results)
+    (out / "summary.json").write_text(json.dumps(rows, indent=2), encoding="utf-8")
+    (out / "summary.txt").write_text(format_table(rows) + "\n", encoding="utf-8")
+    body = ["<h1>pear-agent bench</h1>", "<h2>Summary</h2><table>"]
+    body.append(
+        "<tr><th>task</th><th>mode</th><th>success</th><th>rate</th><th>95% Wilson CI</th>"
+        "<th>mean turns</th><th>latency median</th><th>latency p90</th></tr>"
+    )
+    for r in rows:
+        lo, hi = r["ci95"]
+        body.append(
+            f"<tr><td>{html.escape(r['task'])}</td><td>{html.escape(r['mode'])}</td>"
+            f"<td>{r['successes']}/{r['episodes']}</td><td>{r['success_rate']:.2f}</td>"
+            f"<td>[{lo:.2f}, {hi:.2f}]</td><td>{r['mean_turns']:.1f}</td>"
+            f"<td>{_fmt_s(r['latency_median_s'])} s</td><td>{_fmt_s(r['latency_p90_s'])} s</td></tr>"
+        )
+    body.append("</table><h2>Episodes</h2><table>")
+    body.append("<tr><th>episode</th><th>result</th><th>turns</th><th>detail</th><th>video</th></tr>")
+    for r in sorted(results, key=lambda x: (x["task"], x["seed"])):
+        page = _episode_page(out, r)
+        name = html.escape(r["key"])
+        link = f'<a href="{html.escape(page)}">{name}</a>' if page else name
+        video = Path(r["run_dir"]) / "episode.mp4"
+        vid = f'<a href="{html.escape(str(video))}">mp4</a>' if (out / video).exists() else "-"
+        body.append(
+            f"<tr><td>{link}</td><td>{_verdict(r)}</td><td>{r.get('turns')}</td>"
+            f"<td>{html.escape(str(r.get('detail', '')))}</td><td>{vid}</td></tr>"
+        )
+    body.append("</table>")
+    index = out / "index.html"
+    index.write_text(_page("pear-agent bench", "\n".join(body)), encoding="utf-8")
+    return index

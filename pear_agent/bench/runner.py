@@ -1,0 +1,261 @@
+"""`pear-agent bench`: tasks x seeds in parallel workers, one JSONL line per finished episode.
+
+Resumable: each result is appended (flush + fsync) the moment its episode ends; a restarted run
+reads the file (ignoring a torn last line), skips every episode already recorded and reruns only
+the rest, so a SIGKILL loses at most the episodes in flight and repeats none. The executor is
+pluggable: any `executor(fn, jobs, workers) -> iterator of (job, result)` works with the picklable
+top-level `run_job(job: dict) -> dict` (process pool today, Ray tomorrow).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SPLITS: dict[str, tuple[int, int]] = {"train": (0, 10_000), "val": (10_000, 11_000), "test": (20_000, 21_000)}
+"""Named seed splits (half-open ranges, disjoint): tune on train, choose on val, report on test."""
+
+RESULTS = "results.jsonl"
+CONFIG = "bench.json"
+
+Executor = Callable[[Callable[[dict], dict], Iterable[dict], int], Iterator[tuple[dict, dict]]]
+
+
+def split_seeds(split: str, episodes: int) -> list[int]:
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; splits are: {', '.join(SPLITS)}")
+    lo, hi = SPLITS[split]
+    if not 0 < episodes <= hi - lo:
+        raise ValueError(f"--episodes must be 1..{hi - lo} for split {split!r}, got {episodes}")
+    return list(range(lo, lo + episodes))
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'0-9' or '1,5,7' or '0-4,10' -> a sorted list of distinct seeds."""
+    seeds: set[int] = set()
+    try:
+        for chunk in filter(None, (c.strip() for c in text.split(","))):
+            a, _, b = chunk.partition("-")
+            seeds.update(range(int(a), int(b) + 1) if b else [int(a)])
+    except ValueError:
+        raise ValueError(f"--seeds {text!r}: expected e.g. '0-9' or '1,5,7'") from None
+    if not seeds:
+        raise ValueError(f"--seeds {text!r} names no seed")
+    return sorted(seeds)
+
+
+# -- policies -------------------------------------------------------------------------------
+def make_policy(spec: dict[str, Any], task: str, seed: int = 0) -> Any:
+    """A policy from a plain, picklable description (never holding an API key: the worker reads
+    the key from the environment variable the spec names)."""
+    kind = spec.get("kind", "scripted")
+    if kind == "scripted":
+        from pear_agent.policies.scripted import ScriptedPolicy
+
+        return ScriptedPolicy(task, action_noise_cm=float(spec.get("action_noise_cm", 0.0)), seed=seed)
+    if kind == "openai":
+        from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+
+        return OpenAIPolicy(ModelSettings(**spec["settings"]))
+    if kind == "replay":
+        from pear_agent.policies.replay import ReplayPolicy
+
+        return ReplayPolicy(Path(spec["path"]))
+    raise ValueError(f"unknown policy kind {kind!r}")
+
+
+def policy_label(spec: dict[str, Any]) -> str:
+    if spec.get("kind") == "openai":
+        return f"openai:{spec['settings']['model']}"
+    return str(spec.get("kind", "scripted"))
+
+
+# -- one episode ----------------------------------------------------------------------------
+def episode_key(task: str, seed: int) -> str:
+    return f"{task}/s{seed}"
+
+
+def run_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one episode in this process and return its result line. Never raises: a crash becomes
+    end_reason "error" with a one-line detail, so one bad episode does not stop the bench."""
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.records import RunWriter
+    from pear_agent.registry import make_backend, task_entry
+    from pear_agent.robot_config import load_robot
+
+    task, seed = job["task"], int(job["seed"])
+    out = Path(job["out_dir"])
+    rel = Path("episodes") / f"{task}-s{seed}"
+    run_dir = out / rel
+    if run_dir.exists():  # a leftover of a killed run: start this episode afresh
+        shutil.rmtree(run_dir)
+    line: dict[str, Any] = {
+        "key": episode_key(task, seed),
+        "task": task,
+        "seed": seed,
+        "split": job.get("split"),
+        "mode": job.get("mode", "paused"),
+        "latency_injected_s": job.get("latency_s"),
+        "policy": policy_label(job["policy"]),
+        "run_dir": str(rel),
+    }
+    backend = None
+    writer = None
+    t0 = time.perf_counter()
+    try:
+        robot = load_robot(job.get("robot") or task_entry(task).default_robot)
+        policy = make_policy(job["policy"], task, seed)
+        backend = make_backend(task, robot, render=bool(job.get("render", True)))
+        writer = RunWriter(run_dir, video_fps=10.0 if job.get("video", True) else None)
+        cfg = EpisodeConfig(
+            max_turns=job.get("max_turns"),
+            max_context_tokens=int(job.get("max_context_tokens") or 64000),
+            mode=job.get("mode", "paused"),
+            latency_s=job.get("latency_s"),
+        )
+        result = Episode(backend, Kinematics(robot), policy, cfg, writer).run(seed)
+        writer = None  # finished (closed) by the episode
+        res = result.to_json()
+        res.pop("run_dir", None)
+        line |= res
+    except Exception as exc:  # one line, no traceback in the results; the full one on stderr
+        traceback.print_exc()
+        detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+        line |= {"success": False, "turns": 0, "end_reason": "error", "detail": detail, "latencies_s": []}
+    finally:
+        if writer is not None:
+            writer.finish({"end_reason": "error"})
+        if backend is not None:
+            backend.close()
+    line["wall_time_s"] = line.get("wall_time_s") or time.perf_counter() - t0
+    return line
+
+
+# -- the results file -----------------------------------------------------------------------
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Every complete result line; a torn last line (killed mid-write) is ignored."""
+    if not Path(path).exists():
+        return []
+    out = []
+    for raw in Path(path).read_text(encoding="utf-8").splitlines():
+        try:
+            rec = json.loads(raw)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(rec, dict) and "key" in rec:
+            out.append(rec)
+    return out
+
+
+def _repair_tail(path: Path) -> None:
+    """Cut a torn last line so the next append starts on a fresh line."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    data = path.read_bytes()
+    if data.endswith(b"\n"):
+        return
+    cut = data.rfind(b"\n") + 1
+    with path.open("r+b") as f:
+        f.truncate(cut)
+
+
+def append_result(path: Path, rec: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@dataclass
+class BenchConfig:
+    tasks: list[str]
+    seeds: list[int]
+    policy: dict[str, Any]
+    out_dir: str
+    split: str | None = None
+    mode: str = "paused"
+    latency_s: float | None = None
+    workers: int = 1
+    video: bool = True
+    render: bool = True
+    max_turns: int | None = None
+    max_context_tokens: int | None = None
+    robot: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def identity(self) -> dict[str, Any]:
+        """What must match for a resume to be the same bench."""
+        return {"policy": self.policy, "mode": self.mode, "latency_s": self.latency_s, "robot": self.robot}
+
+    def jobs(self) -> list[dict[str, Any]]:
+        base = {
+            "out_dir": self.out_dir,
+            "split": self.split,
+            "mode": self.mode,
+            "latency_s": self.latency_s,
+            "policy": self.policy,
+            "video": self.video,
+            "render": self.render,
+            "max_turns": self.max_turns,
+            "max_context_tokens": self.max_context_tokens,
+            "robot": self.robot,
+        }
+        return [base | {"task": t, "seed": s} for t in self.tasks for s in self.seeds]
+
+
+def run_bench(
+    cfg: BenchConfig,
+    executor: Executor | None = None,
+    progress: bool = True,
+    on_result: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every (task, seed) not yet in `results.jsonl`; return all results, this run's and earlier."""
+    from pear_agent.executors import run_local
+
+    out = Path(cfg.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    cfg_path = out / CONFIG
+    if cfg_path.exists():
+        old = json.loads(cfg_path.read_text())
+        if old.get("identity") != json.loads(json.dumps(cfg.identity())):
+            raise ValueError(
+                f"{out} holds a bench with another policy/mode ({cfg_path}); use another --out to start anew"
+            )
+    else:
+        cfg_path.write_text(json.dumps({"identity": cfg.identity(), "config": asdict(cfg)}, indent=2))
+    results_path = out / RESULTS
+    _repair_tail(results_path)
+    done = {r["key"]: r for r in read_results(results_path)}
+    jobs = [j for j in cfg.jobs() if episode_key(j["task"], j["seed"]) not in done]
+    total = len(cfg.tasks) * len(cfg.seeds)
+    bar = None
+    if progress:
+        from tqdm import tqdm
+
+        bar = tqdm(total=total, initial=total - len(jobs), unit="ep", desc="bench", dynamic_ncols=True)
+    run = executor or run_local
+    wins = sum(1 for r in done.values() if r.get("success"))
+    try:
+        for _job, rec in run(run_job, jobs, cfg.workers):
+            append_result(results_path, rec)
+            done[rec["key"]] = rec
+            wins += bool(rec.get("success"))
+            if on_result is not None:
+                on_result(rec)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(success=f"{wins}/{len(done)}")
+    finally:
+        if bar is not None:
+            bar.close()
+    wanted = {episode_key(t, s) for t in cfg.tasks for s in cfg.seeds}
+    return [r for k, r in done.items() if k in wanted]

@@ -1,0 +1,169 @@
+"""Scripted experts for the dual-arm YAM tasks. Like the single-arm ones they are stateless: each
+turn every arm's phase is read from the geometry (privileged facts), so a slipped grasp or a
+block knocked askew is simply retried. Units are the protocol's: cm and rad, robot base frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pear_agent.policies.experts import State, _act, _rot_delta, wrap
+
+ARMS = ("left_arm", "right_arm")
+# Pointing down, these yaws leave each wrist (joint 6) mid-range: grasps pick the option nearest
+PREFERRED_YAW = {"left_arm": np.pi / 2, "right_arm": -np.pi / 2}
+# where an idle arm waits: near its home, clear of the middle of the table
+PARK_CM = {"left_arm": np.array([22.0, -10.0, 12.0]), "right_arm": np.array([22.0, -51.0, 12.0])}
+MIDDLE_BAND_CM = 9.0
+
+
+def _yaw_mod_pi(target: float, preferred: float) -> float:
+    """Of `target + k*pi`, the yaw closest to the preferred one (a two-finger grip is pi-periodic)."""
+    options = target + np.arange(-3, 4) * np.pi
+    return float(options[np.argmin(np.abs(wrap(options - preferred)))])
+
+
+def _near(arm: dict[str, Any], point: np.ndarray, xy_cm: float = 2.5, z_cm: float = 3.0) -> bool:
+    p = np.asarray(arm["position"], float)
+    return bool(np.linalg.norm(p[:2] - point[:2]) < xy_cm and abs(p[2] - point[2]) < z_cm)
+
+
+def _grasp_bar_end(
+    arm: dict[str, Any], point: np.ndarray, bar_yaw: float, half_h: float, preferred_yaw: float
+) -> tuple[str, dict]:
+    """Open gripper: above the grasp point, fingers across the bar, descend, close."""
+    p = np.asarray(arm["position"], float)
+    hover_z = point[2] + half_h + 7.0
+    grasp_z = point[2] - half_h + 0.8  # fingertips just above the table: the pads cover the bar
+    # fingers close along the tool's y axis, which is (-sin yaw, cos yaw) when pointing down; the
+    # bar's long axis is its own y: a tool yaw of bar_yaw + pi/2 puts the fingers across the bar
+    yaw = _yaw_mod_pi(bar_yaw + np.pi / 2, preferred_yaw)
+    rot = _rot_delta(arm, yaw)
+    dxy = point[:2] - p[:2]
+    g = float(arm.get("gripper", 1.0))
+    if g < 0.9:
+        up = max(0.0, min(6.0, hover_z - p[2]))
+        return "closed on nothing; I open and back off upwards", _act(np.array([0, 0, up]), None, 1.0)
+    if np.linalg.norm(dxy) > 0.8:
+        if p[2] < point[2] + half_h + 3.0:
+            return "low and off the grasp point; I rise first", _act(np.array([0, 0, hover_z - p[2]]), rot)
+        return (
+            f"{np.linalg.norm(dxy):.1f} cm from my end of the bar; I move above it, fingers across the bar",
+            _act(np.array([dxy[0], dxy[1], hover_z - p[2]]), rot),
+        )
+    if max(abs(v) for v in rot) > 0.04:
+        return "above my end of the bar; I turn the fingers across it", _act(None, rot)
+    if p[2] > grasp_z + 0.6:
+        return "aligned; I lower the open gripper around the bar", _act(
+            np.array([dxy[0], dxy[1], grasp_z - p[2]]), rot
+        )
+    return "the bar is between my fingers; I close them", _act(None, None, 0.0)
+
+
+def bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    obj = priv["object"]
+    half_h = float(obj["size_cm"][2]) / 2
+    points = {a: np.asarray(p, float) for a, p in priv["grasp_points_cm"].items()}
+    holding = {
+        a: 0.15 < float(state[a].get("gripper", 1.0)) < 0.85
+        and _near(state[a], points[a])
+        and bool(priv["touching"].get(a))
+        for a in ARMS
+    }
+    if all(holding.values()):
+        goal_z = priv["object_start_z_cm"] + priv["lift_cm"] + 3.0
+        dz = float(np.clip(goal_z - float(obj["position_cm"][2]), 0.0, 6.0))
+        return (
+            f"Both hands hold the bar; I lift both by {dz:.1f} cm together so it stays level.",
+            {a: _act(np.array([0.0, 0.0, dz]), None, 0.0) for a in ARMS},
+        )
+    action: dict[str, Any] = {}
+    notes = []
+    for a in ARMS:
+        if holding[a]:
+            notes.append(f"{a}: holding, waiting for the other hand")
+            continue
+        why, act = _grasp_bar_end(state[a], points[a], float(obj["yaw_rad"]), half_h, PREFERRED_YAW[a])
+        notes.append(f"{a}: {why}")
+        if act:
+            action[a] = act
+    return "; ".join(notes) + ".", action
+
+
+def _push(
+    arm: dict[str, Any], obj: dict[str, Any], target_xy: np.ndarray, preferred_yaw: float
+) -> tuple[str, dict[str, Any]]:
+    """One pushing move of a block's centre towards `target_xy` with the closed fingers."""
+    p = np.asarray(arm["position"], float)
+    o = np.asarray(obj["position_cm"], float)
+    size = float(obj["size_cm"])
+    to_target = target_xy - o[:2]
+    dist = float(np.linalg.norm(to_target))
+    u = to_target / max(dist, 1e-6)
+    standoff = size / 2 + 3.0
+    push_z, hover_z = 2.0, size + 3.5
+    r = p[:2] - o[:2]
+    along = float(r @ u)
+    lateral = float(np.linalg.norm(r - along * u))
+    g = float(arm.get("gripper", 1.0))
+    grip = 0.0 if g > 0.2 else None
+    # push with the broad outside face of the closed fingers: the tool's y axis along the push
+    yaw = _yaw_mod_pi(float(np.arctan2(u[1], u[0])) + np.pi / 2, preferred_yaw)
+    rot = _rot_delta(arm, yaw)
+    in_line = lateral < 1.0 and -(standoff + 1.5) < along < -(size / 2 - 0.5)
+    if in_line and p[2] < push_z + 1.0:
+        gap = max(0.0, -along - size / 2 - 1.2)
+        step = min(dist + gap - 0.3, gap + 4.0)
+        return f"behind the block, {dist:.1f} cm to go; I push {step:.1f} cm", _act(
+            np.append(u * step, 0.0), None, grip
+        )
+    if p[2] < size + 3.0:
+        return "low but not lined up behind the block; I rise", _act(
+            np.array([0, 0, hover_z - p[2]]), None, grip
+        )
+    pre = o[:2] - u * standoff
+    d = pre - p[:2]
+    if np.linalg.norm(d) > 0.8 or max(abs(v) for v in rot) > 0.05:
+        return "I move above the point behind the block", _act(
+            np.array([d[0], d[1], hover_z - p[2]]), rot, grip
+        )
+    return "above the pushing point; I lower the fingers to the table", _act(
+        np.array([d[0], d[1], push_z - p[2]]), None, grip
+    )
+
+
+def align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    line_x = float(priv["line"]["x_cm"])
+    tol = float(priv["line"]["tolerance_cm"]) * 0.5
+    centre_y = float(priv["center_y_cm"])
+    todo: dict[str, list[tuple[str, dict[str, Any]]]] = {a: [] for a in ARMS}
+    for name, obj in sorted(priv["objects"].items(), key=lambda kv: -kv[1]["position_cm"][1]):
+        if abs(float(obj["position_cm"][0]) - line_x) > tol:
+            todo["left_arm" if obj["position_cm"][1] > centre_y else "right_arm"].append((name, obj))
+    action: dict[str, Any] = {}
+    notes = []
+    for a in ARMS:
+        arm = state[a]
+        other = ARMS[1 - ARMS.index(a)]
+        # the block nearest my own base first, so the arms stay apart
+        job = (todo[a][0] if a == "left_arm" else todo[a][-1]) if todo[a] else None
+        if job is not None and abs(job[1]["position_cm"][1] - centre_y) < MIDDLE_BAND_CM and todo[other]:
+            job = None  # the middle of the table is shared: wait until the other arm is done
+        if job is None:
+            p = np.asarray(arm["position"], float)
+            d = PARK_CM[a] - p
+            if np.linalg.norm(d) > 1.5:
+                if p[2] < 6.0:
+                    d = np.array([0.0, 0.0, 8.0 - p[2]])
+                action[a] = _act(d, _rot_delta(arm, PREFERRED_YAW[a]))
+                notes.append(f"{a}: nothing for me to push now; I move out of the way")
+            continue
+        name, obj = job
+        o = np.asarray(obj["position_cm"], float)
+        why, act = _push(arm, obj, np.array([line_x, o[1]]), PREFERRED_YAW[a])
+        notes.append(f"{a} ({name.replace('_', ' ')}): {why}")
+        if act:
+            action[a] = act
+    return "; ".join(notes) + ".", action

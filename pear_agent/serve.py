@@ -1,0 +1,119 @@
+"""`pear-agent serve`: an OpenAI-compatible `/v1/chat/completions` endpoint answered by the scripted
+expert, to check a model set-up end to end and to test the real HTTP path.
+
+The expert needs simulator facts a model never sees. The client sends them only when asked to
+(`pear-agent run --send-privileged`, a diagnostic), as `extra_body={"pear_privileged": {...}}`.
+A request without them gets HTTP 400 with a message saying so: this server is not a model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+
+from pear_agent.policies.experts import EXPERTS
+from pear_agent.policies.openai_client import PRIVILEGED_KEY
+
+NO_PRIVILEGED = (
+    "pear-agent serve answers with the scripted expert, which needs the simulator's privileged facts: "
+    "run the client with --send-privileged (request field 'pear_privileged')"
+)
+
+
+def _error(status: int, message: str, kind: str = "invalid_request_error") -> JSONResponse:
+    return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+
+
+def _prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """Rough count (4 characters a token, 256 per image): enough for the client's budget logic."""
+    n = 0
+    for m in messages:
+        content = m.get("content") or ""
+        if isinstance(content, str):
+            n += len(content) // 4 + 4
+        else:
+            for c in content:
+                n += len(c.get("text", "")) // 4 + 1 if c.get("type") == "text" else 256
+    return n
+
+
+def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
+    """(reasoning, reply text) for one request; raises ValueError with a user-facing message."""
+    priv = body.get(PRIVILEGED_KEY)
+    if not isinstance(priv, dict):
+        raise ValueError(NO_PRIVILEGED)
+    task = priv.get("task")
+    if task not in EXPERTS:
+        raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
+    try:
+        reasoning, action = EXPERTS[task](priv["state"], priv["facts"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"malformed {PRIVILEGED_KEY}: {type(exc).__name__}: {exc}") from None
+    return reasoning, f"{reasoning}\n```json\n{json.dumps(action)}\n```"
+
+
+def create_app(latency_s: float = 0.0, model: str = "pear-scripted-expert", reasoning_field: bool = False):  # noqa: ANN201
+    """The FastAPI app. `reasoning_field` puts the reasoning in `reasoning_content` (as vLLM does
+    for reasoning models) instead of the content, to exercise clients."""
+    app = FastAPI(title="pear-agent serve")
+
+    @app.get("/v1/models")
+    async def models() -> dict[str, Any]:
+        return {"object": "list", "data": [{"id": model, "object": "model", "owned_by": "pear-agent"}]}
+
+    @app.post("/v1/chat/completions")
+    async def chat(request: Request) -> Any:
+        try:
+            body = await request.json()
+        except ValueError:
+            return _error(400, "request body is not JSON")
+        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+            return _error(400, "request needs a 'messages' list")
+        if body.get("stream"):
+            return _error(400, "streaming is not supported by pear-agent serve")
+        try:
+            reasoning, text = expert_reply(body)
+        except ValueError as exc:
+            return _error(400, str(exc))
+        if latency_s > 0:
+            await asyncio.sleep(latency_s)
+        message: dict[str, Any] = {"role": "assistant", "content": text}
+        if reasoning_field:
+            message = {"role": "assistant", "content": text.split("\n", 1)[1], "reasoning_content": reasoning}
+        prompt = _prompt_tokens(body["messages"])
+        completion = len(text) // 4 + 1
+        return {
+            "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model") or model,
+            "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+
+    return app
+
+
+def serve(
+    host: str = "127.0.0.1", port: int = 8000, latency_s: float = 0.0, reasoning_field: bool = False
+) -> None:
+    import uvicorn
+
+    print(
+        f"pear-agent serve: scripted expert at http://{host}:{port}/v1 (latency {latency_s:g} s); "
+        f"clients need --send-privileged",
+        flush=True,
+    )
+    uvicorn.run(
+        create_app(latency_s, reasoning_field=reasoning_field), host=host, port=port, log_level="warning"
+    )

@@ -1,0 +1,61 @@
+"""Smoke test: every benchmark script runs with tiny sizes and prints one valid JSON object with
+its figures. No timing assertions: speed figures live in benchmarks/README.md."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+CASES = {
+    "ik": ["--small", "5", "--random", "5", "--robots", "panda"],
+    "turn_overhead": ["--samples", "5"],
+    "prefix_reuse": ["--tasks", "pick_cube", "--seeds", "1"],
+    "sim_turn": ["--tasks", "pick_cube", "--reps", "1"],
+    "parallel": ["--episodes", "2", "--tasks", "pick_cube"],
+}
+
+
+def run_script(name: str, args: list[str], timeout: float = 240) -> dict:
+    env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1, proc.stdout[-2000:]
+    out = json.loads(lines[0])
+    assert out["benchmark"] == name
+    assert out["machine"]["cpus"] >= 1 and len(out["machine"]["loadavg_1_5_15"]) == 3
+    assert "==" in proc.stderr  # the readable table
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_benchmark_script_prints_json(name: str) -> None:
+    out = run_script(name, CASES[name])
+    if name == "ik":
+        r = out["parts"]["panda/arm"]
+        assert r["small_delta"]["n"] == 5 and 0 <= r["small_delta"]["solved"] <= 1
+        assert r["random_from_home"]["median_ms"] > 0
+    elif name == "turn_overhead":
+        assert set(out["pieces"]) >= {"jpeg", "ik", "parse", "total"}
+        assert out["pieces"]["total"]["median_ms"] >= out["pieces"]["jpeg"]["median_ms"] > 0
+        assert out["cameras"] == {"front": [256, 256, 3], "wrist": [256, 256, 3]}
+    elif name == "prefix_reuse":
+        assert out["turn_pairs"] >= 1 and 0 < out["as_sent"]["min"] <= 1
+    elif name == "sim_turn":
+        t = out["tasks"]["pick_cube"]
+        assert t["mj_steps"] > 0 and t["renders"] >= 2 * (t["turns"] + 1)
+    elif name == "parallel":
+        assert out["one_worker"]["successes"] + out["workers"]["successes"] >= 1
+        assert out["workers"]["pids"] == 2 and out["speedup_end_to_end"] > 0

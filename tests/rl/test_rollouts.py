@@ -1,0 +1,93 @@
+import json
+
+import numpy as np
+import pytest
+
+from pear_agent.cli import main
+from pear_agent.rl.rollouts import PolicySpec, collect_groups
+from pear_agent.rl.trajectories import load_trajectories
+
+
+@pytest.mark.parametrize("task", ["pick_cube", "place_in_bowl", "push_to_target"])
+def test_noisy_expert_groups_of_four_have_nonzero_advantages(task) -> None:
+    groups = []
+    report = collect_groups(
+        [task],
+        1,
+        4,
+        PolicySpec("scripted", action_noise_cm=1.0),
+        max_attempts=6,
+        render=False,
+        on_group=groups.append,
+    )
+    c = report.counts
+    assert c.kept == 1 and c.sampled == len(groups) == c.kept + c.dropped_total
+    kept = [g for g in groups if g.kept]
+    assert len(kept) == 1
+    g = kept[0]
+    adv = np.array([r["advantage"] for r in g.records])
+    assert np.abs(adv).min() > 0 and abs(adv.sum()) < 1e-6
+    assert len({r["seed"] for r in g.records}) == 1  # one initial state
+    assert len({r["policy_seed"] for r in g.records}) == 4  # four samples of the policy
+    for dropped in (g for g in groups if not g.kept):
+        assert all(r["advantage"] == 0.0 for r in dropped.records)
+    assert report.tracker.stats()[task].attempts == 4 * c.sampled
+
+
+def test_uniform_groups_are_dropped_resampled_and_capped() -> None:
+    # the noiseless expert solves these seeds every time: no group has a learning signal
+    report = collect_groups(["pick_cube"], 2, 2, PolicySpec("scripted", 0.0), max_attempts=3, render=False)
+    assert report.counts.to_json()["dropped_all_success"] == 3
+    assert report.counts.kept == 0 and report.attempts_exhausted and report.episodes == 6
+
+
+def test_rollouts_command_writes_records_and_reports_drops(tmp_path, capsys) -> None:
+    out = tmp_path / "ro"
+    argv = [
+        "rollouts",
+        "--task",
+        "push_to_target",
+        "--group-size",
+        "4",
+        "--groups",
+        "1",
+        "--action-noise-cm",
+        "1.0",
+        "--no-render",
+        "--out",
+        str(out),
+        "--json",
+        "--keep-dropped",
+    ]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["groups"]["kept"] == 1 and "dropped_all_success" in summary["groups"]
+    recs = load_trajectories(out)
+    assert len(recs) == 4 * summary["groups"]["sampled"] == summary["records"]
+    assert sum(r.group_kept for r in recs) == 4  # the dropped groups are marked
+    assert json.loads((out / "summary.json").read_text())["episodes"] == len(recs)
+
+
+def test_rollouts_command_rejects_bad_options(capsys) -> None:
+    assert main(["rollouts", "--task", "nope"]) == 2
+    assert main(["rollouts", "--group-size", "0"]) == 2
+    assert main(["rollouts", "--policy", "openai"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and "unknown task 'nope'" in err[0] and "--model" in err[2]
+
+
+def test_groups_whose_policy_got_no_reply_are_dropped_not_scored() -> None:
+    # a model policy (the real OpenAI client) pointed at a closed port: every episode ends in policy_error
+    model = (("base_url", "http://127.0.0.1:9/v1"), ("max_retries", 0), ("model", "m"), ("temperature", 1.0))
+    groups = []
+    report = collect_groups(
+        ["pick_cube"],
+        1,
+        2,
+        PolicySpec("openai", model=model),
+        max_attempts=1,
+        render=False,
+        on_group=groups.append,
+    )
+    assert report.counts.to_json()["dropped_policy_error"] == 1 and report.attempts_exhausted
+    assert [r["end_reason"] for r in groups[0].records] == ["policy_error", "policy_error"]
