@@ -32,7 +32,7 @@ def main() -> int:
     ap.add_argument("--task", default="conveyor_pick")
     ap.add_argument("--episodes", type=int, default=50)
     ap.add_argument("--split", default="test")
-    ap.add_argument("--latencies", default="0.5,2", help="injected realtime latencies, seconds")
+    ap.add_argument("--latencies", default="0.2,0.5,2", help="injected realtime latencies, seconds")
     ap.add_argument("--workers", type=int, default=1)
     args = ap.parse_args()
     seeds = split_seeds(args.split, args.episodes)

@@ -222,7 +222,8 @@ class Episode:
                     "system_prompt": sys_prompt,
                 }
             )
-            backend.set_frame_sink(self.writer.add_frame)
+            if self.writer.video is not None:  # rendering video frames costs more than physics
+                backend.set_frame_sink(self.writer.add_frame)
             if obs.images:
                 self.writer.add_frame(next(iter(obs.images.values())))
         outcome_text: str | None = None

@@ -39,6 +39,24 @@ def run_local(fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1) -> It
                     pending[pool.submit(fn, nxt)] = nxt
 
 
+class ExecutorError(ValueError):
+    """Ray missing or a cluster that cannot be reached: a one-line message, not a hang."""
+
+
+def _probe(address: str, timeout_s: float = 5.0) -> None:
+    """Ray retries an unreachable head for minutes; a TCP connect says so in seconds."""
+    import socket
+
+    hostport = address.removeprefix("ray://")
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ExecutorError(f"Ray address {address!r} is not 'local', 'auto' or host:port")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        raise ExecutorError(f"cannot reach the Ray head at {hostport}: {exc}") from None
+
+
 def _ray_call(fn: Callable[[Any], Any], job: Any) -> Any:
     import os
 
@@ -66,7 +84,7 @@ def run_ray(
     try:
         import ray
     except ImportError:
-        raise RuntimeError(
+        raise ExecutorError(
             "Ray is not installed: pip install 'pear-agent[rl]' (or pip install ray)"
         ) from None
     if num_workers < 1:
@@ -77,7 +95,12 @@ def run_ray(
         if address in (None, "local"):
             ray.init(num_cpus=num_workers, include_dashboard=False, log_to_driver=False)
         else:
-            ray.init(address=address, log_to_driver=False)
+            if address != "auto":
+                _probe(address)
+            try:
+                ray.init(address=address, log_to_driver=False)
+            except (ConnectionError, RuntimeError) as exc:
+                raise ExecutorError(f"cannot join the Ray cluster at {address}: {exc}") from None
         started = True
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(_ray_call).options(runtime_env={"env_vars": env})

@@ -6,6 +6,7 @@ Backends are imported only when a task that needs them is built.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from pear_agent.backend import Backend
 from pear_agent.robot_config import RobotConfig
@@ -30,6 +31,17 @@ TASKS: dict[str, TaskEntry] = {
     "conveyor_pick": TaskEntry("mujoco", ("panda",)),
 }
 
+# LIBERO (optional, .venv-libero only): `libero_spatial/0` ... `libero_10/9`. The robot description
+# lives beside the adapter (its model file ships in robosuite), so it is named by path.
+LIBERO_ROBOT = str(Path(__file__).resolve().parent.parent / "sim_adapters" / "libero" / "libero_panda.yaml")
+TASKS.update(
+    {
+        f"{suite}/{i}": TaskEntry("libero", (LIBERO_ROBOT,))
+        for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10")
+        for i in range(10)
+    }
+)
+
 
 class UnknownNameError(ValueError):
     pass
@@ -43,7 +55,7 @@ def task_entry(task: str) -> TaskEntry:
 
 def make_backend(task: str, robot: RobotConfig, render: bool = True) -> Backend:
     entry = task_entry(task)
-    if robot.name not in entry.robots:
+    if robot.name not in {Path(r).stem for r in entry.robots}:
         raise UnknownNameError(
             f"task {task!r} is defined for robots {list(entry.robots)}, not {robot.name!r}"
         )
@@ -52,4 +64,8 @@ def make_backend(task: str, robot: RobotConfig, render: bool = True) -> Backend:
         from sim_adapters.mujoco.tasks import TASKS as MUJOCO_TASKS
 
         return MujocoBackend(robot, MUJOCO_TASKS[task](), render=render)
+    if entry.backend == "libero":
+        from sim_adapters.libero.backend import LiberoBackend
+
+        return LiberoBackend(robot, task, render=render)
     raise UnknownNameError(f"backend {entry.backend!r} is not available")

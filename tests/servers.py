@@ -63,8 +63,11 @@ class BadHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         if status == 429:
             self.send_header("Retry-After", "0")
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout): fine
+            pass
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", 0)))

@@ -51,7 +51,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         max_context_tokens=clock["max_context_tokens"],
         robot=args.robot,
     )
-    results = run_bench(cfg, progress=not args.quiet)
+    from pear_agent.executors import ray_executor
+
+    results = run_bench(cfg, executor=ray_executor(args.ray_address), progress=not args.quiet)
     rows = summarize(results)
     print(format_table(rows))
     index = write_report(args.out, results)
@@ -90,6 +92,12 @@ def add_bench_commands(sub: Any) -> None:
     b.add_argument("--episodes", type=int, default=10, help="episodes per task (the split's first N seeds)")
     b.add_argument("--seeds", default=None, help="explicit seeds instead of a split, e.g. 0-9 or 1,5,7")
     b.add_argument("--workers", type=int, default=1, help="parallel worker processes")
+    b.add_argument(
+        "--ray-address",
+        default=None,
+        help="run episodes as Ray tasks: 'local' starts a local instance, 'auto' or host:port joins one "
+        "(multi-node: --out must be on a file system every node shares)",
+    )
     b.add_argument("--out", default="runs/bench", help="folder for results.jsonl, episodes/ and index.html")
     b.add_argument("--robot", default=None)
     b.add_argument("--max-turns", type=int, default=None)

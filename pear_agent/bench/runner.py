@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pear_agent.records import SECRET_PATTERNS
+
 SPLITS: dict[str, tuple[int, int]] = {"train": (0, 10_000), "val": (10_000, 11_000), "test": (20_000, 21_000)}
 """Named seed splits (half-open ranges, disjoint): tune on train, choose on val, report on test."""
 
@@ -82,15 +84,36 @@ def episode_key(task: str, seed: int) -> str:
     return f"{task}/s{seed}"
 
 
+_SIMS: dict[tuple[str, str, bool], tuple[Any, Any, Any]] = {}
+"""Per-process cache of (robot, kinematics, backend): building a scene costs more than a short
+episode, and `reset(seed)` fully re-initialises it."""
+
+
+def _sim(task: str, robot_name: str | None, render: bool) -> tuple[Any, Any, Any]:
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.registry import make_backend, task_entry
+    from pear_agent.robot_config import load_robot
+
+    name = robot_name or task_entry(task).default_robot
+    key = (task, name, render)
+    if key not in _SIMS:
+        robot = load_robot(name)
+        _SIMS[key] = (robot, Kinematics(robot), make_backend(task, robot, render=render))
+    return _SIMS[key]
+
+
+def close_sims() -> None:
+    for _, _, backend in _SIMS.values():
+        backend.close()
+    _SIMS.clear()
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one episode in this process and return its result line. Never raises: a crash becomes
     end_reason "error" with a one-line detail, so one bad episode does not stop the bench."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     from pear_agent.episode import Episode, EpisodeConfig
-    from pear_agent.kinematics import Kinematics
     from pear_agent.records import RunWriter
-    from pear_agent.registry import make_backend, task_entry
-    from pear_agent.robot_config import load_robot
 
     task, seed = job["task"], int(job["seed"])
     out = Path(job["out_dir"])
@@ -108,34 +131,41 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "policy": policy_label(job["policy"]),
         "run_dir": str(rel),
     }
-    backend = None
     writer = None
+    key_env = (job["policy"].get("settings") or {}).get("api_key_env")
+    secrets = [os.environ[key_env]] if key_env and os.environ.get(key_env) else []
     t0 = time.perf_counter()
     try:
-        robot = load_robot(job.get("robot") or task_entry(task).default_robot)
+        _robot, kin, backend = _sim(task, job.get("robot"), bool(job.get("render", True)))
         policy = make_policy(job["policy"], task, seed)
-        backend = make_backend(task, robot, render=bool(job.get("render", True)))
-        writer = RunWriter(run_dir, video_fps=10.0 if job.get("video", True) else None)
+        writer = RunWriter(run_dir, video_fps=10.0 if job.get("video", True) else None, secrets=secrets)
         cfg = EpisodeConfig(
             max_turns=job.get("max_turns"),
             max_context_tokens=int(job.get("max_context_tokens") or 64000),
             mode=job.get("mode", "paused"),
             latency_s=job.get("latency_s"),
         )
-        result = Episode(backend, Kinematics(robot), policy, cfg, writer).run(seed)
+        result = Episode(backend, kin, policy, cfg, writer).run(seed)
         writer = None  # finished (closed) by the episode
         res = result.to_json()
         res.pop("run_dir", None)
         line |= res
-    except Exception as exc:  # one line, no traceback in the results; the full one on stderr
-        traceback.print_exc()
+    except Exception as exc:  # one line in the results; the (redacted) traceback in error.txt
+        close_sims()  # the simulator may be in a bad state: rebuild it for the next job
         detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+        for secret in secrets:
+            detail = detail.replace(secret, "[redacted]")
+        for pat in SECRET_PATTERNS:
+            detail = pat.sub("[redacted]", detail)
+        tb = traceback.format_exc()
+        for secret in secrets:
+            tb = tb.replace(secret, "[redacted]")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / "error.txt").write_text(tb, encoding="utf-8")  # for debugging; never printed
         line |= {"success": False, "turns": 0, "end_reason": "error", "detail": detail, "latencies_s": []}
     finally:
         if writer is not None:
             writer.finish({"end_reason": "error"})
-        if backend is not None:
-            backend.close()
     line["wall_time_s"] = line.get("wall_time_s") or time.perf_counter() - t0
     return line
 

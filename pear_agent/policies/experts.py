@@ -252,3 +252,8 @@ def _dual_arm(name: str) -> Expert:
 
 
 EXPERTS.update({n: _dual_arm(n) for n in ("bimanual_pickup", "align_blocks")})
+
+# LIBERO's pick-and-place suites (libero_spatial/N, libero_object/N); pure numpy, no LIBERO import
+from pear_agent.policies.experts_libero import LIBERO_EXPERTS  # noqa: E402
+
+EXPERTS.update(LIBERO_EXPERTS)

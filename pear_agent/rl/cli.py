@@ -80,7 +80,10 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
     else:
         executor = sequential
     out = Path(args.out or f"runs/rollouts-{time.strftime('%Y%m%d-%H%M%S')}")
-    writer = TrajectoryWriter(out)
+    try:
+        writer = TrajectoryWriter(out)
+    except OSError as exc:
+        raise RolloutsError(f"cannot write records to --out {out}: {exc.strerror or exc}") from None
 
     def on_group(g: Group) -> None:
         if g.kept or args.keep_dropped:

@@ -55,12 +55,18 @@ class TrajectoryRecord(BaseModel):
     shaped_reward: float | None = None
     """A task-defined dense reward, when the task defines one (recorded separately)."""
     advantage: float | None = None
+    group_kept: bool | None = None
+    """False for a group written with --keep-dropped (no learning signal: advantage 0)."""
     success: bool
     end_reason: str
     turns: int
     latencies_s: list[float] = Field(default_factory=list)
     """Decision latency of each turn, in seconds."""
     sim_time_s: float = 0.0
+    detail: str = ""
+    """Why the episode ended, in words."""
+    worker: str | None = None
+    """host:pid of the process that ran it."""
     messages: list[dict[str, Any]]
     """OpenAI chat messages with image parts stored as file paths (see the module docstring)."""
 

@@ -17,7 +17,7 @@ from types import ModuleType
 import yaml
 
 
-class LiberoUnavailableError(RuntimeError):
+class LiberoUnavailableError(ValueError):
     """LIBERO is not installed in this Python: the message says how to set it up."""
 
 
@@ -63,11 +63,39 @@ def write_config() -> Path:
     return folder
 
 
+ROBOT_MODEL = Path(__file__).with_name("generated") / "panda_robot.xml"
+
+
+def write_robot_model() -> Path:
+    """robosuite's Panda MJCF with `angle="radian"` stated, for Pinocchio.
+
+    robosuite's robot.xml gives joint ranges in radians but leaves the compiler's angle unit to the
+    world file it is merged into; read on its own (MJCF default: degrees) its joints would be
+    limited to +-3 degrees. The copy sits in the git-ignored generated/ folder, meshes by
+    absolute path."""
+    src = _find_dir("robosuite", "models", "assets", "robots", "panda") / "robot.xml"
+    text = src.read_text()
+    start = text.index("<mujoco")
+    close = text.index(">", start) + 1
+    head = f'\n  <compiler angle="radian" meshdir="{src.parent}/"/>'
+    out = (
+        "<!-- generated from robosuite's robot.xml; do not edit -->\n"
+        + text[start:close]
+        + head
+        + text[close:]
+    )
+    ROBOT_MODEL.parent.mkdir(exist_ok=True)
+    if not ROBOT_MODEL.is_file() or ROBOT_MODEL.read_text() != out:
+        ROBOT_MODEL.write_text(out)
+    return ROBOT_MODEL
+
+
 def import_libero() -> ModuleType:
     """Import `libero.libero` without its stdin question or any download; returns the module."""
     if not available():
         raise LiberoUnavailableError(f"LIBERO is not installed in {sys.prefix}; {SETUP_HINT}")
     folder = write_config()
+    write_robot_model()
     os.environ["LIBERO_CONFIG_PATH"] = str(folder)
     os.environ.setdefault("MUJOCO_GL", "egl")
     import libero.libero as libero_root
@@ -78,4 +106,4 @@ def import_libero() -> ModuleType:
 
 
 if __name__ == "__main__":
-    print(f"LIBERO config: {write_config() / 'config.yaml'}")
+    print(f"LIBERO config: {write_config() / 'config.yaml'}; robot model: {write_robot_model()}")

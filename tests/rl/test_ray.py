@@ -11,6 +11,18 @@ from pear_agent.executors import run_local, run_ray  # noqa: E402
 from pear_agent.rl.rollouts import PolicySpec, RolloutJob, run_rollout  # noqa: E402
 
 
+def test_unreachable_or_bad_address_is_one_line_not_a_hang(tmp_path, capsys) -> None:
+    # runs before the module's Ray instance starts (Ray retries a dead head for minutes)
+    assert not ray.is_initialized()
+    for address in ("127.0.0.1:1", "not-an-address"):
+        assert main(["rollouts", "--no-render", "--ray-address", address, "--out", str(tmp_path / "o")]) == 2
+    assert main(["rollouts", "--no-render", "--out", "/dev/null/x"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[0].startswith("pear-agent: error: cannot reach the Ray head at 127.0.0.1:1")
+    assert "is not 'local', 'auto' or host:port" in err[1]
+    assert "cannot write records to --out /dev/null/x" in err[2] and len(err) == 3
+
+
 @pytest.fixture(scope="module")
 def ray_local():
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
@@ -58,3 +70,19 @@ def test_rollouts_command_on_ray(ray_local, tmp_path, capsys) -> None:
     summary = json.loads(capsys.readouterr().out)
     assert summary["executor"] == "ray:local" and summary["groups"]["kept"] == 1
     assert ray.is_initialized()  # an instance it did not start is left running
+
+
+def test_bench_on_ray_matches_the_local_bench(ray_local, tmp_path) -> None:
+    common = ["bench", "--tasks", "push_to_target", "--seeds", "0-3", "--no-video", "--quiet"]
+    assert main([*common, "--out", str(tmp_path / "local")]) in (0, 1)
+    assert main([*common, "--out", str(tmp_path / "ray"), "--ray-address", "local", "--workers", "2"]) in (
+        0,
+        1,
+    )
+
+    def results(name):
+        lines = (tmp_path / name / "results.jsonl").read_text().splitlines()
+        return {r["key"]: (r["success"], r["turns"], r["end_reason"]) for r in map(json.loads, lines)}
+
+    local = results("local")
+    assert len(local) == 4 and results("ray") == local

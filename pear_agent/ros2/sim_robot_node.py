@@ -1,0 +1,294 @@
+"""A MuJoCo robot behind the topics a ros2_control stack offers, so the agent runs with no hardware.
+
+Publishes `/joint_states` (every arm and finger joint, position + velocity), one image topic per
+camera (sensor_msgs/Image rgb8, or CompressedImage JPEG where the topic ends in /compressed), and
+follows trajectory_msgs/JointTrajectory on `/<controller>/joint_trajectory` like
+joint_trajectory_controller (full joint sets; an empty trajectory = hold the current position).
+It also publishes the task's status as JSON (success, privileged facts, object poses) on
+`task_status_topic`: that is sim-only, for tests and the scripted expert.
+
+    python -m pear_agent.ros2.sim_robot_node --ros-args --params-file sim.yaml
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+PARAMS: dict[str, Any] = {
+    "robot": "yam_bimanual",
+    "task": "bimanual_pickup",
+    "seed": 0,
+    "joint_states_topic": "/joint_states",
+    "joint_states_rate_hz": 50.0,
+    "publish_images": True,
+    "image_rate_hz": 2.0,
+    "task_status_topic": "/pear/sim/task_status",
+    "task_status_rate_hz": 10.0,
+    "realtime_factor": 1.0,
+}
+
+
+@dataclass
+class _Active:
+    joints: list[str]
+    start_t: float
+    start_q: np.ndarray
+    times: np.ndarray
+    positions: np.ndarray
+
+    def reference(self, t: float) -> np.ndarray:
+        tt = np.concatenate([[0.0], self.times])
+        qq = np.vstack([self.start_q[None, :], self.positions])
+        s = t - self.start_t
+        return np.array([np.interp(s, tt, qq[:, j]) for j in range(qq.shape[1])])
+
+
+class SimRobot:
+    """Physics in the caller's thread; ROS callbacks only queue messages."""
+
+    def __init__(self, node: Any, params: dict[str, Any]) -> None:
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import CompressedImage, Image, JointState
+        from std_msgs.msg import String
+        from trajectory_msgs.msg import JointTrajectory
+
+        from pear_agent.registry import make_backend
+        from pear_agent.robot_config import load_robot
+        from pear_agent.ros2.backend import trajectory_topic
+        from pear_agent.ros2.conversions import is_compressed_topic
+
+        self.node, self.p = node, params
+        self.robot = load_robot(params["robot"])
+        self.sim = make_backend(params["task"], self.robot, render=bool(params["publish_images"]))
+        self.sim.reset(int(params["seed"]))
+        self.m, self.d = self.sim.model, self.sim.data
+        self._lock = threading.Lock()
+        self._inbox: list[tuple[str, Any]] = []
+        self._active: dict[str, _Active] = {}
+        self._JointState, self._Image, self._CompressedImage, self._String = (
+            JointState,
+            Image,
+            CompressedImage,
+            String,
+        )
+        self.controllers: dict[str, tuple[str, list[str]]] = {}  # topic -> (part, joint names)
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        for name, part in self.robot.parts.items():
+            if part.controller:
+                self.controllers[trajectory_topic(part.controller)] = (name, list(part.joints))
+            if part.gripper is not None and part.gripper.controller:
+                self.controllers[trajectory_topic(part.gripper.controller)] = (name, [part.gripper.joints[0]])
+        for topic in self.controllers:
+            node.create_subscription(
+                JointTrajectory, topic, lambda msg, t=topic: self._queue(t, msg), reliable
+            )
+        self.js_pub = node.create_publisher(JointState, params["joint_states_topic"], reliable)
+        self.js_names: list[str] = []
+        self.js_qadr: list[int] = []
+        self.js_dadr: list[int] = []
+        for part in self.robot.parts.values():
+            for j in list(part.joints) + (list(part.gripper.joints) if part.gripper else []):
+                self.js_names.append(j)
+                self.js_qadr.append(int(self.m.joint(j).qposadr[0]))
+                self.js_dadr.append(int(self.m.joint(j).dofadr[0]))
+        self.cam_pubs = {}
+        if params["publish_images"]:
+            for cam, c in self.robot.cameras.items():
+                if c.topic and c.sim:
+                    compressed = is_compressed_topic(c.topic)
+                    msg_type = CompressedImage if compressed else Image
+                    self.cam_pubs[cam] = (node.create_publisher(msg_type, c.topic, reliable), compressed)
+        status_qos = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.status_pub = (
+            node.create_publisher(String, params["task_status_topic"], status_qos)
+            if params["task_status_topic"]
+            else None
+        )
+        self.free_bodies = [
+            self.m.body(int(self.m.jnt_bodyid[j])).name for j in range(self.m.njnt) if self.m.jnt_type[j] == 0
+        ]
+
+    def _queue(self, topic: str, msg: Any) -> None:
+        with self._lock:
+            self._inbox.append((topic, msg))
+
+    # -- trajectories ---------------------------------------------------------------------
+    def _apply_inbox(self) -> None:
+        from pear_agent.ros2.conversions import trajectory_arrays
+
+        with self._lock:
+            inbox, self._inbox = self._inbox, []
+        for topic, msg in inbox:
+            part_name, expected = self.controllers[topic]
+            names, times, pos, _ = trajectory_arrays(msg)
+            if sorted(names) != sorted(expected):
+                self.node.get_logger().error(
+                    f"{topic}: joints {names} do not match the controller's {expected}"
+                )
+                continue
+            order = [names.index(j) for j in expected]
+            io = self.sim.parts[part_name]
+            gripper = expected == [self.robot.parts[part_name].gripper.joints[0]] if io.gripper else False
+            current = self._setpoint(part_name, gripper)
+            if len(times) == 0:  # joint_trajectory_controller: an empty trajectory holds position
+                self._active.pop(topic, None)
+                if gripper:
+                    self._set_gripper(part_name, float(np.mean(self.d.qpos[io.g_qadr])))
+                else:
+                    self.d.ctrl[io.act] = self.d.qpos[io.qadr]
+                continue
+            if np.any(np.diff(times) <= 0) or times[0] < 0:
+                self.node.get_logger().error(f"{topic}: times are not increasing; trajectory rejected")
+                continue
+            self._active[topic] = _Active(expected, float(self.d.time), current, times, pos[:, order])
+
+    def _setpoint(self, part: str, gripper: bool) -> np.ndarray:
+        io = self.sim.parts[part]
+        if gripper:
+            return np.array([float(self.d.ctrl[io.g_act])])
+        return self.d.ctrl[io.act].copy()
+
+    def _set_gripper(self, part: str, position: float) -> None:
+        io = self.sim.parts[part]
+        g = io.gripper
+        io.set_gripper(self.d, (position - g.closed_joint_pos) / (g.open_joint_pos - g.closed_joint_pos))
+
+    def _track(self) -> None:
+        t = float(self.d.time)
+        for topic, act in list(self._active.items()):
+            part_name, _ = self.controllers[topic]
+            io = self.sim.parts[part_name]
+            ref = act.reference(t)
+            if io.gripper is not None and act.joints == [io.gripper.joints[0]]:
+                self._set_gripper(part_name, float(ref[0]))
+            else:
+                self.d.ctrl[io.act] = ref
+            if t - act.start_t > act.times[-1]:
+                del self._active[topic]
+
+    # -- publishing -----------------------------------------------------------------------
+    def publish_joint_states(self) -> None:
+        msg = self._JointState()
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.name = list(self.js_names)
+        msg.position = [float(x) for x in self.d.qpos[self.js_qadr]]
+        msg.velocity = [float(x) for x in self.d.qvel[self.js_dadr]]
+        self.js_pub.publish(msg)
+
+    def publish_images(self) -> None:
+        from pear_agent.ros2.conversions import fill_compressed, fill_image
+
+        stamp = self.node.get_clock().now().to_msg()
+        for cam, (pub, compressed) in self.cam_pubs.items():
+            rgb = self.sim.render(cam)
+            msg = self._CompressedImage() if compressed else self._Image()
+            msg.header.stamp = stamp
+            msg.header.frame_id = cam
+            pub.publish(fill_compressed(msg, rgb) if compressed else fill_image(msg, rgb))
+
+    def status(self) -> dict[str, Any]:
+        task = self.sim._task
+        objects = {
+            b: [round(float(v), 5) for v in (*self.d.body(b).xpos, *self.d.body(b).xquat)]
+            for b in self.free_bodies
+        }
+        return {
+            "task": task.name,
+            "instruction": task.instruction,
+            "max_turns": task.max_turns,
+            "seed": int(self.p["seed"]),
+            "sim_time_s": round(float(self.d.time), 4),
+            "success": bool(task.success(self.m, self.d)),
+            "privileged": task.privileged(self.m, self.d),
+            "objects": objects,
+        }
+
+    def publish_status(self) -> None:
+        if self.status_pub is not None:
+            self.status_pub.publish(self._String(data=json.dumps(self.status())))
+
+    # -- the loop -------------------------------------------------------------------------
+    def run(self, should_stop: Any) -> None:
+        import mujoco
+
+        p = self.p
+        factor = float(p["realtime_factor"])
+        substeps = self.sim.settings.control_substeps
+        ctrl_dt = self.m.opt.timestep * substeps
+        periods = {
+            "js": 1.0 / float(p["joint_states_rate_hz"]),
+            "img": 1.0 / float(p["image_rate_hz"]) if p["image_rate_hz"] > 0 else float("inf"),
+            "status": 1.0 / float(p["task_status_rate_hz"]),
+        }
+        due = dict.fromkeys(periods, 0.0)
+        wall0, sim0 = time.monotonic(), float(self.d.time)
+        while not should_stop():
+            now = time.monotonic()
+            target = sim0 + (now - wall0) * factor
+            if target - self.d.time > 0.25:  # fell behind (rendering, a busy machine): slow down
+                wall0 += (target - self.d.time - 0.25) / factor
+            n = 0
+            while self.d.time < target and n < 25:
+                self._apply_inbox()
+                self._track()
+                mujoco.mj_step(self.m, self.d, nstep=substeps)
+                n += 1
+            now = time.monotonic()
+            if now >= due["js"]:
+                self.publish_joint_states()
+                due["js"] = now + periods["js"]
+            if now >= due["status"]:
+                self.publish_status()
+                due["status"] = now + periods["status"]
+            if self.cam_pubs and now >= due["img"]:
+                self.publish_images()
+                due["img"] = now + periods["img"]
+            if n == 0:
+                time.sleep(min(ctrl_dt, 0.005))
+
+
+def declare(node: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    return {k: node.declare_parameter(k, v).value for k, v in defaults.items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    import rclpy
+
+    from pear_agent.robot_config import RobotConfigError
+    from pear_agent.ros2.backend import spin_in_background
+
+    rclpy.init(args=argv if argv is not None else sys.argv)
+    node = rclpy.create_node("pear_sim_robot")
+    try:
+        params = declare(node, PARAMS)
+        robot = SimRobot(node, params)
+    except (RobotConfigError, ValueError, KeyError) as exc:
+        print(f"sim_robot_node: error: {exc}", file=sys.stderr)
+        node.destroy_node()
+        rclpy.try_shutdown()
+        return 2
+    shutdown = spin_in_background(node)
+    node.get_logger().info(
+        f"sim robot ready: {params['robot']} / {params['task']} / seed {params['seed']}; "
+        f"controllers {sorted(robot.controllers)}"
+    )
+    try:
+        robot.run(lambda: not rclpy.ok())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

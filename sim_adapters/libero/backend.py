@@ -1,0 +1,282 @@
+"""A LIBERO task as a pear-agent backend: LIBERO's scene, fixed init states and success check;
+our frame, IK targets and move-until-still semantics.
+
+The arm runs robosuite's JOINT_POSITION controller: each 20 Hz control step moves the joint goal
+towards the IK target by at most the joint speed cap, until every joint is at its target and the
+robot is still (`reached`), or it stops making progress (`blocked`). Success is LIBERO's own
+`_check_success()` (the BDDL goal), checked after every control step and latched, as LIBERO's
+evaluation stops at the first success. Cameras render only when an observation is taken.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pear_agent.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.robot_config import RobotConfig, load_robot
+from sim_adapters.libero import MAX_TURNS, SUITES
+from sim_adapters.libero.config import import_libero
+
+ROBOT_YAML = Path(__file__).with_name("libero_panda.yaml")
+CAMERAS = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
+"""Our camera name -> LIBERO's."""
+CONTROL_DT = 0.05
+"""LIBERO steps its controller at 20 Hz."""
+SETTLE_STEPS = 10
+"""Steps held after loading an init state, as LIBERO's own evaluation does, so objects settle."""
+
+
+def parse_task(name: str) -> tuple[str, int]:
+    """`libero_spatial/3` -> ("libero_spatial", 3), with a one-line error naming the problem."""
+    suite, _, idx = name.partition("/")
+    if suite not in SUITES:
+        raise ValueError(f"unknown LIBERO suite {suite!r}; suites are: {', '.join(SUITES)}")
+    if not idx.isdigit() or not 0 <= int(idx) < SUITES[suite]:
+        raise ValueError(f"LIBERO task {name!r}: the index must be 0-{SUITES[suite] - 1}")
+    return suite, int(idx)
+
+
+def load_libero_robot() -> RobotConfig:
+    return load_robot(ROBOT_YAML)
+
+
+class LiberoBackend:
+    """One LIBERO task. `reset(seed)` loads init state `seed` (LIBERO's fixed states, 0-49)."""
+
+    def __init__(
+        self,
+        robot: RobotConfig,
+        task: str,
+        render: bool = True,
+        kp: float = 150.0,
+        position_tolerance_rad: float = 0.004,
+        max_steps: int = 200,
+    ) -> None:
+        suite, idx = parse_task(task)
+        import_libero()
+        from libero.libero import benchmark, get_libero_path
+        from libero.libero.envs import OffScreenRenderEnv
+
+        bench = benchmark.get_benchmark_dict()[suite]()
+        ltask = bench.get_task(idx)
+        self.init_states = np.asarray(bench.get_task_init_states(idx))
+        self.robot = robot
+        self.part = robot.parts["arm"]
+        self.task = TaskInfo(task, ltask.language, MAX_TURNS[suite])
+        self.render = render
+        bddl = os.path.join(get_libero_path("bddl_files"), ltask.problem_folder, ltask.bddl_file)
+        cams = {n: robot.cameras[n] for n in CAMERAS if n in robot.cameras}
+        size = next(iter(cams.values())) if cams else None
+        self.env = OffScreenRenderEnv(
+            bddl_file_name=bddl,
+            controller="JOINT_POSITION",
+            camera_heights=size.height if size else 128,
+            camera_widths=size.width if size else 128,
+            use_camera_obs=False,  # we render ourselves, only when an observation is taken
+            horizon=10**9,
+        )
+        self._cams = cams
+        self.inner = self.env.env
+        self._qi = np.array(self.rb._ref_joint_pos_indexes)
+        self._vi = np.array(self.rb._ref_joint_vel_indexes)
+        self._gi = np.array(self.rb._ref_gripper_joint_pos_indexes)
+        self._gvi = np.array(self.rb._ref_gripper_joint_vel_indexes)
+        self.kp = kp
+        self.tol = position_tolerance_rad
+        self.max_steps = max_steps
+        self.step_cap = self.part.limits.joint_velocity_rad_s * CONTROL_DT
+        self.out_max = float(self.rb.controller.output_max[0])
+        self.goal = self.inner.parsed_problem["goal_state"]
+        self._sink: FrameSink | None = None
+        self._target = self.joints()
+        self._grip_action = -1.0
+        self._steps = 0
+        self._success = False
+
+    # -- state ------------------------------------------------------------------------
+    @property
+    def sim(self) -> Any:
+        return self.inner.sim  # a hard reset builds a new one
+
+    @property
+    def rb(self) -> Any:
+        return self.inner.robots[0]
+
+    def joints(self) -> np.ndarray:
+        return self.sim.data.qpos[self._qi].copy()
+
+    def base_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """World position and rotation of the robot base: our frame's origin and axes."""
+        bid = self.sim.model.body_name2id(self.rb.robot_model.root_body)
+        return self.sim.data.body_xpos[bid].copy(), self.sim.data.body_xmat[bid].reshape(3, 3).copy()
+
+    def to_base(self, p_world: np.ndarray) -> np.ndarray:
+        origin, rot = self.base_pose()
+        return rot.T @ (np.asarray(p_world) - origin)
+
+    def gripper_opening(self) -> float:
+        g = self.part.gripper
+        assert g is not None
+        q = self.sim.data.qpos[self._gi]
+        width = (abs(q[0]) + abs(q[1])) / 2
+        return float(np.clip((width - g.closed_joint_pos) / (g.open_joint_pos - g.closed_joint_pos), 0, 1))
+
+    # -- contract ---------------------------------------------------------------------
+    def reset(self, seed: int) -> Observation:
+        if not 0 <= seed < len(self.init_states):
+            raise ValueError(
+                f"{self.task.name}: init state {seed} does not exist "
+                f"(LIBERO has 0-{len(self.init_states) - 1})"
+            )
+        self.env.reset()
+        self.env.set_init_state(self.init_states[seed])
+        self.rb.controller.kp = np.full(7, self.kp)
+        self.rb.controller.kd = 2 * np.sqrt(self.rb.controller.kp)  # critically damped
+        self._steps = 0
+        self._success = False
+        self._target = self.joints()
+        self._grip_action = -1.0
+        for _ in range(SETTLE_STEPS):
+            self._step()
+        self._steps = 0
+        return self.observe()
+
+    def _step(self) -> None:
+        err = self._target - self.joints()
+        scale = max(1.0, float(np.max(np.abs(err))) / self.step_cap)
+        delta = err / scale  # a straight line in joint space at the speed cap
+        action = np.append(np.clip(delta / self.out_max, -1, 1), self._grip_action)
+        _, _, done, _ = self.env.step(action)
+        self._steps += 1
+        if done or self.env.check_success():
+            self._success = True
+        if self._sink is not None and self._steps % max(1, round(1 / (CONTROL_DT * self._fps))) == 0:
+            self._sink(self._render("agentview"))
+
+    def execute(self, commands: dict[str, PartCommand]) -> Outcome:
+        cmd = commands.get("arm")
+        if cmd is None:
+            return Outcome("reached", "nothing to move")
+        if cmd.joints_rad is not None:
+            self._target = np.asarray(cmd.joints_rad, dtype=float).copy()
+        grip_changed = False
+        if cmd.gripper is not None:
+            new = 1.0 - 2.0 * float(cmd.gripper)  # robosuite: -1 opens, +1 closes
+            grip_changed = new != self._grip_action
+            self._grip_action = new
+        best, since_best = np.inf, 0
+        for n in range(1, self.max_steps + 1):
+            self._step()
+            err = np.abs(self._target - self.joints())
+            still = float(np.max(np.abs(self.sim.data.qvel[self._vi]))) < 0.05
+            fingers_still = float(np.max(np.abs(self.sim.data.qvel[self._gvi]))) < 0.01
+            if float(np.max(err)) < self.tol and still and fingers_still and (not grip_changed or n >= 8):
+                return Outcome("reached", duration_s=n * CONTROL_DT)
+            if float(np.max(err)) < best - 1e-3:
+                best, since_best = float(np.max(err)), 0
+            else:
+                since_best += 1
+            if since_best >= 20 and still:
+                stalled = [j for j, e in zip(self.part.joints, err, strict=True) if e >= self.tol]
+                self._target = self.joints()  # hold where it stopped
+                return Outcome(
+                    "blocked",
+                    f"stopped before the target; joints {', '.join(stalled)} did not reach it",
+                    n * CONTROL_DT,
+                    stalled,
+                )
+        return Outcome(
+            "timeout", f"not reached within {self.max_steps * CONTROL_DT:.0f} s", self.max_steps * CONTROL_DT
+        )
+
+    def advance(self, duration_s: float) -> None:
+        for _ in range(round(duration_s / CONTROL_DT)):
+            self._step()
+
+    def _render(self, name: str) -> np.ndarray:
+        cam = self._cams[name]
+        img = self.sim.render(width=cam.width, height=cam.height, camera_name=CAMERAS[name])
+        return np.ascontiguousarray(img[::-1, ::-1])  # robosuite renders upside down
+
+    def observe(self, render: bool = True) -> Observation:
+        images = {n: self._render(n) for n in self._cams} if (render and self.render) else {}
+        return Observation(
+            joints_rad={"arm": self.joints()},
+            gripper={"arm": self.gripper_opening()},
+            images=images,
+            time_s=self._steps * CONTROL_DT,
+            success=self._success,
+            privileged=self.privileged(),
+        )
+
+    def set_frame_sink(self, sink: FrameSink | None, fps: float = 10.0) -> None:
+        self._sink, self._fps = sink, fps
+
+    def stop(self) -> None:
+        self._target = self.joints()
+
+    def close(self) -> None:
+        env, self.env = self.env, None
+        if env is not None:
+            env.close()
+
+    # -- privileged facts for scripted experts (never shown to a model) ----------------
+    def _body_ids(self, name: str) -> list[int]:
+        objs = {**self.inner.objects_dict, **self.inner.fixtures_dict}
+        root = self.sim.model.body_name2id(objs[name].root_body)
+        parent = self.sim.model.body_parentid
+        return [b for b in range(self.sim.model.nbody) if b == root or self._descends(b, root, parent)]
+
+    @staticmethod
+    def _descends(b: int, root: int, parent: np.ndarray) -> bool:
+        while b > 0:
+            b = int(parent[b])
+            if b == root:
+                return True
+        return False
+
+    def object_box(self, name: str) -> dict[str, Any]:
+        """Axis-aligned bounds (base frame, cm) of an object's collision geoms, and its yaw."""
+        m, d = self.sim.model, self.sim.data
+        bodies = set(self._body_ids(name))
+        lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+        for g in range(m.ngeom):
+            if m.geom_bodyid[g] not in bodies or (m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0):
+                continue
+            center, half = m.geom_aabb[g][:3], m.geom_aabb[g][3:]
+            rot = d.geom_xmat[g].reshape(3, 3)
+            corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * half
+            pts = d.geom_xpos[g] + (corners + center) @ rot.T
+            lo, hi = np.minimum(lo, pts.min(0)), np.maximum(hi, pts.max(0))
+        root = min(bodies)
+        xmat = d.body_xmat[root].reshape(3, 3)
+        lo_b, hi_b = self.to_base(lo) * 100, self.to_base(hi) * 100
+        return {
+            "position_cm": ((lo_b + hi_b) / 2).round(2).tolist(),
+            "min_cm": np.minimum(lo_b, hi_b).round(2).tolist(),
+            "max_cm": np.maximum(lo_b, hi_b).round(2).tolist(),
+            "yaw_rad": float(np.arctan2(xmat[1, 0], xmat[0, 0])),
+        }
+
+    def site_position(self, name: str) -> list[float]:
+        site = self.inner.object_sites_dict[name]
+        sid = self.sim.model.site_name2id(site.name if hasattr(site, "name") else name)
+        return (self.to_base(self.sim.data.site_xpos[sid]) * 100).round(2).tolist()
+
+    def privileged(self) -> dict[str, Any]:
+        objs = {**self.inner.objects_dict, **self.inner.fixtures_dict}
+        facts: dict[str, Any] = {"goal": [list(g) for g in self.goal], "objects": {}}
+        for pred in self.goal:
+            for name in pred[1:]:
+                if name in objs:
+                    facts["objects"][name] = self.object_box(name)
+                elif name in self.inner.object_sites_dict:
+                    facts["objects"][name] = {"position_cm": self.site_position(name), "site": True}
+                    parent = self.inner.object_sites_dict[name].parent_name
+                    if parent in objs:
+                        facts["objects"][name]["parent"] = self.object_box(parent)
+        return facts

@@ -1,0 +1,228 @@
+"""Fixtures for the ROS 2 tests: an isolated DDS domain, node processes, and a probe node in the
+test process that records what crosses the wire."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+# one DDS domain per test session, discovery on this machine only: parallel runs do not cross-talk
+os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(1, 100)))
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+
+class NodeProcess:
+    """`python -m <module> --ros-args --params-file <yaml>`; the environment is passed through
+    unchanged (the ROS wheels' bootstrap needs its LD_LIBRARY_PATH)."""
+
+    def __init__(self, module: str, node_name: str, params: dict[str, Any], workdir: Path) -> None:
+        self.params_file = workdir / f"{node_name}.yaml"
+        self.params_file.write_text(yaml.safe_dump({node_name: {"ros__parameters": params}}))
+        self.log_path = workdir / f"{node_name}.log"
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", module, "--ros-args", "--params-file", str(self.params_file)],
+            cwd=REPO,
+            env=dict(os.environ),
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait(self, timeout_s: float) -> int:
+        try:
+            return self.proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            self.stop()
+            raise AssertionError(
+                f"{self.params_file.stem} did not finish in {timeout_s} s:\n{self.log()}"
+            ) from None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(2)  # SIGINT: rclpy shuts down cleanly
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._log.close()
+
+    def log(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text()[-4000:]
+
+
+@pytest.fixture
+def start_node(tmp_path: Path) -> Iterator[Callable[[str, str, dict[str, Any]], NodeProcess]]:
+    procs: list[NodeProcess] = []
+
+    def start(module: str, node_name: str, params: dict[str, Any]) -> NodeProcess:
+        p = NodeProcess(module, node_name, params, tmp_path)
+        procs.append(p)
+        return p
+
+    yield start
+    for p in procs:
+        p.stop()
+
+
+class Probe:
+    """A node in the test process: records trajectories, joint states and agent status."""
+
+    TRAJ_TOPICS = (
+        "/left_arm_controller/joint_trajectory",
+        "/right_arm_controller/joint_trajectory",
+        "/left_gripper_controller/joint_trajectory",
+        "/right_gripper_controller/joint_trajectory",
+    )
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Bool, String
+        from std_srvs.srv import Trigger
+        from trajectory_msgs.msg import JointTrajectory
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("pear_test_probe", context=self.context)
+        self.lock = threading.Lock()
+        self.trajectories: list[tuple[float, str, Any, dict[str, float] | None]] = []
+        self.joint_states: list[tuple[float, dict[str, float]]] = []
+        self.status: list[dict[str, Any]] = []
+        self.sim_status: dict[str, Any] = {}
+        reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        for topic in self.TRAJ_TOPICS:
+            self.node.create_subscription(
+                JointTrajectory, topic, lambda m, t=topic: self._on_traj(t, m), reliable
+            )
+        self.node.create_subscription(JointState, "/joint_states", self._on_js, 50)
+        status_qos = QoSProfile(
+            depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.node.create_subscription(String, "/pear/agent/status", self._on_status, status_qos)
+        sim_qos = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.node.create_subscription(String, "/pear/sim/task_status", self._on_sim, sim_qos)
+        self.js_pub = self.node.create_publisher(JointState, "/joint_states", reliable)
+        self.estop_pub = self.node.create_publisher(Bool, "/pear/estop", reliable)
+        self.stop_client = self.node.create_client(Trigger, "/pear/stop")
+        self._JointState, self._Bool, self._Trigger = JointState, Bool, Trigger
+        self._shutdown_spin = self._spin()
+
+    def _spin(self) -> Callable[[], None]:
+        from rclpy.executors import SingleThreadedExecutor
+
+        executor = SingleThreadedExecutor(context=self.context)
+        executor.add_node(self.node)
+        stop = threading.Event()
+
+        def spin() -> None:
+            while not stop.is_set() and self.context.ok():
+                executor.spin_once(timeout_sec=0.05)
+
+        thread = threading.Thread(target=spin, daemon=True)
+        thread.start()
+
+        def shutdown() -> None:
+            stop.set()
+            thread.join(timeout=2)
+            executor.shutdown(timeout_sec=1)
+
+        return shutdown
+
+    def _on_traj(self, topic: str, msg: Any) -> None:
+        with self.lock:
+            last = self.joint_states[-1][1] if self.joint_states else None
+            self.trajectories.append((time.monotonic(), topic, msg, last))
+
+    def _on_js(self, msg: Any) -> None:
+        with self.lock:
+            self.joint_states.append((time.monotonic(), dict(zip(msg.name, msg.position, strict=False))))
+            if len(self.joint_states) > 2000:
+                del self.joint_states[:1000]
+
+    def _on_status(self, msg: Any) -> None:
+        with self.lock:
+            self.status.append(json.loads(msg.data))
+
+    def _on_sim(self, msg: Any) -> None:
+        with self.lock:
+            self.sim_status = json.loads(msg.data)
+
+    def event(self, kind: str) -> dict[str, Any] | None:
+        with self.lock:
+            return next((s for s in self.status if s.get("event") == kind), None)
+
+    def wait_for(self, cond: Callable[[], Any], timeout_s: float, what: str) -> Any:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            value = cond()
+            if value:
+                return value
+            time.sleep(0.02)
+        raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+    def latest_joints(self) -> dict[str, float]:
+        with self.lock:
+            return dict(self.joint_states[-1][1]) if self.joint_states else {}
+
+    def publish_joints(self, positions: dict[str, float]) -> None:
+        msg = self._JointState()
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        msg.name = list(positions)
+        msg.position = [float(v) for v in positions.values()]
+        msg.velocity = [0.0] * len(positions)
+        self.js_pub.publish(msg)
+
+    def estop_topic(self) -> None:
+        self.estop_pub.publish(self._Bool(data=True))
+
+    def estop_service(self) -> str:
+        assert self.stop_client.wait_for_service(timeout_sec=10), "/pear/stop service not available"
+        future = self.stop_client.call_async(self._Trigger.Request())
+        self.wait_for(future.done, 10, "the /pear/stop reply")
+        return future.result().message
+
+    def close(self) -> None:
+        self._shutdown_spin()
+        self.node.destroy_node()
+        self.context.try_shutdown()
+
+
+@pytest.fixture
+def probe() -> Iterator[Probe]:
+    p = Probe()
+    yield p
+    p.close()
+
+
+def home_joints(robot: Any) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for part in robot.parts.values():
+        out.update(zip(part.joints, part.home.joints_rad, strict=True))
+        if part.gripper is not None:
+            g = part.gripper
+            for j in g.joints:
+                out[j] = g.closed_joint_pos + part.home.gripper * (g.open_joint_pos - g.closed_joint_pos)
+    return out
+
+
+def as_array(d: dict[str, float], names: list[str]) -> np.ndarray:
+    return np.array([d[n] for n in names])
