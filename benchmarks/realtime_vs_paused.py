@@ -2,10 +2,10 @@
 latency, with 95% Wilson intervals and an exact McNemar test on the shared seeds.
 
     .venv/bin/python benchmarks/realtime_vs_paused.py [--task conveyor_pick] [--episodes 50]
-        [--latencies 0.5,2] [--split test] [--workers 1]
+        [--latencies 0.2,0.5,2] [--split test] [--workers 1]
 
-Default: the scripted expert on conveyor_pick, 50 test-split seeds, paused and realtime at 0.5 s
-and 2 s per decision (no rendering; well under a minute on 2 cores). A table goes to stderr, one
+Default: the scripted expert on conveyor_pick, 50 test-split seeds, paused and realtime at 0.2, 0.5
+and 2 s per decision (no rendering; about a minute on 2 cores). A table goes to stderr, one
 JSON object to stdout.
 """
 

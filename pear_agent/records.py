@@ -27,7 +27,8 @@ def _jsonable(obj: Any) -> Any:
 
 def new_run_dir(root: Path, task: str, seed: int) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    base = Path(root) / f"{stamp}-{task}-s{seed}"
+    safe_task = re.sub(r"[^A-Za-z0-9_.-]+", "_", task)  # e.g. libero_spatial/3 -> libero_spatial_3
+    base = Path(root) / f"{stamp}-{safe_task}-s{seed}"
     path, n = base, 1
     while path.exists():
         n += 1

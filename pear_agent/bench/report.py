@@ -48,13 +48,16 @@ def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _fmt_s(v: float | None) -> str:
-    return "-" if v is None else f"{v:.3f}"
+    """A latency with its unit: ms below a second (scripted policies answer in microseconds)."""
+    if v is None:
+        return "-"
+    return f"{v * 1000:.1f} ms" if v < 1 else f"{v:.2f} s"
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
     head = (
         f"{'task':<16s} {'mode':<20s} {'success':>9s} {'rate':>6s} {'95% CI':>13s} {'turns':>6s} "
-        f"{'lat med':>8s} {'lat p90':>8s}"
+        f"{'lat med':>10s} {'lat p90':>10s}"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -62,7 +65,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"{r['task']:<16s} {r['mode']:<20s} {r['successes']:>4d}/{r['episodes']:<4d} "
             f"{r['success_rate']:>6.2f} {f'[{lo:.2f}, {hi:.2f}]':>13s} {r['mean_turns']:>6.1f} "
-            f"{_fmt_s(r['latency_median_s']):>8s} {_fmt_s(r['latency_p90_s']):>8s}"
+            f"{_fmt_s(r['latency_median_s']):>10s} {_fmt_s(r['latency_p90_s']):>10s}"
         )
     return "\n".join(lines)
 
@@ -121,7 +124,7 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
         parts.append(
             f"<tr><td>{t.get('turn')}</td><td>{imgs}</td>"
             f"<td><pre>{html.escape(str(t.get('reply') or ''))}</pre></td>"
-            f"<td>{'-' if lat is None else f'{lat:.3f} s'}{adv}</td><td>{html.escape(status)}</td></tr>"
+            f"<td>{_fmt_s(lat)}{adv}</td><td>{html.escape(status)}</td></tr>"
         )
     parts.append("</table>")
     page = run_dir / "report.html"
@@ -146,7 +149,7 @@ def write_report(out_dir: str | Path, results: list[dict[str, Any]]) -> Path:
             f"<tr><td>{html.escape(r['task'])}</td><td>{html.escape(r['mode'])}</td>"
             f"<td>{r['successes']}/{r['episodes']}</td><td>{r['success_rate']:.2f}</td>"
             f"<td>[{lo:.2f}, {hi:.2f}]</td><td>{r['mean_turns']:.1f}</td>"
-            f"<td>{_fmt_s(r['latency_median_s'])} s</td><td>{_fmt_s(r['latency_p90_s'])} s</td></tr>"
+            f"<td>{_fmt_s(r['latency_median_s'])}</td><td>{_fmt_s(r['latency_p90_s'])}</td></tr>"
         )
     body.append("</table><h2>Episodes</h2><table>")
     body.append("<tr><th>episode</th><th>result</th><th>turns</th><th>detail</th><th>video</th></tr>")

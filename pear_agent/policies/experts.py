@@ -195,6 +195,7 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     arm = state["arm"]
     obj = priv["object"]
     p, o = np.asarray(arm["position"], float), np.asarray(obj["position_cm"], float)
+    o = np.clip(o, p - 40.0, p + 40.0)  # a cube carried out of reach: still a valid (short) action
     v = np.asarray(priv["belt"]["velocity_cm_s"], float)
     u = v / max(float(np.linalg.norm(v)), 1e-6)
     size = float(obj["size_cm"])

@@ -181,7 +181,7 @@ def test_stale_joint_states_refuse_without_commanding(tmp_path: Path, start_node
 def test_estop_mid_motion_holds_and_ends(
     how: str, tmp_path: Path, start_node, probe: Probe, yam, yam_kin
 ) -> None:
-    start_node(SIM, "pear_sim_robot", {"task": "bimanual_pickup", "seed": 0, "publish_images": False})
+    start_node(SIM, "pear_sim_robot", {"task": "align_blocks", "seed": 0, "publish_images": False})
     agent = start_node(
         AGENT,
         "pear_agent",
@@ -189,9 +189,12 @@ def test_estop_mid_motion_holds_and_ends(
     )
     arms = {f"/{p.controller}/joint_trajectory": list(p.joints) for p in yam.parts.values()}
 
+    probe.wait_for(lambda: probe.joint_states, 30, "joint states at the probe")
+    t_ready = time.monotonic()
+
     def long_move():
-        for _, topic, msg, _ in list(probe.trajectories):
-            if topic in arms and msg.points and trajectory_arrays(msg)[1][-1] > 0.25:
+        for t, topic, msg, _ in list(probe.trajectories):
+            if t > t_ready and topic in arms and msg.points and trajectory_arrays(msg)[1][-1] > 0.25:
                 return topic, msg
         return None
 
@@ -207,6 +210,11 @@ def test_estop_mid_motion_holds_and_ends(
     done = probe.wait_for(lambda: probe.event("done"), 5, "the agent's final status")
     assert done["end_reason"] == "stopped" and "e-stop" in done["detail"], done
     time.sleep(0.3)
+    assert set(joints) <= set(probe.latest_joints()), (
+        len(probe.joint_states),
+        probe.latest_joints(),
+        probe.status[-3:],
+    )
     held_a = as_array(probe.latest_joints(), joints)
     time.sleep(1.2)
     held_b = as_array(probe.latest_joints(), joints)

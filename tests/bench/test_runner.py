@@ -1,0 +1,117 @@
+"""The bench runner: seed splits, resumable JSONL (SIGKILL and restart), no key in any output."""
+
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pear_agent.bench.runner import SPLITS, BenchConfig, parse_seeds, read_results, run_bench, split_seeds
+from tests.servers import serve_in_thread
+
+
+def _bench(out: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "pear_agent", "bench", "--out", str(out), "--quiet", "--no-video", *extra]
+
+
+def test_splits_are_disjoint_and_named() -> None:
+    ranges = sorted(SPLITS.values())
+    assert all(a[1] <= b[0] for a, b in itertools.pairwise(ranges))
+    assert split_seeds("test", 3) == [20000, 20001, 20002]
+    with pytest.raises(ValueError, match="unknown split"):
+        split_seeds("dev", 3)
+
+
+def test_parse_seeds() -> None:
+    assert parse_seeds("0-3,7, 2") == [0, 1, 2, 3, 7]
+    with pytest.raises(ValueError, match=r"expected e\.g\."):
+        parse_seeds("a-b")
+
+
+def test_torn_last_line_is_ignored(tmp_path) -> None:
+    p = tmp_path / "results.jsonl"
+    p.write_text('{"key": "t/s0", "success": true}\n{"key": "t/s1", "succ')
+    assert [r["key"] for r in read_results(p)] == ["t/s0"]
+
+
+def test_sigkill_then_restart_runs_every_episode_exactly_once(tmp_path) -> None:
+    out = tmp_path / "bench"
+    cmd = _bench(out, "--tasks", "conveyor_pick", "--seeds", "0-7", "--workers", "2")
+    proc = subprocess.Popen(cmd, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    results = out / "results.jsonl"
+    deadline = time.monotonic() + 120
+    while not (results.exists() and len(results.read_text().splitlines()) >= 2):
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        assert time.monotonic() < deadline, "no results within 120 s"
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)  # the runner and its workers, mid-run
+    proc.wait()
+    first = read_results(results)
+    assert 2 <= len(first) < 8
+    with results.open("a") as f:  # as if killed in the middle of writing a line
+        f.write('{"key": "conveyor_pick/s7", "success": tr')
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    keys = [rec["key"] for rec in read_results(results)]
+    assert sorted(keys) == sorted(f"conveyor_pick/s{s}" for s in range(8))  # each exactly once
+    assert len(results.read_text().splitlines()) == 8  # the torn line is gone
+    assert keys[: len(first)] == [rec["key"] for rec in first]  # earlier results kept, not rerun
+    assert "conveyor_pick" in r.stdout and "95% CI" in r.stdout and (out / "index.html").exists()
+
+
+def test_resume_refuses_a_different_bench(tmp_path) -> None:
+    cfg = BenchConfig(["pick_cube"], [0], {"kind": "scripted"}, str(tmp_path), video=False, render=False)
+    run_bench(cfg, progress=False)
+    cfg.mode = "realtime"
+    with pytest.raises(ValueError, match="another --out"):
+        run_bench(cfg, progress=False)
+
+
+def test_bench_through_a_model_endpoint_never_writes_the_key(tmp_path) -> None:
+    key = "sk-test-SECRET123456"
+    out = tmp_path / "bench"
+    with serve_in_thread() as url:
+        r = subprocess.run(
+            [
+                *_bench(out, "--tasks", "pick_cube", "--seeds", "0-1", "--workers", "2", "--model", "expert"),
+                *("--base-url", url, "--api-key-env", "PEAR_TEST_KEY", "--send-privileged", "--realtime"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=os.environ | {"PEAR_TEST_KEY": key},
+        )
+    assert r.returncode == 0, r.stderr[-2000:]
+    recs = read_results(out / "results.jsonl")
+    assert len(recs) == 2 and all(x["success"] and x["mode"] == "realtime" for x in recs)
+    assert all(x["policy"] == "openai:expert" and x["latencies_s"] for x in recs)
+    leaks = [str(p) for p in out.rglob("*") if p.is_file() and b"SECRET123456" in p.read_bytes()]
+    assert leaks == [] and "SECRET123456" not in r.stdout + r.stderr
+    assert (
+        json.loads((out / "bench.json").read_text())["config"]["policy"]["settings"]["api_key_env"]
+        == "PEAR_TEST_KEY"
+    )
+
+
+def test_bench_with_an_unset_key_variable_is_one_line(tmp_path) -> None:
+    r = subprocess.run(
+        _bench(
+            tmp_path,
+            "--tasks",
+            "pick_cube",
+            "--seeds",
+            "0",
+            "--model",
+            "m",
+            "--api-key-env",
+            "PEAR_UNSET_VAR",
+        ),
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "PEAR_UNSET_VAR" in r.stderr and "Traceback" not in r.stderr

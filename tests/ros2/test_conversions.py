@@ -1,0 +1,87 @@
+"""Image decoding and trajectory planning for the ROS 2 path, on real message classes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pear_agent.ros2 import conversions as cv
+
+msgs = pytest.importorskip("sensor_msgs.msg", reason="ROS 2 wheels not installed")
+from builtin_interfaces.msg import Duration  # noqa: E402
+from sensor_msgs.msg import CompressedImage, Image  # noqa: E402
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+
+
+def _rgb() -> np.ndarray:
+    rng = np.random.default_rng(0)
+    img = np.zeros((24, 32, 3), np.uint8)
+    img[:, :16] = [200, 30, 10]
+    img[:, 16:] = rng.integers(0, 255, (24, 16, 3))
+    return img
+
+
+def test_image_roundtrip_and_encodings() -> None:
+    rgb = _rgb()
+    msg = cv.fill_image(Image(), rgb)
+    assert np.array_equal(cv.image_to_rgb(msg), rgb)
+    msg.encoding, msg.data = "bgr8", rgb[:, :, ::-1].tobytes()
+    assert np.array_equal(cv.image_to_rgb(msg), rgb)
+    padded = Image(height=24, width=32, encoding="mono8", step=40)
+    padded.data = np.pad(rgb[:, :, 0], ((0, 0), (0, 8))).tobytes()
+    assert np.array_equal(cv.image_to_rgb(padded)[:, :, 1], rgb[:, :, 0])
+    with pytest.raises(cv.ImageDecodeError, match="encoding '16UC1' is not supported"):
+        cv.image_to_rgb(Image(height=2, width=2, encoding="16UC1", step=4, data=bytes(8)))
+    with pytest.raises(cv.ImageDecodeError, match="expected"):
+        cv.image_to_rgb(Image(height=24, width=32, encoding="rgb8", step=96, data=bytes(10)))
+
+
+def test_compressed_roundtrip() -> None:
+    rgb = _rgb()
+    out = cv.compressed_to_rgb(cv.fill_compressed(CompressedImage(), rgb, quality=95))
+    assert out.shape == rgb.shape
+    assert np.abs(out[:, :16].astype(int) - rgb[:, :16]).mean() < 4  # JPEG: close, not equal
+    with pytest.raises(cv.ImageDecodeError, match="could not be decoded"):
+        cv.compressed_to_rgb(CompressedImage(format="jpeg", data=b"not a jpeg"))
+    assert cv.is_compressed_topic("/cam/image_raw/compressed") and not cv.is_compressed_topic(
+        "/cam/image_raw"
+    )
+
+
+def test_min_jerk_plan_respects_cap_limits_and_ends_at_rest() -> None:
+    names = [f"j{i}" for i in range(3)]
+    lo, hi = np.array([-1.0, -1.0, 0.0]), np.array([1.0, 1.0, 2.0])
+    q0 = np.array([0.0, 0.5, 1.0])
+    plan = cv.min_jerk_plan(names, q0, np.array([0.9, -3.0, 1.0]), 1.5, lo, hi, dt=0.05)
+    assert plan.positions[-1].tolist() == [0.9, -1.0, 1.0]  # the target is clipped into the limits
+    assert np.all(np.diff(plan.times_s) > 0) and plan.times_s[0] > 0
+    assert np.all(plan.velocities[-1] == 0)
+    assert np.max(np.abs(plan.velocities)) <= 1.5 + 1e-9
+    assert plan.duration_s == pytest.approx(1.875 * 1.5 / 1.5)
+    msg = cv.fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
+    assert cv.trajectory_violations(msg, names, lo, hi, 1.5, start=q0) == []
+    names2, times, pos, vel = cv.trajectory_arrays(msg)
+    assert names2 == names and np.allclose(times, plan.times_s) and np.allclose(pos, plan.positions)
+    assert np.allclose(vel, plan.velocities)
+    tiny = cv.min_jerk_plan(names, q0, q0, 1.5, lo, hi)
+    assert tiny.duration_s == pytest.approx(cv.MIN_SEGMENT_S) and len(tiny.times_s) >= 1
+
+
+def test_violations_are_caught() -> None:
+    names = ["a", "b"]
+    lo, hi = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
+    plan = cv.min_jerk_plan(names, np.zeros(2), np.array([0.8, 0.0]), 1.0, lo, hi)
+    too_fast = cv.TrajectoryPlan(names, plan.times_s / 2, plan.positions, plan.velocities * 2)
+    msg = cv.fill_trajectory(JointTrajectory(), too_fast, JointTrajectoryPoint, Duration)
+    assert any("exceeds" in v for v in cv.trajectory_violations(msg, names, lo, hi, 1.0))
+    outside = cv.TrajectoryPlan(names, plan.times_s, plan.positions + 0.5, plan.velocities)
+    msg = cv.fill_trajectory(JointTrajectory(), outside, JointTrajectoryPoint, Duration)
+    assert "a position is outside the joint limits" in cv.trajectory_violations(msg, names, lo, hi, 1.0)
+    moving = cv.TrajectoryPlan(names, plan.times_s, plan.positions, plan.velocities + 0.1)
+    msg = cv.fill_trajectory(JointTrajectory(), moving, JointTrajectoryPoint, Duration)
+    assert "the final point's velocity is not zero" in cv.trajectory_violations(msg, names, lo, hi, 1.0)
+    msg = cv.fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
+    assert cv.trajectory_violations(msg, ["b", "a"], lo, hi, 1.0)[0].startswith("joint names")
+    backwards = cv.TrajectoryPlan(names, plan.times_s[::-1].copy(), plan.positions, plan.velocities)
+    msg = cv.fill_trajectory(JointTrajectory(), backwards, JointTrajectoryPoint, Duration)
+    assert any("strictly increasing" in v for v in cv.trajectory_violations(msg, names, lo, hi, 1.0))

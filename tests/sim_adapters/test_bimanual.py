@@ -1,0 +1,87 @@
+"""The YAM station in MuJoCo: model, cameras, gripper, and the dual-arm tasks' success checks."""
+
+import mujoco
+import numpy as np
+import pytest
+
+from pear_agent.backend import PartCommand
+from pear_agent.kinematics import Kinematics
+from pear_agent.registry import make_backend
+from pear_agent.robot_config import load_robot
+from sim_adapters.mujoco.tasks.base import set_free_pose
+from sim_adapters.mujoco.tasks.bimanual import BAR_HALF_M, BLOCK_HALF_M, BLOCK_NAMES, LINE_X_M
+
+
+@pytest.fixture(scope="module")
+def yam():
+    return load_robot("yam_bimanual")
+
+
+@pytest.fixture(scope="module")
+def kin(yam):
+    return Kinematics(yam)
+
+
+def test_fk_matches_mujoco_and_cameras_render(yam, kin) -> None:
+    backend = make_backend("bimanual_pickup", yam, render=True)
+    try:
+        obs = backend.reset(0)
+        for part in yam.parts:
+            site = backend.data.site(f"{part}_ee").xpos
+            fk = kin.fk(part, obs.joints_rad[part]).position_m
+            assert np.linalg.norm(site - fk) < 1e-3
+            assert obs.gripper[part] == pytest.approx(1.0, abs=0.02)
+        assert set(obs.images) == {"top", "left_wrist", "right_wrist"}
+        for img in obs.images.values():
+            assert img.shape == (256, 256, 3) and img.std() > 5  # lit, not a blank frame
+    finally:
+        backend.close()
+
+
+def test_gripper_closes_both_fingers_and_holds_pose(yam, kin) -> None:
+    backend = make_backend("align_blocks", yam, render=False)
+    try:
+        backend.reset(1)
+        out = backend.execute({"left_arm": PartCommand(gripper=0.0), "right_arm": PartCommand(gripper=0.0)})
+        assert out.status == "reached"
+        for io in backend.parts.values():
+            q = backend.data.qpos[io.g_qadr]
+            assert np.all(q < 0.002) and abs(q[0] - q[1]) < 0.001  # both fingers driven, in step
+    finally:
+        backend.close()
+
+
+def test_bimanual_pickup_needs_both_hands_and_level(yam) -> None:
+    backend = make_backend("bimanual_pickup", yam, render=False)
+    m, d, task = backend.model, backend.data, backend._task
+    try:
+        backend.reset(0)
+        assert not task.success(m, d)
+        set_free_pose(m, d, "bar", np.array([0.25, -0.3, BAR_HALF_M[2] + 0.15]), 0.0)
+        mujoco.mj_forward(m, d)
+        assert not task.success(m, d)  # lifted but held by nobody
+        priv = task.privileged(m, d)
+        assert priv["object"]["position_cm"][2] == pytest.approx(17.0, abs=0.1)
+        left, right = priv["grasp_points_cm"]["left_arm"], priv["grasp_points_cm"]["right_arm"]
+        assert left[1] > right[1] and abs(left[1] - right[1]) == pytest.approx(26.0, abs=0.1)
+    finally:
+        backend.close()
+
+
+def test_align_blocks_success_from_physics(yam) -> None:
+    backend = make_backend("align_blocks", yam, render=False)
+    m, d, task = backend.model, backend.data, backend._task
+    try:
+        backend.reset(0)
+        assert not task.success(m, d)
+        for i, name in enumerate(BLOCK_NAMES):
+            set_free_pose(m, d, name, np.array([LINE_X_M + 0.005, -0.15 - 0.15 * i, BLOCK_HALF_M]), 0.0)
+        mujoco.mj_forward(m, d)
+        for _ in range(50):
+            mujoco.mj_step(m, d)
+        assert task.success(m, d)
+        set_free_pose(m, d, BLOCK_NAMES[1], np.array([LINE_X_M + 0.03, -0.3, BLOCK_HALF_M]), 0.0)
+        mujoco.mj_forward(m, d)
+        assert not task.success(m, d)
+    finally:
+        backend.close()

@@ -1,0 +1,102 @@
+"""`pear-agent serve`: an OpenAI-compatible endpoint answered by the scripted expert."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from pear_agent.protocol.actions import parse_reply
+from pear_agent.registry import make_backend
+from tests.servers import free_port, serve_in_thread
+
+
+def _post(url: str, body: dict) -> tuple[int, dict]:
+    req = urllib.request.Request(
+        url + "/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+    )
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+@pytest.fixture(scope="module")
+def facts(panda):
+    be = make_backend("pick_cube", panda, render=False)
+    try:
+        obs = be.reset(0)
+    finally:
+        be.close()
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.protocol.state import robot_state
+
+    state = {k: v.to_json() for k, v in robot_state(obs, Kinematics(panda)).items()}
+    return {"task": "pick_cube", "state": state, "facts": obs.privileged}
+
+
+def test_answers_with_a_valid_action_and_usage(panda, facts) -> None:
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "Turn 1"}]}]
+    with serve_in_thread() as url:
+        status, body = _post(
+            url, {"model": "x", "messages": msgs, "pear_privileged": json.loads(json.dumps(facts))}
+        )
+    assert status == 200 and body["object"] == "chat.completion"
+    text = body["choices"][0]["message"]["content"]
+    assert "arm" in parse_reply(text, panda).parts
+    assert (
+        body["usage"]["total_tokens"] == body["usage"]["prompt_tokens"] + body["usage"]["completion_tokens"]
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ({"model": "x", "messages": []}, "--send-privileged"),
+        ({"model": "x"}, "'messages'"),
+        ({"messages": [], "pear_privileged": {"task": "fly"}}, "no scripted expert for task 'fly'"),
+        ({"messages": [], "pear_privileged": {"task": "pick_cube"}}, "malformed pear_privileged"),
+    ],
+)
+def test_bad_requests_get_a_400_that_says_why(body, needle) -> None:
+    with serve_in_thread() as url:
+        status, resp = _post(url, body)
+    assert status == 400 and needle in resp["error"]["message"]
+
+
+def test_cli_serve_starts_and_lists_its_model() -> None:
+    port = free_port()
+    env = os.environ | {"PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pear_agent", "serve", "--port", str(port), "--latency", "0.05"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=2) as r:
+                    models = json.loads(r.read())
+                break
+            except OSError:
+                assert proc.poll() is None and time.monotonic() < deadline, "serve did not come up"
+                time.sleep(0.2)
+        assert models["data"][0]["id"]
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    assert "--send-privileged" in proc.stdout.read().decode()
+
+
+def test_cli_serve_rejects_negative_latency() -> None:
+    r = subprocess.run(
+        [sys.executable, "-m", "pear_agent", "serve", "--latency", "-1"], capture_output=True, text=True
+    )
+    assert r.returncode == 2 and "--latency must be >= 0" in r.stderr and "Traceback" not in r.stderr
