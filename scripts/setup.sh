@@ -2,7 +2,8 @@
 # Sets up pear-agent on a Debian/Ubuntu machine: OS packages for headless rendering, a virtual
 # environment in .venv, and the package with its simulator extras. Idempotent; no API key needed.
 #   bash scripts/setup.sh          # runtime (simulation)
-#   bash scripts/setup.sh --dev    # + test and lint tools
+#   bash scripts/setup.sh --dev    # + test and lint tools, and the ROS 2 Kilted wheels (DDS tests)
+#   bash scripts/setup.sh --ros2   # runtime + the ROS 2 Kilted wheels (agent_node, sim_robot_node)
 # Environment: PEAR_VENV (default .venv), PEAR_SKIP_APT=1 to skip OS packages, PYTHON (python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,7 +11,7 @@ cd "$(dirname "$0")/.."
 EXTRAS="sim"
 for arg in "$@"; do
   case "$arg" in
-    --dev) EXTRAS="sim,dev" ;;
+    --dev) EXTRAS="sim,dev,ros2" ;;  # the tests include ROS 2 nodes talking over DDS
     --ros2) EXTRAS="$EXTRAS,ros2" ;;
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
