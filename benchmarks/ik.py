@@ -140,6 +140,13 @@ def main() -> None:
         },
         "parts": results,
         "skipped_robots": skipped,
+        "pass": all(
+            r["small_delta"]["median_ms"] <= TARGET_SMALL_MEDIAN_MS
+            and r["small_delta"]["solved"] == 1.0
+            and r["random_from_home"]["p90_ms"] <= TARGET_RANDOM_P90_MS
+            and r["random_from_home"]["solved"] >= 0.99
+            for r in results.values()
+        ),
     }
     emit("ik", out, rows, ("part", "case", "median", "p90", "cpu median / p90", "solved", "target"))
 

@@ -26,7 +26,7 @@ _CACHE: dict[str, Any] = {}
 
 def episode_job(job: tuple[str, int]) -> dict[str, Any]:
     """One scripted episode, render on, records without video; top level so `spawn` can import it."""
-    t0 = time.time()
+    t0, c0 = time.time(), time.process_time()
     from pear_agent.episode import Episode
     from pear_agent.kinematics import Kinematics
     from pear_agent.policies.scripted import ScriptedPolicy
@@ -41,7 +41,14 @@ def episode_job(job: tuple[str, int]) -> dict[str, Any]:
     backend, kin = _CACHE[task]
     with tempfile.TemporaryDirectory() as tmp:
         res = Episode(backend, kin, ScriptedPolicy(task), writer=RunWriter(tmp, video_fps=None)).run(seed)
-    return {"start": t0, "end": time.time(), "pid": os.getpid(), "success": res.success, "turns": res.turns}
+    return {
+        "start": t0,
+        "end": time.time(),
+        "cpu_s": time.process_time() - c0,
+        "pid": os.getpid(),
+        "success": res.success,
+        "turns": res.turns,
+    }
 
 
 def measure(jobs: list[tuple[str, int]], workers: int) -> dict[str, Any]:
@@ -63,6 +70,10 @@ def measure(jobs: list[tuple[str, int]], workers: int) -> dict[str, Any]:
         "first_job_after_s": first - t0,
         "steady_throughput_eps": len(later) / (t1 - ready) if t1 > ready else None,
         "turns": sum(r["turns"] for r in results),
+        # speedup = (cores obtained ratio) x (CPU per episode ratio): the first is what the rest of
+        # the machine leaves us, the second is the runtime's own scaling (1.0 = no contention)
+        "cpu_per_episode_s": sum(r["cpu_s"] for r in results) / len(results),
+        "cores_obtained": sum(r["cpu_s"] for r in results) / (t1 - t0),
         "successes": sum(r["success"] for r in results),
         "pids": len({r["pid"] for r in results}),
     }
@@ -115,6 +126,8 @@ def main() -> None:
     rows = [
         (
             r["workers"],
+            r["cpu_per_episode_s"],
+            r["cores_obtained"],
             r["episodes"],
             r["wall_s"],
             r["throughput_eps"],
@@ -123,10 +136,12 @@ def main() -> None:
         )
         for r in (one, many)
     ]
-    rows.append(("speedup", "", "", f"{speedup:.2f}x {verdict(out['pass'])}", f"{steady or 0:.2f}x", ""))
+    sp = f"{speedup:.2f}x {verdict(out['pass'])}"
+    rows.append(("speedup", "", "", "", "", sp, f"{steady or 0:.2f}x", ""))
     per_round = " ".join(f"{x:.2f}x" for x in out["speedup_end_to_end_per_round"])
-    rows.append(("per round", "", "", per_round, "", ""))
-    emit("parallel", out, rows, ("workers", "episodes", "wall s", "episodes/s", "steady eps/s", "success"))
+    rows.append(("per round", "", "", "", "", per_round, "", ""))
+    header = ("workers", "cpu s/episode", "cores obtained", "episodes", "wall s", "episodes/s")
+    emit("parallel", out, rows, (*header, "steady eps/s", "success"))
 
 
 if __name__ == "__main__":

@@ -17,6 +17,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.policies.openai_client import OpenAIPolicy, clock_from_args, settings_from_args
     from pear_agent.registry import task_entry
 
+    if getattr(args, "suite", None):  # LIBERO's layout (per suite, Wilson intervals): its own runner
+        from sim_adapters.libero.bench import run_from_bench_args
+
+        return run_from_bench_args(args)
     tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
     if not tasks:
         raise ValueError("--tasks names no task")
@@ -83,6 +87,13 @@ def add_bench_commands(sub: Any) -> None:
 
     b = sub.add_parser("bench", help="many episodes over tasks x seeds, in parallel, resumable")
     b.add_argument("--tasks", default="pick_cube", help="comma-separated task names")
+    b.add_argument(
+        "--suite",
+        default=None,
+        help="LIBERO suites instead of --tasks (comma list: libero_spatial, libero_object, libero_goal, "
+        "libero_10; .venv-libero only); --seeds then names init states (default 0-49)",
+    )
+    b.add_argument("--suite-tasks", default="0-9", help="with --suite: task indices, e.g. 0-9 or 0,3")
     b.add_argument(
         "--split",
         default="test",

@@ -77,13 +77,16 @@ def pick_place(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]
     near = bool(
         np.all(p[:2] > lo[:2] - 1.5) and np.all(p[:2] < hi[:2] + 1.5) and lo[2] - 1 < p[2] < hi[2] + 1.5
     )
-    holding = near and 0.02 < g < 0.8
+    rest = float(obj.get("rest_bottom_cm", lo[2]))
+    # closed on something (a bowl's wall is ~3 mm: g ~0.03), or the object has left where it rested
+    holding = near and g < 0.8 and (g > 0.012 or lo[2] > rest + 1.0)
     tgt_xy, tgt_top = _target_surface(target)
     if holding:
         below = p[2] - lo[2]  # the tool's height above the object's bottom
         want_xy = tgt_xy + (p[:2] - center[:2])
         d = want_xy - p[:2]
-        carry_z = tgt_top + 4.0 + below
+        # carry with the bottom clear of the target and lifted out of where it rested (a drawer...)
+        carry_z = max(tgt_top + 4.0, rest + 9.0) + below
         if np.linalg.norm(d) > 1.0:
             if p[2] < carry_z - 1.0:
                 return (

@@ -169,14 +169,14 @@ def main(argv: list[str] | None = None) -> int:
     import rclpy
 
     from pear_agent.robot_config import RobotConfigError
-    from pear_agent.ros2.backend import spin_in_background
+    from pear_agent.ros2.backend import declare_params, spin_in_background
 
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = rclpy.create_node("pear_agent")
     shutdown = spin_in_background(node)
     code = 2
     try:
-        params = {k: node.declare_parameter(k, v).value for k, v in PARAMS.items()}
+        params = declare_params(node, PARAMS)
         code = run(node, params)
     except (ConfigError, RobotConfigError, ValueError) as exc:
         print(f"agent_node: error: {exc}", file=sys.stderr)

@@ -77,6 +77,24 @@ def spin_in_background(node: Any) -> Any:
     return shutdown
 
 
+def declare_params(node: Any, defaults: dict[str, Any]) -> dict[str, Any]:
+    """Declare ROS parameters with these defaults; ints are accepted for floats (YAML `1` for
+    `1.0`), any other type mismatch is a ValueError naming the parameter (no rclpy traceback)."""
+    from rcl_interfaces.msg import ParameterDescriptor
+
+    out: dict[str, Any] = {}
+    for key, default in defaults.items():
+        value = node.declare_parameter(key, default, ParameterDescriptor(dynamic_typing=True)).value
+        if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if type(value) is not type(default):
+            raise ValueError(
+                f"parameter {key}: expected {type(default).__name__}, got {type(value).__name__} {value!r}"
+            )
+        out[key] = value
+    return out
+
+
 def trajectory_topic(controller: str) -> str:
     return f"/{controller.strip('/')}/joint_trajectory"
 

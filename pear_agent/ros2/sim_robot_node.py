@@ -256,20 +256,16 @@ class SimRobot:
                 time.sleep(min(ctrl_dt, 0.005))
 
 
-def declare(node: Any, defaults: dict[str, Any]) -> dict[str, Any]:
-    return {k: node.declare_parameter(k, v).value for k, v in defaults.items()}
-
-
 def main(argv: list[str] | None = None) -> int:
     import rclpy
 
     from pear_agent.robot_config import RobotConfigError
-    from pear_agent.ros2.backend import spin_in_background
+    from pear_agent.ros2.backend import declare_params, spin_in_background
 
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = rclpy.create_node("pear_sim_robot")
     try:
-        params = declare(node, PARAMS)
+        params = declare_params(node, PARAMS)
         robot = SimRobot(node, params)
     except (RobotConfigError, ValueError, KeyError) as exc:
         print(f"sim_robot_node: error: {exc}", file=sys.stderr)

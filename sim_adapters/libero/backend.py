@@ -96,6 +96,7 @@ class LiberoBackend:
         self._grip_action = -1.0
         self._steps = 0
         self._success = False
+        self._rest_bottom: dict[str, float] = {}
 
     # -- state ------------------------------------------------------------------------
     @property
@@ -143,6 +144,10 @@ class LiberoBackend:
         for _ in range(SETTLE_STEPS):
             self._step()
         self._steps = 0
+        self._rest_bottom = {}
+        self._rest_bottom = {
+            n: o["min_cm"][2] for n, o in self.privileged()["objects"].items() if "min_cm" in o
+        }
         return self.observe()
 
     def _step(self) -> None:
@@ -274,6 +279,8 @@ class LiberoBackend:
             for name in pred[1:]:
                 if name in objs:
                     facts["objects"][name] = self.object_box(name)
+                    if name in self._rest_bottom:  # where it rested at reset: how high to lift it
+                        facts["objects"][name]["rest_bottom_cm"] = self._rest_bottom[name]
                 elif name in self.inner.object_sites_dict:
                     facts["objects"][name] = {"position_cm": self.site_position(name), "site": True}
                     parent = self.inner.object_sites_dict[name].parent_name

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -76,9 +77,19 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 
 def run(
-    suites: list[str], tasks: list[int], inits: list[int], out: Path, render: bool, echo: bool = True
+    suites: list[str],
+    tasks: list[int],
+    inits: list[int],
+    out: Path,
+    render: bool,
+    echo: bool = True,
+    make_policy: Callable[[str], Any] | None = None,
+    config: Any = None,
 ) -> dict[str, Any]:
-    """Run every (suite, task, init) episode with the scripted expert; return the summary."""
+    """Run every (suite, task, init) episode; return the summary.
+
+    `make_policy(task)` builds the policy (default: the scripted expert); `config` is the
+    episodes' EpisodeConfig (default: paused clock, the suite's turn limit)."""
     from pear_agent.episode import Episode
     from pear_agent.kinematics import Kinematics
     from pear_agent.policies.scripted import ScriptedPolicy
@@ -92,12 +103,12 @@ def run(
         for suite in suites:
             for t in tasks:
                 name = f"{suite}/{t}"
-                policy = ScriptedPolicy(name)
+                policy = make_policy(name) if make_policy else ScriptedPolicy(name)
                 backend = LiberoBackend(robot, name, render=render)
                 try:
                     for init in inits:
                         t0 = time.perf_counter()
-                        res = Episode(backend, kin, policy).run(init)
+                        res = Episode(backend, kin, policy, config).run(init)
                         rec = {
                             "suite": suite,
                             "task": t,
@@ -123,6 +134,49 @@ def run(
     summary = summarize(results)
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     return summary
+
+
+def run_from_bench_args(args: Any) -> int:
+    """`pear-agent bench --suite ...`: the paper's layout through this runner.
+
+    `--suite-tasks` picks task indices (default 0-9), `--seeds` the init states (default all 50);
+    the scripted expert runs without rendering, a model (`--model`) sees both cameras."""
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.policies.openai_client import OpenAIPolicy, clock_from_args, settings_from_args
+
+    from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
+
+    suites = [s.strip() for s in args.suite.split(",") if s.strip()]
+    unknown = [s for s in suites if s not in SUITES]
+    if unknown or not suites:
+        raise ValueError(f"unknown suite {(unknown or [''])[0]!r}; suites are: {', '.join(SUITES)}")
+    if not available():
+        raise LiberoUnavailableError(f"LIBERO is not installed in this Python; {SETUP_HINT}")
+    tasks = parse_range(args.suite_tasks, min(SUITES[s] for s in suites), "suite-tasks")
+    inits = parse_range(args.seeds or "0-49", 50, "seeds")
+    settings = settings_from_args(args)
+    clock = clock_from_args(args)
+    if settings is None:
+        from pear_agent.policies.experts import EXPERTS
+
+        missing = [f"{s}/{t}" for s in suites for t in tasks if f"{s}/{t}" not in EXPERTS]
+        if missing:
+            raise ValueError(f"no scripted expert for {missing[0]} (...); give --model to bench a model")
+    else:
+        OpenAIPolicy(settings)  # fail now (e.g. key variable unset), not after building a scene
+    summary = run(
+        suites,
+        tasks,
+        inits,
+        Path(args.out),
+        render=settings is not None,
+        echo=not args.quiet,
+        make_policy=(lambda _t: OpenAIPolicy(settings)) if settings is not None else None,
+        config=EpisodeConfig(max_turns=args.max_turns, **clock),
+    )
+    print(format_summary(summary))
+    print(f"results: {Path(args.out) / 'results.jsonl'}   summary: {Path(args.out) / 'summary.json'}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

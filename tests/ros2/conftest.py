@@ -122,6 +122,7 @@ class Probe:
         self.node.create_subscription(String, "/pear/sim/task_status", self._on_sim, sim_qos)
         self.js_pub = self.node.create_publisher(JointState, "/joint_states", reliable)
         self.estop_pub = self.node.create_publisher(Bool, "/pear/estop", reliable)
+        self.instruction_pub = self.node.create_publisher(String, "/pear/instruction", 10)
         self.stop_client = self.node.create_client(Trigger, "/pear/stop")
         self._JointState, self._Bool, self._Trigger = JointState, Bool, Trigger
         self._shutdown_spin = self._spin()
@@ -190,6 +191,11 @@ class Probe:
         msg.position = [float(v) for v in positions.values()]
         msg.velocity = [0.0] * len(positions)
         self.js_pub.publish(msg)
+
+    def publish_instruction(self, text: str) -> None:
+        from std_msgs.msg import String
+
+        self.instruction_pub.publish(String(data=text))
 
     def estop_topic(self) -> None:
         self.estop_pub.publish(self._Bool(data=True))

@@ -152,11 +152,14 @@ def _agent_without_robot(start_node, tmp_path: Path, **extra):
 def test_missing_joint_refuses_without_commanding(tmp_path: Path, start_node, probe: Probe, yam) -> None:
     joints = home_joints(yam)
     del joints["left_joint3"]
-    agent = _agent_without_robot(start_node, tmp_path)
+    agent = _agent_without_robot(start_node, tmp_path, instruction="")  # from the topic instead
     while agent.proc.poll() is None:
         probe.publish_joints(joints)
+        if probe.event("start") is None:
+            probe.publish_instruction("Raise the left gripper by 2 cm.")
         time.sleep(0.02)
     done = probe.wait_for(lambda: probe.event("done"), 5, "the agent's final status")
+    assert probe.event("start")["instruction"] == "Raise the left gripper by 2 cm."
     assert agent.proc.returncode == 1
     assert done["end_reason"] == "refused", done
     assert "joint states lack left_joint3" in done["detail"] and "no command was sent" in done["detail"]
@@ -166,10 +169,16 @@ def test_missing_joint_refuses_without_commanding(tmp_path: Path, start_node, pr
 def test_stale_joint_states_refuse_without_commanding(tmp_path: Path, start_node, probe: Probe, yam) -> None:
     joints = home_joints(yam)
     agent = _agent_without_robot(start_node, tmp_path)
-    # a live robot until the episode starts, then silence: by the first action the data are stale
-    while agent.proc.poll() is None and probe.event("start") is None:
+    # a live robot until the agent hears it and its episode starts, then silence: by the first
+    # action (after the 1 s wait for camera images) the data are stale
+    matched_at = None
+    while agent.proc.poll() is None:
         probe.publish_joints(joints)
         time.sleep(0.02)
+        if matched_at is None and probe.js_pub.get_subscription_count() > 1:  # the probe's own + the agent's
+            matched_at = time.monotonic()
+        if matched_at and time.monotonic() - matched_at > 0.3 and probe.event("start"):
+            break
     agent.wait(30)
     done = probe.wait_for(lambda: probe.event("done"), 5, "the agent's final status")
     assert done["end_reason"] == "refused", done

@@ -80,6 +80,9 @@ class _BimanualTask(MujocoTask):
                 spec.add_exclude(bodyname1=f"{side}_base", bodyname2=f"{side}_link1")
         for side in ("left", "right"):
             _pad_fingers(spec, side)
+        for site in spec.sites:  # the i2rt model's tcp markers would show in the wrist images
+            if site.name.startswith("tcp_"):
+                site.rgba = [0, 0, 0, 0]
         # elliptic friction cones with a high impratio: held objects do not creep out of the grip
         spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
         spec.option.impratio = 10.0
