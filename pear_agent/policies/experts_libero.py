@@ -41,16 +41,22 @@ def _act(pos: np.ndarray | None = None, rot: np.ndarray | None = None, gripper: 
     return out
 
 
-def grasp_plan(obj: dict[str, Any]) -> tuple[np.ndarray, float]:
-    """Tool point and yaw for grasping: the near rim of a wide object, else the top centre."""
+RIM_OPENING = 0.5
+"""Gripper opening (4 cm) for a rim grasp: the outer finger needs little room beside the object
+(a drawer's wall, a neighbour), the inner one stays clear of the bowl's inside."""
+
+
+def grasp_plan(obj: dict[str, Any]) -> tuple[np.ndarray, float, float]:
+    """Tool point, yaw and gripper opening for grasping: the near rim of a wide object, fingers
+    across its wall; else the top centre, fingers across the narrow side."""
     lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
     c = (lo + hi) / 2
     ext = hi - lo
     if ext[0] > GRIPPER_SPAN_CM and ext[1] > GRIPPER_SPAN_CM:
         # rim nearest the robot; fingers close along x (tool y along x: yaw pi/2)
-        return np.array([lo[0] + 0.9, c[1], hi[2] - 0.6]), math.pi / 2
+        return np.array([lo[0] + 0.6, c[1], hi[2] - 1.2]), math.pi / 2, RIM_OPENING
     yaw = math.pi / 2 if ext[0] <= ext[1] else 0.0
-    return np.array([c[0], c[1], hi[2] - min(3.0, ext[2] / 2)]), yaw
+    return np.array([c[0], c[1], hi[2] - min(3.0, ext[2] / 2)]), yaw, 1.0
 
 
 def _target_surface(target: dict[str, Any]) -> tuple[np.ndarray, float]:
@@ -72,14 +78,14 @@ def pick_place(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]
     g = float(arm.get("gripper", 1.0))
     lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
     center = (lo + hi) / 2
-    grasp, yaw = grasp_plan(obj)
+    grasp, yaw, opening = grasp_plan(obj)
     rot = wrap(np.array([math.pi, 0.0, _yaw_near(yaw, cur_rpy[2])]) - cur_rpy)
     near = bool(
         np.all(p[:2] > lo[:2] - 1.5) and np.all(p[:2] < hi[:2] + 1.5) and lo[2] - 1 < p[2] < hi[2] + 1.5
     )
     rest = float(obj.get("rest_bottom_cm", lo[2]))
     # closed on something (a bowl's wall is ~3 mm: g ~0.03), or the object has left where it rested
-    holding = near and g < 0.8 and (g > 0.012 or lo[2] > rest + 1.0)
+    holding = near and g < opening - 0.15 and (g > 0.012 or lo[2] > rest + 1.0)
     tgt_xy, tgt_top = _target_surface(target)
     if holding:
         below = p[2] - lo[2]  # the tool's height above the object's bottom
@@ -105,26 +111,27 @@ def pick_place(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]
         return f"The {goal[1]} is just above the {goal[2]}; I let go.", {"arm": _act(None, None, 1.0)}
     hover_z = hi[2] + 8.0
     dxy = grasp[:2] - p[:2]
-    if g < 0.9:
+    if g < opening - 0.15:
         up = max(0.0, min(8.0, hover_z - p[2]))
         return (
             "The gripper is not open and holds nothing; I open it and move up.",
-            {"arm": _act(np.array([0, 0, up]), None, 1.0)},
+            {"arm": _act(np.array([0, 0, up]), None, opening)},
         )
+    grip = opening if abs(g - opening) > 0.1 else None
     if np.linalg.norm(dxy) > 0.8:
         if p[2] < hi[2] + 3.0:
             return "I am low and not at the grasp point; I rise first.", {
-                "arm": _act(np.array([0, 0, hover_z - p[2]]), rot)
+                "arm": _act(np.array([0, 0, hover_z - p[2]]), rot, grip)
             }
         return (
             f"The grasp point on the {goal[1]} is {np.linalg.norm(dxy):.1f} cm away; I move above it.",
-            {"arm": _act(np.array([dxy[0], dxy[1], hover_z - p[2]]), rot)},
+            {"arm": _act(np.array([dxy[0], dxy[1], hover_z - p[2]]), rot, grip)},
         )
     if float(np.max(np.abs(rot))) > 0.04:
-        return "I am above the grasp point; I square the gripper.", {"arm": _act(None, rot)}
+        return "I am above the grasp point; I square the gripper.", {"arm": _act(None, rot, grip)}
     if p[2] > grasp[2] + 0.6:
         return f"I lower the open gripper to the {goal[1]}.", {
-            "arm": _act(np.array([dxy[0], dxy[1], grasp[2] - p[2]]), rot)
+            "arm": _act(np.array([dxy[0], dxy[1], grasp[2] - p[2]]), rot, grip)
         }
     return f"The {goal[1]} is between the fingers; I close the gripper.", {"arm": _act(None, None, 0.0)}
 

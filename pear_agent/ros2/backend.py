@@ -161,6 +161,7 @@ class RosBackend:
         self._images: dict[str, tuple[Any, bool]] = {}
         self._decoded: dict[str, np.ndarray] = {}
         self._status: dict[str, Any] = {}
+        self._status_t = 0.0
         self._estop_reason: str | None = None
         self._t0 = time.monotonic()
         self._JointTrajectory = JointTrajectory
@@ -213,6 +214,7 @@ class RosBackend:
             return
         with self._lock:
             self._status = status
+            self._status_t = time.monotonic()
 
     def _on_estop_msg(self, msg: Any) -> None:
         if msg.data:
@@ -303,6 +305,15 @@ class RosBackend:
             self._wait_status(min(2.0, self.settings.wait_for_joint_states_s))
         return self.observe()
 
+    def _fresh_status(self, timeout_s: float = 0.3) -> dict[str, Any]:
+        """A simulator's task status sent after this call (it publishes at ~10 Hz), so success and
+        the privileged facts describe the settled state; the last one if none comes in time."""
+        t_call = time.monotonic()
+        if self.settings.task_status_topic and self._status_t > 0:
+            while self._status_t < t_call and time.monotonic() - t_call < timeout_s:
+                time.sleep(0.005)
+        return self.status()
+
     def _wait_images(self, timeout_s: float) -> None:
         wanted = {n for n, c in self.robot.cameras.items() if c.topic}
         deadline = time.monotonic() + timeout_s
@@ -328,7 +339,7 @@ class RosBackend:
                 gpos, _ = self._read([p.g_joint])
                 gripper[name] = p.home_gripper if np.isnan(gpos[0]) else p.gripper_opening(float(gpos[0]))
         images = self._latest_images() if render else {}
-        status = self.status()
+        status = self._fresh_status()
         return Observation(
             joints_rad=joints,
             gripper=gripper,

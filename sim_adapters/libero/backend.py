@@ -94,6 +94,7 @@ class LiberoBackend:
         self._sink: FrameSink | None = None
         self._target = self.joints()
         self._grip_action = -1.0
+        self._grip_target = 1.0
         self._steps = 0
         self._success = False
         self._rest_bottom: dict[str, float] = {}
@@ -141,6 +142,7 @@ class LiberoBackend:
         self._success = False
         self._target = self.joints()
         self._grip_action = -1.0
+        self._grip_target = 1.0
         for _ in range(SETTLE_STEPS):
             self._step()
         self._steps = 0
@@ -170,9 +172,16 @@ class LiberoBackend:
             self._target = np.asarray(cmd.joints_rad, dtype=float).copy()
         grip_changed = False
         if cmd.gripper is not None:
-            new = 1.0 - 2.0 * float(cmd.gripper)  # robosuite: -1 opens, +1 closes
-            grip_changed = new != self._grip_action
-            self._grip_action = new
+            g = float(np.clip(cmd.gripper, 0.0, 1.0))
+            grip_changed = g != self._grip_target
+            self._grip_target = g
+            if 0.0 < g < 1.0:
+                # robosuite's Panda gripper takes only the sign of its action and ramps an internal
+                # finger target; an absolute opening sets that target and holds it (action 0)
+                self.rb.gripper.current_action = np.array([2 * g - 1, 1 - 2 * g])
+                self._grip_action = 0.0
+            else:
+                self._grip_action = 1.0 - 2.0 * g  # -1 opens fully, +1 closes (and keeps squeezing)
         best, since_best = np.inf, 0
         for n in range(1, self.max_steps + 1):
             self._step()

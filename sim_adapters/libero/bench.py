@@ -143,7 +143,6 @@ def run_from_bench_args(args: Any) -> int:
     the scripted expert runs without rendering, a model (`--model`) sees both cameras."""
     from pear_agent.episode import EpisodeConfig
     from pear_agent.policies.openai_client import OpenAIPolicy, clock_from_args, settings_from_args
-
     from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
 
     suites = [s.strip() for s in args.suite.split(",") if s.strip()]

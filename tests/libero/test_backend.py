@@ -70,3 +70,23 @@ def test_pushing_into_the_table_is_blocked(backend, libero_robot):
     assert res.success
     out = backend.execute({"arm": PartCommand(res.joints_rad, None)})
     assert out.status == "blocked" and out.blocked_joints
+
+
+def test_fingers_close_along_the_tool_y_axis(backend, libero_robot):
+    """The prompt says so (as for every robot here); robosuite's own eef frame has them along x."""
+    obs = backend.reset(0)
+    pose = Kinematics(libero_robot).fk("arm", obs.joints_rad["arm"])
+    _, rot = backend.base_pose()
+    m, d = backend.sim.model, backend.sim.data
+    pads = [d.geom_xpos[m.geom(f"gripper0_finger{i}_pad_collision").id] for i in (1, 2)]
+    across = (rot @ pose.rotation).T @ (pads[1] - pads[0])
+    assert abs(across[1]) > 0.95 * np.linalg.norm(across)
+
+
+def test_gripper_opening_is_absolute(backend):
+    backend.reset(0)
+    out = backend.execute({"arm": PartCommand(None, 0.5)})
+    assert out.status == "reached", out.describe()
+    assert abs(backend.observe(render=False).gripper["arm"] - 0.5) < 0.1
+    backend.execute({"arm": PartCommand(None, 1.0)})
+    assert backend.observe(render=False).gripper["arm"] > 0.9

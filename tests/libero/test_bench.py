@@ -1,3 +1,5 @@
+import json
+
 import pytest
 
 from sim_adapters.libero.bench import format_summary, parse_range, summarize
@@ -23,3 +25,28 @@ def test_summary_layout_per_suite_and_overall():
     assert lo < 0.5 < hi
     assert s["tasks"]["libero_spatial/0"]["episodes"] == 5
     assert "overall" in format_summary(s)
+
+
+def test_pear_agent_bench_suite_runs_libero_episodes(tmp_path, capsys):
+    """`pear-agent bench --suite` delegates to the LIBERO runner: the bowl on the plate, scored by
+    LIBERO's own check, in the per-suite layout."""
+    from pear_agent.cli import main
+
+    out = tmp_path / "bench"
+    rc = main(["bench", "--suite", "libero_spatial", "--suite-tasks", "0", "--seeds", "1", "--out", str(out)])
+    assert rc == 0
+    printed = capsys.readouterr().out
+    assert "libero_spatial" in printed and "overall" in printed
+    rec = json.loads((out / "results.jsonl").read_text().splitlines()[0])
+    assert (rec["suite"], rec["task"], rec["init"]) == ("libero_spatial", 0, 1)
+    assert rec["success"], rec
+    assert json.loads((out / "summary.json").read_text())["overall"]["successes"] == 1
+
+
+def test_pear_agent_bench_suite_errors_are_one_line(capsys):
+    from pear_agent.cli import main
+
+    assert main(["bench", "--suite", "libero_nope"]) == 2
+    assert "unknown suite 'libero_nope'" in capsys.readouterr().err
+    assert main(["bench", "--suite", "libero_goal", "--suite-tasks", "0", "--seeds", "0"]) == 2
+    assert "no scripted expert for libero_goal/0" in capsys.readouterr().err
