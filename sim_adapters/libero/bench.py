@@ -117,6 +117,7 @@ def run(
                             "success": res.success,
                             "turns": res.turns,
                             "end_reason": res.end_reason,
+                            "detail": res.detail,
                             "sim_s": res.sim_time_s,
                             "wall_s": time.perf_counter() - t0,
                         }

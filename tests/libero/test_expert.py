@@ -8,8 +8,14 @@ from pear_agent.policies.scripted import ScriptedPolicy
 from sim_adapters.libero.backend import LiberoBackend
 
 
-def test_scripted_expert_reaches_libero_success(libero_robot):
-    task = "libero_object/0"  # pick up the alphabet soup and place it in the basket
+@pytest.mark.parametrize(
+    "task",
+    [
+        "libero_object/0",  # pick up the alphabet soup and place it in the basket (top grasp)
+        "libero_spatial/4",  # the black bowl from the open top drawer onto the plate (rim grasp, lift out)
+    ],
+)
+def test_scripted_expert_reaches_libero_success(libero_robot, task):
     backend = LiberoBackend(libero_robot, task, render=False)
     try:
         result = Episode(backend, Kinematics(libero_robot), ScriptedPolicy(task)).run(0)
