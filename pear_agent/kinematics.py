@@ -67,13 +67,10 @@ class _PartChain:
         jids = [model.getJointId(j) for j in part.joints]
         self.idx_q = np.array([model.joints[j].idx_q for j in jids])
         self.idx_v = np.array([model.joints[j].idx_v for j in jids])
-        lo = model.lowerPositionLimit[self.idx_q].copy()
-        hi = model.upperPositionLimit[self.idx_q].copy()
-        for i, jname in enumerate(part.joints):
-            if jname in part.limits.joint_limits_rad:
-                a, b = part.limits.joint_limits_rad[jname]
-                lo[i], hi[i] = max(lo[i], a), min(hi[i], b)
-        self.lower, self.upper = lo, hi
+        lo, hi = part.tighten_limits(
+            model.lowerPositionLimit[self.idx_q], model.upperPositionLimit[self.idx_q]
+        )
+        self.lower, self.upper = np.array(lo), np.array(hi)
         ee = part.end_effector
         if not model.existFrame(ee.parent_body):
             raise ValueError(f"part {name}: end_effector.parent_body {ee.parent_body!r} not in model")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -129,6 +130,17 @@ class Part(_Strict):
         if unknown:
             raise ValueError(f"limits.joint_limits_rad names joints not in this part: {sorted(unknown)}")
         return self
+
+    def tighten_limits(
+        self, lower: Sequence[float], upper: Sequence[float]
+    ) -> tuple[list[float], list[float]]:
+        """The model's joint limits, narrowed by `limits.joint_limits_rad` where the YAML gives them."""
+        lo, hi = [float(v) for v in lower], [float(v) for v in upper]
+        for i, joint in enumerate(self.joints):
+            if joint in self.limits.joint_limits_rad:
+                a, b = self.limits.joint_limits_rad[joint]
+                lo[i], hi[i] = max(lo[i], a), min(hi[i], b)
+        return lo, hi
 
     @property
     def quantities(self) -> dict[str, int]:

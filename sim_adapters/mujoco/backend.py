@@ -56,13 +56,9 @@ class _PartIO:
         self.home = np.array(part.home.joints_rad)
         self.home_gripper = part.home.gripper
         self.vmax = part.limits.joint_velocity_rad_s
-        lo = model.jnt_range[[model.joint(j).id for j in part.joints], 0].copy()
-        hi = model.jnt_range[[model.joint(j).id for j in part.joints], 1].copy()
-        for i, j in enumerate(part.joints):
-            if j in part.limits.joint_limits_rad:
-                a, b = part.limits.joint_limits_rad[j]
-                lo[i], hi[i] = max(lo[i], a), min(hi[i], b)
-        self.lower, self.upper = lo, hi
+        jnt_range = model.jnt_range[[model.joint(j).id for j in part.joints]]
+        lo, hi = part.tighten_limits(jnt_range[:, 0], jnt_range[:, 1])
+        self.lower, self.upper = np.array(lo), np.array(hi)
         g = part.gripper
         self.gripper = g
         if g is not None:
