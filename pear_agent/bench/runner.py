@@ -265,27 +265,30 @@ def run_bench(
     results_path = out / RESULTS
     _repair_tail(results_path)
     done = {r["key"]: r for r in read_results(results_path)}
+    wanted = {episode_key(t, s) for t in cfg.tasks for s in cfg.seeds}
     jobs = [j for j in cfg.jobs() if episode_key(j["task"], j["seed"]) not in done]
-    total = len(cfg.tasks) * len(cfg.seeds)
+    total = len(wanted)
     bar = None
     if progress:
         from tqdm import tqdm
 
         bar = tqdm(total=total, initial=total - len(jobs), unit="ep", desc="bench", dynamic_ncols=True)
     run = executor or run_local
-    wins = sum(1 for r in done.values() if r.get("success"))
+    # progress counts only this command's episodes; the file may hold others from earlier runs
+    finished = sum(1 for k in done if k in wanted)
+    wins = sum(1 for k, r in done.items() if k in wanted and r.get("success"))
     try:
         for _job, rec in run(run_job, jobs, cfg.workers):
             append_result(results_path, rec)
             done[rec["key"]] = rec
             wins += bool(rec.get("success"))
+            finished += 1
             if on_result is not None:
                 on_result(rec)
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(success=f"{wins}/{len(done)}")
+                bar.set_postfix(success=f"{wins}/{finished}")
     finally:
         if bar is not None:
             bar.close()
-    wanted = {episode_key(t, s) for t in cfg.tasks for s in cfg.seeds}
     return [r for k, r in done.items() if k in wanted]
