@@ -19,7 +19,7 @@ done
 
 VENV="${PEAR_VENV:-.venv}"
 PYTHON="${PYTHON:-python3}"
-APT_PACKAGES="libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 python3-venv"
+APT_PACKAGES="libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 libgomp1 python3-venv"
 # a minimal Debian has no Python at all, and pip needs CA certificates for PyPI
 command -v "$PYTHON" >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES python3"
 APT_PACKAGES="$APT_PACKAGES ca-certificates"
