@@ -17,7 +17,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from pear_agent.policies.experts import EXPERTS
+from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
 
 NO_PRIVILEGED = (

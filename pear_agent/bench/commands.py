@@ -32,7 +32,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         OpenAIPolicy(settings)  # fail now (e.g. key variable unset), not in every worker
         policy: dict[str, Any] = {"kind": "openai", "settings": asdict(settings)}
     else:
-        from pear_agent.policies.experts import EXPERTS
+        from pear_agent.policies.expert_registry import EXPERTS
 
         missing = [t for t in tasks if t not in EXPERTS]
         if missing:

@@ -232,29 +232,9 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     }
 
 
-EXPERTS: dict[str, Expert] = {
+SINGLE_ARM_EXPERTS: dict[str, Expert] = {
     "pick_cube": pick_cube,
     "place_in_bowl": place_in_bowl,
     "push_to_target": push_to_target,
     "conveyor_pick": conveyor_pick,
 }
-
-
-def _dual_arm(name: str) -> Expert:
-    """The YAM experts live in experts_bimanual (which imports this module): resolve on call."""
-
-    def expert(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        from pear_agent.policies import experts_bimanual
-
-        return getattr(experts_bimanual, name)(state, priv)
-
-    expert.__name__ = name
-    return expert
-
-
-EXPERTS.update({n: _dual_arm(n) for n in ("bimanual_pickup", "align_blocks")})
-
-# LIBERO's pick-and-place suites (libero_spatial/N, libero_object/N); pure numpy, no LIBERO import
-from pear_agent.policies.experts_libero import LIBERO_EXPERTS  # noqa: E402
-
-EXPERTS.update(LIBERO_EXPERTS)

@@ -8,7 +8,7 @@ import time
 import numpy as np
 
 from pear_agent.policies.base import PolicyReply, TurnContext
-from pear_agent.policies.experts import EXPERTS
+from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.protocol.prompts import Message
 
 

@@ -157,7 +157,7 @@ def run_from_bench_args(args: Any) -> int:
     settings = settings_from_args(args)
     clock = clock_from_args(args)
     if settings is None:
-        from pear_agent.policies.experts import EXPERTS
+        from pear_agent.policies.expert_registry import EXPERTS
 
         missing = [f"{s}/{t}" for s in suites for t in tasks if f"{s}/{t}" not in EXPERTS]
         if missing:

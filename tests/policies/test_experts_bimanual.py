@@ -4,7 +4,7 @@ import pytest
 
 from pear_agent.episode import Episode
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.experts import EXPERTS
+from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
 from pear_agent.robot_config import load_robot
