@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from pear_agent.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
 from pear_agent.kinematics import Kinematics
+from pear_agent.motion import SettleJudge
 from pear_agent.robot_config import RobotConfig
 from pear_agent.ros2 import conversions as cv
 
@@ -438,7 +439,7 @@ class RosBackend:
         self, plans: dict[str, cv.TrajectoryPlan], grippers: dict[str, float], start: float, duration: float
     ) -> Outcome:
         s = self.settings
-        still_since: float | None = None
+        judge = SettleJudge(duration, s.reach_tolerance_rad, s.settle_timeout_s)
         watched = self._required_joints()
         while True:
             time.sleep(0.01)
@@ -457,24 +458,15 @@ class RosBackend:
                 if t <= plan.duration_s and float(np.max(track)) > s.stall_tracking_error_rad:
                     return self._blocked(name, plan, t, "stalled during the motion")
                 errors[name] = np.abs(q - plan.positions[-1])
-            if t < duration:
+            verdict = judge.verdict(t, {n: float(np.max(e)) for n, e in errors.items()}, self._is_still())
+            if verdict is None:
                 continue
-            reached = all(float(np.max(e)) < s.reach_tolerance_rad for e in errors.values())
-            still = self._is_still()
-            if not still:
-                still_since = None
-            elif still_since is None:
-                still_since = t
-            if reached and still:
+            what, name = verdict
+            if what == "reached":
                 return Outcome("reached", "", t)
-            if not reached and still_since is not None and t - still_since > 0.3:
-                name = next(n for n, e in errors.items() if float(np.max(e)) >= s.reach_tolerance_rad)
-                return self._blocked(name, plans[name], t, "stopped short of the target")
-            if t > duration + s.settle_timeout_s:
-                if not reached:
-                    name = next(n for n, e in errors.items() if float(np.max(e)) >= s.reach_tolerance_rad)
-                    return self._blocked(name, plans[name], t, "did not settle at the target")
+            if name is None:
                 return Outcome("timeout", "the robot did not come to rest", t)
+            return self._blocked(name, plans[name], t, what)
 
     def _is_still(self) -> bool:
         s = self.settings

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pear_agent.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.motion import SettleJudge
 from pear_agent.robot_config import RobotConfig
 
 
@@ -181,7 +182,7 @@ class MujocoBackend:
         duration *= 1.875
         dt = m.opt.timestep * s.control_substeps
         t = 0.0
-        still_since: float | None = None
+        judge = SettleJudge(duration, s.reach_tolerance_rad, s.settle_timeout_s)
         while True:
             t += dt
             if qT and t <= duration:
@@ -200,34 +201,16 @@ class MujocoBackend:
                 err = np.abs(d.qpos[io.qadr] - d.ctrl[io.act])
                 if t <= duration and np.max(err) > s.stall_tracking_error_rad:
                     return self._blocked(name, qT[name], start_t, "stalled during the motion")
-            if t < duration:
+            errors = {n: float(np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n]))) for n in qT}
+            verdict = judge.verdict(t, errors, self._is_still())
+            if verdict is None:
                 continue
-            reached = all(
-                np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n])) < s.reach_tolerance_rad for n in qT
-            )
-            still = self._is_still()
-            if not still:
-                still_since = None
-            elif still_since is None:
-                still_since = t
-            if reached and still:
+            what, name = verdict
+            if what == "reached":
                 return Outcome("reached", "", float(d.time) - start_t)
-            if still_since is not None and t - still_since > 0.3 and not reached:
-                name = next(
-                    n
-                    for n in qT
-                    if np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n])) >= s.reach_tolerance_rad
-                )
-                return self._blocked(name, qT[name], start_t, "stopped short of the target")
-            if t > duration + s.settle_timeout_s:
-                if not reached:
-                    name = next(
-                        n
-                        for n in qT
-                        if np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n])) >= s.reach_tolerance_rad
-                    )
-                    return self._blocked(name, qT[name], start_t, "did not settle at the target")
+            if name is None:
                 return Outcome("timeout", "the robot did not come to rest", float(d.time) - start_t)
+            return self._blocked(name, qT[name], start_t, what)
 
     def advance(self, duration_s: float) -> None:
         m, d = self.model, self.data
