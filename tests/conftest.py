@@ -16,3 +16,13 @@ def panda() -> RobotConfig:
 @pytest.fixture(scope="session")
 def panda_kin(panda: RobotConfig) -> Kinematics:
     return Kinematics(panda)
+
+
+@pytest.fixture(scope="session")
+def yam() -> RobotConfig:
+    return load_robot("yam_bimanual")
+
+
+@pytest.fixture(scope="session")
+def yam_kin(yam: RobotConfig) -> Kinematics:
+    return Kinematics(yam)

@@ -6,20 +6,14 @@ from pear_agent.episode import Episode
 from pear_agent.policies.experts import wrap
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
+from tests.policies.rates import expert_success_rate
 
 SEEDS = range(50)
 
 
 @pytest.mark.parametrize("task", ["pick_cube", "place_in_bowl", "push_to_target"])
 def test_expert_success_rate(panda, panda_kin, task: str) -> None:
-    backend = make_backend(task, panda, render=False)
-    try:
-        results = [Episode(backend, panda_kin, ScriptedPolicy(task)).run(s) for s in SEEDS]
-    finally:
-        backend.close()
-    rate = sum(r.success for r in results) / len(results)
-    failures = [(s, r.end_reason, r.detail) for s, r in zip(SEEDS, results, strict=True) if not r.success]
-    print(f"{task}: {rate:.0%} of seeds 0-49; failures: {failures}")
+    rate, failures = expert_success_rate(task, panda, panda_kin, SEEDS)
     assert rate >= 0.9, failures
 
 

@@ -3,35 +3,17 @@
 import pytest
 
 from pear_agent.episode import Episode
-from pear_agent.kinematics import Kinematics
 from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
-from pear_agent.robot_config import load_robot
+from tests.policies.rates import expert_success_rate
 
 SEEDS = range(50)
 
 
-@pytest.fixture(scope="module")
-def yam():
-    return load_robot("yam_bimanual")
-
-
-@pytest.fixture(scope="module")
-def yam_kin(yam):
-    return Kinematics(yam)
-
-
 @pytest.mark.parametrize("task", ["bimanual_pickup", "align_blocks"])
 def test_bimanual_expert_success_rate(yam, yam_kin, task: str) -> None:
-    backend = make_backend(task, yam, render=False)
-    try:
-        results = [Episode(backend, yam_kin, ScriptedPolicy(task)).run(s) for s in SEEDS]
-    finally:
-        backend.close()
-    rate = sum(r.success for r in results) / len(results)
-    failures = [(s, r.end_reason, r.detail) for s, r in zip(SEEDS, results, strict=True) if not r.success]
-    print(f"{task}: {rate:.0%} of seeds 0-49; failures: {failures}")
+    rate, failures = expert_success_rate(task, yam, yam_kin, SEEDS)
     assert rate >= 0.8, failures
 
 

@@ -14,7 +14,6 @@ from pear_agent.kinematics import Kinematics
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
-from pear_agent.robot_config import load_robot
 from pear_agent.ros2.conversions import trajectory_arrays, trajectory_violations
 from tests.ros2.conftest import Probe, as_array, home_joints
 
@@ -26,16 +25,6 @@ POSE_TOLERANCE_CM = 2.0
 """Replaying the same replies through ROS 2 ends with the object this close to the in-process run
 (the ROS path runs in wall-clock time, ramps the gripper over its trajectory and starts each move
 from the measured joints, so the two runs are not bit-identical)."""
-
-
-@pytest.fixture(scope="module")
-def yam():
-    return load_robot("yam_bimanual")
-
-
-@pytest.fixture(scope="module")
-def yam_kin(yam):
-    return Kinematics(yam)
 
 
 def _limits(yam, kin: Kinematics) -> dict[str, tuple[list[str], np.ndarray, np.ndarray, float]]:

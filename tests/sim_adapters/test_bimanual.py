@@ -5,21 +5,14 @@ import numpy as np
 import pytest
 
 from pear_agent.backend import PartCommand
-from pear_agent.kinematics import Kinematics
 from pear_agent.registry import make_backend
-from pear_agent.robot_config import load_robot
 from sim_adapters.mujoco.tasks.base import set_free_pose
 from sim_adapters.mujoco.tasks.bimanual import BAR_HALF_M, BLOCK_HALF_M, BLOCK_NAMES, LINE_X_M
 
 
 @pytest.fixture(scope="module")
-def yam():
-    return load_robot("yam_bimanual")
-
-
-@pytest.fixture(scope="module")
-def kin(yam):
-    return Kinematics(yam)
+def kin(yam_kin):
+    return yam_kin
 
 
 def test_fk_matches_mujoco_and_cameras_render(yam, kin) -> None:

@@ -1,0 +1,19 @@
+"""Shared by the expert success-rate tests: run the scripted expert over seeds, without rendering."""
+
+from pear_agent.episode import Episode, EpisodeResult
+from pear_agent.kinematics import Kinematics
+from pear_agent.policies.scripted import ScriptedPolicy
+from pear_agent.registry import make_backend
+from pear_agent.robot_config import RobotConfig
+
+
+def expert_success_rate(task: str, robot: RobotConfig, kin: Kinematics, seeds: range) -> tuple[float, list]:
+    backend = make_backend(task, robot, render=False)
+    try:
+        results: list[EpisodeResult] = [Episode(backend, kin, ScriptedPolicy(task)).run(s) for s in seeds]
+    finally:
+        backend.close()
+    rate = sum(r.success for r in results) / len(results)
+    failures = [(s, r.end_reason, r.detail) for s, r in zip(seeds, results, strict=True) if not r.success]
+    print(f"{task}: {rate:.0%} of seeds {seeds.start}-{seeds.stop - 1}; failures: {failures}")
+    return rate, failures
