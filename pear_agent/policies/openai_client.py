@@ -1,28 +1,69 @@
-"""Any OpenAI-compatible chat endpoint as the policy (vLLM, SGLang, a hosted API, `pear-agent serve`).
+"""Any OpenAI-compatible chat endpoint as the policy (vLLM, SGLang, llama.cpp, hosted APIs, `serve`).
 
+Completions are streamed: each decision records its time to first token and its total time, and a
+decision that runs past `timeout_s` is abandoned by closing the stream (the server sees the client
+go away and stops generating) instead of queueing retries behind a generation it keeps running.
 Retries are our own loop (the client's `max_retries` is 0) so each attempt, its error and its wait
-land in the episode log. Every failure becomes `PolicyReply(error=...)`: the episode ends with
-"policy_error" instead of hanging or raising. The API key is read from the environment variable
-named by `api_key_env` and is scrubbed from every message this module produces.
+land in the episode log; `latency_s` is the successful attempt only. Every failure becomes
+`PolicyReply(error=...)` (a server's context-length error carries `info["end_reason"] =
+"context_budget"`), never an exception. The API key is read from the environment variable named by
+`api_key_env` and is scrubbed from every message this module produces.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
+import socket
+import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from pear_agent.policies.base import PolicyReply, TurnContext
+from pear_agent.policies.openai_wire import (
+    DIALECTS,
+    clean_line,
+    dropped_prompt_warning,
+    error_body_text,
+    error_code,
+    is_context_error,
+    output_room,
+    probe_context_window,
+    response_format,
+    wire_messages,
+)
 from pear_agent.protocol.prompts import Message
 from pear_agent.records import SECRET_PATTERNS
 
 THINK_RE = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
+"""Retried: timeouts/conflicts/rate limits and server errors; any other 4xx is final."""
 PRIVILEGED_KEY = "pear_privileged"
 """`extra_body` key carrying the turn's simulator facts when `send_privileged` is on (diagnostic)."""
+DEFAULT_MAX_TOKENS = 32768
+"""PEAR's limit: 32k (reasoning + answer) tokens per turn; a reply cut there fails that turn."""
+DEFAULT_CONTEXT_TOKENS = 64000
+"""Context budget when neither --max-context-tokens nor the server says otherwise."""
+STRUCTURED_CHOICES = ("off", "auto", *DIALECTS)
+MAX_ADJUSTMENTS = 3
+"""Per decision: requests re-sent with a protocol fix (no streaming, smaller max_tokens...)."""
+PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+_SERVER_FACTS: dict[tuple[str, str, str], Any] = {}
+"""Per process: what a (base_url, model) server was found to support: `stream` (False when it refused
+streaming), `dialect` (structured output chosen by `auto`), `window` (context tokens), `counted`."""
+_WARNED: set[str] = set()
+
+
+def _warn(text: str) -> None:
+    """Console (stderr) once per process per warning text; the log gets it in `info["warnings"]`."""
+    if text not in _WARNED:
+        _WARNED.add(text)
+        print(f"pear-agent: warning: {text}", file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -32,10 +73,13 @@ class ModelSettings:
     api_key_env: str | None = None
     """Name of the environment variable holding the key; None for a local server that needs none."""
     temperature: float | None = None
-    max_tokens: int | None = None
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
+    """Per decision (reasoning + answer); None sends none. Lowered automatically when the server
+    says it exceeds the model's output room."""
     reasoning_effort: str | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     timeout_s: float = 120.0
+    """Whole decision (first byte to last token); past it the stream is closed."""
     max_retries: int = 3
     backoff_s: float = 1.0
     backoff_max_s: float = 20.0
@@ -43,6 +87,30 @@ class ModelSettings:
     """Keep only the last K user turns' images; older ones become a short text placeholder."""
     send_privileged: bool = False
     """Diagnostic: attach privileged simulator facts (for `pear-agent serve`'s scripted expert)."""
+    stream: bool = True
+    structured_output: str = "off"
+    """off | auto | json_schema (OpenAI, vLLM, SGLang) | json_object (llama.cpp: json_object + schema)."""
+    structured_output_chosen: str | None = None
+    """What `auto` resolved to (set by the parent of a bench so workers need not probe again)."""
+    retry_timeouts: bool = True
+    """Retry a timed-out decision (off by default in realtime mode: the world has moved on)."""
+
+    def __post_init__(self) -> None:
+        if self.structured_output not in STRUCTURED_CHOICES:
+            raise ValueError(
+                f"--structured-output {self.structured_output!r}: use one of {', '.join(STRUCTURED_CHOICES)}"
+            )
+
+
+class DecisionTimeout(Exception):
+    """The decision ran past `timeout_s`; its stream was closed."""
+
+
+class _Adjust(Exception):
+    """Re-send at once with a changed request (not a retry: the server told us what it needs)."""
+
+    def __init__(self, note: str) -> None:
+        super().__init__(note)
 
 
 def _jsonable(obj: Any) -> Any:
@@ -50,47 +118,50 @@ def _jsonable(obj: Any) -> Any:
 
 
 def strip_images(messages: list[Message], keep_last: int | None) -> list[Message]:
-    """Request copy of the conversation: private keys dropped, images beyond the last K turns replaced.
+    """The request copy of the conversation (see `openai_wire.wire_messages`)."""
+    return wire_messages(messages, keep_last)
 
-    Replacing an image changes an earlier message, so a server's prefix cache is reused only up to
-    the first replaced image (once per turn the window slides); with keep_last=None the history is
-    sent byte-for-byte append-only.
-    """
-    user_idx = [i for i, m in enumerate(messages) if m["role"] == "user"]
-    keep_from = user_idx[-keep_last] if keep_last and len(user_idx) >= keep_last else 0
-    if keep_last == 0:
-        keep_from = len(messages)
-    out: list[Message] = []
-    for i, m in enumerate(messages):
-        content = m["content"]
-        if isinstance(content, str):
-            out.append({"role": m["role"], "content": content})
-            continue
-        parts = []
-        for c in content:
-            if c.get("type") == "image_url" and keep_last is not None and i < keep_from:
-                parts.append({"type": "text", "text": "[image omitted to save context]"})
-            else:
-                parts.append({k: v for k, v in c.items() if not k.startswith("_")})
-        out.append({"role": m["role"], "content": parts})
-    return out
+
+def _reasoning_of(obj: Any) -> str:
+    extra = getattr(obj, "model_extra", None) or {}
+    for key in ("reasoning_content", "reasoning"):
+        val = getattr(obj, key, None) or extra.get(key)
+        if isinstance(val, str) and val:
+            return val
+    return ""
 
 
 def split_reasoning(message: Any) -> tuple[str, str]:
     """(content, reasoning) from a chat message: `reasoning_content`/`reasoning` fields and
     `<think>` blocks are reasoning; the parser also skips `<think>` blocks in the content."""
     content = getattr(message, "content", None) or ""
-    extra = getattr(message, "model_extra", None) or {}
-    reasoning = ""
-    for key in ("reasoning_content", "reasoning"):
-        val = getattr(message, key, None) or extra.get(key)
-        if isinstance(val, str) and val:
-            reasoning = val
-            break
+    reasoning = _reasoning_of(message)
     thinks = [t.strip() for t in THINK_RE.findall(content)]
     if thinks:
         reasoning = "\n".join([reasoning, *thinks]).strip()
     return content, reasoning
+
+
+def _shutdown(stream: Any) -> None:
+    """Close a response stream from another thread: shut the socket down first (a blocked read
+    returns at once and the server sees the client leave), then close."""
+    with contextlib.suppress(Exception):  # best effort; close() below still runs
+        ns = stream.response.extensions.get("network_stream")
+        sock = ns.get_extra_info("socket") if ns is not None else None
+        if sock is not None:
+            sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(Exception):
+        stream.close()
+
+
+@dataclass
+class _Answer:
+    content: str
+    reasoning: str
+    usage: dict[str, int] | None
+    finish_reason: str | None
+    model: str | None
+    ttft_s: float | None
 
 
 class OpenAIPolicy:
@@ -113,7 +184,57 @@ class OpenAIPolicy:
             timeout=settings.timeout_s,
             max_retries=0,
         )
+        self._facts = _SERVER_FACTS.setdefault((settings.base_url or "", settings.model, self._key), {})
+        if settings.structured_output_chosen:
+            self._facts.setdefault("dialect", settings.structured_output_chosen)
 
+    # -- what the server supports (asked once per process) ---------------------------------------
+    def context_window(self) -> int | None:
+        """The server's context window where it reports one (vLLM `max_model_len`, llama.cpp n_ctx)."""
+        if "window" not in self._facts:
+            base = self.settings.base_url
+            self._facts["window"] = (
+                probe_context_window(base, self.settings.model, self._key, min(5.0, self.settings.timeout_s))
+                if base
+                else None
+            )
+        return self._facts["window"]
+
+    def structured_dialect(self) -> tuple[str | None, str]:
+        """(dialect or None, how it was chosen) for `--structured-output`; `auto` probes once."""
+        want = self.settings.structured_output
+        if want == "off":
+            return None, "off"
+        if want in DIALECTS:
+            return want, want
+        if "dialect" not in self._facts:
+            self._facts["dialect"], self._facts["dialect_note"] = self._probe_dialect()
+            _warn_or_note = f"structured output: auto chose {self._facts['dialect'] or 'off'}"
+            print(f"pear-agent: {_warn_or_note} ({self._facts['dialect_note']})", file=sys.stderr, flush=True)
+        chosen = self._facts["dialect"]
+        return chosen, f"auto -> {chosen or 'off'}"
+
+    def _probe_dialect(self) -> tuple[str | None, str]:
+        """Ask the server for a tiny constrained reply in each dialect; the first it answers wins.
+        Connection errors and 401/403/404 are raised (the decision would fail the same way)."""
+        notes = []
+        for dialect in DIALECTS:
+            try:
+                self.client.chat.completions.create(
+                    model=self.settings.model,
+                    messages=[{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}],
+                    max_tokens=8,
+                    response_format=response_format(dialect, PROBE_SCHEMA),  # type: ignore[arg-type]
+                    timeout=min(30.0, self.settings.timeout_s),
+                )
+                return dialect, "; ".join([*notes, f"{dialect}: accepted"])
+            except self._openai.APIStatusError as exc:
+                if exc.status_code in (401, 403, 404):
+                    raise
+                notes.append(f"{dialect}: {self._describe(exc)}")
+        return None, "; ".join(notes) + "; sending no response_format"
+
+    # -- one request ------------------------------------------------------------------------------
     def redact(self, text: str) -> str:
         if self._key:
             text = text.replace(self._key, "[redacted]")
@@ -124,13 +245,15 @@ class OpenAIPolicy:
     def reset(self, seed: int) -> None:
         pass
 
-    def _request(self, messages: list[Message], ctx: TurnContext) -> dict[str, Any]:
+    def _request(self, messages: list[Message], ctx: TurnContext, info: dict[str, Any]) -> dict[str, Any]:
         s = self.settings
-        kw: dict[str, Any] = {"model": s.model, "messages": strip_images(messages, s.keep_images)}
+        kw: dict[str, Any] = {"model": s.model, "messages": wire_messages(messages, s.keep_images)}
         if s.temperature is not None:
             kw["temperature"] = s.temperature
-        if s.max_tokens is not None:
-            kw["max_tokens"] = s.max_tokens
+        cap = self._facts.get("max_tokens_cap")
+        max_tokens = min(s.max_tokens, cap) if s.max_tokens and cap else s.max_tokens
+        if max_tokens:
+            kw[self._facts.get("max_tokens_key", "max_tokens")] = max_tokens
         if s.reasoning_effort:
             kw["reasoning_effort"] = s.reasoning_effort
         body = dict(s.extra_body)
@@ -138,79 +261,250 @@ class OpenAIPolicy:
             body[PRIVILEGED_KEY] = _jsonable(
                 {"task": ctx.task, "state": ctx.state, "facts": ctx.observation.privileged}
             )
+        dialect, how = self.structured_dialect()
+        info["structured_output"] = how
+        if dialect is not None:
+            schema = getattr(ctx, "action_schema", None)
+            if schema is None:
+                info.setdefault("warnings", []).append(
+                    "structured output asked for but this environment gives no action schema"
+                )
+            else:
+                kw["response_format"] = response_format(dialect, schema)
         if body:
             kw["extra_body"] = body
-        kw["timeout"] = s.timeout_s
         return kw
+
+    def _stream(self, kw: dict[str, Any], deadline: float, a0: float) -> _Answer:
+        stream_kw = kw | {"stream": True, "stream_options": {"include_usage": True}}
+        stream = self.client.chat.completions.create(
+            **stream_kw, timeout=max(0.01, deadline - time.perf_counter())
+        )
+        aborted = threading.Event()
+
+        def abort() -> None:
+            aborted.set()
+            _shutdown(stream)
+
+        timer = threading.Timer(max(0.0, deadline - time.perf_counter()), abort)
+        timer.daemon = True
+        timer.start()
+        content: list[str] = []
+        reasoning: list[str] = []
+        usage = finish = model = ttft = None
+        try:
+            for chunk in stream:
+                if isinstance(chunk, str):
+                    raise ValueError(f"malformed stream chunk: {chunk[:200]!r}")
+                model = getattr(chunk, "model", None) or model
+                if getattr(chunk, "usage", None) is not None:
+                    usage = chunk.usage
+                for choice in getattr(chunk, "choices", None) or []:
+                    delta = choice.delta
+                    piece = (getattr(delta, "content", None) or "") if delta is not None else ""
+                    think = _reasoning_of(delta) if delta is not None else ""
+                    if (piece or think) and ttft is None:
+                        ttft = time.perf_counter() - a0
+                    content.append(piece)
+                    reasoning.append(think)
+                    finish = choice.finish_reason or finish
+                if time.perf_counter() > deadline:
+                    abort()
+                    break
+        except Exception:
+            if aborted.is_set():
+                raise DecisionTimeout() from None
+            raise
+        finally:
+            timer.cancel()
+            _shutdown(stream)
+        if aborted.is_set():
+            raise DecisionTimeout()
+        if finish is None and not "".join(content) and not "".join(reasoning):
+            raise ValueError("malformed response: the stream ended without a choice")
+        text = "".join(content)
+        thinks = [t.strip() for t in THINK_RE.findall(text)]
+        think_text = "\n".join(["".join(reasoning), *thinks]).strip()
+        return _Answer(text, think_text, self._usage(usage), finish, model, ttft)
+
+    def _once(self, kw: dict[str, Any], deadline: float) -> _Answer:
+        resp = self.client.chat.completions.create(**kw, timeout=max(0.01, deadline - time.perf_counter()))
+        if isinstance(resp, str) or not getattr(resp, "choices", None):
+            raise ValueError(f"malformed response: {str(resp)[:200]!r}")
+        content, reasoning = split_reasoning(resp.choices[0].message)
+        return _Answer(
+            content, reasoning, self._usage(resp.usage), resp.choices[0].finish_reason, resp.model, None
+        )
+
+    @staticmethod
+    def _usage(u: Any) -> dict[str, int] | None:
+        if u is None:
+            return None
+        return {
+            "prompt_tokens": int(getattr(u, "prompt_tokens", 0) or 0),
+            "completion_tokens": int(getattr(u, "completion_tokens", 0) or 0),
+            "total_tokens": int(getattr(u, "total_tokens", 0) or 0),
+        }
+
+    # -- errors -------------------------------------------------------------------------------------
+    def _status_text(self, exc: Exception) -> tuple[int | None, str, str]:
+        o = self._openai
+        if not isinstance(exc, o.APIStatusError):
+            return None, "", ""
+        raw = ""
+        with contextlib.suppress(Exception):  # a streamed body may be unreadable
+            raw = exc.response.text
+        body = exc.body
+        if body is None and raw:
+            try:
+                body = json.loads(raw)
+            except ValueError:
+                body = raw
+        return exc.status_code, error_body_text(body, raw), error_code(body)
+
+    def _adjustment(self, exc: Exception, kw: dict[str, Any]) -> str | None:
+        """A request change the server's 4xx asks for: no streaming, a smaller max_tokens, or
+        max_completion_tokens instead of max_tokens. Applies it to `kw` and returns a note."""
+        status, text, _code = self._status_text(exc)
+        if status not in (400, 422):
+            return None
+        low = text.lower()
+        key = "max_completion_tokens" if "max_completion_tokens" in kw else "max_tokens"
+        if "stream" in low and self._facts.get("stream", True) and self.settings.stream:
+            self._facts["stream"] = False
+            return "the server does not stream: sending whole replies"
+        room = output_room(text)
+        m = re.search(r"at most (\d+) completion tokens", text)
+        if m:
+            room = int(m.group(1))
+        if room is not None and key in kw and 16 <= room < kw[key]:
+            self._facts["max_tokens_cap"] = room
+            kw[key] = room
+            return f"max tokens lowered to {room} (the server's limit)"
+        if "unsupported parameter" in low and "max_completion_tokens" in low and "max_tokens" in kw:
+            kw["max_completion_tokens"] = kw.pop("max_tokens")
+            self._facts["max_tokens_key"] = "max_completion_tokens"
+            return "sending max_completion_tokens instead of max_tokens"
+        return None
 
     def _retryable(self, exc: Exception) -> bool:
         o = self._openai
-        if isinstance(exc, o.APIConnectionError | o.APITimeoutError):  # timeout subclasses connection
+        if isinstance(exc, DecisionTimeout | o.APITimeoutError):
+            return self.settings.retry_timeouts
+        if isinstance(exc, o.APIConnectionError):
             return True
         return isinstance(exc, o.APIStatusError) and exc.status_code in RETRY_STATUS
 
     def _describe(self, exc: Exception) -> str:
         o = self._openai
-        if isinstance(exc, o.APITimeoutError):
-            msg = f"no answer within {self.settings.timeout_s:g} s (timeout)"
+        if isinstance(exc, DecisionTimeout | o.APITimeoutError):
+            msg = f"no answer within {self.settings.timeout_s:g} s (timeout; stream closed)"
         elif isinstance(exc, o.APIConnectionError):
             msg = f"cannot reach {self.settings.base_url or 'the API'}: {exc.__cause__ or exc}"
         elif isinstance(exc, o.APIStatusError):
-            msg = f"HTTP {exc.status_code}: {exc.message}"
+            status, text, _code = self._status_text(exc)
+            msg = f"HTTP {status}: {clean_line(text) or exc.message}"
         else:
             msg = f"{type(exc).__name__}: {exc}"
-        return self.redact(" ".join(str(msg).split())[:500])
+        return self.redact(clean_line(self.redact(str(msg)), 500))
 
+    # -- one decision -------------------------------------------------------------------------------
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
         s = self.settings
         t0 = time.perf_counter()
         attempts: list[dict[str, Any]] = []
         info: dict[str, Any] = {"attempts": attempts}
+
+        def failed(error: str, **extra: Any) -> PolicyReply:
+            info["decision_s"] = time.perf_counter() - t0
+            info.update(extra)
+            return PolicyReply("", 0.0, error=error, info=info)
+
         try:
-            kw = self._request(messages, ctx)
-        except Exception as exc:  # e.g. unserialisable extra body: end cleanly
-            return PolicyReply("", time.perf_counter() - t0, error=self._describe(exc), info=info)
-        for attempt in range(s.max_retries + 1):
+            kw = self._request(messages, ctx, info)
+        except Exception as exc:  # e.g. unserialisable extra body, a dead server at the probe
+            return failed(self._describe(exc))
+        attempt = adjustments = 0
+        while True:
             a0 = time.perf_counter()
+            deadline = a0 + s.timeout_s
+            streamed = s.stream and self._facts.get("stream", True)
             try:
-                resp = self.client.chat.completions.create(**kw)
-                if isinstance(resp, str) or not getattr(resp, "choices", None):
-                    raise ValueError(f"malformed response: {str(resp)[:200]!r}")
-                content, reasoning = split_reasoning(resp.choices[0].message)
+                ans = self._stream(kw, deadline, a0) if streamed else self._once(kw, deadline)
             except Exception as exc:  # any failure is reported, never raised
                 err = self._describe(exc)
+                rec: dict[str, Any] = {
+                    "attempt": len(attempts) + 1,
+                    "error": err,
+                    "seconds": time.perf_counter() - a0,
+                }
+                status, text, code = self._status_text(exc)
+                if status is not None:
+                    rec["status"] = status
+                note = self._adjustment(exc, kw) if adjustments < MAX_ADJUSTMENTS else None
+                if note is not None:  # not a retry: the request changed as the server asked
+                    adjustments += 1
+                    info.setdefault("adjustments", []).append(rec | {"adjusted": note})
+                    continue
+                if is_context_error(status, text, code):
+                    attempts.append(rec | {"wait_s": 0.0})
+                    return failed(f"the server's context is full: {err}", end_reason="context_budget")
                 retry = self._retryable(exc) and attempt < s.max_retries
                 wait = min(s.backoff_max_s, s.backoff_s * 2**attempt) if retry else 0.0
-                attempts.append(
-                    {
-                        "attempt": attempt + 1,
-                        "error": err,
-                        "seconds": time.perf_counter() - a0,
-                        "wait_s": wait,
-                    }
-                )
+                attempts.append(rec | {"wait_s": wait})
                 if not retry:
-                    tries = f" after {attempt + 1} attempts" if attempt else ""
-                    return PolicyReply("", time.perf_counter() - t0, error=f"{err}{tries}", info=info)
+                    tries = f" after {len(attempts)} attempts" if len(attempts) > 1 else ""
+                    return failed(f"{err}{tries}")
+                attempt += 1
                 time.sleep(wait)
                 continue
-            attempts.append({"attempt": attempt + 1, "seconds": time.perf_counter() - a0})
-            usage = None
-            if getattr(resp, "usage", None) is not None:
-                u = resp.usage
-                usage = {
-                    "prompt_tokens": int(u.prompt_tokens or 0),
-                    "completion_tokens": int(u.completion_tokens or 0),
-                    "total_tokens": int(u.total_tokens or 0),
-                }
-            info.update(retries=attempt, finish_reason=resp.choices[0].finish_reason, model=resp.model)
-            if reasoning:
-                info["reasoning"] = self.redact(reasoning)
-            if not content.strip() and reasoning:
-                # some servers put everything in the reasoning field when the budget runs out
-                content = reasoning
-            return PolicyReply(content, time.perf_counter() - t0, usage=usage, info=info)
-        raise AssertionError("unreachable")
+            latency = time.perf_counter() - a0
+            attempts.append({"attempt": len(attempts) + 1, "seconds": latency, "ttft_s": ans.ttft_s})
+            break
+        info.update(
+            retries=len(attempts) - 1,
+            finish_reason=ans.finish_reason,
+            model=ans.model,
+            ttft_s=ans.ttft_s,
+            streamed=streamed,
+            decision_s=time.perf_counter() - t0,
+        )
+        content = ans.content
+        if ans.reasoning:
+            info["reasoning"] = self.redact(ans.reasoning)
+        if not content.strip() and ans.reasoning:
+            # some servers put everything in the reasoning field when the budget runs out
+            content = ans.reasoning
+        usage = ans.usage
+        if usage is None and not self._facts.get("counted"):
+            usage_probe = self._count_prompt(kw)
+            if usage_probe is not None:
+                info["prompt_tokens_counted"] = usage_probe
+        prompt_tokens = usage["prompt_tokens"] if usage else info.get("prompt_tokens_counted")
+        if prompt_tokens is not None:
+            warning = dropped_prompt_warning(prompt_tokens, kw["messages"])
+            if warning:
+                info.setdefault("warnings", []).append(warning)
+                _warn(warning)
+        for w in info.get("warnings", []):
+            _warn(w)
+        return PolicyReply(content, latency, usage=usage, info=info)
+
+    def _count_prompt(self, kw: dict[str, Any]) -> int | None:
+        """A server that streams without usage (llama-cpp-python): once per process, the same
+        prompt with 1 output token, unstreamed, to learn how many prompt tokens it saw."""
+        self._facts["counted"] = True
+        key = "max_completion_tokens" if "max_completion_tokens" in kw else "max_tokens"
+        probe = {
+            k: v for k, v in kw.items() if k not in ("response_format", "max_tokens", "max_completion_tokens")
+        }
+        try:
+            resp = self.client.chat.completions.create(
+                **probe, **{key: 1}, timeout=min(30.0, self.settings.timeout_s)
+            )
+            return int(resp.usage.prompt_tokens) if getattr(resp, "usage", None) else None
+        except Exception:  # a count is a nicety; the decision already succeeded
+            return None
 
 
 # -- command-line options shared by `run` and `bench` ---------------------------------------------
@@ -221,11 +515,38 @@ def add_model_args(p: Any) -> None:
     g.add_argument("--base-url", default=None, help="e.g. http://localhost:8000/v1 (default: OpenAI's)")
     g.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the key")
     g.add_argument("--temperature", type=float, default=None)
-    g.add_argument("--max-tokens", type=int, default=None)
+    g.add_argument(
+        "--max-tokens",
+        type=int,
+        default=DEFAULT_MAX_TOKENS,
+        help=f"tokens per decision, reasoning included (default {DEFAULT_MAX_TOKENS}, PEAR's per-turn limit; "
+        "0 sends none; lowered automatically to what the server allows)",
+    )
     g.add_argument("--reasoning-effort", default=None, help="passed through (e.g. low, medium, high)")
     g.add_argument("--extra-body", default=None, help="JSON object merged into the request body")
-    g.add_argument("--timeout-s", type=float, default=120.0, help="per-call timeout (default 120)")
-    g.add_argument("--max-retries", type=int, default=3, help="retries on 429/5xx/connection errors")
+    g.add_argument(
+        "--structured-output",
+        default="off",
+        choices=list(STRUCTURED_CHOICES),
+        help="send the action schema as response_format: json_schema (OpenAI, vLLM, SGLang), json_object "
+        "(llama.cpp's json_object + schema), auto (probe the server once), off (default)",
+    )
+    g.add_argument("--no-stream", action="store_true", help="ask for whole replies instead of a stream")
+    g.add_argument(
+        "--timeout-s",
+        type=float,
+        default=120.0,
+        help="per-decision timeout; the stream is closed (default 120)",
+    )
+    g.add_argument(
+        "--max-retries", type=int, default=3, help="retries on 408/409/425/429/5xx/connection errors"
+    )
+    g.add_argument(
+        "--retry-timeouts",
+        choices=["yes", "no"],
+        default=None,
+        help="retry a timed-out decision (default: yes paused, no realtime)",
+    )
     g.add_argument(
         "--keep-images", type=int, default=None, metavar="K", help="send only the last K turns' images"
     )
@@ -239,7 +560,13 @@ def add_model_args(p: Any) -> None:
     c.add_argument(
         "--latency", type=float, default=None, metavar="S", help="realtime: inject S s per decision"
     )
-    c.add_argument("--max-context-tokens", type=int, default=64000, help="context token budget")
+    c.add_argument(
+        "--max-context-tokens",
+        type=int,
+        default=None,
+        help=f"context token budget (default: the server's window where it reports one, else "
+        f"{DEFAULT_CONTEXT_TOKENS})",
+    )
 
 
 def settings_from_args(args: Any) -> ModelSettings | None:
@@ -247,6 +574,8 @@ def settings_from_args(args: Any) -> ModelSettings | None:
         for opt in ("base_url", "api_key_env", "extra_body", "reasoning_effort"):
             if getattr(args, opt, None):
                 raise ValueError(f"--{opt.replace('_', '-')} needs --model")
+        if getattr(args, "structured_output", "off") != "off":
+            raise ValueError("--structured-output needs --model")
         return None
     extra: dict[str, Any] = {}
     if args.extra_body:
@@ -256,35 +585,51 @@ def settings_from_args(args: Any) -> ModelSettings | None:
             raise ValueError(f"--extra-body is not valid JSON: {exc}") from None
         if not isinstance(extra, dict):
             raise ValueError("--extra-body must be a JSON object")
+    if "response_format" in extra and args.structured_output != "off":
+        raise ValueError("give response_format either in --extra-body or by --structured-output, not both")
     if args.timeout_s <= 0 or args.max_retries < 0:
         raise ValueError("--timeout-s must be > 0 and --max-retries >= 0")
     if args.keep_images is not None and args.keep_images < 0:
         raise ValueError("--keep-images must be >= 0")
+    if args.max_tokens is not None and args.max_tokens < 0:
+        raise ValueError("--max-tokens must be >= 0 (0 sends none)")
+    retry_timeouts = {"yes": True, "no": False}.get(args.retry_timeouts, not getattr(args, "realtime", False))
     return ModelSettings(
         model=args.model,
         base_url=args.base_url,
         api_key_env=args.api_key_env,
         temperature=args.temperature,
-        max_tokens=args.max_tokens,
+        max_tokens=args.max_tokens or None,
         reasoning_effort=args.reasoning_effort,
         extra_body=extra,
         timeout_s=args.timeout_s,
         max_retries=args.max_retries,
         keep_images=args.keep_images,
         send_privileged=args.send_privileged,
+        stream=not args.no_stream,
+        structured_output=args.structured_output,
+        retry_timeouts=retry_timeouts,
     )
 
 
 def clock_from_args(args: Any) -> dict[str, Any]:
-    """EpisodeConfig keyword arguments for the clock and the context budget."""
+    """EpisodeConfig keyword arguments for the clock and the context budget. Without
+    --max-context-tokens the budget is the server's window where it reports one (asked once)."""
     if args.latency is not None and not args.realtime:
         raise ValueError("--latency needs --realtime (an injected latency only matters when the world moves)")
     if args.latency is not None and args.latency < 0:
         raise ValueError("--latency must be >= 0")
+    budget = args.max_context_tokens
+    if budget is not None and budget <= 0:
+        raise ValueError("--max-context-tokens must be > 0")
+    if budget is None:
+        settings = settings_from_args(args)
+        window = OpenAIPolicy(settings).context_window() if settings is not None else None
+        budget = window or DEFAULT_CONTEXT_TOKENS
     return {
         "mode": "realtime" if args.realtime else "paused",
         "latency_s": args.latency,
-        "max_context_tokens": args.max_context_tokens,
+        "max_context_tokens": budget,
     }
 
 
