@@ -1,0 +1,550 @@
+"""One I2RT YAM arm (6 joints + gripper) behind stock joint_trajectory_controller topics.
+
+Owns an i2rt robot (`i2rt.robots.get_robot.get_yam_robot`, over CAN, or I2RT's own MuJoCo `SimRobot`
+with `sim: true`) and exposes the topic contract the agent speaks, for the arm named by `arm`
+(a part of the robot YAML, e.g. `left_arm`):
+
+- `/joint_states` (sensor_msgs/JointState): the arm's joints and both gripper finger joints, in the
+  YAML's names and units, stamped, at `rate_hz`;
+- `/<arm controller>/joint_trajectory` and `/<gripper controller>/joint_trajectory`
+  (trajectory_msgs/JointTrajectory): validated like the stock controller, plus joint limits and the
+  speed cap (see pear_agent.ros2.yam_trajectory); interpolated at `rate_hz` and streamed to i2rt's
+  `command_joint_pos` (the gripper mapped from the YAML's joint units to i2rt's 0 = closed .. 1 = open);
+- e-stop: `estop_topic` (std_msgs/Bool true) and the `~/estop` service ramp to rest, hold and latch
+  (`~/release_estop` releases); status on `/diagnostics` and as JSON on `status_topic`.
+
+At start it reads the arm where it is and holds there (i2rt's `zero_gravity_mode` off unless
+`zero_gravity_mode: true`). With no trajectory it keeps holding. On a CAN or motor error it stops
+commanding, publishes the reason, closes the robot and exits 1.
+
+One process per arm: each arm is its own CAN bus and i2rt runs its control loop as Python threads,
+so two arms in one process would share one interpreter lock between two 1 kHz motor loops; a fault
+on one bus ends that arm's driver only (the agent then refuses on its stale joint states).
+
+    python -m pear_agent.ros2.yam_driver_node --ros-args -r __node:=yam_left_driver \
+        --params-file launch/config/yam_driver.yaml -p arm:=left_arm
+
+Exit code: 0 on a clean shutdown, 1 on a robot fault, 2 on a configuration or start-up error.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from pear_agent.ros2.yam_trajectory import (
+    JointGroup,
+    Spline,
+    TrajectoryRejected,
+    parse_trajectory,
+    stop_spline,
+)
+
+PARAMS: dict[str, Any] = {
+    "robot": "yam_bimanual",
+    "arm": "left_arm",
+    "can_left": "can_follower_l",
+    "can_right": "can_follower_r",
+    "arm_type": "yam",
+    "gripper_type": "linear_4310",
+    "sim": False,
+    "zero_gravity_mode": False,
+    "rate_hz": 100.0,
+    "joint_states_topic": "/joint_states",
+    "estop_topic": "/pear/estop",
+    "status_topic": "",
+    "joint_velocity_max_rad_s": 0.0,
+    "gripper_velocity_max": 0.25,
+    "stop_deceleration_rad_s2": 150.0,
+    "stop_jerk_rad_s3": 30000.0,
+    "command_timeout_s": 0.0,
+    "max_start_lateness_s": 0.1,
+    "fault_timeout_s": 0.25,
+}
+"""ROS parameters and their defaults. `status_topic` '' = /pear/driver/<arm>/status;
+`joint_velocity_max_rad_s` 0 = the YAML's `limits.joint_velocity_rad_s`; `command_timeout_s` 0 =
+finish a trajectory even when no further message comes (the stock controller's behaviour), > 0 =
+ramp to rest and hold when no trajectory arrived for that long."""
+
+
+class StartupError(RuntimeError):
+    """The driver cannot start (configuration, missing library, no CAN device): one line, exit 2."""
+
+
+class RobotFault(RuntimeError):
+    """The robot failed while running: stop commanding, report, exit 1."""
+
+
+@dataclass
+class ArmSpec:
+    """What the driver needs of the robot YAML for one arm."""
+
+    part: str
+    arm: JointGroup
+    gripper: JointGroup | None
+    gripper_joints: list[str]
+    """all finger joints published on /joint_states (the first is the controller's)"""
+    gripper_closed: float
+    gripper_open: float
+
+    def gripper_to_i2rt(self, q: float) -> float:
+        """YAML joint units -> i2rt's 0 (closed) .. 1 (open)."""
+        return float(np.clip((q - self.gripper_closed) / (self.gripper_open - self.gripper_closed), 0.0, 1.0))
+
+    def gripper_from_i2rt(self, u: float) -> float:
+        return self.gripper_closed + float(u) * (self.gripper_open - self.gripper_closed)
+
+
+def arm_spec(robot_name: str, part_name: str, vmax_override: float, gripper_vmax: float) -> ArmSpec:
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.robot_config import load_robot
+
+    robot = load_robot(robot_name)
+    if part_name not in robot.parts:
+        raise StartupError(f"robot {robot.name} has no part {part_name!r} (parts: {', '.join(robot.parts)})")
+    part = robot.parts[part_name]
+    if part.controller is None:
+        raise StartupError(
+            f"robot {robot.name}: part {part_name} has no `controller` (trajectory controller)"
+        )
+    if len(part.joints) != 6:
+        raise StartupError(f"{part_name}: a YAM arm has 6 joints, the YAML lists {len(part.joints)}")
+    lower, upper = Kinematics(robot).joint_limits(part_name)
+    vmax = vmax_override if vmax_override > 0 else part.limits.joint_velocity_rad_s
+    arm = JointGroup(part.controller, list(part.joints), lower, upper, vmax)
+    g = part.gripper
+    if g is None or not g.controller:
+        return ArmSpec(part_name, arm, None, [], 0.0, 1.0)
+    lo, hi = min(g.closed_joint_pos, g.open_joint_pos), max(g.closed_joint_pos, g.open_joint_pos)
+    grip = JointGroup(g.controller, [g.joints[0]], lo, hi, gripper_vmax)
+    return ArmSpec(part_name, arm, grip, list(g.joints), g.closed_joint_pos, g.open_joint_pos)
+
+
+def make_i2rt_robot(channel: str, arm_type: str, gripper_type: str, sim: bool, zero_gravity: bool) -> Any:
+    """I2RT's robot (CAN) or its MuJoCo SimRobot; a StartupError naming the channel if it cannot open."""
+    try:
+        from i2rt.robots.get_robot import get_yam_robot
+        from i2rt.robots.utils import ArmType, GripperType
+    except ImportError as exc:
+        raise StartupError(
+            f"the i2rt driver's dependencies are missing ({exc}); install them: pip install -e '.[yam]'"
+        ) from None
+    try:
+        arm_t = ArmType.from_string_name(arm_type)
+        grip_t = GripperType.from_string_name(gripper_type)
+    except Exception as exc:
+        raise StartupError(f"arm_type {arm_type!r} / gripper_type {gripper_type!r}: {exc}") from None
+    try:
+        return get_yam_robot(
+            channel=channel, arm_type=arm_t, gripper_type=grip_t, zero_gravity_mode=zero_gravity, sim=sim
+        )
+    except Exception as exc:
+        what = "I2RT's SimRobot" if sim else f"the robot on CAN channel {channel}"
+        text = " ".join(str(exc).split()) or type(exc).__name__
+        raise StartupError(f"cannot start {what}: {text}") from None
+
+
+class _Follower:
+    """The reference of one trajectory topic's joints: holding, following a spline, or stopping."""
+
+    def __init__(self, group: JointGroup, q0: np.ndarray) -> None:
+        self.group = group
+        self.hold = np.asarray(q0, float).copy()
+        self.spline: Spline | None = None
+        self.start_s = 0.0
+        self.stopping = False
+        self.last_msg_s = time.monotonic()
+        self.accepted = 0
+        self.rejected = 0
+
+    def reference(self, now_s: float) -> tuple[np.ndarray, np.ndarray]:
+        zero = np.zeros(len(self.hold))
+        if self.spline is None:
+            return self.hold.copy(), zero
+        t = now_s - self.start_s
+        if t < 0:
+            return self.spline.positions[0].copy(), zero
+        if t >= self.spline.duration_s:
+            self.hold = self.spline.final
+            self.spline, self.stopping = None, False
+            return self.hold.copy(), zero
+        return self.spline.sample(t)
+
+    @property
+    def moving(self) -> bool:
+        return self.spline is not None
+
+    def accept(self, msg: Any, now_s: float, lateness_s: float, max_lateness_s: float) -> Spline:
+        q, v = self.reference(now_s)
+        spline = parse_trajectory(msg, self.group, q, v, lateness_s, max_lateness_s)
+        self.spline, self.stopping = spline, False
+        self.start_s = now_s + max(0.0, -lateness_s)
+        self.accepted += 1
+        return spline
+
+    def stop(self, now_s: float, decel: float, jerk: float, dt_s: float) -> None:
+        q, v = self.reference(now_s)
+        ramp = stop_spline(q, v, self.group.vmax, decel, jerk, dt_s)
+        if len(ramp.times_s) == 1:
+            self.hold, self.spline = ramp.final, None
+        else:
+            self.spline, self.start_s, self.stopping = ramp, now_s, True
+
+    def set_hold(self, q: np.ndarray) -> None:
+        self.hold, self.spline, self.stopping = np.asarray(q, float).copy(), None, False
+
+
+def robot_fault(robot: Any, fault_timeout_s: float) -> str | None:
+    """Why i2rt's real robot is no longer under control (its threads stopped, its motor feedback is
+    stale), or None. SimRobot has none of these attributes."""
+    thread = getattr(robot, "_server_thread", None)
+    if thread is not None and not thread.is_alive():
+        return "i2rt's robot control thread stopped (motor error or joint limit; see the log above)"
+    chain = getattr(robot, "motor_chain", None)
+    if chain is not None and getattr(chain, "running", True) is False:
+        return "i2rt's motor chain stopped running"
+    js = getattr(robot, "_joint_state", None)
+    stamp = getattr(js, "timestamp", None)
+    if isinstance(stamp, float) and stamp > 1e9:
+        age = time.time() - stamp
+        if age > fault_timeout_s:
+            return f"motor feedback is {age:.2f} s old (limit {fault_timeout_s:g} s)"
+    return None
+
+
+class YamDriver:
+    """The node's logic; `robot` is an i2rt Robot (command_joint_pos, get_joint_state, close)."""
+
+    def __init__(self, node: Any, p: dict[str, Any], spec: ArmSpec, robot: Any, channel: str) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import JointState
+        from std_msgs.msg import Bool, String
+        from std_srvs.srv import Trigger
+        from trajectory_msgs.msg import JointTrajectory
+
+        self.node, self.p, self.spec, self.robot, self.channel = node, p, spec, robot, channel
+        self.log = node.get_logger()
+        self.dt_s = 1.0 / p["rate_hz"]
+        self._lock = threading.Lock()
+        self._stop_loop = threading.Event()
+        self.fault: str | None = None
+        self.estop_reason: str | None = None
+        self.last_rejection = ""
+        self.floating = bool(p["zero_gravity_mode"])
+        q = self._read()[0]
+        self.arm = _Follower(spec.arm, q[:6])
+        self.grip = _Follower(spec.gripper, q[6:7]) if spec.gripper is not None else None
+        self._JointState, self._String, self._DiagnosticArray = JointState, String, DiagnosticArray
+        self.js_pub = node.create_publisher(JointState, p["joint_states_topic"], 10)
+        status_topic = p["status_topic"] or f"/pear/driver/{spec.part}/status"
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL
+        )
+        self.status_pub = node.create_publisher(String, status_topic, latched)
+        self.diag_pub = node.create_publisher(DiagnosticArray, "/diagnostics", 10)
+        reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        for follower in (self.arm, self.grip):
+            if follower is None:
+                continue
+            topic = f"/{follower.group.controller.strip('/')}/joint_trajectory"
+            node.create_subscription(
+                JointTrajectory, topic, lambda m, f=follower: self._on_trajectory(f, m), reliable
+            )
+        node.create_subscription(Bool, p["estop_topic"], self._on_estop_msg, reliable)
+        node.create_service(Trigger, "~/estop", self._on_estop_srv)
+        node.create_service(Trigger, "~/release_estop", self._on_release_srv)
+        self._status_dirty = True
+        self._thread = threading.Thread(target=self._loop, name="yam_driver_control", daemon=True)
+        where = "I2RT SimRobot" if p["sim"] else f"CAN {channel}"
+        self.log.info(
+            f"{spec.part} on {where}: holding at {np.round(q, 3).tolist()} "
+            f"(speed cap {spec.arm.vmax[0]:g} rad/s, {p['rate_hz']:g} Hz)"
+        )
+
+    # -- robot I/O (control thread) -----------------------------------------------------
+    def _read(self) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, velocities) as 7-vectors: 6 arm joints (rad) + gripper in YAML units."""
+        state = self.robot.get_joint_state()
+        pos = np.asarray(state["pos"], float).copy()
+        vel = np.asarray(state.get("vel", np.zeros_like(pos)), float).copy()
+        if pos.shape[0] < 6 or not np.all(np.isfinite(pos)):
+            raise RobotFault(f"the robot reported joint positions {pos.tolist()}")
+        if pos.shape[0] == 6:  # no gripper
+            pos, vel = np.append(pos, 0.0), np.append(vel, 0.0)
+        span = self.spec.gripper_open - self.spec.gripper_closed
+        pos[6] = self.spec.gripper_from_i2rt(pos[6])
+        vel[6] = vel[6] * span
+        return pos, vel
+
+    def _command(self, arm_q: np.ndarray, grip_q: float | None) -> None:
+        cmd = np.empty(7)
+        cmd[:6] = arm_q
+        cmd[6] = self.spec.gripper_to_i2rt(grip_q) if grip_q is not None else 0.0
+        n = self.robot.num_dofs() if hasattr(self.robot, "num_dofs") else 7
+        self.robot.command_joint_pos(cmd[:n].copy())
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        with self._lock:
+            timeout = self.p["command_timeout_s"]
+            for f in (self.arm, self.grip):
+                if f is None or not f.moving or f.stopping or timeout <= 0:
+                    continue
+                if now - f.last_msg_s > timeout:
+                    self.log.warning(
+                        f"{f.group.controller}: no trajectory for {now - f.last_msg_s:.1f} s "
+                        f"(command_timeout_s {timeout:g}): stopping and holding"
+                    )
+                    self._stop_follower(f, now)
+            arm_q, _ = self.arm.reference(now)
+            grip_q = self.grip.reference(now)[0][0] if self.grip is not None else None
+            floating = self.floating
+        if not floating:
+            self._command(arm_q, grip_q)
+        if not self.p["sim"]:
+            why = robot_fault(self.robot, self.p["fault_timeout_s"])
+            if why:
+                raise RobotFault(why)
+        pos, vel = self._read()
+        if floating:
+            with self._lock:
+                self.arm.set_hold(pos[:6])
+                if self.grip is not None:
+                    self.grip.set_hold(pos[6:7])
+        self._publish_joints(pos, vel)
+
+    def _publish_joints(self, pos: np.ndarray, vel: np.ndarray) -> None:
+        msg = self._JointState()
+        msg.header.stamp = self.node.get_clock().now().to_msg()
+        names = list(self.spec.arm.joints) + self.spec.gripper_joints
+        msg.name = names
+        g = [float(pos[6])] * len(self.spec.gripper_joints)
+        gv = [float(vel[6])] * len(self.spec.gripper_joints)
+        msg.position = [float(x) for x in pos[:6]] + g
+        msg.velocity = [float(x) for x in vel[:6]] + gv
+        self.js_pub.publish(msg)
+
+    def _loop(self) -> None:
+        next_s = time.monotonic()
+        ticks = 0
+        while not self._stop_loop.is_set():
+            try:
+                self._tick()
+            except Exception as exc:
+                if self._stop_loop.is_set() or not self.node.context.ok():
+                    return  # shutting down: the publishers are gone, not the robot
+                reason = str(exc) if isinstance(exc, RobotFault) else f"{type(exc).__name__}: {exc}"
+                self.fault = " ".join(reason.split())
+                self.log.error(f"{self.spec.part}: robot fault, commanding stopped: {self.fault}")
+                self._publish_status()
+                return
+            ticks += 1
+            if self._status_dirty or ticks % max(1, int(self.p["rate_hz"])) == 0:
+                self._publish_status()
+            next_s += self.dt_s
+            delay = next_s - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            elif delay < -5 * self.dt_s:
+                next_s = time.monotonic()  # fell behind (a stall): do not burst to catch up
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop_loop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=2.0)
+
+    # -- callbacks (executor thread) ----------------------------------------------------
+    def _on_trajectory(self, follower: _Follower, msg: Any) -> None:
+        now = time.monotonic()
+        stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        lateness = 0.0
+        if stamp_s != 0.0:
+            lateness = self.node.get_clock().now().nanoseconds * 1e-9 - stamp_s
+        ctrl = follower.group.controller
+        with self._lock:
+            follower.last_msg_s = now
+            try:
+                if self.fault is not None:
+                    raise TrajectoryRejected(f"robot fault ({self.fault})")
+                if self.estop_reason is not None:
+                    raise TrajectoryRejected(
+                        f"e-stop latched ({self.estop_reason}); call ~/release_estop to command again"
+                    )
+                if self.floating:
+                    q, _ = self._read()
+                    self.arm.set_hold(q[:6])
+                    if self.grip is not None:
+                        self.grip.set_hold(q[6:7])
+                spline = follower.accept(msg, now, lateness, self.p["max_start_lateness_s"])
+                self.floating = False
+            except TrajectoryRejected as exc:
+                follower.rejected += 1
+                self.last_rejection = f"{ctrl}: {exc}"
+                self._status_dirty = True
+                self.log.error(f"{ctrl}: rejected trajectory: {exc}")
+                return
+        self._status_dirty = True
+        self.log.info(
+            f"{ctrl}: accepted trajectory #{follower.accepted}: {len(msg.points)} point(s), "
+            f"{spline.duration_s:.2f} s ({spline.kind})"
+        )
+
+    def _stop_follower(self, f: _Follower, now: float) -> None:
+        f.stop(now, self.p["stop_deceleration_rad_s2"], self.p["stop_jerk_rad_s3"], self.dt_s)
+
+    def emergency_stop(self, reason: str) -> bool:
+        """Ramp to rest, hold, latch. False if it was latched already."""
+        now = time.monotonic()
+        with self._lock:
+            if self.estop_reason is not None:
+                return False
+            self.estop_reason = reason
+            if self.floating:  # nothing commanded yet: hold where the arm is
+                q, _ = self._read()
+                self.arm.set_hold(q[:6])
+                if self.grip is not None:
+                    self.grip.set_hold(q[6:7])
+                self.floating = False
+            for f in (self.arm, self.grip):
+                if f is not None:
+                    self._stop_follower(f, now)
+            self._status_dirty = True
+        self.log.warning(f"{self.spec.part}: {reason}: stopping and holding; latched")
+        return True
+
+    def _on_estop_msg(self, msg: Any) -> None:
+        if msg.data:
+            self.emergency_stop(f"e-stop on {self.p['estop_topic']}")
+
+    def _on_estop_srv(self, request: Any, response: Any) -> Any:
+        fresh = self.emergency_stop("e-stop through the ~/estop service")
+        response.success = True
+        response.message = (
+            "stopped and holding; latched" if fresh else f"already latched: {self.estop_reason}"
+        )
+        return response
+
+    def _on_release_srv(self, request: Any, response: Any) -> Any:
+        with self._lock:
+            was = self.estop_reason
+            self.estop_reason = None
+            self._status_dirty = True
+        response.success = was is not None
+        response.message = f"released ({was}); holding" if was else "no e-stop was latched"
+        if was:
+            self.log.warning(f"{self.spec.part}: e-stop released; holding, accepting trajectories again")
+        return response
+
+    # -- status -------------------------------------------------------------------------
+    def state(self) -> str:
+        if self.fault is not None:
+            return "fault"
+        if self.estop_reason is not None:
+            return "estop"
+        if self.floating:
+            return "floating"
+        moving = self.arm.moving or (self.grip is not None and self.grip.moving)
+        return "moving" if moving else "holding"
+
+    def status(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "arm": self.spec.part,
+                "state": self.state(),
+                "sim": bool(self.p["sim"]),
+                "channel": self.channel,
+                "fault": self.fault or "",
+                "estop": self.estop_reason or "",
+                "last_rejection": self.last_rejection,
+                "accepted": self.arm.accepted + (self.grip.accepted if self.grip else 0),
+                "rejected": self.arm.rejected + (self.grip.rejected if self.grip else 0),
+            }
+
+    def _publish_status(self) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
+        self._status_dirty = False
+        st = self.status()
+        self.status_pub.publish(self._String(data=json.dumps(st)))
+        level = {"fault": DiagnosticStatus.ERROR, "estop": DiagnosticStatus.WARN}.get(
+            st["state"], DiagnosticStatus.OK
+        )
+        diag = DiagnosticStatus(
+            level=level,
+            name=f"yam_driver: {st['arm']}",
+            message=st["fault"] or st["estop"] or st["state"],
+            hardware_id="i2rt SimRobot" if st["sim"] else st["channel"],
+            values=[KeyValue(key=k, value=str(v)) for k, v in st.items()],
+        )
+        arr = self._DiagnosticArray()
+        arr.header.stamp = self.node.get_clock().now().to_msg()
+        arr.status = [diag]
+        self.diag_pub.publish(arr)
+
+
+def run(node: Any, p: dict[str, Any]) -> int:
+    if p["rate_hz"] <= 0:
+        raise StartupError(f"parameter rate_hz must be > 0, got {p['rate_hz']}")
+    spec = arm_spec(p["robot"], p["arm"], p["joint_velocity_max_rad_s"], p["gripper_velocity_max"])
+    side = "left" if "left" in spec.part else "right" if "right" in spec.part else ""
+    if not side:
+        raise StartupError(f"arm {spec.part!r}: cannot tell which CAN channel (can_left / can_right) is its")
+    channel = p[f"can_{side}"]
+    robot = make_i2rt_robot(channel, p["arm_type"], p["gripper_type"], p["sim"], p["zero_gravity_mode"])
+    driver: YamDriver | None = None
+    try:
+        import rclpy
+
+        driver = YamDriver(node, p, spec, robot, channel)
+        driver.start()
+        while rclpy.ok() and driver.fault is None and driver._thread.is_alive():
+            time.sleep(0.05)
+        if driver.fault is not None:
+            time.sleep(0.3)  # let the fault status reach subscribers
+            return 1
+        return 0
+    finally:
+        if driver is not None:
+            driver.stop()
+        try:
+            robot.close()
+        except Exception as exc:
+            print(f"yam_driver_node: warning: {spec.part}: robot close() failed: {exc}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import rclpy
+
+    from pear_agent.robot_config import RobotConfigError
+    from pear_agent.ros2.backend import declare_params, spin_in_background
+
+    rclpy.init(args=argv if argv is not None else sys.argv)
+    node = rclpy.create_node("yam_driver")
+    shutdown = spin_in_background(node)
+    code = 2
+    arm = "?"
+    try:
+        params = declare_params(node, PARAMS)
+        arm = params["arm"]
+        code = run(node, params)
+    except (StartupError, RobotConfigError, ValueError) as exc:
+        print(f"yam_driver_node: error: {arm}: {exc}", file=sys.stderr, flush=True)
+    except KeyboardInterrupt:
+        code = 0
+    finally:
+        shutdown()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
