@@ -4,6 +4,7 @@
 #   bash scripts/setup.sh          # runtime (simulation)
 #   bash scripts/setup.sh --dev    # + test and lint tools, and the ROS 2 Kilted wheels (DDS tests)
 #   bash scripts/setup.sh --ros2   # runtime + the ROS 2 Kilted wheels (agent_node, sim_robot_node)
+#   bash scripts/setup.sh --yam    # runtime + ROS 2 + I2RT's driver for a real YAM (yam_driver_node)
 # Environment: PEAR_VENV (default .venv), PEAR_SKIP_APT=1 to skip OS packages, PYTHON (python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +12,9 @@ cd "$(dirname "$0")/.."
 EXTRAS="sim"
 for arg in "$@"; do
   case "$arg" in
-    --dev) EXTRAS="sim,dev,ros2" ;;  # the tests include ROS 2 nodes talking over DDS
+    --dev) EXTRAS="sim,dev,ros2,yam" ;;  # the tests include ROS 2 nodes over DDS and the YAM driver
     --ros2) EXTRAS="$EXTRAS,ros2" ;;
+    --yam) EXTRAS="$EXTRAS,ros2,yam" ;;  # a real YAM: the i2rt driver node and its dependencies
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
