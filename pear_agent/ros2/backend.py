@@ -1,10 +1,20 @@
 """The ROS 2 backend: the same contract as the simulator, over ros2_control's topic interfaces.
 
-Reads `/joint_states` and camera topics (best-effort), commands each arm and gripper through its
+Reads `/joint_states` and camera topics, commands each arm and gripper through its stock
 joint_trajectory_controller (`/<controller>/joint_trajectory`, reliable), and decides reached /
-blocked from the joint states it reads back. It refuses to command on stale or incomplete joint
-states, and an e-stop (a `std_msgs/Bool` topic or a `std_srvs/Trigger` service) cancels the motion
-with an empty trajectory (the controller's "hold position") and sends nothing more.
+blocked from the joint states it reads back. Safety, in the controller's own terms:
+
+- It checks the stack before moving (joint states of every joint, a subscriber on every
+  controller's command topic, every camera publishing) and refuses with one line naming what
+  is missing; the policy is never called on a made-up state.
+- It plans, holds and judges stalls only from joint states younger than `joint_state_max_age_s`
+  (default 0.1 s at 50 Hz); every trajectory (holds and the home move too) is a ruckig
+  time-optimal, jerk-limited profile from the measured state within the speed cap and the
+  acceleration limit, or a one-point hold whose duration keeps the requested speed under the cap.
+- An e-stop (a `std_msgs/Bool` topic or a `std_srvs/Trigger` service) sends every controller a
+  one-point trajectory at the measured pose (which the JTC accepts and holds; it rejects an empty
+  one), cancels any FollowJointTrajectory goal, and latches: nothing is sent until the node
+  restarts. It is not a hardware e-stop: the robot's own button is.
 
 rclpy is imported here and in the nodes only; the turn loop never imports this module.
 """
@@ -12,6 +22,7 @@ rclpy is imported here and in the nodes only; the turn loop never imports this m
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from typing import Any
@@ -26,27 +37,58 @@ from pear_agent.robot_config import RobotConfig
 from pear_agent.ros2 import conversions as cv
 
 
+class ResetAborted(Exception):
+    """The episode ends before the first policy call: the stack check failed, the home move did not
+    reach home, or an e-stop came during the reset. `status` is "refused" or "stopped"."""
+
+    def __init__(self, status: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
 class RosSettings(BaseModel):
     """Backend parameters (ROS parameters of the agent node, same names)."""
 
     model_config = ConfigDict(extra="forbid")
 
     joint_states_topic: str = "/joint_states"
-    joint_state_max_age_s: float = Field(0.5, gt=0, description="older joint states: refuse to command")
-    wait_for_joint_states_s: float = Field(10.0, ge=0, description="at reset, wait this long for them")
+    joint_state_max_age_s: float = Field(
+        0.1, gt=0, description="plan, hold and judge only from joint states younger than this (50 Hz: 0.1)"
+    )
+    wait_for_fresh_state_s: float = Field(
+        0.3, ge=0, description="wait this long for a fresh one, else refuse"
+    )
+    wait_for_joint_states_s: float = Field(5.0, ge=0, description="stack check: wait this long for them")
+    wait_for_controllers_s: float = Field(3.0, ge=0, description="stack check: wait for controller topics")
+    controller_manager: str = Field(
+        "/controller_manager",
+        description="list_controllers is asked here where controller_manager_msgs exists",
+    )
     reach_tolerance_rad: float = Field(0.01, gt=0)
     still_velocity_rad_s: float = Field(0.03, gt=0)
     gripper_still_velocity: float = Field(0.004, gt=0, description="gripper joint units per second")
     stall_tracking_error_rad: float = Field(0.3, gt=0, description="tracking error that means a stall")
     settle_timeout_s: float = Field(3.0, gt=0)
     gripper_speed: float = Field(0.1, gt=0, description="gripper joint units per second (m/s: YAM)")
+    joint_acceleration_rad_s2: float = Field(4.0, gt=0, description="acceleration limit of every move")
+    joint_jerk_rad_s3: float = Field(40.0, gt=0, description="jerk limit of every move")
     trajectory_dt_s: float = Field(0.05, gt=0, description="spacing of trajectory points")
-    go_home_on_reset: bool = True
-    wait_for_images_s: float = Field(3.0, ge=0, description="at reset, wait this long for every camera")
+    hold_time_s: float = Field(0.1, gt=0, description="shortest time_from_start of a one-point hold")
+    go_home_on_reset: bool = Field(False, description="drive to the home pose before the first turn")
+    confirm_home: bool = Field(True, description="ask the operator before the home move")
+    wait_for_images_s: float = Field(3.0, ge=0, description="stack check: wait this long for every camera")
+    image_max_age_s: float = Field(1.0, gt=0, description="an older camera image ends the episode (refused)")
+    video_camera: str = Field(
+        "", description="camera recorded to episode.mp4 ('' = the first, 'none' = no video)"
+    )
     estop_topic: str = "/pear/estop"
     estop_service: str = "/pear/stop"
+    operator_service: str = "/pear/operator/judge"
+    operator_terminal: bool = Field(True, description="also ask on the terminal when stdin is one")
+    operator_timeout_s: float = Field(120.0, gt=0, description="wait this long for the operator's answer")
     task_status_topic: str = Field(
-        "/pear/sim/task_status", description="sim-only task status (success, privileged); '' = none"
+        "", description="sim-only task status (success, privileged facts): '' on a real robot"
     )
 
 
@@ -109,6 +151,7 @@ class _PartSpec:
         self.vmax = part.limits.joint_velocity_rad_s
         self.home = np.array(part.home.joints_rad, dtype=float)
         self.home_gripper = part.home.gripper
+        self.gripper_vmax = 0.1
         if part.controller is None:
             raise ValueError(
                 f"robot {robot.name}: part {name} has no `controller` (ROS 2 trajectory controller)"
@@ -144,11 +187,14 @@ class RosBackend:
         settings: RosSettings | None = None,
         kinematics: Kinematics | None = None,
     ) -> None:
+        from action_msgs.srv import CancelGoal
         from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
         from sensor_msgs.msg import CompressedImage, Image, JointState
         from std_msgs.msg import Bool, String
         from std_srvs.srv import Trigger
         from trajectory_msgs.msg import JointTrajectory
+
+        from pear_agent.ros2.operator import Operator
 
         self.robot = robot
         self.task = task
@@ -156,24 +202,37 @@ class RosBackend:
         self.settings = s = settings or RosSettings()
         kin = kinematics or Kinematics(robot)
         self.parts = {name: _PartSpec(robot, kin, name) for name in robot.parts}
+        for p in self.parts.values():
+            p.gripper_vmax = s.gripper_speed
         self._lock = threading.Lock()
         self._pub_lock = threading.RLock()  # an e-stop and a send never interleave
         self._joints: dict[str, tuple[float, float, float]] = {}  # name -> (pos, vel, receipt time)
-        self._images: dict[str, tuple[Any, bool]] = {}
+        self._images: dict[str, tuple[Any, bool, float]] = {}  # camera -> (msg, compressed, receipt)
         self._decoded: dict[str, np.ndarray] = {}
         self._status: dict[str, Any] = {}
         self._status_t = 0.0
         self._estop_reason: str | None = None
+        self._stack_ok = False
         self._t0 = time.monotonic()
         self._JointTrajectory = JointTrajectory
+        self._CancelGoal = CancelGoal
+        self.judged = False
+        """Set once judge_success() has run (so agent_node knows whether the loop called it)."""
+        self.operator_verdict: dict[str, Any] = {}
+        self.log: Any = None
+        """A callable taking a dict (RunWriter.log): image stamps per observation go there."""
+        self._sink: FrameSink | None = None
+        self._sink_period_s = 0.1
+        self._sink_last = (0.0, 0.0)  # (receipt time of the last frame sent, monotonic time sent)
+        self.video_camera = self._pick_video_camera(s.video_camera)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self._pubs: dict[str, Any] = {}
+        self._cancel: dict[str, Any] = {}
         for p in self.parts.values():
-            self._pubs[p.topic] = node.create_publisher(JointTrajectory, p.topic, reliable)
-            if p.gripper_topic:
-                self._pubs[p.gripper_topic] = node.create_publisher(
-                    JointTrajectory, p.gripper_topic, reliable
-                )
+            for topic in filter(None, (p.topic, p.gripper_topic)):
+                self._pubs[topic] = node.create_publisher(JointTrajectory, topic, reliable)
+                action = topic.rsplit("/", 1)[0] + "/follow_joint_trajectory/_action/cancel_goal"
+                self._cancel[topic] = node.create_client(CancelGoal, action)
         self.published: list[tuple[float, str, Any]] = []
         """(monotonic time, topic, message) of every trajectory sent: for logs and tests."""
         node.create_subscription(
@@ -193,6 +252,19 @@ class RosBackend:
         node.create_service(Trigger, s.estop_service, self._on_estop_srv)
         if s.task_status_topic:
             node.create_subscription(String, s.task_status_topic, self._on_status, reliable)
+        self.operator = Operator(node, s.operator_service, s.operator_terminal)
+
+    def _pick_video_camera(self, wanted: str) -> str | None:
+        cams = [n for n, c in self.robot.cameras.items() if c.topic]
+        if wanted == "none":
+            return None
+        if not wanted:
+            return cams[0] if cams else None
+        if wanted not in cams:
+            raise ValueError(
+                f"video_camera {wanted!r}: not a camera with a topic in robot {self.robot.name} ({cams})"
+            )
+        return wanted
 
     # -- callbacks (executor thread) ----------------------------------------------------
     def _on_joint_state(self, msg: Any) -> None:
@@ -205,7 +277,7 @@ class RosBackend:
 
     def _on_image(self, camera: str, msg: Any, compressed: bool) -> None:
         with self._lock:
-            self._images[camera] = (msg, compressed)
+            self._images[camera] = (msg, compressed, time.monotonic())
             self._decoded.pop(camera, None)
 
     def _on_status(self, msg: Any) -> None:
@@ -229,17 +301,41 @@ class RosBackend:
 
     # -- e-stop -------------------------------------------------------------------------
     def emergency_stop(self, reason: str) -> None:
-        """Latching: cancel the motion (an empty trajectory makes joint_trajectory_controller hold
-        its current position; the YAM drops if torque is cut) and never command again."""
+        """Latching: every controller gets a one-point trajectory at the measured pose (the stock
+        JTC accepts and holds it), any FollowJointTrajectory goal is cancelled, and nothing is
+        sent again until the node restarts. The hold lasts long enough that it requests no more
+        than the speed cap even from an old measurement."""
         with self._pub_lock:
             if self._estop_reason is not None:
                 return
             self._estop_reason = reason
+            missing = []
             for p in self.parts.values():
-                self._publish_raw(p.topic, p.joints, None)
-                if p.gripper_topic:
-                    self._publish_raw(p.gripper_topic, [p.g_joint], None)
-        self.node.get_logger().warning(f"{reason}: holding the last pose")
+                if not self._hold_part(p, p.topic, p.joints, p.vmax):
+                    missing.append(p.topic)
+                if p.gripper_topic and not self._hold_part(p, p.gripper_topic, [p.g_joint], p.gripper_vmax):
+                    missing.append(p.gripper_topic)
+            self._cancel_goals()
+        extra = f"; no joint states to hold at for {', '.join(missing)}" if missing else ""
+        self.node.get_logger().warning(f"{reason}: holding the measured pose, sending nothing more{extra}")
+
+    def _hold_part(self, p: _PartSpec, topic: str, names: list[str], vmax: float) -> bool:
+        """Publish a one-point hold at the measured pose (False when there is none)."""
+        q, v, age = self._read_aged(names)
+        if np.any(np.isnan(q)):
+            return False
+        lo, hi = (p.lower, p.upper) if names == p.joints else (np.array([p.g_lo]), np.array([p.g_hi]))
+        amax = self.settings.joint_acceleration_rad_s2 if names == p.joints else 10 * vmax
+        duration = cv.hold_time_s(age, v, amax, self.settings.hold_time_s)
+        self._publish_raw(topic, cv.hold_plan(names, q, lo, hi, duration))
+        return True
+
+    def _cancel_goals(self) -> None:
+        """Cancel every FollowJointTrajectory goal where the controller offers the action (a zero
+        goal id and stamp = all goals). Fire and forget: the hold above already stops the arm."""
+        for client in self._cancel.values():
+            if client.service_is_ready():
+                client.call_async(self._CancelGoal.Request())
 
     @property
     def stopped_reason(self) -> str | None:
@@ -250,26 +346,46 @@ class RosBackend:
         with self._lock:
             return dict(self._status)
 
+    def _read_aged(self, names: list[str]) -> tuple[np.ndarray, np.ndarray, float]:
+        """Positions, velocities and the age of the oldest of them (inf when one is missing)."""
+        now = time.monotonic()
+        with self._lock:
+            rows = [self._joints.get(n) for n in names]
+        if any(r is None for r in rows):
+            return np.full(len(names), np.nan), np.full(len(names), np.nan), float("inf")
+        pos = np.array([r[0] for r in rows])
+        vel = np.array([r[1] for r in rows])
+        return pos, vel, now - min(r[2] for r in rows)
+
+    def _read(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        pos, vel, _ = self._read_aged(names)
+        return pos, vel
+
     def joint_check(self, names: list[str]) -> str | None:
         """Why commanding is unsafe now (missing or stale joint states), or None."""
+        topic = self.settings.joint_states_topic
         now = time.monotonic()
         with self._lock:
             missing = [n for n in names if n not in self._joints]
             ages = [now - self._joints[n][2] for n in names if n in self._joints]
         if len(missing) == len(names):
-            return "no joint states received"
+            return f"no joint states on {topic}"
         if missing:
-            return f"joint states lack {', '.join(missing)}"
+            return f"joint states on {topic} lack {', '.join(missing)}"
         age = max(ages)
         if age > self.settings.joint_state_max_age_s:
-            return f"joint states are {age:.1f} s old (limit {self.settings.joint_state_max_age_s:g} s)"
+            limit = self.settings.joint_state_max_age_s
+            return f"joint states on {topic} are {age:.2f} s old (limit {limit:g} s)"
         return None
 
-    def _read(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        with self._lock:
-            pos = np.array([self._joints[n][0] if n in self._joints else np.nan for n in names])
-            vel = np.array([self._joints[n][1] if n in self._joints else np.nan for n in names])
-        return pos, vel
+    def fresh_check(self, names: list[str]) -> str | None:
+        """joint_check after waiting up to `wait_for_fresh_state_s` for a fresh message."""
+        deadline = time.monotonic() + self.settings.wait_for_fresh_state_s
+        why = self.joint_check(names)
+        while why is not None and time.monotonic() < deadline:
+            time.sleep(0.005)
+            why = self.joint_check(names)
+        return why
 
     def _required_joints(self) -> list[str]:
         out = []
@@ -287,24 +403,154 @@ class RosBackend:
             time.sleep(0.02)
         return self.joint_check(self._required_joints()) is None
 
+    # -- the stack check ----------------------------------------------------------------
+    def check_stack(self) -> str | None:
+        """Before anything moves: joint states of every joint, a controller behind every command
+        topic (active, where list_controllers can be asked), every camera publishing. One line
+        naming what is missing, or None. Bounded by the three wait settings."""
+        s = self.settings
+        log = self.node.get_logger()
+        domain = os.environ.get("ROS_DOMAIN_ID", "0")
+        topic = s.joint_states_topic
+        required = self._required_joints()
+        deadline = time.monotonic() + s.wait_for_joint_states_s
+        next_note = 0.0
+        while self.joint_check(required) is not None and time.monotonic() < deadline:
+            if time.monotonic() >= next_note:
+                log.info(f"waiting for joint states on {topic} (ROS_DOMAIN_ID={domain})")
+                next_note = time.monotonic() + 2.0
+            time.sleep(0.02)
+        why = self.joint_check(required)
+        if why is not None:
+            with self._lock:
+                heard = bool(self._joints)
+            if not heard:
+                return (
+                    f"no joint states on {topic} within {s.wait_for_joint_states_s:g} s "
+                    f"(ROS_DOMAIN_ID={domain}): is the robot's joint_state_broadcaster running on "
+                    "this domain?"
+                )
+            return f"{why}: check the joint names in robots/{self.robot.name}.yaml against the robot's"
+        topics = {}
+        for name, p in self.parts.items():
+            topics[p.topic] = (name, self.robot.parts[name].controller)
+            if p.gripper_topic and p.gripper is not None:
+                topics[p.gripper_topic] = (name, p.gripper.controller)
+        deadline = time.monotonic() + s.wait_for_controllers_s
+        missing = list(topics)
+        while missing and time.monotonic() < deadline:
+            missing = [t for t in topics if self.node.count_subscribers(t) == 0]
+            if missing:
+                time.sleep(0.05)
+        if missing:
+            names = ", ".join(f"{t} (controller {topics[t][1]} of {topics[t][0]})" for t in missing)
+            return (
+                f"no controller subscribes to {names} within {s.wait_for_controllers_s:g} s: is it loaded "
+                f"and active under that name (robots/{self.robot.name}.yaml)?"
+            )
+        inactive = self._inactive_controllers([c for _, c in topics.values()])
+        if inactive:
+            return f"controller_manager reports {inactive}: activate them before running the agent"
+        why = self._wait_images(s.wait_for_images_s)
+        if why is not None:
+            return why
+        self._stack_ok = True
+        return None
+
+    def _inactive_controllers(self, names: list[str]) -> str | None:
+        """Ask controller_manager's list_controllers where its message package is installed (it
+        is not among the PyPI ROS wheels): the controllers that are not 'active', or None."""
+        try:
+            from controller_manager_msgs.srv import ListControllers  # type: ignore[import-not-found]
+        except ImportError:
+            return None
+        client = self.node.create_client(
+            ListControllers, f"{self.settings.controller_manager}/list_controllers"
+        )
+        try:
+            if not client.wait_for_service(timeout_sec=1.0):
+                return None
+            future = client.call_async(ListControllers.Request())
+            deadline = time.monotonic() + 2.0
+            while not future.done() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if not future.done() or future.result() is None:
+                return None
+            states = {c.name: c.state for c in future.result().controller}
+        finally:
+            self.node.destroy_client(client)
+        bad = [f"{n} {states.get(n, 'not loaded')}" for n in names if states.get(n) != "active"]
+        return ", ".join(bad) or None
+
+    def _wait_images(self, timeout_s: float) -> str | None:
+        """Every camera with a topic publishing fresh images, or why not."""
+        cams = {n: c.topic for n, c in self.robot.cameras.items() if c.topic}
+        deadline = time.monotonic() + timeout_s
+        while True:
+            why = self.camera_check(cams)
+            if why is None or time.monotonic() >= deadline:
+                return why if why is None or "old" in why else f"{why} within {timeout_s:g} s"
+            time.sleep(0.02)
+
+    def camera_check(self, cams: dict[str, str] | None = None) -> str | None:
+        """A camera with no image, or one older than `image_max_age_s`, or None."""
+        cams = cams or {n: c.topic for n, c in self.robot.cameras.items() if c.topic}
+        now = time.monotonic()
+        with self._lock:
+            seen = {n: v[2] for n, v in self._images.items()}
+        missing = [n for n in cams if n not in seen]
+        if missing:
+            return "no image from camera " + ", ".join(f"{n} on {cams[n]}" for n in missing)
+        limit = self.settings.image_max_age_s
+        old = [(n, now - seen[n]) for n in cams if now - seen[n] > limit]
+        if old:
+            return (
+                "camera "
+                + ", ".join(f"{n}: last image on {cams[n]} is {a:.1f} s old" for n, a in old)
+                + (f" (limit {limit:g} s)")
+            )
+        return None
+
     # -- Backend protocol ---------------------------------------------------------------
     def reset(self, seed: int) -> Observation:
-        """Wait for joint states, then (optionally) drive home. Never hangs: without joint states
-        the observation reports the home pose and the first execute() refuses, saying why."""
+        """Check the stack, (optionally, after the operator agrees) drive home at the limits,
+        then observe from fresh data. Raises ResetAborted (no policy call) when the stack is
+        incomplete, the home move does not reach home, or an e-stop comes."""
+        s = self.settings
         self._t0 = time.monotonic()
-        ready = self.wait_for_joint_states(self.settings.wait_for_joint_states_s)
-        if ready and self.settings.go_home_on_reset and self._estop_reason is None:
-            self.execute(
-                {
-                    n: PartCommand(joints_rad=p.home, gripper=p.home_gripper if p.gripper else None)
-                    for n, p in self.parts.items()
-                }
-            )
+        if self._estop_reason is not None:
+            raise ResetAborted("stopped", f"{self._estop_reason}; no further motion")
+        if not self._stack_ok:
+            why = self.check_stack()
+            if why is not None:
+                raise ResetAborted("refused", why)
+        if s.go_home_on_reset:
+            go = True
+            if s.confirm_home:
+                answer, who = self.operator.ask("move both arms to the home pose now?", s.operator_timeout_s)
+                go = bool(answer)
+                self.node.get_logger().info(f"home move {'confirmed' if go else 'skipped'} ({who})")
+            if go:
+                outcome = self.execute(
+                    {
+                        n: PartCommand(joints_rad=p.home, gripper=p.home_gripper if p.gripper else None)
+                        for n, p in self.parts.items()
+                    }
+                )
+                if outcome.status == "stopped":
+                    raise ResetAborted("stopped", f"during the home move: {outcome.detail}")
+                if outcome.status != "reached":
+                    raise ResetAborted("refused", f"the home move ended {outcome.describe()}")
         self._t0 = time.monotonic()
-        self._wait_images(self.settings.wait_for_images_s)
-        if self.settings.task_status_topic:
-            self._wait_status(min(2.0, self.settings.wait_for_joint_states_s))
-        return self.observe()
+        why = self.fresh_check(self._required_joints()) or self.camera_check()
+        if why is not None:
+            raise ResetAborted("refused", why)
+        if s.task_status_topic:
+            self._wait_status(2.0)
+        obs = self.observe()
+        if self._estop_reason is not None:
+            raise ResetAborted("stopped", f"{self._estop_reason}; no further motion")
+        return obs
 
     def _fresh_status(self, timeout_s: float = 0.3) -> dict[str, Any]:
         """A simulator's task status sent after this call (it publishes at ~10 Hz), so success and
@@ -315,23 +561,13 @@ class RosBackend:
                 time.sleep(0.005)
         return self.status()
 
-    def _wait_images(self, timeout_s: float) -> None:
-        wanted = {n for n, c in self.robot.cameras.items() if c.topic}
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            with self._lock:
-                if wanted <= set(self._images):
-                    return
-            time.sleep(0.02)
-
     def _wait_status(self, timeout_s: float) -> None:
         deadline = time.monotonic() + timeout_s
         while not self.status() and time.monotonic() < deadline:
             time.sleep(0.02)
 
     def observe(self, render: bool = True) -> Observation:
-        """The latest data; never waits. Joints not heard of yet read as the home pose (execute
-        refuses to move on them)."""
+        """The latest data; never waits (reset and execute have checked that they are fresh)."""
         joints, gripper = {}, {}
         for name, p in self.parts.items():
             pos, _ = self._read(p.joints)
@@ -340,6 +576,9 @@ class RosBackend:
                 gpos, _ = self._read([p.g_joint])
                 gripper[name] = p.home_gripper if np.isnan(gpos[0]) else p.gripper_opening(float(gpos[0]))
         images = self._latest_images() if render else {}
+        if render and self.log is not None:
+            self.log({"kind": "images", "time_s": time.monotonic() - self._t0, "cameras": self.image_info()})
+        self._pump_video()
         status = self._fresh_status()
         return Observation(
             joints_rad=joints,
@@ -350,30 +589,68 @@ class RosBackend:
             privileged=status.get("privileged", {}) or {},
         )
 
+    def image_info(self) -> dict[str, dict[str, Any]]:
+        """Per camera: the header stamp, the age at receipt-to-now and the native size."""
+        now = time.monotonic()
+        out = {}
+        with self._lock:
+            items = dict(self._images)
+        for cam, (msg, compressed, t) in items.items():
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            info: dict[str, Any] = {"stamp_s": round(stamp, 6), "age_s": round(now - t, 4)}
+            if not compressed:
+                info["native"] = [int(msg.width), int(msg.height)]
+            out[cam] = info
+        return out
+
+    def _decode(self, cam: str, msg: Any, compressed: bool) -> np.ndarray | None:
+        try:
+            img = cv.compressed_to_rgb(msg) if compressed else cv.image_to_rgb(msg)
+        except cv.ImageDecodeError as exc:
+            self.node.get_logger().warning(f"camera {cam}: {exc}")
+            return None
+        c = self.robot.cameras[cam]
+        return cv.fit_image(img, c.width, c.height)
+
     def _latest_images(self) -> dict[str, np.ndarray]:
+        """Each camera's latest image, resized to the robot YAML's declared resolution."""
         out = {}
         with self._lock:
             pending = {k: v for k, v in self._images.items() if k not in self._decoded}
             out.update(self._decoded)
-        for cam, (msg, compressed) in pending.items():
-            try:
-                img = cv.compressed_to_rgb(msg) if compressed else cv.image_to_rgb(msg)
-            except cv.ImageDecodeError as exc:
-                self.node.get_logger().warning(f"camera {cam}: {exc}")
+        for cam, (msg, compressed, _) in pending.items():
+            img = self._decode(cam, msg, compressed)
+            if img is None:
                 continue
             with self._lock:
                 self._decoded[cam] = img
             out[cam] = img
         return {k: out[k] for k in self.robot.cameras if k in out}
 
-    def _publish_raw(self, topic: str, joint_names: list[str], plan: cv.TrajectoryPlan | None) -> None:
+    def _pump_video(self) -> None:
+        """Hand the video camera's newest frame to the sink, at most at the sink's rate (called
+        from the caller's thread while it waits on a motion and at each observation)."""
+        if self._sink is None or self.video_camera is None:
+            return
+        now = time.monotonic()
+        last_t, last_sent = self._sink_last
+        if now - last_sent < self._sink_period_s:
+            return
+        with self._lock:
+            item = self._images.get(self.video_camera)
+        if item is None or item[2] <= last_t:
+            return
+        img = self._decode(self.video_camera, item[0], item[1])
+        if img is not None:
+            self._sink(img)
+        self._sink_last = (item[2], now)
+
+    def _publish_raw(self, topic: str, plan: cv.TrajectoryPlan) -> None:
         from builtin_interfaces.msg import Duration
         from trajectory_msgs.msg import JointTrajectoryPoint
 
         msg = self._JointTrajectory()
-        msg.joint_names = list(joint_names)
-        if plan is not None:
-            cv.fill_trajectory(msg, plan, JointTrajectoryPoint, Duration)
+        cv.fill_trajectory(msg, plan, JointTrajectoryPoint, Duration)
         self.published.append((time.monotonic(), topic, msg))
         self._pubs[topic].publish(msg)
 
@@ -382,7 +659,7 @@ class RosBackend:
         with self._pub_lock:
             if self._estop_reason is not None:
                 return False
-            self._publish_raw(topic, plan.joint_names, plan)
+            self._publish_raw(topic, plan)
             return True
 
     def execute(self, commands: dict[str, PartCommand]) -> Outcome:
@@ -397,59 +674,81 @@ class RosBackend:
             if cmd.gripper is not None and p.gripper is not None:
                 needed.append(p.g_joint)
         if needed:
-            why = self.joint_check(needed)
+            why = self.fresh_check(needed)
             if why is not None:
                 return Outcome("refused", f"{why}; no command was sent")
         start = time.monotonic()
         plans: dict[str, cv.TrajectoryPlan] = {}
-        grippers: dict[str, float] = {}
+        gplans: dict[str, cv.TrajectoryPlan] = {}
         for name, cmd in commands.items():
             p = self.parts[name]
             if cmd.joints_rad is not None:
-                q0, _ = self._read(p.joints)
-                plans[name] = cv.min_jerk_plan(
+                q0, v0 = self._read(p.joints)
+                plans[name] = cv.ruckig_plan(
                     p.joints,
                     q0,
                     np.asarray(cmd.joints_rad, float),
                     p.vmax,
+                    s.joint_acceleration_rad_s2,
+                    s.joint_jerk_rad_s3,
                     p.lower,
                     p.upper,
                     s.trajectory_dt_s,
+                    v0=v0,
                 )
             if cmd.gripper is not None and p.gripper is not None and p.gripper_topic:
-                g0, _ = self._read([p.g_joint])
-                target = p.gripper_position(cmd.gripper)
-                dur = max(cv.MIN_SEGMENT_S, abs(target - float(g0[0])) / s.gripper_speed)
-                grippers[name] = dur
-                gplan = cv.TrajectoryPlan(
+                g0, gv0 = self._read([p.g_joint])
+                target = float(np.clip(p.gripper_position(cmd.gripper), p.g_lo, p.g_hi))
+                gplans[name] = cv.ruckig_plan(
                     [p.g_joint],
-                    np.array([dur]),
-                    np.array([[float(np.clip(target, p.g_lo, p.g_hi))]]),
-                    np.zeros((1, 1)),
+                    g0,
+                    np.array([target]),
+                    p.gripper_vmax,
+                    10 * p.gripper_vmax,
+                    100 * p.gripper_vmax,
+                    np.array([p.g_lo]),
+                    np.array([p.g_hi]),
+                    s.trajectory_dt_s,
+                    v0=gv0,
                 )
-                if not self._send(p.gripper_topic, gplan):
-                    return Outcome("stopped", f"{self._estop_reason}; no further motion")
+        for name, gplan in gplans.items():
+            if not self._send(self.parts[name].gripper_topic or "", gplan):
+                return Outcome("stopped", f"{self._estop_reason}; no further motion")
         for name, plan in plans.items():
             if not self._send(self.parts[name].topic, plan):
                 return Outcome("stopped", f"{self._estop_reason}; no further motion")
-        duration = max([pl.duration_s for pl in plans.values()] + list(grippers.values()) + [0.0])
-        return self._wait(plans, grippers, start, duration)
+        duration = max([pl.duration_s for pl in [*plans.values(), *gplans.values()]] + [0.0])
+        outcome = self._wait(plans, gplans, start, duration)
+        if outcome.status in ("reached", "blocked", "timeout"):
+            why = self.camera_check()
+            if why is not None:
+                return Outcome("refused", f"{why}: the model is not shown an old image", outcome.duration_s)
+        return outcome
 
     def _wait(
-        self, plans: dict[str, cv.TrajectoryPlan], grippers: dict[str, float], start: float, duration: float
+        self,
+        plans: dict[str, cv.TrajectoryPlan],
+        gplans: dict[str, cv.TrajectoryPlan],
+        start: float,
+        duration: float,
     ) -> Outcome:
         s = self.settings
         judge = SettleJudge(duration, s.reach_tolerance_rad, s.settle_timeout_s)
         watched = self._required_joints()
         while True:
-            time.sleep(0.01)
+            time.sleep(0.005)
+            self._pump_video()
             t = time.monotonic() - start
             if self._estop_reason is not None:
-                return Outcome("stopped", f"{self._estop_reason}; holding the last pose", t)
+                return Outcome("stopped", f"{self._estop_reason}; holding the measured pose", t)
             why = self.joint_check(watched)
             if why is not None:
-                self._hold_all(plans)
-                return Outcome("refused", f"{why} during the motion; holding and sending nothing more", t)
+                self._hold_all(plans, gplans)
+                return Outcome(
+                    "refused",
+                    f"{why} during the motion; held at the last measured pose, sending nothing more",
+                    t,
+                )
             errors = {}
             for name, plan in plans.items():
                 q, _ = self._read(plan.joint_names)
@@ -480,19 +779,28 @@ class RosBackend:
                     return False
         return True
 
-    def _hold_all(self, plans: dict[str, cv.TrajectoryPlan]) -> None:
-        for name in plans:
-            p = self.parts[name]
-            q, _ = self._read(p.joints)
-            if not np.any(np.isnan(q)):
-                self._send(p.topic, cv.hold_plan(p.joints, q, p.lower, p.upper))
+    def _hold_all(self, plans: dict[str, cv.TrajectoryPlan], gplans: dict[str, cv.TrajectoryPlan]) -> None:
+        """A one-point hold at the last measured pose for every part in motion; its duration
+        keeps the requested speed under the cap however old that measurement is."""
+        with self._pub_lock:
+            if self._estop_reason is not None:
+                return
+            for name in plans:
+                p = self.parts[name]
+                self._hold_part(p, p.topic, p.joints, p.vmax)
+            for name in gplans:
+                p = self.parts[name]
+                if p.gripper_topic:
+                    self._hold_part(p, p.gripper_topic, [p.g_joint], p.gripper_vmax)
 
     def _blocked(self, name: str, plan: cv.TrajectoryPlan, t: float, why: str) -> Outcome:
         p = self.parts[name]
         q, _ = self._read(p.joints)
         err = plan.positions[-1] - q
         bad = [p.joints[i] for i in np.flatnonzero(np.abs(err) >= self.settings.reach_tolerance_rad)]
-        self._send(p.topic, cv.hold_plan(p.joints, q, p.lower, p.upper))  # hold where it is
+        with self._pub_lock:
+            if self._estop_reason is None:
+                self._hold_part(p, p.topic, p.joints, p.vmax)  # hold where it is
         detail = f"{name} {why}; joints short of target: {', '.join(bad)} (max {np.max(np.abs(err)):.3f} rad)"
         return Outcome("blocked", detail, t, bad)
 
@@ -500,7 +808,25 @@ class RosBackend:
         """A real robot's clock runs by itself: nothing to do."""
 
     def set_frame_sink(self, sink: FrameSink | None, fps: float = 10.0) -> None:
-        """No video from the live robot (record the camera topics with `ros2 bag` instead)."""
+        """Frames of `video_camera` (resized like the model's images) go to `sink` at up to `fps`
+        while a motion runs and at each observation."""
+        self._sink = sink
+        self._sink_period_s = 1.0 / fps if fps > 0 else 0.1
+        self._sink_last = (0.0, 0.0)
+
+    # -- the operator (seam 2) ----------------------------------------------------------
+    def judge_success(self, end_reason: str, detail: str) -> bool | None:
+        """On a robot without a simulator's success check, the operator judges the episode
+        (std_srvs/SetBool on `operator_service`, or the terminal). Stopped, refused and errored
+        episodes are not asked about (None: the loop's failure stands); no answer = None."""
+        self.judged = True
+        if self.settings.task_status_topic or end_reason in ("stopped", "refused", "error"):
+            return None
+        answer, who = self.operator.ask(
+            f"episode ended ({end_reason}: {detail}) - success?", self.settings.operator_timeout_s
+        )
+        self.operator_verdict = {"success": answer, "by": who, "end_reason": end_reason}
+        return answer
 
     def stop(self) -> None:
         self.emergency_stop("stop() called")

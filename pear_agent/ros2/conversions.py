@@ -67,6 +67,24 @@ def fill_compressed(msg: Any, rgb: np.ndarray, quality: int = 85) -> Any:
     return msg
 
 
+def fit_image(rgb: np.ndarray, width: int, height: int) -> np.ndarray:
+    """Centre-crop to the declared aspect ratio, then resize to width x height (area filter):
+    a 1280x720 camera reaches the model at the robot YAML's resolution, undistorted."""
+    h, w = rgb.shape[:2]
+    if (w, h) == (width, height):
+        return rgb
+    target = width / height
+    if w / h > target:
+        cw = max(1, round(h * target))
+        x0 = (w - cw) // 2
+        rgb = rgb[:, x0 : x0 + cw]
+    elif w / h < target:
+        ch = max(1, round(w / target))
+        y0 = (h - ch) // 2
+        rgb = rgb[y0 : y0 + ch]
+    return np.ascontiguousarray(cv2.resize(rgb, (width, height), interpolation=cv2.INTER_AREA))
+
+
 def is_compressed_topic(topic: str) -> bool:
     """image_transport's convention: a CompressedImage topic ends with /compressed."""
     return topic.rstrip("/").endswith("/compressed")
@@ -95,36 +113,112 @@ class TrajectoryPlan:
         )
 
 
-def min_jerk_plan(
+def ruckig_plan(
     joint_names: list[str],
     q0: np.ndarray,
     q1: np.ndarray,
     vmax: float,
+    amax: float,
+    jmax: float,
     lower: np.ndarray,
     upper: np.ndarray,
     dt: float = 0.05,
+    v0: np.ndarray | None = None,
 ) -> TrajectoryPlan:
-    """A minimum-jerk joint move whose peak speed is exactly the cap (peak = 1.875 x mean speed),
-    sampled every `dt`, clipped into [lower, upper], ending at rest."""
+    """A time-optimal, jerk-limited move (ruckig) from the measured state (q0, v0) to rest at q1,
+    within the speed cap and acceleration limit, sampled every `dt`, clipped into [lower, upper]."""
+    from ruckig import InputParameter, Result, Ruckig, Trajectory
+
+    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
     q0 = np.clip(np.asarray(q0, float), lower, upper)
     q1 = np.clip(np.asarray(q1, float), lower, upper)
-    delta = q1 - q0
-    duration = max(MIN_SEGMENT_S, 1.875 * float(np.max(np.abs(delta))) / vmax)
-    n = max(1, math.ceil(duration / dt - 1e-9))
-    tau = np.arange(1, n + 1) / n
-    times = tau * duration
-    s = 10 * tau**3 - 15 * tau**4 + 6 * tau**5
-    ds = (30 * tau**2 - 60 * tau**3 + 30 * tau**4) / duration
-    pos = np.clip(q0 + np.outer(s, delta), lower, upper)
-    vel = np.outer(ds, delta)
-    vel[-1] = 0.0
-    pos[-1] = q1
+    n = q0.size
+    v0 = np.zeros(n) if v0 is None else np.clip(np.nan_to_num(np.asarray(v0, float)), -vmax, vmax)
+    inp = InputParameter(n)
+    inp.current_position, inp.current_velocity, inp.current_acceleration = list(q0), list(v0), [0.0] * n
+    inp.target_position, inp.target_velocity, inp.target_acceleration = list(q1), [0.0] * n, [0.0] * n
+    inp.max_velocity, inp.max_acceleration, inp.max_jerk = [vmax] * n, [amax] * n, [jmax] * n
+    traj = Trajectory(n)
+    result = Ruckig(n).calculate(inp, traj)
+    if result not in (Result.Working, Result.Finished):
+        raise ValueError(f"no trajectory within the limits ({result})")
+    duration = max(MIN_SEGMENT_S, float(traj.duration))
+    steps = max(1, math.ceil(duration / dt - 1e-9))
+    times = np.arange(1, steps + 1) / steps * duration
+    pos = np.empty((steps, n))
+    vel = np.empty((steps, n))
+    for i, t in enumerate(times):
+        p, v, _ = traj.at_time(min(float(t), float(traj.duration)))
+        pos[i], vel[i] = p, v
+    pos = np.clip(pos, lower, upper)
+    vel = np.clip(vel, -vmax, vmax)
+    pos[-1], vel[-1] = q1, 0.0
     return TrajectoryPlan(list(joint_names), times, pos, vel)
 
 
-def hold_plan(joint_names: list[str], q: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> TrajectoryPlan:
+def hold_time_s(
+    state_age_s: float, velocity: np.ndarray | None, amax: float, minimum_s: float = MIN_SEGMENT_S
+) -> float:
+    """How long a one-point hold at the last measured pose takes so that it requests no more than
+    the speed cap: the arm may have moved up to (cap x age) since that measurement, so the hold
+    lasts at least the age (plus margin), and long enough to brake from the measured speed."""
+    speed = float(np.max(np.abs(np.nan_to_num(velocity)))) if velocity is not None and len(velocity) else 0.0
+    return max(minimum_s, 1.25 * max(0.0, state_age_s) + 0.02, speed / amax)
+
+
+def hold_plan(
+    joint_names: list[str],
+    q: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    duration_s: float = MIN_SEGMENT_S,
+) -> TrajectoryPlan:
+    """One point at `q` (the measured pose), zero velocity, `duration_s` ahead: what
+    joint_trajectory_controller accepts and holds (it rejects an empty trajectory)."""
     q = np.clip(np.asarray(q, float), lower, upper)
-    return TrajectoryPlan(list(joint_names), np.array([MIN_SEGMENT_S]), q[None, :], np.zeros((1, q.size)))
+    return TrajectoryPlan(list(joint_names), np.array([duration_s]), q[None, :], np.zeros((1, q.size)))
+
+
+def jtc_rejection(msg: Any, controller_joints: list[str], now_s: float | None = None) -> str | None:
+    """Why ros2_controllers' joint_trajectory_controller (humble..kilted, `validate_trajectory_msg`,
+    partial goals off, no effort interface) would reject this trajectory, or None if it accepts it.
+    sim_robot_node applies this so it never accepts what the real controller rejects."""
+    names = list(msg.joint_names)
+    n = len(names)
+    if n != len(controller_joints):
+        return "Joints on incoming trajectory don't match the controller joints."
+    if not names:
+        return "Empty joint names on incoming trajectory."
+    if not msg.points:
+        return "Empty trajectory received."
+    for name in names:
+        if name not in controller_joints:
+            return f"Incoming joint {name} doesn't match the controller's joints."
+    for i, v in enumerate(msg.points[-1].velocities):
+        if abs(v) > np.finfo(np.float32).eps:
+            return f"Velocity of last trajectory point of joint {names[i]} is not zero: {v:.15f}"
+    stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+    if stamp_s != 0.0 and now_s is not None:
+        last = msg.points[-1].time_from_start
+        if stamp_s + last.sec + last.nanosec * 1e-9 < now_s:
+            return "Received trajectory with non-zero start time that ends in the past"
+    prev = 0.0
+    for i, pt in enumerate(msg.points):
+        t = pt.time_from_start.sec + pt.time_from_start.nanosec * 1e-9
+        if i > 0 and t <= prev:
+            return f"Time between points {i - 1} and {i} is not strictly increasing, it is {prev:f} and {t:f}"
+        prev = t
+        if len(pt.positions) != n:
+            return (
+                f"Mismatch between joint_names size ({n}) and positions ({len(pt.positions)}) at point #{i}."
+            )
+        for field in ("velocities", "accelerations"):
+            size = len(getattr(pt, field))
+            if size and size != n:
+                return f"Mismatch between joint_names size ({n}) and {field} ({size}) at point #{i}."
+        if len(pt.effort):
+            return "Trajectories with effort fields are only supported for the 'effort' command interface."
+    return None
 
 
 def fill_trajectory(msg: Any, plan: TrajectoryPlan, point_cls: type, duration_cls: type) -> Any:
@@ -170,7 +264,8 @@ def trajectory_violations(
         bad.append(f"joint names {names} != {list(expected_joints)}")
         return bad
     if not len(times):
-        return bad  # an empty trajectory: "stop and hold" for joint_trajectory_controller
+        bad.append("empty trajectory (joint_trajectory_controller rejects it)")
+        return bad
     if times[0] <= 0 or np.any(np.diff(times) <= 0):
         bad.append(f"times not strictly increasing from > 0: {times.tolist()}")
     if np.any(pos < lower - tol) or np.any(pos > upper + tol):

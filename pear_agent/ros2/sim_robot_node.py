@@ -2,8 +2,11 @@
 
 Publishes `/joint_states` (every arm and finger joint, position + velocity), one image topic per
 camera (sensor_msgs/Image rgb8, or CompressedImage JPEG where the topic ends in /compressed), and
-follows trajectory_msgs/JointTrajectory on `/<controller>/joint_trajectory` like
-joint_trajectory_controller (full joint sets; an empty trajectory = hold the current position).
+follows trajectory_msgs/JointTrajectory on `/<controller>/joint_trajectory` like ros2_controllers'
+joint_trajectory_controller: it rejects what the JTC rejects (an empty trajectory, a partial or
+unknown joint set, times not increasing, a non-zero final velocity, ...: see
+`conversions.jtc_rejection`) and keeps its current motion then; a valid trajectory replaces the
+active one, starting from the measured state; a one-point trajectory at the current pose holds.
 It also publishes the task's status as JSON (success, privileged facts, object poses) on
 `task_status_topic`: that is sim-only, for tests and the scripted expert.
 
@@ -123,39 +126,29 @@ class SimRobot:
 
     # -- trajectories ---------------------------------------------------------------------
     def _apply_inbox(self) -> None:
-        from pear_agent.ros2.conversions import trajectory_arrays
+        from pear_agent.ros2.conversions import jtc_rejection, trajectory_arrays
 
         with self._lock:
             inbox, self._inbox = self._inbox, []
         for topic, msg in inbox:
             part_name, expected = self.controllers[topic]
-            names, times, pos, _ = trajectory_arrays(msg)
-            if sorted(names) != sorted(expected):
-                self.node.get_logger().error(
-                    f"{topic}: joints {names} do not match the controller's {expected}"
-                )
+            why = jtc_rejection(msg, expected, self.node.get_clock().now().nanoseconds * 1e-9)
+            if why is not None:
+                self.node.get_logger().error(f"{topic}: {why} (rejected, like joint_trajectory_controller)")
                 continue
+            names, times, pos, _ = trajectory_arrays(msg)
             order = [names.index(j) for j in expected]
             io = self.sim.parts[part_name]
             gripper = expected == [self.robot.parts[part_name].gripper.joints[0]] if io.gripper else False
-            current = self._setpoint(part_name, gripper)
-            if len(times) == 0:  # joint_trajectory_controller: an empty trajectory holds position
-                self._active.pop(topic, None)
-                if gripper:
-                    self._set_gripper(part_name, float(np.mean(self.d.qpos[io.g_qadr])))
-                else:
-                    self.d.ctrl[io.act] = self.d.qpos[io.qadr]
-                continue
-            if np.any(np.diff(times) <= 0) or times[0] < 0:
-                self.node.get_logger().error(f"{topic}: times are not increasing; trajectory rejected")
-                continue
+            current = self._measured(part_name, gripper)
             self._active[topic] = _Active(expected, float(self.d.time), current, times, pos[:, order])
 
-    def _setpoint(self, part: str, gripper: bool) -> np.ndarray:
+    def _measured(self, part: str, gripper: bool) -> np.ndarray:
+        """Where a new trajectory starts: the measured state, as the JTC does (open_loop_control off)."""
         io = self.sim.parts[part]
         if gripper:
-            return np.array([float(self.d.ctrl[io.g_act])])
-        return self.d.ctrl[io.act].copy()
+            return np.array([float(self.d.qpos[io.g_qadr[0]])])
+        return self.d.qpos[io.qadr].copy()
 
     def _set_gripper(self, part: str, position: float) -> None:
         io = self.sim.parts[part]
