@@ -21,12 +21,13 @@ setup(
     zip_safe=True,
     maintainer="pear-agent maintainers",
     maintainer_email="maintainers@pear-agent.invalid",
-    description="pear-agent ROS 2 nodes: agent_node and sim_robot_node",
+    description="pear-agent ROS 2 nodes: agent_node, sim_robot_node and yam_driver_node",
     license="Apache-2.0",
     entry_points={
         "console_scripts": [
             "agent_node = pear_agent_ros2.agent_node:main",
             "sim_robot_node = pear_agent_ros2.sim_robot_node:main",
+            "yam_driver_node = pear_agent_ros2.yam_driver_node:main",
         ],
     },
 )
