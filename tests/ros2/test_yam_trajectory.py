@@ -17,8 +17,8 @@ from pear_agent.ros2.yam_trajectory import (
 
 pytest.importorskip("trajectory_msgs", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev)")
 
-from builtin_interfaces.msg import Duration  # noqa: E402
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint  # noqa: E402
+from builtin_interfaces.msg import Duration
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 JOINTS = [f"left_joint{i}" for i in range(1, 7)]
 VMAX = 1.5
