@@ -34,11 +34,12 @@ def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.episode import Episode, EpisodeConfig, loop_options_from_args
     from pear_agent.kinematics import Kinematics
     from pear_agent.records import RunWriter, new_run_dir
     from pear_agent.registry import make_backend, task_entry
 
+    loop_options = loop_options_from_args(args)
     entry = task_entry(args.task)
     robot = load_robot(args.robot or entry.default_robot)
     policy = _policy(args, args.task)
@@ -63,7 +64,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             + (f" (+{args.latency:g} s per decision)" if args.latency is not None else ""),
             flush=True,
         )
-    episode = Episode(backend, kin, policy, EpisodeConfig(max_turns=args.max_turns, **clock), writer, on_turn)
+    config = EpisodeConfig(max_turns=args.max_turns, **clock, **loop_options)
+    episode = Episode(backend, kin, policy, config, writer, on_turn)
     try:
         result = episode.run(args.seed)
     finally:
@@ -105,7 +107,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     from pear_agent.kinematics import Kinematics
     from pear_agent.protocol.actions import action_schema
     from pear_agent.protocol.prompts import encode_jpeg, system_prompt, turn_text
-    from pear_agent.protocol.state import robot_state, state_json
+    from pear_agent.protocol.state import robot_state, scene_facts, state_json
     from pear_agent.registry import make_backend, task_entry
 
     entry = task_entry(args.task)
@@ -115,10 +117,21 @@ def cmd_prompt(args: argparse.Namespace) -> int:
         obs = backend.reset(args.seed)
         state = robot_state(obs, Kinematics(robot))
         print("=== system ===")
-        print(system_prompt(robot, backend.task))
+        print(system_prompt(robot, backend.task, observation=args.observation, scene_facts=args.scene_facts))
         print("=== user (turn 1) ===")
-        print(turn_text(1, backend.task.max_turns, state_json(state), None, list(obs.images)))
-        for name, img in obs.images.items():
+        images = obs.images if args.observation != "state" else {}
+        scene = scene_facts(obs.privileged) if args.scene_facts else None
+        text = turn_text(
+            1,
+            backend.task.max_turns,
+            state_json(state),
+            None,
+            list(images),
+            observation=args.observation,
+            scene=scene,
+        )
+        print(text)
+        for name, img in images.items():
             print(f"[image `{name}`: {img.shape[1]}x{img.shape[0]} JPEG, {len(encode_jpeg(img))} bytes]")
         if args.schema:
             print("=== action schema ===")
@@ -153,6 +166,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pear_agent.policies.openai_client import add_model_args
 
     add_model_args(run)
+    from pear_agent.episode import add_loop_args
+
+    add_loop_args(run)
     run.set_defaults(func=cmd_run)
 
     robots = sub.add_parser("robots", help="list and validate the robot descriptions in robots/")
@@ -162,7 +178,13 @@ def build_parser() -> argparse.ArgumentParser:
     prompt.add_argument("--task", default="pick_cube")
     prompt.add_argument("--robot", default=None)
     prompt.add_argument("--seed", type=int, default=0)
-    prompt.add_argument("--schema", action="store_true", help="also print the action's JSON Schema")
+    prompt.add_argument(
+        "--schema",
+        action="store_true",
+        help="also print the reply's JSON Schema (sent with structured output)",
+    )
+    prompt.add_argument("--observation", choices=["images", "state", "both"], default="both")
+    prompt.add_argument("--scene-facts", action="store_true", help="add the objects' positions as text")
     prompt.set_defaults(func=cmd_prompt)
 
     from pear_agent.bench.commands import add_bench_commands

@@ -1,11 +1,18 @@
-"""The turn loop: observe, prompt, reply, parse, clip, IK, execute, record; until the episode ends.
+"""The ONE turn loop: observe, prompt, reply, parse, execute, record; until the episode ends.
 
-It knows backends only through `pear_agent.backend.Backend`: no simulator or ROS import here.
+It drives an environment (`pear_agent.environment.Environment`): the arm (`ArmEnvironment`: clip +
+IK + a `Backend`) or any other world that brings its own prompts, parser and execution. No
+simulator or ROS import here.
+
+A reply without a valid action gets a correction turn (the parser's reason as the next turn's
+outcome); it counts as a turn, and `max_invalid` consecutive invalid replies end the episode.
+A model's `"done": true` ends it after that action (end_reason "done"; success is still the task's
+check, or the backend's `judge_success` on hardware).
 """
 
 from __future__ import annotations
 
-import math
+import argparse
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -13,18 +20,26 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pear_agent.backend import Backend, Observation, Outcome, PartCommand
-from pear_agent.kinematics import Kinematics, rpy_to_matrix
-from pear_agent.policies.base import Policy, PolicyReply, TurnContext
-from pear_agent.protocol.actions import Action, ActionError, parse_reply
-from pear_agent.protocol.prompts import Message, encode_jpeg, system_prompt, turn_text, user_message
-from pear_agent.protocol.state import PartPose, robot_state, state_json
+from pear_agent.backend import Backend
+from pear_agent.environment import Environment
+from pear_agent.kinematics import Kinematics
+from pear_agent.policies.base import Policy, PolicyReply
+from pear_agent.protocol.actions import ActionError
+from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
 from pear_agent.records import RunWriter
-from pear_agent.safety import clip_target
 
 EndReason = Literal[
-    "success", "turn_limit", "context_budget", "invalid_action", "policy_error", "stopped", "refused", "error"
+    "success",
+    "done",
+    "turn_limit",
+    "context_budget",
+    "invalid_action",
+    "policy_error",
+    "stopped",
+    "refused",
+    "error",
 ]
+END_REASONS: tuple[str, ...] = EndReason.__args__  # type: ignore[attr-defined]
 
 
 @dataclass
@@ -38,18 +53,35 @@ class EpisodeConfig:
     latency_s: float | None = None
     """Realtime only: the decision latency simulated time advances by, instead of the measured one
     ("what would this model score at 2 s per decision"). The first decision is untimed either way."""
+    max_invalid: int = 3
+    """Consecutive invalid replies that end the episode (1 = the first invalid reply ends it)."""
+    observation: str = "both"
+    """What the model gets each turn: "both" (state JSON + images), "images" or "state" (text only)."""
+    scene_facts: bool = False
+    """Add the objects' positions from the simulator's privileged facts (recorded as privileged)."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("paused", "realtime"):
             raise ValueError(f"mode must be 'paused' or 'realtime', not {self.mode!r}")
         if self.latency_s is not None and (self.mode != "realtime" or self.latency_s < 0):
             raise ValueError("an injected latency needs realtime mode and a value >= 0 s")
+        if (
+            isinstance(self.max_invalid, bool)
+            or not isinstance(self.max_invalid, int)
+            or self.max_invalid < 1
+        ):
+            raise ValueError(f"max_invalid must be an integer >= 1, not {self.max_invalid!r}")
+        if self.observation not in OBSERVATION_MODES:
+            raise ValueError(
+                f"observation must be one of {list(OBSERVATION_MODES)}, not {self.observation!r}"
+            )
 
 
 @dataclass
 class TurnRecord:
     turn: int
     summary: str
+    """What was executed (after clipping), or why nothing was."""
     outcome: str
     sim_time_s: float
     success: bool
@@ -59,11 +91,13 @@ class TurnRecord:
 class EpisodeResult:
     success: bool
     turns: int
+    """Turns whose action was executed or refused, plus correction turns (invalid replies)."""
     end_reason: EndReason
     detail: str = ""
     sim_time_s: float = 0.0
     wall_time_s: float = 0.0
     latencies_s: list[float] = field(default_factory=list)
+    """Decision times of the replies that came back (failed requests are in failed_latencies_s)."""
     run_dir: str | None = None
     task: str = ""
     robot: str = ""
@@ -78,6 +112,16 @@ class EpisodeResult:
     last_total_tokens: int = 0
     """The server's token count for the latest request: the context's size."""
     retries: int = 0
+    max_invalid: int = 3
+    invalid_replies: int = 0
+    """Replies without a valid action (each answered with a correction turn)."""
+    policy_failures: int = 0
+    failed_latencies_s: list[float] = field(default_factory=list)
+    observation: str = "both"
+    scene_facts: bool = False
+    """True when the model was shown privileged simulator facts (object positions)."""
+    judged: bool = False
+    """True when the backend's judge_success decided `success` (hardware)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -99,21 +143,30 @@ def estimate_tokens(messages: list[Message], patch_px: int) -> int:
     return n
 
 
-def describe_action(action: Action) -> str:
-    parts = []
-    for name, pa in action.parts.items():
-        bits = []
-        if pa.position_cm is not None:
-            bits.append("position " + " ".join(f"{v:+.1f}" for v in pa.position_cm) + " cm")
-        if pa.orientation_rad is not None:
-            bits.append("orientation " + " ".join(f"{v:+.2f}" for v in pa.orientation_rad) + " rad")
-        if pa.gripper is not None:
-            bits.append(f"gripper {pa.gripper:.1f}")
-        parts.append(f"{name} " + ", ".join(bits) if bits else f"{name} (no change)")
-    return "; ".join(parts) or "(no change)"
+def latency_summary(result: EpisodeResult) -> dict[str, float | int | None]:
+    """Median / p90 over decisions that returned a reply; failed ones counted apart."""
+    lat = result.latencies_s
+    out: dict[str, float | int | None] = {"latency_median_s": None, "latency_p90_s": None}
+    if lat:
+        out = {"latency_median_s": float(np.median(lat)), "latency_p90_s": float(np.percentile(lat, 90))}
+    out["decisions"] = len(lat)
+    out["failed_decisions"] = len(result.failed_latencies_s)
+    return out
+
+
+def correction_text(reason: str, run: int, max_invalid: int) -> str:
+    """The next turn's outcome after an invalid reply. Never contains a valid action."""
+    left = max_invalid - run
+    return (
+        f"invalid reply ({run} in a row; the episode ends after {max_invalid}, {left} left): {reason}. "
+        "The robot did not move."
+    )
 
 
 class Episode:
+    """One episode of a policy in an environment. `Episode(backend, kinematics, policy, ...)` drives
+    the arm; `Episode.of(environment, policy, ...)` drives any `Environment`."""
+
     def __init__(
         self,
         backend: Backend,
@@ -123,88 +176,75 @@ class Episode:
         writer: RunWriter | None = None,
         on_turn: Callable[[TurnRecord], None] | None = None,
     ) -> None:
-        self.backend = backend
+        from pear_agent.arm_environment import ArmEnvironment
+
+        cfg = config or EpisodeConfig()
+        env = ArmEnvironment(
+            backend,
+            kinematics,
+            observation=cfg.observation,
+            scene_facts=cfg.scene_facts,
+            jpeg_quality=cfg.jpeg_quality,
+            tokens_per_image_patch_px=cfg.tokens_per_image_patch_px,
+            max_invalid=cfg.max_invalid,
+        )
+        self._setup(env, policy, cfg, writer, on_turn)
         self.kin = kinematics
         self.robot = kinematics.robot
+
+    @classmethod
+    def of(
+        cls,
+        environment: Environment,
+        policy: Policy,
+        config: EpisodeConfig | None = None,
+        writer: RunWriter | None = None,
+        on_turn: Callable[[TurnRecord], None] | None = None,
+    ) -> Episode:
+        self = cls.__new__(cls)
+        self._setup(environment, policy, config or EpisodeConfig(), writer, on_turn)
+        return self
+
+    def _setup(
+        self,
+        env: Environment,
+        policy: Policy,
+        config: EpisodeConfig,
+        writer: RunWriter | None,
+        on_turn: Callable[[TurnRecord], None] | None,
+    ) -> None:
+        self.env = env
+        self.backend = getattr(env, "backend", None)
         self.policy = policy
-        self.config = config or EpisodeConfig()
+        self.config = config
         self.writer = writer
         self.on_turn = on_turn
         self.messages: list[Message] = []
 
-    # -- one turn's pieces ------------------------------------------------------------
-    def _user_turn(
-        self, turn: int, max_turns: int, obs: Observation, state: dict[str, PartPose], outcome: str | None
-    ) -> tuple[Message, dict[str, str]]:
-        jpegs = {name: encode_jpeg(img, self.config.jpeg_quality) for name, img in obs.images.items()}
-        text = turn_text(turn, max_turns, state_json(state), outcome, list(jpegs))
-        msg = user_message(text, jpegs)
-        files = {}
-        if self.writer is not None:
-            files = {name: self.writer.save_image(turn, name, jpeg) for name, jpeg in jpegs.items()}
-        return msg, files
-
-    def _image_tokens(self, obs: Observation) -> int:
-        p = self.config.tokens_per_image_patch_px
-        return sum(math.ceil(i.shape[0] / p) * math.ceil(i.shape[1] / p) for i in obs.images.values())
-
-    def plan(
-        self,
-        action: Action,
-        state: dict[str, PartPose],
-        joints_rad: dict[str, np.ndarray],
-    ) -> tuple[dict[str, PartCommand], dict[str, Any], Outcome | None]:
-        """Clip each part's target, solve IK; refuse the whole action if any part has no solution."""
-        commands: dict[str, PartCommand] = {}
-        info: dict[str, Any] = {"notes": [], "ik": {}}
-        for name, pa in action.parts.items():
-            part = self.robot.parts[name]
-            target = clip_target(name, part, state[name], pa)
-            info["notes"].extend(target.notes)
-            cmd = PartCommand(gripper=target.gripper)
-            if target.moves_arm:
-                t0 = time.perf_counter()
-                res = self.kin.ik(
-                    name,
-                    target.position_cm / 100.0,
-                    rpy_to_matrix(target.orientation_rad),
-                    seed_rad=joints_rad[name],
-                )
-                info["ik"][name] = {
-                    "success": res.success,
-                    "position_error_cm": res.position_error_m * 100,
-                    "rotation_error_rad": res.rotation_error_rad,
-                    "iterations": res.iterations,
-                    "ik_ms": (time.perf_counter() - t0) * 1000,
-                    "target_position_cm": target.position_cm,
-                    "target_orientation_rad": target.orientation_rad,
-                }
-                if not res.success:
-                    return {}, info, Outcome("ik_failed", f"{name}: {res.reason}; the robot did not move")
-                cmd.joints_rad = res.joints_rad
-            commands[name] = cmd
-        return commands, info, None
-
     # -- the loop ---------------------------------------------------------------------
     def run(self, seed: int) -> EpisodeResult:
-        cfg, backend = self.config, self.backend
+        cfg, env = self.config, self.env
         wall0 = time.perf_counter()
         self.policy.reset(seed)
-        obs = backend.reset(seed)
-        task = backend.task
+        env.reset(seed)
+        task = env.task
         max_turns = cfg.max_turns or task.max_turns
-        sys_prompt = system_prompt(self.robot, task)
+        sys_prompt = env.system_prompt()
+        header = dict(env.header())
         self.messages = [{"role": "system", "content": sys_prompt}]
         result = EpisodeResult(
             False,
             0,
             "turn_limit",
             task=task.name,
-            robot=self.robot.name,
+            robot=env.name,
             seed=seed,
             policy=self.policy.name,
             mode=cfg.mode,
             latency_injected_s=cfg.latency_s,
+            max_invalid=cfg.max_invalid,
+            observation=str(header.get("observation", "")),
+            scene_facts=bool(header.get("scene_facts", False)),
         )
         if self.writer is not None:
             self.writer.write_text("system_prompt.txt", sys_prompt)
@@ -213,47 +253,43 @@ class Episode:
                     "kind": "header",
                     "task": task.name,
                     "instruction": task.instruction,
-                    "robot": self.robot.name,
+                    "robot": env.name,
                     "seed": seed,
                     "policy": self.policy.name,
                     "mode": cfg.mode,
                     "latency_injected_s": cfg.latency_s,
                     "max_turns": max_turns,
+                    "max_invalid": cfg.max_invalid,
+                    **header,
                     "system_prompt": sys_prompt,
                 }
             )
             if self.writer.video is not None:  # rendering video frames costs more than physics
-                backend.set_frame_sink(self.writer.add_frame)
-            if obs.images:
-                self.writer.add_frame(next(iter(obs.images.values())))
-        outcome_text: str | None = None
+                env.set_frame_sink(self.writer.add_frame)
+        feedback: str | None = None
+        invalid_run = 0
         context_tokens = estimate_tokens(self.messages, cfg.tokens_per_image_patch_px)
         try:
             for turn in range(1, max_turns + 1):
-                state = robot_state(obs, self.kin)
-                msg, image_files = self._user_turn(turn, max_turns, obs, state, outcome_text)
-                img_tokens = self._image_tokens(obs)
-                self.messages.append(msg)
-                context_tokens += len(msg["content"][0]["text"]) // 4 + img_tokens + 8
+                prompt = env.observe(turn, max_turns, feedback)
+                self.messages.append(prompt.message)
+                context_tokens += prompt.tokens
+                files = {}
+                if self.writer is not None:
+                    files = {n: self.writer.save_image(turn, n, j) for n, j in prompt.images.items()}
                 record: dict[str, Any] = {
                     "kind": "turn",
                     "turn": turn,
-                    "prompt": msg["content"][0]["text"],
-                    "images": image_files,
-                    "state": {k: v.to_json() for k, v in state.items()},
+                    "prompt": prompt.text,
+                    "images": files,
                 }
+                record |= prompt.record
                 if context_tokens > cfg.max_context_tokens:
-                    result = self._end(
-                        result,
-                        turn - 1,
-                        "context_budget",
-                        f"context of ~{context_tokens} tokens exceeds {cfg.max_context_tokens}",
-                    )
+                    detail = f"context of ~{context_tokens} tokens exceeds {cfg.max_context_tokens}"
+                    self._end(result, "context_budget", detail)
                     self._log(record | {"end": result.end_reason})
                     break
-                ctx = TurnContext(turn, task.name, {k: v.to_json() for k, v in state.items()}, obs)
-                reply: PolicyReply = self.policy.act(self.messages, ctx)
-                result.latencies_s.append(reply.latency_s)
+                reply: PolicyReply = self.policy.act(self.messages, prompt.context)
                 record.update(
                     reply=reply.text,
                     latency_s=reply.latency_s,
@@ -268,86 +304,132 @@ class Episode:
                         result.last_total_tokens = context_tokens
                 result.retries += max(0, len((reply.info or {}).get("attempts", [])) - 1)
                 record["context_tokens"] = context_tokens
-                if reply.error:
-                    result = self._end(result, turn, "policy_error", reply.error)
+                if reply.error:  # no reply: not a turn, and not a decision time
+                    result.policy_failures += 1
+                    result.failed_latencies_s.append(reply.latency_s)
+                    self._end(result, "policy_error", reply.error)
                     self._log(record | {"error": reply.error, "end": result.end_reason})
                     break
+                result.latencies_s.append(reply.latency_s)
                 self.messages.append({"role": "assistant", "content": reply.text})
                 context_tokens += len(reply.text) // 4 if not reply.usage else 0
-                try:
-                    action = parse_reply(reply.text, self.robot)
-                except ActionError as exc:
-                    result = self._end(result, turn, "invalid_action", str(exc))
-                    self._log(record | {"error": str(exc), "end": result.end_reason})
-                    self._report(turn, "no valid action", f"invalid: {exc}", obs, False)
-                    break
-                record["action"] = action.to_json()
                 if cfg.mode == "realtime" and turn > 1:
                     # the world moved on while the policy decided; the last command stayed in force
                     lag = reply.latency_s if cfg.latency_s is None else cfg.latency_s
-                    backend.advance(lag)
+                    env.advance(lag)
                     result.advanced_s += lag
                     record["advanced_s"] = lag
-                commands, plan_info, refused = self.plan(action, state, obs.joints_rad)
-                record["plan"] = plan_info
-                outcome = refused if refused is not None else backend.execute(commands)
-                obs = backend.observe()
-                notes = "; ".join(plan_info["notes"])
-                outcome_text = outcome.describe() + (f" (note: {notes})" if notes else "")
-                record.update(
-                    outcome={
-                        "status": outcome.status,
-                        "detail": outcome.detail,
-                        "duration_s": outcome.duration_s,
-                        "blocked_joints": outcome.blocked_joints,
-                        "notes": plan_info["notes"],
-                    },
-                    sim_time_s=obs.time_s,
-                    success=obs.success,
-                )
                 result.turns = turn
-                result.sim_time_s = obs.time_s
-                self._report(turn, describe_action(action), outcome.status, obs, obs.success)
-                if outcome.status in ("stopped", "refused"):
-                    # e-stop, or the backend would not command (stale joint states...): end, say why
-                    result = self._end(result, turn, outcome.status, outcome.detail)
-                    self._log(record | {"end": result.end_reason})
-                    break
-                if obs.success:
-                    result = self._end(result, turn, "success", "the task's success check passed")
+                try:
+                    action = env.parse(reply.text)
+                except ActionError as exc:  # a correction turn
+                    invalid_run += 1
+                    result.invalid_replies += 1
+                    reason = str(exc)
+                    feedback = correction_text(reason, invalid_run, cfg.max_invalid)
+                    record.update(
+                        error=reason,
+                        outcome={"status": "invalid", "detail": reason, "invalid_in_a_row": invalid_run},
+                        sim_time_s=env.time_s(),
+                        success=False,
+                    )
+                    self._report(turn, "nothing (no valid action)", "invalid", env.time_s(), False)
+                    if invalid_run >= cfg.max_invalid:
+                        self._end(
+                            result,
+                            "invalid_action",
+                            f"{invalid_run} invalid replies in a row; last: {reason}",
+                        )
+                        self._log(record | {"end": result.end_reason})
+                        break
+                    if turn == max_turns:
+                        self._end(result, "turn_limit", f"no success within {max_turns} turns")
+                        self._log(record | {"end": result.end_reason})
+                        break
+                    self._log(record)
+                    continue
+                invalid_run = 0
+                record["action"] = action.to_json()
+                step = env.execute(action)
+                record |= step.record
+                if step.reward is not None:
+                    record["reward"] = step.reward
+                feedback = step.feedback
+                result.sim_time_s = env.time_s()
+                self._report(turn, step.executed, step.status, env.time_s(), step.success)
+                if step.end:
+                    self._end(result, step.status, step.detail or step.feedback)  # type: ignore[arg-type]
+                elif action.done:
+                    self._end(result, "done", "the model declared the task done")
+                    result.success = step.success
+                elif step.success:
+                    self._end(result, "success", "the task's success check passed")
                     result.success = True
-                    self._log(record | {"end": result.end_reason})
-                    break
-                if turn == max_turns:
-                    result = self._end(result, turn, "turn_limit", f"no success within {max_turns} turns")
-                    self._log(record | {"end": result.end_reason})
-                    break
-                self._log(record)
+                elif turn == max_turns:
+                    self._end(result, "turn_limit", f"no success within {max_turns} turns")
+                else:
+                    self._log(record)
+                    continue
+                self._log(record | {"end": result.end_reason})
+                break
         finally:
-            backend.set_frame_sink(None)
+            env.set_frame_sink(None)
+        verdict = env.judge_success(result.end_reason, result.detail)
+        if verdict is not None:
+            result.success, result.judged = bool(verdict), True
         result.wall_time_s = time.perf_counter() - wall0
-        result.sim_time_s = obs.time_s
+        result.sim_time_s = env.time_s()
         if self.writer is not None:
             result.run_dir = str(self.writer.run_dir)
-            self.writer.finish(result.to_json() | self._latency_stats(result.latencies_s))
+            self.writer.finish(result.to_json() | latency_summary(result))
         return result
 
     @staticmethod
-    def _latency_stats(lat: list[float]) -> dict[str, float | None]:
-        if not lat:
-            return {"latency_median_s": None, "latency_p90_s": None}
-        return {"latency_median_s": float(np.median(lat)), "latency_p90_s": float(np.percentile(lat, 90))}
-
-    def _end(self, result: EpisodeResult, turns: int, reason: EndReason, detail: str) -> EpisodeResult:
-        result.turns = max(result.turns, turns)
+    def _end(result: EpisodeResult, reason: EndReason, detail: str) -> None:
         result.end_reason = reason
         result.detail = detail
-        return result
 
     def _log(self, record: dict[str, Any]) -> None:
         if self.writer is not None:
             self.writer.log(record)
 
-    def _report(self, turn: int, summary: str, outcome: str, obs: Observation, success: bool) -> None:
+    def _report(self, turn: int, summary: str, outcome: str, sim_time_s: float, success: bool) -> None:
         if self.on_turn is not None:
-            self.on_turn(TurnRecord(turn, summary, outcome, obs.time_s, success))
+            self.on_turn(TurnRecord(turn, summary, outcome, sim_time_s, success))
+
+
+# -- command-line options of the loop, shared by `run` and `bench` -----------------------------
+def add_loop_args(parser: argparse.ArgumentParser) -> None:
+    """`--max-invalid`, `--observation`, `--scene-facts` (EpisodeConfig fields)."""
+    parser.add_argument(
+        "--max-invalid",
+        type=int,
+        default=3,
+        help="consecutive invalid replies (each answered with a correction turn) that end an episode; "
+        "1 = the first invalid reply ends it (default 3)",
+    )
+    parser.add_argument(
+        "--observation",
+        choices=list(OBSERVATION_MODES),
+        default="both",
+        help="what the model gets each turn: state JSON and camera images (both, default), images only, "
+        "or state only (text: no image parts, user content sent as a plain string)",
+    )
+    parser.add_argument(
+        "--scene-facts",
+        action="store_true",
+        help="add the objects' positions (from the simulator's privileged facts) to each turn as text; "
+        "recorded as privileged in the results",
+    )
+
+
+def loop_options_from_args(args: Any) -> dict[str, Any]:
+    """EpisodeConfig keyword arguments from `add_loop_args` options (defaults when absent)."""
+    max_invalid = getattr(args, "max_invalid", 3)
+    if max_invalid is None or max_invalid < 1:
+        raise ValueError("--max-invalid must be >= 1")
+    return {
+        "max_invalid": int(max_invalid),
+        "observation": getattr(args, "observation", "both") or "both",
+        "scene_facts": bool(getattr(args, "scene_facts", False)),
+    }

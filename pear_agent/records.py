@@ -1,5 +1,5 @@
 """Episode records: a run folder with a JSONL line per turn (flushed as it happens), the images
-sent to the model, a summary JSON, and an mp4 of the episode."""
+sent to the model, a summary JSON, and an mp4 of the episode (encoded when the episode ends)."""
 
 from __future__ import annotations
 
@@ -38,36 +38,60 @@ def new_run_dir(root: Path, task: str, seed: int) -> Path:
 
 
 class VideoWriter:
-    """H.264 mp4 through the ffmpeg binary that ships in the imageio-ffmpeg wheel."""
+    """H.264 mp4 through the ffmpeg binary that ships in the imageio-ffmpeg wheel.
 
-    def __init__(self, path: Path, fps: float) -> None:
+    Frames are kept (JPEG-compressed, in memory) during the episode and encoded by `close()`, after
+    the episode: x264 never competes for the CPU with a model server during timed decisions.
+    """
+
+    def __init__(self, path: Path, fps: float, frame_quality: int = 95) -> None:
         self.path, self.fps = path, fps
-        self._gen: Any = None
+        self.frame_quality = frame_quality
+        self._frames: list[bytes] = []
+        self._size: tuple[int, int] | None = None
         self.frames = 0
 
     def add(self, frame: np.ndarray) -> None:
-        if self._gen is None:
-            import imageio_ffmpeg
+        import cv2
 
-            h, w = frame.shape[:2]
-            self._gen = imageio_ffmpeg.write_frames(
-                str(self.path),
-                (w, h),
-                fps=self.fps,
-                codec="libx264",
-                pix_fmt_out="yuv420p",
-                macro_block_size=2,
-                quality=7,
-                ffmpeg_log_level="error",
-            )
-            self._gen.send(None)
-        self._gen.send(np.ascontiguousarray(frame))
+        h, w = frame.shape[:2]
+        if self._size is None:
+            self._size = (w, h)
+        elif self._size != (w, h):
+            raise ValueError(f"frame size changed from {self._size} to {(w, h)}")
+        ok, buf = cv2.imencode(
+            ".jpg", np.ascontiguousarray(frame[..., ::-1]), [cv2.IMWRITE_JPEG_QUALITY, self.frame_quality]
+        )
+        if not ok:
+            raise ValueError("frame encoding failed")
+        self._frames.append(buf.tobytes())
         self.frames += 1
 
     def close(self) -> None:
-        if self._gen is not None:
-            self._gen.close()
-            self._gen = None
+        """Encode the kept frames into the mp4 (nothing to do without frames)."""
+        if not self._frames or self._size is None:
+            return
+        import cv2
+        import imageio_ffmpeg
+
+        gen = imageio_ffmpeg.write_frames(
+            str(self.path),
+            self._size,
+            fps=self.fps,
+            codec="libx264",
+            pix_fmt_out="yuv420p",
+            macro_block_size=2,
+            quality=7,
+            ffmpeg_log_level="error",
+        )
+        gen.send(None)
+        try:
+            for jpeg in self._frames:
+                bgr = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+                gen.send(np.ascontiguousarray(bgr[..., ::-1]))
+        finally:
+            gen.close()
+            self._frames = []
 
 
 class RunWriter:
@@ -115,8 +139,11 @@ class RunWriter:
 
     def finish(self, summary: dict[str, Any]) -> None:
         if self.video is not None:
-            self.video.close()
-            if self.video.frames:
+            try:
+                self.video.close()  # encoded now, after the episode's timed decisions
+            except Exception as exc:  # a broken encoder must not lose the summary
+                log.warning("video not written: %s", exc)
+            if self.video.frames and self.video.path.exists():
                 summary["video"] = str(self.video.path)
         (self.run_dir / "summary.json").write_text(
             self.redact(json.dumps(summary, indent=2, default=_jsonable)), encoding="utf-8"

@@ -9,7 +9,6 @@ A request without them gets HTTP 400 with a message saying so: this server is no
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid
 from typing import Any
@@ -19,6 +18,7 @@ from fastapi.responses import JSONResponse
 
 from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
+from pear_agent.protocol.actions import reply_text, wire_action
 
 NO_PRIVILEGED = (
     "pear-agent serve answers with the scripted expert, which needs the simulator's privileged facts: "
@@ -55,7 +55,7 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
         reasoning, action = EXPERTS[task](priv["state"], priv["facts"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed {PRIVILEGED_KEY}: {type(exc).__name__}: {exc}") from None
-    return reasoning, f"{reasoning}\n```json\n{json.dumps(action)}\n```"
+    return reasoning, reply_text(reasoning, wire_action(action))
 
 
 def create_app(latency_s: float = 0.0, model: str = "pear-scripted-expert", reasoning_field: bool = False):  # noqa: ANN201

@@ -70,14 +70,137 @@ def test_context_is_append_only(backend, panda_kin) -> None:
         assert b.startswith(a[:-1])  # the earlier conversation is an exact prefix
 
 
-def test_invalid_reply_ends_episode_with_reason(backend, panda_kin) -> None:
-    res = Episode(backend, panda_kin, ListPolicy(['{"arm": {"gripper": 3}}'])).run(0)
+def test_invalid_reply_ends_episode_at_once_with_max_invalid_1(backend, panda_kin) -> None:
+    policy = ListPolicy(['{"action": {"arm": {"move_cm": [0, 0, 500]}}}'])
+    res = Episode(backend, panda_kin, policy, EpisodeConfig(max_invalid=1)).run(0)
     assert res.end_reason == "invalid_action" and "out of range" in res.detail and res.turns == 1
+    assert res.max_invalid == 1 and res.invalid_replies == 1
+
+
+def test_invalid_replies_get_correction_turns_until_max_invalid(backend, panda_kin, tmp_path) -> None:
+    bad, good = '{"action": {}}', '{"action": {"arm": {"move_cm": [0, 0, 1]}}}'
+    policy = ListPolicy([bad, bad, good, bad, bad, bad, good])
+    writer = RunWriter(tmp_path, video_fps=None)
+    res = Episode(backend, panda_kin, policy, EpisodeConfig(max_turns=10), writer).run(0)
+    # two invalid, one valid (resets the count), then three invalid in a row end it
+    assert res.end_reason == "invalid_action" and res.turns == 6 and res.invalid_replies == 5
+    turns = [json.loads(x) for x in (tmp_path / "episode.jsonl").read_text().splitlines()][1:]
+    assert [t["outcome"]["status"] for t in turns] == ["invalid", "invalid", "reached"] + ["invalid"] * 3
+    assert "invalid reply (1 in a row" in turns[1]["prompt"] and "names no part" in turns[1]["prompt"]
+    assert "did not move" in turns[1]["prompt"] and turns[-1]["end"] == "invalid_action"
+    assert np.allclose(turns[0]["state"]["arm"]["position"], turns[2]["state"]["arm"]["position"], atol=0.05)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["max_invalid"] == 3 and summary["invalid_replies"] == 5
+
+
+class Echo(ListPolicy):
+    """A model that repeats the last user turn (the whole text, or just its state JSON)."""
+
+    def __init__(self, whole: bool) -> None:
+        super().__init__([])
+        self.whole = whole
+
+    def act(self, messages, ctx):
+        content = messages[-1]["content"]
+        text = content if isinstance(content, str) else content[0]["text"]
+        if not self.whole:
+            text = "State: " + text.split("State: ", 1)[1].split("\n", 1)[0]
+        return PolicyReply(text)
+
+
+@pytest.mark.parametrize("whole", [True, False])
+def test_an_echoed_state_is_never_executed(backend, panda_kin, tmp_path, whole: bool) -> None:
+    writer = RunWriter(tmp_path, video_fps=None)
+    res = Episode(backend, panda_kin, Echo(whole), EpisodeConfig(max_invalid=4), writer).run(0)
+    assert res.end_reason == "invalid_action" and res.turns == 4 and res.invalid_replies == 4
+    turns = [json.loads(x) for x in (tmp_path / "episode.jsonl").read_text().splitlines()][1:]
+    assert all("action" not in t and t["outcome"]["status"] == "invalid" for t in turns)
+    assert "looks like the state" in turns[0]["error"]
+    assert turns[0]["state"] == turns[-1]["state"]  # the arm never moved
+
+
+def test_done_ends_the_episode_and_the_task_check_decides(backend, panda_kin, tmp_path) -> None:
+    policy = ListPolicy(
+        ['I am done.\n```json\n{"action": {"arm": {"move_cm": [0, 0, 1]}}, "done": true}\n```']
+    )
+    writer = RunWriter(tmp_path, video_fps=None)
+    res = Episode(backend, panda_kin, policy, writer=writer).run(0)
+    assert res.end_reason == "done" and res.turns == 1 and not res.success  # the cube was not picked
+    turns = [json.loads(x) for x in (tmp_path / "episode.jsonl").read_text().splitlines()][1:]
+    assert turns[0]["action"]["done"] is True and turns[0]["outcome"]["status"] == "reached"
+
+
+class Judged:
+    """The real backend plus seam 2's hook, as a hardware backend defines it."""
+
+    def __init__(self, inner, verdict) -> None:
+        self._inner, self.verdict, self.calls = inner, verdict, []
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def judge_success(self, end_reason: str, detail: str):
+        self.calls.append((end_reason, detail))
+        return self.verdict
+
+
+@pytest.mark.parametrize("verdict", [True, False, None])
+def test_backend_judge_success_overrides_the_verdict(backend, panda_kin, verdict) -> None:
+    judged = Judged(backend, verdict)
+    policy = ListPolicy(['{"action": {"arm": {"gripper": 1}}, "done": true}'])
+    res = Episode(judged, panda_kin, policy).run(0)
+    assert judged.calls == [("done", "the model declared the task done")]
+    assert res.success is (False if verdict is None else verdict) and res.judged is (verdict is not None)
+
+
+def test_console_line_shows_the_clipped_motion(backend, panda_kin) -> None:
+    seen = []
+    policy = ListPolicy(['{"action": {"arm": {"move_cm": [0, 0, 50]}}}'])
+    res = Episode(backend, panda_kin, policy, EpisodeConfig(max_turns=1), on_turn=seen.append).run(0)
+    assert res.turns == 1 and len(seen) == 1
+    step = panda_kin.robot.parts["arm"].limits.max_position_step_cm
+    assert f"move +0.0 +0.0 +{step:.1f} cm" in seen[0].summary and "+50.0" not in seen[0].summary
+
+
+def test_state_observation_sends_plain_string_content(backend, panda_kin, tmp_path) -> None:
+    msgs = []
+
+    class Spy(ScriptedPolicy):
+        def act(self, messages, ctx):
+            msgs.append(messages)
+            return super().act(messages, ctx)
+
+    writer = RunWriter(tmp_path, video_fps=None)
+    cfg = EpisodeConfig(max_turns=2, observation="state", scene_facts=True)
+    res = Episode(backend, panda_kin, Spy("pick_cube"), cfg, writer).run(0)
+    assert res.observation == "state" and res.scene_facts and res.turns == 2
+    last = msgs[-1]
+    assert all(isinstance(m["content"], str) for m in last)
+    assert "No camera images" in last[0]["content"] and "Camera images follow" not in last[0]["content"]
+    user = [m["content"] for m in last if m["role"] == "user"]
+    assert all("State: " in u and "Scene: " in u and "Camera" not in u for u in user)
+    assert "position_cm" in user[0] and not list((tmp_path / "images").iterdir())
+    header = json.loads((tmp_path / "episode.jsonl").read_text().splitlines()[0])
+    assert header["observation"] == "state" and header["scene_facts"] is True
+
+
+def test_images_observation_leaves_out_the_state(backend, panda_kin) -> None:
+    msgs = []
+
+    class Spy(ScriptedPolicy):
+        def act(self, messages, ctx):
+            msgs.append(messages)
+            return super().act(messages, ctx)
+
+    Episode(backend, panda_kin, Spy("pick_cube"), EpisodeConfig(max_turns=1, observation="images")).run(0)
+    user = msgs[0][1]["content"]
+    assert isinstance(user, list) and user[-1]["type"] == "image_url"
+    assert "State:" not in user[0]["text"] and "Camera images follow" in user[0]["text"]
 
 
 def test_ik_failure_is_reported_and_counts_as_a_turn(backend, panda_kin, tmp_path) -> None:
     # Step by step towards the far low corner of the workspace, beyond the arm's reach.
-    policy = ListPolicy(['{"arm": {"position": [10, 10, -10]}}'])
+    policy = ListPolicy(['{"action": {"arm": {"move_cm": [10, 10, -10]}}}'])
     writer = RunWriter(tmp_path, video_fps=None)
     res = Episode(backend, panda_kin, policy, EpisodeConfig(max_turns=9), writer).run(0)
     assert res.end_reason == "turn_limit" and res.turns == 9
@@ -92,7 +215,8 @@ def test_ik_failure_is_reported_and_counts_as_a_turn(backend, panda_kin, tmp_pat
 
 
 def test_context_budget_ends_episode(backend, panda_kin) -> None:
-    res = Episode(backend, panda_kin, ListPolicy(["{}"]), EpisodeConfig(max_context_tokens=1500)).run(0)
+    hold = '{"action": {"arm": {"move_cm": [0, 0, 0]}}}'
+    res = Episode(backend, panda_kin, ListPolicy([hold]), EpisodeConfig(max_context_tokens=1500)).run(0)
     assert res.end_reason == "context_budget" and res.turns >= 1
 
 
@@ -103,3 +227,5 @@ def test_policy_error_ends_episode(backend, panda_kin) -> None:
 
     res = Episode(backend, panda_kin, Dead([])).run(0)
     assert res.end_reason == "policy_error" and "connection refused" in res.detail
+    # a failed request is neither a turn nor a decision time; it is counted apart
+    assert res.turns == 0 and res.latencies_s == [] and res.policy_failures == 1

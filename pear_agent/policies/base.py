@@ -18,7 +18,9 @@ class TurnContext:
     turn: int
     task: str
     state: dict[str, dict[str, Any]]
-    observation: Observation
+    observation: Observation | Any
+    response_schema: dict[str, Any] | None = None
+    """JSON Schema of a valid reply object, from the environment (for structured output)."""
 
 
 @dataclass

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import time
 
 import numpy as np
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.expert_registry import EXPERTS
+from pear_agent.protocol.actions import reply_text, wire_action
 from pear_agent.protocol.prompts import Message
 
 
@@ -40,5 +40,5 @@ class ScriptedPolicy:
                 if "position" in part:
                     noise = self._rng.normal(0.0, self.action_noise_cm, 3)
                     part["position"] = [round(v + n, 2) for v, n in zip(part["position"], noise, strict=True)]
-        text = f"{reasoning}\n```json\n{json.dumps(action)}\n```"
+        text = reply_text(reasoning, wire_action(action))
         return PolicyReply(text=text, latency_s=time.perf_counter() - t0)

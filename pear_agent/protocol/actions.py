@@ -1,92 +1,199 @@
-"""The action a model replies with: its schema per robot, and a parser for free-text replies.
+"""The action a model replies with (protocol v2): its schema per robot, and a parser for replies.
 
-An action has the structure of the state JSON and holds changes: `position` in cm and
-`orientation` in rad are deltas, `gripper` is an absolute command in [0, 1]. Parts or quantities
-left out do not move.
+An action is a JSON object that cannot be mistaken for the state the model is shown::
+
+    {"action": {"arm": {"move_cm": [0, 1.5, -2], "turn_rad": [0, 0, 0.1], "gripper": 0}}, "done": false}
+
+`move_cm` [dx, dy, dz] and `turn_rad` [droll, dpitch, dyaw] are changes; `gripper` is an absolute
+command in [0, 1]. At least one part with at least one quantity; parts or quantities left out do
+not move; a part whose only quantities are zero changes holds still. `"done": true` declares the
+task finished (the action in the same reply runs first). The state (`{"arm": {"position": ...}}`)
+has no `action` key and none of these quantity names, so an echoed state is refused, never run.
+
+`parse_reply` never raises anything but `ActionError`, takes time linear in the reply's length,
+and refuses replies longer than `MAX_REPLY_CHARS`.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pear_agent.robot_config import RobotConfig
 
 # Bounds a sane single action never exceeds; anything beyond is a misunderstanding of the
-# protocol (e.g. absolute coordinates), refused rather than clipped.
+# protocol (e.g. absolute coordinates), refused with a correction turn rather than clipped.
 MAX_ABS_POSITION_DELTA_CM = 100.0
 MAX_ABS_ROTATION_DELTA_RAD = math.pi
+MAX_REPLY_CHARS = 1_000_000
+"""Longer replies are refused at once (a runaway generation, not an answer)."""
+MAX_ACTION_CHARS = 4096
+"""An action object is a few hundred characters; longer candidates are not decoded."""
+MAX_CANDIDATES = 16
+"""How many `"action"` keys, from the end of the reply, are looked at."""
+
+MOVE, TURN, GRIPPER, DONE, ACTION = "move_cm", "turn_rad", "gripper", "done", "action"
+# the state's quantity names -> the action's, for the message to a model that echoed the state
+_STATE_KEYS = {"position": MOVE, "orientation": TURN}
 
 
 @dataclass
 class PartAction:
     position_cm: list[float] | None = None
+    """Change of the tool point, cm (wire: `move_cm`)."""
     orientation_rad: list[float] | None = None
+    """Change of orientation, rad (wire: `turn_rad`)."""
     gripper: float | None = None
+    """Absolute command, 0 closed .. 1 open."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.position_cm is not None:
-            out["position"] = self.position_cm
+            out[MOVE] = self.position_cm
         if self.orientation_rad is not None:
-            out["orientation"] = self.orientation_rad
+            out[TURN] = self.orientation_rad
         if self.gripper is not None:
-            out["gripper"] = self.gripper
+            out[GRIPPER] = self.gripper
         return out
 
 
 @dataclass
 class Action:
     parts: dict[str, PartAction] = field(default_factory=dict)
+    done: bool = False
+    notes: list[str] = field(default_factory=list)
+    """What the parser changed (e.g. a gripper command clipped into [0, 1])."""
 
     def to_json(self) -> dict[str, Any]:
-        return {name: p.to_json() for name, p in self.parts.items()}
+        """The wire form: `{"action": {...}}` plus `"done": true` when set."""
+        hold = {MOVE: [0.0, 0.0, 0.0]}
+        out: dict[str, Any] = {ACTION: {name: p.to_json() or hold for name, p in self.parts.items()}}
+        if self.done:
+            out[DONE] = True
+        return out
 
 
 class ActionError(ValueError):
     """A reply holds no valid action; the message says what is wrong, for the log and the model."""
 
 
-def action_schema(robot: RobotConfig) -> dict[str, Any]:
-    """JSON Schema of a valid action for this robot (for prompts and structured outputs)."""
-    vec = lambda bound, unit: {  # noqa: E731
+# -- the expert's internal dict -> the wire ------------------------------------------------------
+def wire_action(internal: dict[str, dict[str, Any]], done: bool = False) -> dict[str, Any]:
+    """The ONE conversion from a scripted expert's internal action to the wire format.
+
+    Experts speak `{"arm": {"position": [dx, dy, dz], "orientation": [...], "gripper": g}}` (changes
+    in cm / rad, absolute gripper). Empty parts are dropped; when nothing is left, every named part
+    (or `arm`) holds still with a zero `move_cm`, since an action must name a quantity.
+    """
+    names = {"position": MOVE, "orientation": TURN, "gripper": GRIPPER}
+    action: dict[str, dict[str, Any]] = {}
+    for part, body in internal.items():
+        wire = {names[k]: v for k, v in body.items() if k in names}
+        unknown = set(body) - set(names)
+        if unknown:
+            raise ValueError(f"expert action for {part!r} has unknown quantities {sorted(unknown)}")
+        if wire:
+            action[part] = wire
+    if not action:
+        action = {part: {MOVE: [0.0, 0.0, 0.0]} for part in (internal or {"arm": {}})}
+    out: dict[str, Any] = {ACTION: action}
+    if done:
+        out[DONE] = True
+    return out
+
+
+def reply_text(reasoning: str, wire: dict[str, Any]) -> str:
+    """A reply as the prompt asks for it: reasoning, then the action in a ```json fence."""
+    return f"{reasoning}\n```json\n{json.dumps(wire)}\n```"
+
+
+# -- schema -----------------------------------------------------------------------------------
+def _vector_schema(bound: float, what: str) -> dict[str, Any]:
+    return {
         "type": "array",
         "items": {"type": "number", "minimum": -bound, "maximum": bound},
         "minItems": 3,
         "maxItems": 3,
-        "description": f"change, {unit}",
+        "description": what,
     }
-    props: dict[str, Any] = {}
-    for name, part in robot.parts.items():
-        q: dict[str, Any] = {
-            "position": vec(MAX_ABS_POSITION_DELTA_CM, "cm, [dx, dy, dz]"),
-            "orientation": vec(MAX_ABS_ROTATION_DELTA_RAD, "rad, [droll, dpitch, dyaw]"),
+
+
+def _part_schema(has_gripper: bool) -> dict[str, Any]:
+    props: dict[str, Any] = {
+        MOVE: _vector_schema(MAX_ABS_POSITION_DELTA_CM, "change of the tool point, cm, [dx, dy, dz]"),
+        TURN: _vector_schema(MAX_ABS_ROTATION_DELTA_RAD, "change of orientation, rad, [droll, dpitch, dyaw]"),
+    }
+    if has_gripper:
+        props[GRIPPER] = {
+            "type": "number",
+            "minimum": 0,
+            "maximum": 1,
+            "description": "absolute command: 0 closed .. 1 open (not a change)",
         }
-        if part.gripper is not None:
-            q["gripper"] = {
-                "type": "number",
-                "minimum": 0,
-                "maximum": 1,
-                "description": "absolute command: 0 closed .. 1 open",
-            }
-        props[name] = {"type": "object", "properties": q, "additionalProperties": False}
-    return {"type": "object", "properties": props, "additionalProperties": False}
+    # at least one quantity: one alternative per quantity that requires it (grammar-friendly)
+    return {
+        "anyOf": [
+            {"type": "object", "properties": props, "required": [q], "additionalProperties": False}
+            for q in props
+        ]
+    }
+
+
+def response_schema(robot: RobotConfig) -> dict[str, Any]:
+    """JSON Schema of a whole valid reply object for this robot: for prompts and `response_format`.
+
+    At least one part with at least one quantity, written with `anyOf`/`required` only (no
+    `minProperties`), so grammar-constrained decoders cannot produce `{}` or an empty action.
+    """
+    parts = {name: _part_schema(part.gripper is not None) for name, part in robot.parts.items()}
+    action = {
+        "anyOf": [
+            {"type": "object", "properties": parts, "required": [name], "additionalProperties": False}
+            for name in parts
+        ],
+        "description": "part name -> the change to make; at least one part with at least one quantity",
+    }
+    return {
+        "type": "object",
+        "properties": {
+            ACTION: action,
+            DONE: {"type": "boolean", "description": "true when the task is finished (optional)"},
+        },
+        "required": [ACTION],
+        "additionalProperties": False,
+    }
+
+
+action_schema = response_schema
+"""Kept name: the schema printed by `pear-agent prompt --schema`."""
+
+
+# -- validation -------------------------------------------------------------------------------
+def _show(value: Any) -> str:
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _number(value: Any, where: str) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise ActionError(f"{where} must be a number, got {json.dumps(value)}")
-    if not math.isfinite(value):
-        raise ActionError(f"{where} must be finite, got {value}")
-    return float(value)
+        raise ActionError(f"{where} must be a number, got {_show(value)}")
+    try:
+        out = float(value)
+    except OverflowError:
+        out = math.inf
+    if not math.isfinite(out):
+        raise ActionError(f"{where} must be a finite number, got {_show(value)}")
+    return out
 
 
 def _vector(value: Any, where: str, bound: float, unit: str) -> list[float]:
     if not isinstance(value, list) or len(value) != 3:
-        raise ActionError(f"{where} must be a list of 3 numbers ({unit}), got {json.dumps(value)}")
+        raise ActionError(f"{where} must be a list of 3 numbers ({unit}), got {_show(value)}")
     out = [_number(v, f"{where}[{i}]") for i, v in enumerate(value)]
     for i, v in enumerate(out):
         if abs(v) > bound:
@@ -97,80 +204,153 @@ def _vector(value: Any, where: str, bound: float, unit: str) -> list[float]:
     return out
 
 
+def _part(name: str, body: Any, robot: RobotConfig, notes: list[str]) -> PartAction:
+    part = robot.parts[name]
+    if not isinstance(body, dict):
+        raise ActionError(f"action.{name} must be an object of quantities, got {_show(body)}")
+    allowed = [MOVE, TURN] + ([GRIPPER] if part.gripper is not None else [])
+    if not body:
+        raise ActionError(f"action.{name} names no quantity; give at least one of {allowed}")
+    pa = PartAction()
+    for key, value in body.items():
+        where = f"action.{name}.{key}"
+        if key in _STATE_KEYS:
+            raise ActionError(
+                f"{where}: {key!r} is how the state reports where the {name} IS; an action gives a change "
+                f"with {_STATE_KEYS[key]!r}"
+            )
+        if key not in allowed:
+            raise ActionError(f"unknown quantity {where!r}; {name} takes {allowed}")
+        if key == MOVE:
+            pa.position_cm = _vector(value, where, MAX_ABS_POSITION_DELTA_CM, "cm")
+        elif key == TURN:
+            pa.orientation_rad = _vector(value, where, MAX_ABS_ROTATION_DELTA_RAD, "rad")
+        else:
+            g = _number(value, where)
+            if not 0.0 <= g <= 1.0:
+                clipped = min(max(g, 0.0), 1.0)
+                notes.append(f"{name} gripper {g:g} is outside [0, 1]; clipped to {clipped:g}")
+                g = clipped
+            pa.gripper = g
+    if pa.gripper is None and all(
+        v is None or not any(v) for v in (pa.position_cm, pa.orientation_rad)
+    ):  # only zero changes: hold still (no IK, no motion)
+        pa.position_cm = pa.orientation_rad = None
+    return pa
+
+
 def validate_action(obj: Any, robot: RobotConfig) -> Action:
+    """A decoded reply object -> Action, or ActionError naming the first problem."""
     if not isinstance(obj, dict):
-        raise ActionError(f"the action must be a JSON object, got {type(obj).__name__}")
-    if set(obj) == {"action"} and isinstance(obj["action"], dict):
-        obj = obj["action"]
-    action = Action()
-    for part_name, body in obj.items():
-        if part_name not in robot.parts:
-            raise ActionError(f"unknown part {part_name!r}; parts are {sorted(robot.parts)}")
-        part = robot.parts[part_name]
-        if not isinstance(body, dict):
-            raise ActionError(f"{part_name} must be an object of quantities, got {json.dumps(body)}")
-        pa = PartAction()
-        for key, value in body.items():
-            where = f"{part_name}.{key}"
-            if key not in part.quantities:
-                raise ActionError(f"unknown quantity {where!r}; {part_name} has {sorted(part.quantities)}")
-            if key == "position":
-                pa.position_cm = _vector(value, where, MAX_ABS_POSITION_DELTA_CM, "cm")
-            elif key == "orientation":
-                pa.orientation_rad = _vector(value, where, MAX_ABS_ROTATION_DELTA_RAD, "rad")
-            else:
-                g = _number(value, where)
-                if not 0.0 <= g <= 1.0:
-                    raise ActionError(f"{where} = {g:g} is out of range: it must be in [0, 1]")
-                pa.gripper = g
-        action.parts[part_name] = pa
+        raise ActionError(f"the reply must end with a JSON object, got {type(obj).__name__}")
+    if ACTION not in obj:
+        old = [k for k in obj if k in robot.parts]
+        if old:
+            raise ActionError(
+                f"this looks like the state or the old action format ({{{old[0]!r}: ...}}); an action is "
+                f'{{"action": {{"{old[0]}": {{"move_cm": [dx, dy, dz]}}}}}}'
+            )
+        raise ActionError('the JSON object has no "action" key; reply with {"action": {<part>: {...}}}')
+    extra = sorted(set(obj) - {ACTION, DONE})
+    if extra:
+        raise ActionError(f'unexpected top-level keys {extra[:5]}; only "action" and "done" are allowed')
+    done = obj.get(DONE, False)
+    if not isinstance(done, bool):
+        raise ActionError(f'"done" must be true or false, got {_show(done)}')
+    body = obj[ACTION]
+    if not isinstance(body, dict):
+        raise ActionError(f'"action" must be an object of parts, got {_show(body)}')
+    if not body:
+        raise ActionError(
+            f'"action" names no part; give at least one of {sorted(robot.parts)} with at least one quantity '
+            '(to hold still: {"move_cm": [0, 0, 0]})'
+        )
+    action = Action(done=done)
+    for name, part_body in body.items():
+        if name not in robot.parts:
+            raise ActionError(f"unknown part {name!r}; parts are {sorted(robot.parts)}")
+        action.parts[name] = _part(name, part_body, robot, action.notes)
     return action
 
 
-_FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.DOTALL)
-_THINK = re.compile(r"<think>.*?</think>", re.DOTALL)
+# -- finding the action in a reply ---------------------------------------------------------------
+_DECODER = json.JSONDecoder(parse_int=float)  # ints of any length become floats (inf when huge)
 
 
-def _json_objects(text: str) -> list[tuple[int, Any]]:
-    """Every top-level JSON object in the text, with its start offset, in order."""
-    decoder = json.JSONDecoder()
-    found: list[tuple[int, Any]] = []
-    i = text.find("{")
-    while i != -1:
-        try:
-            obj, end = decoder.raw_decode(text, i)
-        except json.JSONDecodeError:
-            i = text.find("{", i + 1)
-            continue
-        found.append((i, obj))
-        i = text.find("{", end)
-    return found
+def _decode_at(text: str, start: int) -> tuple[Any, int] | None:
+    """The JSON value starting at `start` (bounded length and depth), with its end; None if none."""
+    window = text[start : start + MAX_ACTION_CHARS]
+    try:
+        obj, end = _DECODER.raw_decode(window)
+    except (ValueError, RecursionError):  # JSONDecodeError is a ValueError
+        return None
+    return obj, start + end
 
 
-def parse_reply(text: str, robot: RobotConfig) -> Action:
-    """The last valid action in a reply (fenced or bare JSON), or ActionError naming the problem.
+def _visible(text: str) -> str:
+    close = text.rfind("</think>")
+    if close != -1:
+        return text[close + len("</think>") :]
+    if "<think>" in text:
+        raise ActionError("the reasoning was cut off before </think>: no action after it")
+    return text
 
-    Reasoning inside <think>...</think> is ignored; JSON in fenced blocks is preferred over bare
-    JSON elsewhere in the text.
+
+def _last_candidate(visible: str) -> Any:
+    """The object around the last `"action"` key that decodes; ActionError when there is none.
+
+    Works backwards from the end with C-speed searches, a bounded number of candidates and a
+    bounded window per candidate, so the time is linear in the reply's length.
     """
-    if not isinstance(text, str) or not text.strip():
+    pos = len(visible)
+    too_long = False
+    for _ in range(MAX_CANDIDATES):
+        key = visible.rfind('"action"', 0, pos)
+        if key == -1:
+            break
+        pos = key
+        lo = max(0, key - MAX_ACTION_CHARS)
+        brace = key
+        for _ in range(4):  # the object's "{" is the nearest one before the key, bar braces in strings
+            brace = visible.rfind("{", lo, brace)
+            if brace == -1:
+                break
+            got = _decode_at(visible, brace)
+            if got is not None and isinstance(got[0], dict) and got[1] > key:
+                return got[0]
+            if got is None and len(visible) - brace > MAX_ACTION_CHARS:
+                too_long = True
+    if too_long:
+        raise ActionError(
+            f"no complete action object: an action is at most {MAX_ACTION_CHARS} characters of JSON"
+        )
+    return None
+
+
+def parse_reply(text: Any, robot: RobotConfig) -> Action:
+    """The action in a reply (fenced or bare JSON, last one wins), or ActionError naming the problem.
+
+    Reasoning up to the last `</think>` is ignored. Only the last JSON object holding an "action"
+    key counts: if it is invalid, the reply is invalid (an earlier draft is never run instead).
+    """
+    if not isinstance(text, str):
+        raise ActionError(f"the reply must be text, got {type(text).__name__}")
+    if len(text) > MAX_REPLY_CHARS:
+        raise ActionError(
+            f"the reply is {len(text)} characters long; the limit is {MAX_REPLY_CHARS} (end with one short "
+            "JSON action)"
+        )
+    if not text.strip():
         raise ActionError("the reply is empty")
-    visible = _THINK.sub("", text)
-    if "<think>" in visible and "</think>" not in visible:
-        visible = ""  # reasoning cut off before it ended: nothing after it to act on
-    candidates: list[Any] = []
-    fenced = [m.group(1) for m in _FENCE.finditer(visible)]
-    for block in fenced:
-        candidates.extend(obj for _, obj in _json_objects(block))
-    if not candidates:
-        candidates = [obj for _, obj in _json_objects(visible)]
-    if not candidates:
-        raise ActionError("no JSON object found in the reply; end it with one JSON action object")
-    last_error: ActionError | None = None
-    for obj in reversed(candidates):
-        try:
-            return validate_action(obj, robot)
-        except ActionError as exc:
-            last_error = exc if last_error is None else last_error
-    assert last_error is not None
-    raise last_error
+    visible = _visible(text)
+    candidate = _last_candidate(visible)
+    if candidate is None:
+        # say why: an echoed state or an old-format action is the common case
+        for brace in (visible.find("{"), visible.rfind("{")):
+            got = _decode_at(visible, brace) if brace != -1 else None
+            if got is not None and isinstance(got[0], dict):
+                validate_action(got[0], robot)  # raises with the reason (no "action" key...)
+        raise ActionError(
+            'no action found: end the reply with one JSON object {"action": {<part>: {<quantity>: ...}}}'
+        )
+    return validate_action(candidate, robot)

@@ -10,12 +10,13 @@ import base64
 import json
 from pathlib import Path
 from string import Template
-from typing import Any
+from typing import Any, Literal
 
 import cv2
 import numpy as np
 
 from pear_agent.backend import TaskInfo
+from pear_agent.protocol.actions import wire_action
 from pear_agent.robot_config import REPO_ROOT, RobotConfig
 
 PROMPTS_DIR = REPO_ROOT / "prompts"
@@ -31,25 +32,62 @@ def _fmt_range(r: list[float]) -> str:
     return f"[{r[0]:g}, {r[1]:g}]"
 
 
-def system_prompt(robot: RobotConfig, task: TaskInfo, prompts_dir: Path = PROMPTS_DIR) -> str:
+ObservationMode = Literal["images", "state", "both"]
+OBSERVATION_MODES: tuple[str, ...] = ("images", "state", "both")
+
+
+def _inputs(observation: str, scene_facts: bool) -> str:
+    what = {
+        "both": "the robot's current state as JSON, one image from each camera",
+        "images": "one image from each camera (no state JSON)",
+        "state": "the robot's current state as JSON (no images)",
+    }[observation]
+    return what + (", the positions of the objects in the scene" if scene_facts else "")
+
+
+def _observation_section(robot: RobotConfig, observation: str, scene_facts: bool) -> str:
+    lines = []
+    if observation in ("state", "both"):
+        lines.append(
+            "- `State`: where each part is now, absolute: `position` [x, y, z] of the tool point in cm, "
+            "`orientation` [roll, pitch, yaw] in rad, `gripper` opening (0 closed .. 1 open)."
+        )
+    if scene_facts:
+        lines.append(
+            "- `Scene`: positions (cm) and orientations (rad) of the objects, exact, from the simulator."
+        )
+    if observation in ("images", "both"):
+        cams = [f"  - `{n}` ({c.width}x{c.height}): {c.description}" for n, c in robot.cameras.items()]
+        lines.append("- One image from each camera:\n" + ("\n".join(cams) or "  - none"))
+    else:
+        lines.append("- No camera images: you see the scene only through the text above.")
+    return "\n".join(lines)
+
+
+def system_prompt(
+    robot: RobotConfig,
+    task: TaskInfo,
+    prompts_dir: Path = PROMPTS_DIR,
+    *,
+    observation: str = "both",
+    scene_facts: bool = False,
+    max_invalid: int = 3,
+) -> str:
+    if observation not in OBSERVATION_MODES:
+        raise ValueError(f"observation must be one of {OBSERVATION_MODES}, not {observation!r}")
     parts, example = [], {}
     for name, part in robot.parts.items():
         qty = ["`position` [x, y, z] of the tool point in cm", "`orientation` [roll, pitch, yaw] in rad"]
         if part.gripper is not None:
             qty.append(f"`gripper` ({part.gripper.description})")
-        parts.append(f"- `{name}`: {part.description.strip()}\n  Quantities: {'; '.join(qty)}.")
-        example[name] = {"position": [0.0, 0.0, -2.0]}
-    first = next(iter(robot.parts.values()))
+        parts.append(f"- `{name}`: {part.description.strip()}\n  State: {'; '.join(qty)}.")
+    first_name, first = next(iter(robot.parts.items()))
+    example[first_name] = {"position": [0.0, 0.0, -2.0]}
     if first.gripper is not None:
-        example[next(iter(robot.parts))]["gripper"] = 0.0
-    cameras = (
-        "\n".join(
-            f"- `{name}` ({cam.width}x{cam.height}): {cam.description}" for name, cam in robot.cameras.items()
-        )
-        or "- none"
-    )
+        example[first_name]["gripper"] = 0.0
     ws = first.limits.workspace_cm
     return _template("system", prompts_dir).substitute(
+        inputs=_inputs(observation, scene_facts),
         robot_name=robot.name,
         robot_description=robot.description.strip(),
         parts="\n".join(parts),
@@ -58,11 +96,12 @@ def system_prompt(robot: RobotConfig, task: TaskInfo, prompts_dir: Path = PROMPT
         frame_y=robot.frame.y,
         frame_z=robot.frame.z,
         frame_orientation=robot.frame.orientation,
-        cameras=cameras,
-        example=json.dumps(example),
+        observation=_observation_section(robot, observation, scene_facts),
+        example=json.dumps(wire_action(example)),
         max_step_cm=f"{first.limits.max_position_step_cm:g}",
         max_rot_rad=f"{first.limits.max_rotation_step_rad:g}",
         workspace=f"x {_fmt_range(ws['x'])}, y {_fmt_range(ws['y'])}, z {_fmt_range(ws['z'])} cm",
+        max_invalid=max_invalid,
         instruction=task.instruction,
         max_turns=task.max_turns,
     )
@@ -88,18 +127,31 @@ def turn_text(
     outcome: str | None,
     camera_names: list[str],
     prompts_dir: Path = PROMPTS_DIR,
+    *,
+    observation: str = "both",
+    scene: str | None = None,
 ) -> str:
+    """One user turn's text. `state` is the state JSON; `scene` the scene facts text, if any."""
+    lines = []
+    if observation in ("state", "both"):
+        lines.append(f"State: {state}")
+    if scene is not None:
+        lines.append(f"Scene: {scene}")
+    if observation in ("images", "both"):
+        lines.append(f"Camera images follow ({', '.join(camera_names) or 'none'}).")
     name = "first_turn" if outcome is None else "turn"
     return _template(name, prompts_dir).substitute(
-        turn=turn,
-        max_turns=max_turns,
-        state=state,
-        outcome=outcome or "",
-        camera_names=", ".join(camera_names) or "none",
+        turn=turn, max_turns=max_turns, outcome=outcome or "", observation="\n".join(lines)
     )
 
 
-def user_message(text: str, jpegs: dict[str, bytes]) -> Message:
+def user_message(text: str, jpegs: dict[str, bytes], as_string: bool = False) -> Message:
+    """A user message; `as_string` (no images) sends the content as a plain string, for servers
+    whose chat template drops list content."""
+    if as_string:
+        if jpegs:
+            raise ValueError("a plain-string user message cannot carry images")
+        return {"role": "user", "content": text}
     content: list[dict[str, Any]] = [{"type": "text", "text": text}]
     for name, jpeg in jpegs.items():
         content.append({"type": "text", "text": f"Camera `{name}`:"})

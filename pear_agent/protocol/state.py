@@ -42,3 +42,38 @@ def robot_state(obs: Observation, kin: Kinematics) -> dict[str, PartPose]:
 
 def state_json(state: dict[str, PartPose]) -> str:
     return json.dumps({name: p.to_json() for name, p in state.items()})
+
+
+# privileged facts that are bookkeeping for scripted experts or success checks, not scene geometry
+_NOT_SCENE = {"task", "tool", "touching", "grasp_points_cm", "object_start_z_cm", "lift_cm"}
+_SCENE_UNITS = ("_cm", "_rad", "_cm_s")
+
+
+def _scene_value(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {}
+        for k, v in value.items():
+            if k in _NOT_SCENE:
+                continue
+            kept = _scene_value(v) if isinstance(v, dict) else v
+            if isinstance(v, dict) and kept:
+                out[k] = kept
+            elif k == "name" or (k.endswith(_SCENE_UNITS) and not isinstance(v, dict)):
+                out[k] = _rounded(v)
+        return out
+    return value
+
+
+def _rounded(v: Any) -> Any:
+    if isinstance(v, float | np.floating):
+        return round(float(v), 2)
+    if isinstance(v, list | tuple | np.ndarray):
+        return [_rounded(x) for x in v]
+    return v
+
+
+def scene_facts(privileged: dict[str, Any]) -> str:
+    """The objects' geometry from a simulator's privileged facts, as compact JSON for a text-only
+    model (`--scene-facts`). Only unit-named quantities (`*_cm`, `*_rad`, `*_cm_s`) and names are
+    kept; expert bookkeeping (grasp points, contacts, lift goals) is left out."""
+    return json.dumps(_scene_value(privileged))

@@ -63,18 +63,20 @@ def test_invalid_reply_ends_with_zero_reward_and_text_only_observations() -> Non
         env_config=None,
         extras={"task": "push_to_target", "seed": 1, "text_only": True, "render": False},
     )
-    replies = iter(['{"arm": {"position": [0, 0, 1]}}', "I am not sure what to do."])
+    # one valid action, then three invalid replies (each answered with a correction turn) end it
+    replies = iter(['{"action": {"arm": {"move_cm": [0, 0, 1]}}}'] + ["I am not sure what to do."] * 3)
     chat, rewards, last = drive(env, lambda chat: next(replies))
-    assert rewards == [0.0, 0.0] and last["done"]
+    assert rewards == [0.0] * 4 and last["done"]
     assert last["metadata"]["end_reason"] == "invalid_action" and env.get_metrics()["success"] == 0.0
     assert all(isinstance(m["content"], str) for m in chat)
     assert "Turn 2 of" in chat[3]["content"] and "reached" in chat[3]["content"]
+    assert "Turn 3 of" in chat[5]["content"] and "invalid reply (1 in a row" in chat[5]["content"]
 
 
 def test_close_mid_episode_stops_the_episode_thread() -> None:
     env = skyrl_gym.make("pear_agent", extras={"task": "pick_cube", "render": False})
     env.init([])
-    env.step('{"arm": {"position": [0, 0, 1]}}')
+    env.step('{"action": {"arm": {"move_cm": [0, 0, 1]}}}')
     thread = env._thread
     env.close()
     assert not thread.is_alive()

@@ -1,0 +1,210 @@
+"""The arm as an environment of the turn loop: state JSON + camera images in, protocol actions
+out, executed through safety clipping, IK and a `Backend` (MuJoCo, LIBERO or ROS 2)."""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+
+from pear_agent.backend import Backend, Outcome, PartCommand, TaskInfo
+from pear_agent.environment import FrameSink, StepResult, TurnPrompt
+from pear_agent.kinematics import Kinematics, rpy_to_matrix
+from pear_agent.policies.base import TurnContext
+from pear_agent.protocol.actions import Action, parse_reply, response_schema
+from pear_agent.protocol.prompts import OBSERVATION_MODES, encode_jpeg, system_prompt, turn_text, user_message
+from pear_agent.protocol.state import PartPose, robot_state, scene_facts, state_json
+from pear_agent.safety import clip_target
+
+
+def _vec(v: np.ndarray, digits: int) -> list[float]:
+    return [round(float(x), digits) + 0.0 for x in v]
+
+
+def describe_executed(executed: dict[str, dict[str, Any]]) -> str:
+    """One line for the console: what the robot was commanded to do after clipping."""
+    parts = []
+    for name, q in executed.items():
+        bits = []
+        if "move_cm" in q:
+            bits.append("move " + " ".join(f"{v:+.1f}" for v in q["move_cm"]) + " cm")
+        if "turn_rad" in q:
+            bits.append("turn " + " ".join(f"{v:+.2f}" for v in q["turn_rad"]) + " rad")
+        if "gripper" in q:
+            bits.append(f"gripper {q['gripper']:.1f}")
+        parts.append(f"{name} " + ", ".join(bits) if bits else f"{name} holds")
+    return "; ".join(parts) or "nothing"
+
+
+class ArmEnvironment:
+    """The arm path of the loop. `observation`: "both" (state JSON + images), "images" or "state"
+    (no image parts, plain-string user content); `scene_facts` adds the objects' positions from the
+    simulator's privileged facts (recorded as privileged)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        kinematics: Kinematics,
+        *,
+        observation: str = "both",
+        scene_facts: bool = False,
+        jpeg_quality: int = 85,
+        tokens_per_image_patch_px: int = 28,
+        max_invalid: int = 3,
+    ) -> None:
+        if observation not in OBSERVATION_MODES:
+            raise ValueError(f"observation must be one of {list(OBSERVATION_MODES)}, not {observation!r}")
+        self.backend = backend
+        self.kin = kinematics
+        self.robot = kinematics.robot
+        self.name = self.robot.name
+        self.observation = observation
+        self.scene_facts = scene_facts
+        self.jpeg_quality = jpeg_quality
+        self.patch_px = tokens_per_image_patch_px
+        self.max_invalid = max_invalid
+        self._schema = response_schema(self.robot)
+        self._obs: Any = None
+        self._state: dict[str, PartPose] = {}
+
+    @property
+    def task(self) -> TaskInfo:
+        return self.backend.task
+
+    def reset(self, seed: int) -> None:
+        self._obs = self.backend.reset(seed)
+
+    def system_prompt(self) -> str:
+        return system_prompt(
+            self.robot,
+            self.task,
+            observation=self.observation,
+            scene_facts=self.scene_facts,
+            max_invalid=self.max_invalid,
+        )
+
+    def header(self) -> dict[str, Any]:
+        return {"observation": self.observation, "scene_facts": self.scene_facts}
+
+    def response_schema(self) -> dict[str, Any]:
+        return self._schema
+
+    def observe(self, turn: int, max_turns: int, feedback: str | None) -> TurnPrompt:
+        obs = self._obs
+        self._state = robot_state(obs, self.kin)
+        state = {k: v.to_json() for k, v in self._state.items()}
+        images = obs.images if self.observation != "state" else {}
+        jpegs = {name: encode_jpeg(img, self.jpeg_quality) for name, img in images.items()}
+        scene = scene_facts(obs.privileged) if self.scene_facts else None
+        text = turn_text(
+            turn,
+            max_turns,
+            state_json(self._state),
+            feedback,
+            list(jpegs),
+            observation=self.observation,
+            scene=scene,
+        )
+        msg = user_message(text, jpegs, as_string=self.observation == "state")
+        p = self.patch_px
+        img_tokens = sum(math.ceil(i.shape[0] / p) * math.ceil(i.shape[1] / p) for i in images.values())
+        record: dict[str, Any] = {"state": state}
+        if scene is not None:
+            record["scene"] = scene
+        ctx = TurnContext(turn, self.task.name, state, obs, response_schema=self._schema)
+        return TurnPrompt(msg, text, ctx, len(text) // 4 + img_tokens + 8, jpegs, record)
+
+    def parse(self, reply: str) -> Action:
+        return parse_reply(reply, self.robot)
+
+    def plan(
+        self, action: Action, state: dict[str, PartPose], joints_rad: dict[str, np.ndarray]
+    ) -> tuple[dict[str, PartCommand], dict[str, Any], Outcome | None]:
+        """Clip each part's target, solve IK; refuse the whole action if any part has no solution."""
+        commands: dict[str, PartCommand] = {}
+        info: dict[str, Any] = {"notes": [], "ik": {}, "executed": {}}
+        for name, pa in action.parts.items():
+            part = self.robot.parts[name]
+            target = clip_target(name, part, state[name], pa)
+            info["notes"].extend(target.notes)
+            cmd = PartCommand(gripper=target.gripper)
+            executed: dict[str, Any] = {}
+            if target.moves_arm:
+                executed["move_cm"] = _vec(target.position_cm - state[name].position_cm, 2)
+                executed["turn_rad"] = _vec(target.orientation_rad - state[name].orientation_rad, 3)
+                t0 = time.perf_counter()
+                res = self.kin.ik(
+                    name,
+                    target.position_cm / 100.0,
+                    rpy_to_matrix(target.orientation_rad),
+                    seed_rad=joints_rad[name],
+                )
+                info["ik"][name] = {
+                    "success": res.success,
+                    "position_error_cm": res.position_error_m * 100,
+                    "rotation_error_rad": res.rotation_error_rad,
+                    "iterations": res.iterations,
+                    "ik_ms": (time.perf_counter() - t0) * 1000,
+                    "target_position_cm": target.position_cm,
+                    "target_orientation_rad": target.orientation_rad,
+                }
+                if not res.success:
+                    info["executed"] = {}
+                    return {}, info, Outcome("ik_failed", f"{name}: {res.reason}; the robot did not move")
+                cmd.joints_rad = res.joints_rad
+            if target.gripper is not None:
+                executed["gripper"] = target.gripper
+            info["executed"][name] = executed
+            commands[name] = cmd
+        return commands, info, None
+
+    def execute(self, action: Action) -> StepResult:  # type: ignore[override]
+        commands, info, refused = self.plan(action, self._state, self._obs.joints_rad)
+        outcome = refused if refused is not None else self.backend.execute(commands)
+        self._obs = obs = self.backend.observe()
+        notes = list(action.notes) + info["notes"]
+        feedback = outcome.describe() + (f" (note: {'; '.join(notes)})" if notes else "")
+        executed = info.pop("executed")
+        record = {
+            "plan": info,
+            "executed": executed,
+            "outcome": {
+                "status": outcome.status,
+                "detail": outcome.detail,
+                "duration_s": outcome.duration_s,
+                "blocked_joints": outcome.blocked_joints,
+                "notes": notes,
+            },
+            "sim_time_s": obs.time_s,
+            "success": obs.success,
+        }
+        summary = describe_executed(executed) if refused is None else "nothing (refused)"
+        return StepResult(
+            status=outcome.status,
+            feedback=feedback,
+            executed=summary,
+            success=bool(obs.success),
+            record=record,
+            end=outcome.status in ("stopped", "refused"),  # e-stop, or the backend would not command
+            detail=outcome.detail,
+        )
+
+    def advance(self, duration_s: float) -> None:
+        self.backend.advance(duration_s)
+
+    def time_s(self) -> float:
+        return float(self._obs.time_s) if self._obs is not None else 0.0
+
+    def set_frame_sink(self, sink: FrameSink | None) -> None:
+        self.backend.set_frame_sink(sink)
+        if sink is not None and self._obs is not None and self._obs.images:
+            sink(next(iter(self._obs.images.values())))
+
+    def judge_success(self, end_reason: str, detail: str) -> bool | None:
+        judge = getattr(self.backend, "judge_success", None)
+        if judge is None:
+            return None
+        verdict = judge(end_reason, detail)
+        return None if verdict is None else bool(verdict)
