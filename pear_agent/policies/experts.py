@@ -53,12 +53,21 @@ def _holding(arm: dict[str, Any], obj: dict[str, Any]) -> bool:
     return 0.15 < g < 0.85 and np.linalg.norm(p[:2] - o[:2]) < 2.5 and abs(p[2] - o[2]) < 3.0
 
 
-def _approach_and_grasp(arm: dict[str, Any], obj: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _lowest_tcp_cm(tool: dict[str, Any], floor_cm: float) -> float:
+    """The lowest tool point that keeps the fingertips 0.5 cm above a surface at `floor_cm`."""
+    return floor_cm + float(tool.get("fingertip_below_tcp_cm", 1.0)) + 0.5
+
+
+def _approach_and_grasp(
+    arm: dict[str, Any], obj: dict[str, Any], tool: dict[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
     """Open gripper: go above the object, square up, descend, close."""
+    tool = tool or {}
     p, o = np.asarray(arm["position"], float), np.asarray(obj["position_cm"], float)
     size = float(obj["size_cm"])
-    hover_z = o[2] + size / 2 + 8.0
-    grasp_z = o[2] + 0.3
+    table_z = float(tool.get("table_z_cm") or 0.0)
+    grasp_z = max(o[2] + 0.3, _lowest_tcp_cm(tool, table_z))
+    hover_z = max(o[2] + size / 2 + 8.0, grasp_z + 6.0)
     yaw = _grasp_yaw(float(obj["yaw_rad"]), float(arm["orientation"][2]))
     rot = _rot_delta(arm, yaw)
     dxy = o[:2] - p[:2]
@@ -91,21 +100,23 @@ def _approach_and_grasp(arm: dict[str, Any], obj: dict[str, Any]) -> tuple[str, 
 
 
 def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    arm = state["arm"]
+    part = priv.get("part", "arm")
+    arm = state[part]
     obj = priv["object"]
     if _holding(arm, obj):
         goal_z = priv["object_start_z_cm"] + priv["lift_cm"] + 3.0
         dz = goal_z - float(obj["position_cm"][2])
         return (
             f"I hold the cube; I lift it {dz:.1f} cm more.",
-            {"arm": _act(np.array([0, 0, dz]), None, 0.0)},
+            {part: _act(np.array([0, 0, dz]), None, 0.0)},
         )
-    why, act = _approach_and_grasp(arm, obj)
-    return why, {"arm": act}
+    why, act = _approach_and_grasp(arm, obj, priv.get("tool"))
+    return why, {part: act}
 
 
 def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    arm = state["arm"]
+    part = priv.get("part", "arm")
+    arm = state[part]
     obj, bowl = priv["object"], priv["container"]
     o = np.asarray(obj["position_cm"], float)
     b = np.asarray(bowl["position_cm"], float)
@@ -113,33 +124,34 @@ def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     if priv.get("object_inside"):
         return (
             "The cube is in the bowl; I open the gripper and move away upwards.",
-            {"arm": _act(np.array([0, 0, 6.0]), None, 1.0)},
+            {part: _act(np.array([0, 0, 6.0]), None, 1.0)},
         )
     if not _holding(arm, obj):
-        why, act = _approach_and_grasp(arm, obj)
-        return why, {"arm": act}
+        why, act = _approach_and_grasp(arm, obj, priv.get("tool"))
+        return why, {part: act}
     carry_z = bowl["rim_height_cm"] + size / 2 + 4.0
     dxy = b[:2] - o[:2]
     if np.linalg.norm(dxy) > 1.5:
         if o[2] < carry_z - 1.0:
             return (
                 "I hold the cube; I lift it above the bowl's rim before carrying it.",
-                {"arm": _act(np.array([0, 0, carry_z - o[2]]), None, 0.0)},
+                {part: _act(np.array([0, 0, carry_z - o[2]]), None, 0.0)},
             )
         return (
             f"I carry the cube {np.linalg.norm(dxy):.1f} cm towards the bowl.",
-            {"arm": _act(np.array([dxy[0], dxy[1], carry_z - o[2]]), None, 0.0)},
+            {part: _act(np.array([dxy[0], dxy[1], carry_z - o[2]]), None, 0.0)},
         )
     release_z = bowl["rim_height_cm"] + size / 2 + 1.0
     if o[2] > release_z + 0.8:
         return "The cube is above the bowl; I lower it.", {
-            "arm": _act(np.array([0, 0, release_z - o[2]]), None, 0.0)
+            part: _act(np.array([0, 0, release_z - o[2]]), None, 0.0)
         }
-    return "The cube is just above the bowl's floor; I let go.", {"arm": _act(None, None, 1.0)}
+    return "The cube is just above the bowl's floor; I let go.", {part: _act(None, None, 1.0)}
 
 
 def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    arm = state["arm"]
+    part = priv.get("part", "arm")
+    arm = state[part]
     obj, target = priv["object"], priv["target"]
     p = np.asarray(arm["position"], float)
     o = np.asarray(obj["position_cm"], float)
@@ -149,8 +161,11 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     dist = float(np.linalg.norm(to_target))
     u = to_target / max(dist, 1e-6)
     standoff = size / 2 + 3.0
-    push_z = 2.0
-    hover_z = size + 5.0
+    tool = priv.get("tool") or {}
+    table_z = float(tool.get("table_z_cm") or 0.0)
+    # the fingertips sweep just above the table: at least 1 cm of clearance below the tool point
+    push_z = table_z + max(2.0, float(tool.get("fingertip_below_tcp_cm", 1.0)) + 1.0)
+    hover_z = table_z + size + 5.0
     r = p[:2] - o[:2]
     along = float(r @ u)
     lateral = float(np.linalg.norm(r - along * u))
@@ -168,12 +183,12 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
         return (
             f"The block is {dist:.1f} cm from the target centre and I am behind it; I push "
             f"{step:.1f} cm towards the target.",
-            {"arm": _act(np.append(u * step, 0.0), None, grip)},
+            {part: _act(np.append(u * step, 0.0), None, grip)},
         )
-    if p[2] < size + 3.0:
+    if p[2] < table_z + size + 3.0:
         return (
             "I am low but not lined up behind the block; I rise before repositioning.",
-            {"arm": _act(np.array([0, 0, hover_z - p[2]]), None, grip)},
+            {part: _act(np.array([0, 0, hover_z - p[2]]), None, grip)},
         )
     pre = o[:2] - u * standoff
     d = pre - p[:2]
@@ -181,10 +196,10 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
         return (
             "I move above the point behind the block, on the line from it to the target, with the "
             "gripper closed.",
-            {"arm": _act(np.array([d[0], d[1], hover_z - p[2]]), rot, grip)},
+            {part: _act(np.array([d[0], d[1], hover_z - p[2]]), rot, grip)},
         )
     return "I am above the pushing point; I lower the gripper to the table.", {
-        "arm": _act(np.array([d[0], d[1], push_z - p[2]]), None, grip)
+        part: _act(np.array([d[0], d[1], push_z - p[2]]), None, grip)
     }
 
 
@@ -192,7 +207,8 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     """Ambush a cube riding a belt: land ahead of it with the fingers straddling its path, slide to
     meet it, close. It leads the cube by fixed motion-time guesses and assumes the observation is
     fresh, which is exactly what a 2 s decision latency in realtime mode breaks."""
-    arm = state["arm"]
+    part = priv.get("part", "arm")
+    arm = state[part]
     obj = priv["object"]
     p, o = np.asarray(arm["position"], float), np.asarray(obj["position_cm"], float)
     o = np.clip(o, p - 40.0, p + 40.0)  # a cube carried out of reach: still a valid (short) action
@@ -203,32 +219,34 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     if _holding(arm, obj) and g < 0.85:
         goal = priv["object_start_z_cm"] + priv["lift_cm"] + 3.0
         return "I hold the cube; I lift it off the belt.", {
-            "arm": _act(np.array([0, 0, goal - o[2]]), None, 0.0)
+            part: _act(np.array([0, 0, goal - o[2]]), None, 0.0)
         }
-    grasp_z, hover_z = o[2] + 0.3, o[2] + size / 2 + 8.0
+    belt_top = float(priv["belt"]["top_cm"])
+    grasp_z = max(o[2] + 0.3, _lowest_tcp_cm(priv.get("tool") or {}, belt_top))
+    hover_z = max(o[2] + size / 2 + 8.0, grasp_z + 6.0)
     options = float(np.arctan2(v[1], v[0])) + np.arange(-2, 3) * np.pi  # fingers close across the belt
     yaw = float(options[np.argmin(np.abs(wrap(options - float(arm["orientation"][2]))))])
     rot = _rot_delta(arm, yaw)
     if g < 0.9:
         return "The gripper is closed on nothing; I open it and rise.", {
-            "arm": _act(np.array([0, 0, max(0.0, hover_z - p[2])]), None, 1.0)
+            part: _act(np.array([0, 0, max(0.0, hover_z - p[2])]), None, 1.0)
         }
     if p[2] >= grasp_z + 1.5:
         d = o + v * 1.6 + u * 3.0 - p  # where the cube will be after the descent, plus a margin
         if np.linalg.norm(d[:2]) > 12 or max(abs(x) for x in rot) > 0.05:
             d = o + v * 2.5 + u * 3.0 - p
             return "I move above the belt ahead of the cube and turn the fingers across its path.", {
-                "arm": _act(np.array([d[0], d[1], hover_z - p[2]]), rot)
+                part: _act(np.array([d[0], d[1], hover_z - p[2]]), rot)
             }
         return "I lower the open gripper onto the belt just ahead of the cube.", {
-            "arm": _act(np.array([d[0], d[1], grasp_z - p[2]]), None)
+            part: _act(np.array([d[0], d[1], grasp_z - p[2]]), None)
         }
     off = o + v * 0.3 - p
     if abs(off[0]) < 0.8 and np.linalg.norm(off[:2]) < 1.0:
-        return "The cube is between the fingers; I close the gripper.", {"arm": _act(None, None, 0.0)}
+        return "The cube is between the fingers; I close the gripper.", {part: _act(None, None, 0.0)}
     d = o + v * 0.7 - p
     return "I slide along the belt to meet the cube.", {
-        "arm": _act(np.array([d[0], d[1], grasp_z - p[2]]), None)
+        part: _act(np.array([d[0], d[1], grasp_z - p[2]]), None)
     }
 
 

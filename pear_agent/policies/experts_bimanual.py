@@ -62,7 +62,24 @@ def _grasp_bar_end(
     return "the bar is between my fingers; I close them", _act(None, None, 0.0)
 
 
+def _by_role(state: State, priv: dict[str, Any]) -> tuple[State, dict[str, str]]:
+    """The task names which part plays the left and which the right arm (`arms`); the expert
+    thinks in roles and answers with part names."""
+    roles = dict(priv.get("arms") or {a: a for a in ARMS})
+    return {a: state[p] for a, p in roles.items()}, roles
+
+
+def _named(action: dict[str, Any], roles: dict[str, str]) -> dict[str, Any]:
+    return {roles[a]: act for a, act in action.items()}
+
+
 def bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    state, roles = _by_role(state, priv)
+    why, action = _bimanual_pickup(state, priv)
+    return why, _named(action, roles)
+
+
+def _bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     obj = priv["object"]
     half_h = float(obj["size_cm"][2]) / 2
     points = {a: np.asarray(p, float) for a, p in priv["grasp_points_cm"].items()}
@@ -135,6 +152,13 @@ def _push(
 
 
 def align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    state, roles = _by_role(state, priv)
+    why, action = _align_blocks(state, priv)
+    return why, _named(action, roles)
+
+
+def _align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    park = {a: np.asarray(p, float) for a, p in (priv.get("park_cm") or PARK_CM).items()}
     line_x = float(priv["line"]["x_cm"])
     tol = float(priv["line"]["tolerance_cm"]) * 0.5
     centre_y = float(priv["center_y_cm"])
@@ -153,7 +177,7 @@ def align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any
             job = None  # the middle of the table is shared: wait until the other arm is done
         if job is None:
             p = np.asarray(arm["position"], float)
-            d = PARK_CM[a] - p
+            d = park[a] - p
             if np.linalg.norm(d) > 1.5:
                 if p[2] < 6.0:
                     d = np.array([0.0, 0.0, 8.0 - p[2]])

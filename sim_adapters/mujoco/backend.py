@@ -13,7 +13,7 @@ import numpy as np
 
 from pear_agent.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
 from pear_agent.motion import SettleJudge
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot_config import RobotConfig, RobotConfigError
 
 
 def configure_gl() -> str:
@@ -32,7 +32,7 @@ configure_gl()
 
 import mujoco  # noqa: E402
 
-from sim_adapters.mujoco.scene import build_robot_spec  # noqa: E402
+from sim_adapters.mujoco.scene import build_robot_spec, compile_spec, scene_option  # noqa: E402
 from sim_adapters.mujoco.tasks.base import MujocoTask  # noqa: E402
 
 
@@ -40,7 +40,6 @@ from sim_adapters.mujoco.tasks.base import MujocoTask  # noqa: E402
 class ControllerSettings:
     reach_tolerance_rad: float = 0.006
     still_velocity_rad_s: float = 0.03
-    gripper_still_m_s: float = 0.004
     settle_timeout_s: float = 2.0
     stall_tracking_error_rad: float = 0.25
     control_substeps: int = 5
@@ -60,25 +59,55 @@ class _PartIO:
         jnt_range = model.jnt_range[[model.joint(j).id for j in part.joints]]
         lo, hi = part.tighten_limits(jnt_range[:, 0], jnt_range[:, 1])
         self.lower, self.upper = np.array(lo), np.array(hi)
+        outside = [
+            f"{j} = {q:g} not in [{a:.4g}, {b:.4g}]"
+            for j, q, a, b in zip(part.joints, self.home, self.lower, self.upper, strict=True)
+            if not a - 1e-9 <= q <= b + 1e-9
+        ]
+        if outside:
+            raise RobotConfigError(
+                f"{robot.label}: key parts.{name}.home.joints_rad: outside the joint limits: "
+                + "; ".join(outside)
+            )
         g = part.gripper
         self.gripper = g
         if g is not None:
             self.g_qadr = np.array([model.joint(j).qposadr[0] for j in g.joints])
             self.g_dadr = np.array([model.joint(j).dofadr[0] for j in g.joints])
-            self.g_act = model.actuator(g.actuator).id if g.actuator else None
+            ranges = np.array([g.joint_range(j) for j in g.joints])
+            self.g_closed, self.g_open = ranges[:, 0], ranges[:, 1]
+            drives = g.drives
+            self.g_act = np.array([model.actuator(a.name).id for a in drives], dtype=int)
+            self.g_ctrl_closed = np.array([a.ctrl_closed for a in drives])
+            self.g_ctrl_open = np.array([a.ctrl_open for a in drives])
+            self.g_ramp_s = g.move_time_s
+            self.g_still = g.still_velocity
 
     def gripper_opening(self, data: mujoco.MjData) -> float:
-        g = self.gripper
-        if g is None:
+        """0 closed .. 1 open: the mean over the finger joints of where each sits between its own
+        closed and open positions."""
+        if self.gripper is None:
             return 0.0
-        pos = float(np.mean(data.qpos[self.g_qadr]))
-        return float(np.clip((pos - g.closed_joint_pos) / (g.open_joint_pos - g.closed_joint_pos), 0, 1))
+        frac = (data.qpos[self.g_qadr] - self.g_closed) / (self.g_open - self.g_closed)
+        return float(np.clip(np.mean(frac), 0, 1))
+
+    def gripper_joint_targets(self, command: float) -> np.ndarray:
+        return self.g_closed + command * (self.g_open - self.g_closed)
 
     def set_gripper(self, data: mujoco.MjData, command: float) -> None:
-        g = self.gripper
-        if g is None or self.g_act is None:
+        if self.gripper is None or self.g_act.size == 0:
             return
-        data.ctrl[self.g_act] = g.ctrl_closed + command * (g.ctrl_open - g.ctrl_closed)
+        data.ctrl[self.g_act] = self.gripper_ctrl(command)
+
+    def gripper_ctrl(self, command: float) -> np.ndarray:
+        return self.g_ctrl_closed + command * (self.g_ctrl_open - self.g_ctrl_closed)
+
+    def gripper_command(self, data: mujoco.MjData) -> float:
+        """The command (0..1) the gripper's actuators are set to now."""
+        if self.gripper is None or self.g_act.size == 0:
+            return 0.0
+        span = self.g_ctrl_open - self.g_ctrl_closed
+        return float(np.mean((data.ctrl[self.g_act] - self.g_ctrl_closed) / span))
 
 
 class MujocoBackend:
@@ -94,14 +123,14 @@ class MujocoBackend:
         self.robot = robot
         self._task = task
         self.settings = settings or ControllerSettings()
-        spec = build_robot_spec(robot, **task.table_kwargs())
+        spec = build_robot_spec(robot)
         task.build(spec, robot)
-        self.model = spec.compile()
+        self.model = compile_spec(robot, spec)
         self.data = mujoco.MjData(self.model)
         self.parts = {name: _PartIO(self.model, robot, name) for name in robot.parts}
         self.render_enabled = render
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
-        self._scene_opt = mujoco.MjvOption()
+        self._scene_opt = scene_option(robot)
         self._sink: FrameSink | None = None
         self._sink_period_s = 0.1
         self._next_frame_t = 0.0
@@ -117,10 +146,7 @@ class MujocoBackend:
             d.qpos[io.qadr] = io.home
             d.ctrl[io.act] = io.home
             if io.gripper is not None:
-                g = io.gripper
-                d.qpos[io.g_qadr] = g.closed_joint_pos + io.home_gripper * (
-                    g.open_joint_pos - g.closed_joint_pos
-                )
+                d.qpos[io.g_qadr] = io.gripper_joint_targets(io.home_gripper)
                 io.set_gripper(d, io.home_gripper)
         rng = np.random.default_rng(seed)
         self._task.reset(m, d, rng)
@@ -169,11 +195,17 @@ class MujocoBackend:
             return Outcome("stopped", "the robot was stopped; no further motion")
         start_t = float(d.time)
         q0, qT = {}, {}
+        ramps: dict[str, tuple[float, float, float]] = {}  # part -> (from, to, seconds)
         duration = 0.0
         for name, cmd in commands.items():
             io = self.parts[name]
             if cmd.gripper is not None:
-                io.set_gripper(d, float(np.clip(cmd.gripper, 0.0, 1.0)))
+                target = float(np.clip(cmd.gripper, 0.0, 1.0))
+                if io.gripper is not None and io.g_ramp_s > 0:
+                    start = io.gripper_command(d)
+                    ramps[name] = (start, target, io.g_ramp_s * abs(target - start))
+                else:
+                    io.set_gripper(d, target)
             if cmd.joints_rad is not None:
                 q0[name] = d.ctrl[io.act].copy()
                 qT[name] = np.clip(np.asarray(cmd.joints_rad, float), io.lower, io.upper)
@@ -182,9 +214,12 @@ class MujocoBackend:
         duration *= 1.875
         dt = m.opt.timestep * s.control_substeps
         t = 0.0
-        judge = SettleJudge(duration, s.reach_tolerance_rad, s.settle_timeout_s)
+        ramp_s = max((r[2] for r in ramps.values()), default=0.0)
+        judge = SettleJudge(max(duration, ramp_s), s.reach_tolerance_rad, s.settle_timeout_s)
         while True:
             t += dt
+            for name, (g0, g1, T) in ramps.items():
+                self.parts[name].set_gripper(d, g1 if t >= T else g0 + (g1 - g0) * t / T)
             if qT and t <= duration:
                 tau = t / duration
                 blend = 10 * tau**3 - 15 * tau**4 + 6 * tau**5
@@ -228,7 +263,7 @@ class MujocoBackend:
         for io in self.parts.values():
             if np.max(np.abs(d.qvel[io.dadr])) > s.still_velocity_rad_s:
                 return False
-            if io.gripper is not None and np.max(np.abs(d.qvel[io.g_dadr])) > s.gripper_still_m_s:
+            if io.gripper is not None and np.max(np.abs(d.qvel[io.g_dadr])) > io.g_still:
                 return False
         return True
 

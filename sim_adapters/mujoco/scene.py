@@ -10,9 +10,7 @@ import mujoco
 import numpy as np
 
 from pear_agent.kinematics import quat_wxyz_to_matrix
-from pear_agent.robot_config import RobotConfig
-
-TABLE_TOP_Z_M = 0.0
+from pear_agent.robot_config import RobotConfig, RobotConfigError
 
 
 def look_at_quat(pos: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -34,22 +32,96 @@ def ee_site_name(part: str) -> str:
     return f"{part}_ee"
 
 
-def build_robot_spec(
-    robot: RobotConfig,
-    table_size_m: tuple[float, float] = (0.6, 0.7),
-    table_center_m: tuple[float, float] = (0.45, 0.0),
-) -> mujoco.MjSpec:
-    spec = mujoco.MjSpec.from_file(str(robot.resolve(robot.model.mjcf)))
+def _load_spec(robot: RobotConfig, ref: str, key: str) -> mujoco.MjSpec:
+    path = robot.resolve(ref, key)
+    try:
+        return mujoco.MjSpec.from_file(str(path))
+    except Exception as exc:  # MuJoCo raises ValueError with its own multi-line text
+        raise RobotConfigError(f"{robot.label}: key {key} ({path}): MuJoCo: {_one_line(exc)}") from None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).replace("Error:", "").split())
+
+
+def check_names(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
+    """Every body, joint and actuator the description names exists in the (attached) model."""
+    label = robot.label
+    joints = {j.name for j in spec.joints}
+    actuators = {a.name for a in spec.actuators}
+    for name, part in robot.parts.items():
+        key = f"parts.{name}"
+        missing = [j for j in part.joints if j not in joints]
+        if missing:
+            raise RobotConfigError(f"{label}: key {key}.joints: {missing} not in the model")
+        if spec.body(part.end_effector.parent_body) is None:
+            raise RobotConfigError(
+                f"{label}: key {key}.end_effector.parent_body: body {part.end_effector.parent_body!r} "
+                "is not in the model"
+            )
+        g = part.gripper
+        if g is None:
+            continue
+        for field, names in (("joints", g.joints), ("mimic_joints", g.mimic_joints)):
+            missing = [j for j in names if j not in joints]
+            if missing:
+                raise RobotConfigError(f"{label}: key {key}.gripper.{field}: {missing} not in the model")
+        arm_overlap = set(g.joints) & set(part.joints)
+        if arm_overlap:
+            raise RobotConfigError(
+                f"{label}: key {key}.gripper.joints: {sorted(arm_overlap)} are also arm joints"
+            )
+        if g.create_actuator:
+            if g.actuator in actuators:
+                raise RobotConfigError(
+                    f"{label}: key {key}.gripper.create_actuator: the model already has an actuator "
+                    f"{g.actuator!r}; drop create_actuator to drive it"
+                )
+            continue
+        for i, drive in enumerate(g.drives):
+            if drive.name not in actuators:
+                field = "actuator" if g.actuator else f"actuators.{i}.name"
+                hint = sorted(a for a in actuators if not a.startswith(tuple(part.joints)))
+                raise RobotConfigError(
+                    f"{label}: key {key}.gripper.{field}: actuator {drive.name!r} is not in the model "
+                    f"(its actuators: {hint or 'none'}; set create_actuator: true if it has none)"
+                )
+    for cam_name, cam in robot.cameras.items():
+        if cam.sim and cam.sim.mount_body and spec.body(cam.sim.mount_body) is None:
+            raise RobotConfigError(
+                f"{label}: key cameras.{cam_name}.sim.mount_body: "
+                f"body {cam.sim.mount_body!r} is not in the model"
+            )
+
+
+def build_robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
+    """The robot's scene: its model file with attachments, position servos for the arm joints, the
+    gripper drive, the table of its `table` section, cameras and lights. Errors name the YAML file
+    and key."""
+    label = robot.label
+    spec = _load_spec(robot, robot.model.mjcf, "model.mjcf")
     spec.option.timestep = 0.002
     spec.option.integrator = mujoco.mjtIntegrator.mjINT_IMPLICITFAST
     spec.option.noslip_iterations = 2
-    for att in robot.model.attachments:
-        child = mujoco.MjSpec.from_file(str(robot.resolve(att.file)))
+    for i, att in enumerate(robot.model.attachments):
+        key = f"model.attachments.{i}"
+        child = _load_spec(robot, att.file, f"{key}.file")
+        if att.angle_unit != "file":
+            child.compiler.degree = att.angle_unit == "degree"
         parent = spec.body(att.parent_body)
         if parent is None:
-            raise ValueError(f"attachment parent_body {att.parent_body!r} is not in {robot.model.mjcf}")
+            raise RobotConfigError(
+                f"{label}: key {key}.parent_body: body {att.parent_body!r} is not in the model"
+            )
+        body = child.body(att.body)
+        if body is None:
+            raise RobotConfigError(f"{label}: key {key}.body: body {att.body!r} is not in {att.file}")
         frame = parent.add_frame(pos=att.pos_m, quat=att.quat_wxyz)
-        frame.attach_body(child.body(att.body), att.prefix, "")
+        try:
+            frame.attach_body(body, att.prefix, "")
+        except Exception as exc:
+            raise RobotConfigError(f"{label}: key {key}: MuJoCo cannot attach it: {_one_line(exc)}") from None
+    check_names(robot, spec)
 
     for name, part in robot.parts.items():
         ee = part.end_effector
@@ -69,7 +141,7 @@ def build_robot_spec(
                 act.gainprm[0] = kp
                 act.biasprm[:3] = [0.0, -kp, -kv]
         g = part.gripper
-        if g is not None and g.actuator and spec.actuator(g.actuator) is None:
+        if g is not None and g.create_actuator and g.actuator:
             _add_gripper_actuator(spec, g.actuator, g.joints, g.ctrl_closed, g.ctrl_open)
 
     spec.add_texture(
@@ -82,12 +154,14 @@ def build_robot_spec(
         height=64,
     )
     world = spec.worldbody
-    hx, hy = table_size_m
+    table = robot.table_or_default()
+    top_z = table_top_z_m(robot)
+    hx, hy = (v / 100.0 for v in table.half_size_cm)
     world.add_geom(
         name="table",
         type=mujoco.mjtGeom.mjGEOM_BOX,
         size=[hx, hy, 0.02],
-        pos=[table_center_m[0], table_center_m[1], TABLE_TOP_Z_M - 0.02],
+        pos=[table.center_cm[0] / 100.0, table.center_cm[1] / 100.0, top_z - 0.02],
         rgba=[0.62, 0.52, 0.42, 1],
         friction=[1.0, 0.005, 0.0001],
     )
@@ -95,7 +169,7 @@ def build_robot_spec(
         name="floor",
         type=mujoco.mjtGeom.mjGEOM_PLANE,
         size=[3, 3, 0.1],
-        pos=[0, 0, -0.75],
+        pos=[0, 0, top_z - 0.75],
         rgba=[0.3, 0.32, 0.35, 1],
         contype=0,
         conaffinity=0,
@@ -116,14 +190,35 @@ def build_robot_spec(
             continue
         s = cam.sim
         body = world if s.mount_body is None else spec.body(s.mount_body)
-        if body is None:
-            raise ValueError(f"camera {cam_name}: mount_body {s.mount_body!r} is not in the model")
         quat = look_at_quat(np.array(s.pos_m), np.array(s.look_at_m)) if s.look_at_m else s.quat_wxyz
         body.add_camera(name=cam_name, pos=s.pos_m, quat=list(quat), fovy=s.fovy_deg)
         max_w, max_h = max(max_w, cam.width), max(max_h, cam.height)
     spec.visual.global_.offwidth = max_w
     spec.visual.global_.offheight = max_h
     return spec
+
+
+def compile_spec(robot: RobotConfig, spec: mujoco.MjSpec) -> mujoco.MjModel:
+    try:
+        return spec.compile()
+    except Exception as exc:
+        raise RobotConfigError(
+            f"{robot.label}: key model: MuJoCo cannot compile the scene: {_one_line(exc)}"
+        ) from None
+
+
+def table_top_z_m(robot: RobotConfig) -> float:
+    return float(robot.table_or_default().surface_z_cm) / 100.0
+
+
+def scene_option(robot: RobotConfig) -> mujoco.MjvOption:
+    """Rendering options: the description's hidden geom and site groups (and the ee site, group 4)."""
+    opt = mujoco.MjvOption()
+    for g in robot.render.hide_geom_groups:
+        opt.geomgroup[g] = 0
+    for g in robot.render.hide_site_groups:
+        opt.sitegroup[g] = 0
+    return opt
 
 
 GRIPPER_KP_N_M = 3000.0

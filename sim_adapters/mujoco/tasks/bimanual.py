@@ -15,7 +15,9 @@ import numpy as np
 
 from pear_agent.robot_config import RobotConfig
 from sim_adapters.mujoco.tasks.base import (
+    TWO_ARMS,
     MujocoTask,
+    TaskArea,
     add_free_box,
     body_speed,
     body_yaw,
@@ -24,7 +26,11 @@ from sim_adapters.mujoco.tasks.base import (
 )
 
 ARMS = ("left_arm", "right_arm")
+"""Roles; a robot's two gripper arms take them by where their workspaces lie (left = larger y)."""
 CENTER_Y_M = -0.305  # halfway between the two bases
+# The placements below were written for the YAM station's task area; `TaskArea` maps them into
+# any two-arm robot's `table.task_area_cm` (identity for the YAM station).
+REF_X_M, REF_Y_M = (0.16, 0.32), (-0.55, -0.06)
 
 
 def _cm(v: np.ndarray) -> list[float]:
@@ -63,16 +69,30 @@ def _pad_fingers(spec: mujoco.MjSpec, side: str) -> None:
         )
 
 
-class _BimanualTask(MujocoTask):
-    robots = ("yam_bimanual",)
+def arm_roles(robot: RobotConfig) -> dict[str, str]:
+    """Role (left_arm / right_arm) -> part name: of the first two gripper arms, the one whose
+    workspace box lies further to +y is the left one."""
+    parts = robot.gripper_parts()[:2]
 
-    def table_kwargs(self) -> dict[str, Any]:
-        return {"table_size_m": (0.35, 0.65), "table_center_m": (0.3, CENTER_Y_M)}
+    def y_mid(n: str) -> float:
+        lo, hi = robot.parts[n].limits.workspace_cm["y"]
+        return (lo + hi) / 2
+
+    left, right = sorted(parts, key=y_mid, reverse=True)
+    return {"left_arm": left, "right_arm": right}
+
+
+class _BimanualTask(MujocoTask):
+    requires = TWO_ARMS
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
-        missing = [a for a in ARMS if a not in robot.parts]
+        missing = self.requires.missing(robot)
         if missing:
-            raise ValueError(f"task {self.name} needs parts {list(ARMS)}; robot {robot.name} lacks {missing}")
+            raise ValueError(f"task {self.name}: {missing}")
+        self.roles = arm_roles(robot)
+        self.area = TaskArea(robot, REF_X_M, REF_Y_M)
+        self.z0 = self.area.z_m
+        self.center_y = self.area.y(CENTER_Y_M)
         # The base is welded to the world, so MuJoCo's parent filter does not apply to link1:
         # their meshes' convex hulls overlap at every pose.
         for side in ("left", "right"):
@@ -87,7 +107,8 @@ class _BimanualTask(MujocoTask):
         spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
         spec.option.impratio = 10.0
         self._gripper_joints = {
-            a: list(robot.parts[a].gripper.joints) for a in ARMS if robot.parts[a].gripper
+            a: list(robot.parts[p].gripper.joints) + list(robot.parts[p].gripper.mimic_joints)
+            for a, p in self.roles.items()
         }
         self._fingers: dict[str, set[int]] | None = None
 
@@ -115,9 +136,16 @@ class BimanualPickup(_BimanualTask):
         )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        pos = np.array([rng.uniform(0.20, 0.28), CENTER_Y_M + rng.uniform(-0.03, 0.03), BAR_HALF_M[2]])
+        a = self.area
+        pos = np.array(
+            [
+                rng.uniform(*a.xr(0.20, 0.28)),
+                self.center_y + rng.uniform(-0.03, 0.03),
+                self.z0 + BAR_HALF_M[2],
+            ]
+        )
         set_free_pose(model, data, "bar", pos, rng.uniform(-0.2, 0.2))
-        self._start_z = BAR_HALF_M[2]
+        self._start_z = self.z0 + BAR_HALF_M[2]
 
     def tilt(self, data: mujoco.MjData) -> float:
         axis = data.body("bar").xmat.reshape(3, 3)[:, 1]
@@ -152,6 +180,7 @@ class BimanualPickup(_BimanualTask):
                 "size_cm": [round(2 * h * 100, 2) for h in BAR_HALF_M],
                 "tilt_rad": round(self.tilt(data), 4),
             },
+            "arms": self.roles,
             "grasp_points_cm": {a: _cm(p) for a, p in self.grasp_points(data).items()},
             "touching": self.held_by(model, data),
             "object_start_z_cm": self._start_z * 100,
@@ -180,7 +209,7 @@ class AlignBlocks(_BimanualTask):
             name="line",
             type=mujoco.mjtGeom.mjGEOM_BOX,
             size=[0.004, 0.3, 0.0005],
-            pos=[LINE_X_M, CENTER_Y_M, 0.0005],
+            pos=[self.area.x(LINE_X_M), self.center_y, self.z0 + 0.0005],
             rgba=[0.95, 0.95, 0.95, 1],
             contype=0,
             conaffinity=0,
@@ -191,20 +220,21 @@ class AlignBlocks(_BimanualTask):
         )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        lanes = list(BLOCK_LANES_Y_M)
+        a = self.area
+        lanes = [sorted(a.yr(*lane)) for lane in BLOCK_LANES_Y_M]
         order = rng.permutation(len(BLOCK_NAMES))
         for k, name in zip(order, BLOCK_NAMES, strict=True):
-            y = rng.uniform(*sorted(lanes[k]))
-            x = LINE_X_M + rng.choice([-1.0, 1.0]) * rng.uniform(0.03, 0.08)
-            set_free_pose(model, data, name, np.array([x, y, BLOCK_HALF_M]), rng.uniform(-0.3, 0.3))
+            y = rng.uniform(*lanes[k])
+            x = a.x(LINE_X_M) + rng.choice([-1.0, 1.0]) * rng.uniform(0.03, 0.08)
+            set_free_pose(model, data, name, np.array([x, y, self.z0 + BLOCK_HALF_M]), rng.uniform(-0.3, 0.3))
 
     def offsets(self, data: mujoco.MjData) -> dict[str, float]:
-        return {n: float(data.body(n).xpos[0] - LINE_X_M) for n in BLOCK_NAMES}
+        return {n: float(data.body(n).xpos[0] - self.area.x(LINE_X_M)) for n in BLOCK_NAMES}
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
         return all(
             abs(off) < LINE_TOL_M
-            and data.body(n).xpos[2] < BLOCK_HALF_M + 0.01
+            and data.body(n).xpos[2] < self.z0 + BLOCK_HALF_M + 0.01
             and body_speed(model, data, n) < 0.05
             for n, off in self.offsets(data).items()
         )
@@ -220,6 +250,11 @@ class AlignBlocks(_BimanualTask):
                 }
                 for n in BLOCK_NAMES
             },
-            "line": {"x_cm": LINE_X_M * 100, "tolerance_cm": LINE_TOL_M * 100},
-            "center_y_cm": CENTER_Y_M * 100,
+            "arms": self.roles,
+            "line": {"x_cm": self.area.x(LINE_X_M) * 100, "tolerance_cm": LINE_TOL_M * 100},
+            "center_y_cm": self.center_y * 100,
+            "park_cm": {
+                "left_arm": [self.area.x(0.22) * 100, self.area.y(-0.10) * 100, self.z0 * 100 + 12.0],
+                "right_arm": [self.area.x(0.22) * 100, self.area.y(-0.51) * 100, self.z0 * 100 + 12.0],
+            },
         }

@@ -63,18 +63,23 @@ class ConveyorPick(_SingleArmTask):
         self._speed = 0.03
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        x = rng.uniform(0.46, 0.56)
+        a = self.area
+        x = rng.uniform(*a.xr(0.46, 0.56))
         self._speed = float(rng.uniform(0.025, 0.035))
-        model.body_pos[model.body("belt").id] = [x, 0.0, 0.0]
-        y0 = rng.uniform(0.14, 0.22)
+        model.body_pos[model.body("belt").id] = [x, a.y(0.0), self.z0]
+        y0 = rng.uniform(*a.yr(0.14, 0.22))
         set_free_pose(
-            model, data, "cube", np.array([x, y0, BELT_TOP_M + CUBE_HALF_M]), rng.uniform(-0.15, 0.15)
+            model,
+            data,
+            "cube",
+            np.array([x, y0, self.z0 + BELT_TOP_M + CUBE_HALF_M]),
+            rng.uniform(-0.15, 0.15),
         )
         data.qpos[model.joint("belt_slide").qposadr[0]] = 0.0
         data.qvel[model.joint("belt_slide").dofadr[0]] = -self._speed
         dadr = model.joint("cube_free").dofadr[0]
         data.qvel[dadr + 1] = -self._speed
-        self._rest_z = BELT_TOP_M + CUBE_HALF_M
+        self._rest_z = self.z0 + BELT_TOP_M + CUBE_HALF_M
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
         return bool(data.body("cube").xpos[2] - self._rest_z >= LIFT_M)
@@ -82,7 +87,7 @@ class ConveyorPick(_SingleArmTask):
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]:
         dadr = model.joint("cube_free").dofadr[0]
         return {
-            "task": self.name,
+            **self._common(),
             "object": {
                 "position_cm": _cm(data.body("cube").xpos),
                 "yaw_rad": round(body_yaw(data, "cube"), 4),
@@ -95,7 +100,7 @@ class ConveyorPick(_SingleArmTask):
                     round(float(data.qvel[model.joint("belt_slide").dofadr[0]]) * 100, 2),
                     0.0,
                 ],
-                "top_cm": BELT_TOP_M * 100,
+                "top_cm": (self.z0 + BELT_TOP_M) * 100,
             },
             "object_start_z_cm": self._rest_z * 100,
             "lift_cm": LIFT_M * 100,

@@ -9,13 +9,17 @@ import numpy as np
 
 from pear_agent.robot_config import RobotConfig
 from sim_adapters.mujoco.tasks.base import (
+    ONE_ARM,
     MujocoTask,
+    TaskArea,
     add_free_box,
     body_speed,
     body_yaw,
+    finger_geoms,
     geoms_touch,
     sample_xy,
     set_free_pose,
+    tool_facts,
 )
 
 CUBE_HALF_M = 0.02
@@ -25,23 +29,34 @@ def _cm(v: np.ndarray) -> list[float]:
     return [round(float(x) * 100.0, 2) for x in v]
 
 
-def _finger_geoms(model: mujoco.MjModel, joints: list[str]) -> set[int]:
-    bodies = {int(model.joint(j).bodyid[0]) for j in joints}
-    return {g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in bodies}
+# The placements below were written for the Panda's task area; `TaskArea` maps them into any
+# robot's `table.task_area_cm` (identity for the Panda).
+REF_X_M, REF_Y_M = (0.40, 0.62), (-0.22, 0.22)
 
 
 class _SingleArmTask(MujocoTask):
-    robots = ("panda",)
+    requires = ONE_ARM
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
-        part = next(iter(robot.parts.values()))
-        self._gripper_joints = list(part.gripper.joints) if part.gripper else []
+        missing = self.requires.missing(robot)
+        if missing:
+            raise ValueError(f"task {self.name}: {missing}")
+        self.part = robot.gripper_parts()[0]
+        g = robot.parts[self.part].gripper
+        assert g is not None
+        self._gripper_joints = list(g.joints) + list(g.mimic_joints)
         self._finger_ids: set[int] | None = None
+        self.area = TaskArea(robot, REF_X_M, REF_Y_M)
+        self.z0 = self.area.z_m
+        self._tool = tool_facts(robot, self.part)
 
     def _fingers(self, model: mujoco.MjModel) -> set[int]:
         if self._finger_ids is None:
-            self._finger_ids = _finger_geoms(model, self._gripper_joints)
+            self._finger_ids = finger_geoms(model, self._gripper_joints)
         return self._finger_ids
+
+    def _common(self) -> dict[str, Any]:
+        return {"task": self.name, "part": self.part, "tool": self._tool}
 
     def _object(self, data: mujoco.MjData, name: str, half_m: float) -> dict[str, Any]:
         return {
@@ -61,18 +76,23 @@ class PickCube(_SingleArmTask):
         self.instruction = "Pick up the red cube and lift it at least 10 cm above the table."
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        xy = sample_xy(rng, (0.40, 0.62), (-0.2, 0.2), [], 0.0)
+        a = self.area
+        xy = sample_xy(rng, a.xr(0.40, 0.62), a.yr(-0.2, 0.2), [], 0.0)
         set_free_pose(
-            model, data, "cube", np.array([xy[0], xy[1], CUBE_HALF_M]), rng.uniform(-np.pi / 4, np.pi / 4)
+            model,
+            data,
+            "cube",
+            np.array([xy[0], xy[1], self.z0 + CUBE_HALF_M]),
+            rng.uniform(-np.pi / 4, np.pi / 4),
         )
-        self._start_z = CUBE_HALF_M
+        self._start_z = self.z0 + CUBE_HALF_M
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
         return bool(data.body("cube").xpos[2] - self._start_z >= 0.10)
 
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]:
         return {
-            "task": self.name,
+            **self._common(),
             "object": self._object(data, "cube", CUBE_HALF_M),
             "object_start_z_cm": self._start_z * 100,
             "lift_cm": 10.0,
@@ -114,18 +134,23 @@ class PlaceInBowl(_SingleArmTask):
         self.instruction = "Put the red cube into the blue bowl."
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        bowl_xy = sample_xy(rng, (0.42, 0.62), (-0.22, 0.22), [], 0.0)
-        cube_xy = sample_xy(rng, (0.40, 0.62), (-0.22, 0.22), [bowl_xy], 0.17)
-        model.body_pos[model.body("bowl").id] = [bowl_xy[0], bowl_xy[1], 0.0]
+        a = self.area
+        bowl_xy = sample_xy(rng, a.xr(0.42, 0.62), a.yr(-0.22, 0.22), [], 0.0)
+        cube_xy = sample_xy(rng, a.xr(0.40, 0.62), a.yr(-0.22, 0.22), [bowl_xy], 0.17)
+        model.body_pos[model.body("bowl").id] = [bowl_xy[0], bowl_xy[1], self.z0]
         set_free_pose(
-            model, data, "cube", np.array([*cube_xy, CUBE_HALF_M]), rng.uniform(-np.pi / 4, np.pi / 4)
+            model,
+            data,
+            "cube",
+            np.array([*cube_xy, self.z0 + CUBE_HALF_M]),
+            rng.uniform(-np.pi / 4, np.pi / 4),
         )
 
     def _inside(self, data: mujoco.MjData) -> bool:
         cube, bowl = data.body("cube").xpos, data.body("bowl").xpos
         return bool(
             np.linalg.norm(cube[:2] - bowl[:2]) < BOWL_RADIUS_M - 0.01
-            and cube[2] < BOWL_WALL_H_M + CUBE_HALF_M
+            and cube[2] < self.z0 + BOWL_WALL_H_M + CUBE_HALF_M
         )
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
@@ -138,12 +163,12 @@ class PlaceInBowl(_SingleArmTask):
 
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]:
         return {
-            "task": self.name,
+            **self._common(),
             "object": self._object(data, "cube", CUBE_HALF_M),
             "container": {
                 "position_cm": _cm(data.body("bowl").xpos),
                 "radius_cm": BOWL_RADIUS_M * 100,
-                "rim_height_cm": BOWL_WALL_H_M * 100,
+                "rim_height_cm": (self.z0 + BOWL_WALL_H_M) * 100,
             },
             "object_inside": self._inside(data),
         }
@@ -176,28 +201,34 @@ class PushToTarget(_SingleArmTask):
         )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
+        a = self.area
+        (tx0, tx1), (ty0, ty1) = a.xr(0.38, 0.65), a.yr(-0.25, 0.25)
         for _ in range(200):
-            block_xy = sample_xy(rng, (0.42, 0.58), (-0.15, 0.15), [], 0.0)
+            block_xy = sample_xy(rng, a.xr(0.42, 0.58), a.yr(-0.15, 0.15), [], 0.0)
             ang = rng.uniform(-np.pi, np.pi)
             dist = rng.uniform(0.12, 0.2)
             target_xy = block_xy + dist * np.array([np.cos(ang), np.sin(ang)])
-            if 0.38 <= target_xy[0] <= 0.65 and abs(target_xy[1]) <= 0.25:
+            if tx0 <= target_xy[0] <= tx1 and ty0 <= target_xy[1] <= ty1:
                 break
-        model.body_pos[model.body("target").id] = [target_xy[0], target_xy[1], 0.0]
+        model.body_pos[model.body("target").id] = [target_xy[0], target_xy[1], self.z0]
         set_free_pose(
-            model, data, "block", np.array([*block_xy, BLOCK_HALF_M]), rng.uniform(-np.pi / 4, np.pi / 4)
+            model,
+            data,
+            "block",
+            np.array([*block_xy, self.z0 + BLOCK_HALF_M]),
+            rng.uniform(-np.pi / 4, np.pi / 4),
         )
 
     def _distance(self, data: mujoco.MjData) -> float:
         return float(np.linalg.norm(data.body("block").xpos[:2] - data.body("target").xpos[:2]))
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
-        on_table = data.body("block").xpos[2] < BLOCK_HALF_M + 0.01
+        on_table = data.body("block").xpos[2] < self.z0 + BLOCK_HALF_M + 0.01
         return bool(self._distance(data) < TARGET_RADIUS_M and on_table)
 
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]:
         return {
-            "task": self.name,
+            **self._common(),
             "object": self._object(data, "block", BLOCK_HALF_M),
             "target": {"position_cm": _cm(data.body("target").xpos), "radius_cm": TARGET_RADIUS_M * 100},
         }
