@@ -156,7 +156,7 @@ def test_realtime_advances_the_world_by_each_later_decision() -> None:
     [
         ({"max_invalid": 0}, "max_invalid"),
         ({"observation": "video"}, "observation"),
-        ({"max_invalid": 1.5}, ""),
+        ({"max_invalid": 1.5}, "integer"),
     ],
 )
 def test_bad_loop_options_are_refused(kwargs: dict, needle: str) -> None:
