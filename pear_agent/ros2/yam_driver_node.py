@@ -236,6 +236,8 @@ class YamDriver:
         self._stop_loop = threading.Event()
         self.fault: str | None = None
         self.estop_reason: str | None = None
+        self.estop_at: dict[str, Any] = {}
+        """wall time and arm reference when the e-stop came (status, and the < 0.02 rad check)"""
         self.last_rejection = ""
         self.floating = bool(p["zero_gravity_mode"])
         q = self._read()[0]
@@ -291,7 +293,7 @@ class YamDriver:
         self.robot.command_joint_pos(cmd[:n].copy())
 
     def _tick(self) -> None:
-        now = time.monotonic()
+        now, wall = time.monotonic(), time.time()
         with self._lock:
             timeout = self.p["command_timeout_s"]
             for f in (self.arm, self.grip):
@@ -318,11 +320,21 @@ class YamDriver:
                 self.arm.set_hold(pos[:6])
                 if self.grip is not None:
                     self.grip.set_hold(pos[6:7])
-        self._publish_joints(pos, vel)
+        self._publish_joints(pos, vel, self._stamp_s(wall))
 
-    def _publish_joints(self, pos: np.ndarray, vel: np.ndarray) -> None:
+    def _stamp_s(self, tick_wall_s: float) -> float:
+        """When the published state was true: the motor feedback's own time on the real robot; on
+        SimRobot (which is where it was commanded) this tick's time."""
+        if not self.p["sim"]:
+            feedback = getattr(getattr(self.robot, "_joint_state", None), "timestamp", None)
+            if isinstance(feedback, float) and feedback > 1e9:
+                return feedback
+        return tick_wall_s
+
+    def _publish_joints(self, pos: np.ndarray, vel: np.ndarray, stamp_s: float) -> None:
         msg = self._JointState()
-        msg.header.stamp = self.node.get_clock().now().to_msg()
+        ns = round(stamp_s * 1e9)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
         names = list(self.spec.arm.joints) + self.spec.gripper_joints
         msg.name = names
         g = [float(pos[6])] * len(self.spec.gripper_joints)
@@ -409,6 +421,11 @@ class YamDriver:
             if self.estop_reason is not None:
                 return False
             self.estop_reason = reason
+            q_arm, _ = self.arm.reference(now)
+            self.estop_at = {
+                "time_s": time.time(),
+                "positions": dict(zip(self.spec.arm.joints, q_arm.tolist(), strict=True)),
+            }
             if self.floating:  # nothing commanded yet: hold where the arm is
                 q, _ = self._read()
                 self.arm.set_hold(q[:6])
@@ -437,7 +454,7 @@ class YamDriver:
     def _on_release_srv(self, request: Any, response: Any) -> Any:
         with self._lock:
             was = self.estop_reason
-            self.estop_reason = None
+            self.estop_reason, self.estop_at = None, {}
             self._status_dirty = True
         response.success = was is not None
         response.message = f"released ({was}); holding" if was else "no e-stop was latched"
@@ -465,6 +482,7 @@ class YamDriver:
                 "channel": self.channel,
                 "fault": self.fault or "",
                 "estop": self.estop_reason or "",
+                "estop_at": self.estop_at,
                 "last_rejection": self.last_rejection,
                 "accepted": self.arm.accepted + (self.grip.accepted if self.grip else 0),
                 "rejected": self.arm.rejected + (self.grip.rejected if self.grip else 0),
