@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pear_agent.bench.report import end_reasons
 from pear_agent.bench.runner import RESULTS, read_results
 from pear_agent.bench.stats import mcnemar_exact, wilson
 
@@ -32,12 +33,14 @@ def compare(a_path: str | Path, b_path: str | Path) -> dict[str, Any]:
     only_b = sum(1 for k in shared if not a[k].get("success") and b[k].get("success"))
     n = len(shared)
     ka, kb = both + only_a, both + only_b
+    ends_a = end_reasons([a[k] for k in shared])
+    ends_b = end_reasons([b[k] for k in shared])
     return {
         "shared": n,
         "only_in_a": len(set(a) - set(b)),
         "only_in_b": len(set(b) - set(a)),
-        "a": {"successes": ka, "rate": ka / n, "ci95": list(wilson(ka, n))},
-        "b": {"successes": kb, "rate": kb / n, "ci95": list(wilson(kb, n))},
+        "a": {"successes": ka, "rate": ka / n, "ci95": list(wilson(ka, n)), "end_reasons": ends_a},
+        "b": {"successes": kb, "rate": kb / n, "ci95": list(wilson(kb, n)), "end_reasons": ends_b},
         "both_success": both,
         "a_only_success": only_a,
         "b_only_success": only_b,
@@ -49,7 +52,10 @@ def compare(a_path: str | Path, b_path: str | Path) -> dict[str, Any]:
 def format_comparison(c: dict[str, Any], a_name: str, b_name: str) -> str:
     def side(name: str, s: dict[str, Any]) -> str:
         lo, hi = s["ci95"]
-        return f"  {name}: {s['successes']}/{c['shared']} = {s['rate']:.2f}  95% CI [{lo:.2f}, {hi:.2f}]"
+        ends = " ".join(f"{k}:{v}" for k, v in (s.get("end_reasons") or {}).items())
+        return f"  {name}: {s['successes']}/{c['shared']} = {s['rate']:.2f}  95% CI [{lo:.2f}, {hi:.2f}]" + (
+            f"  ends: {ends}" if ends else ""
+        )
 
     lines = [
         f"{c['shared']} shared episodes (only in A: {c['only_in_a']}, only in B: {c['only_in_b']})",

@@ -1,5 +1,6 @@
-"""Summaries of a bench: a per-task table (success, 95% Wilson interval, turns, decision latency)
-and a self-contained HTML report (relative links only: the folder can be copied or served as is)."""
+"""Summaries of a bench: a per-task table (success, 95% Wilson interval, turns, decision latency over
+the decisions that returned, the loop's rules, an end-reason breakdown) and a self-contained HTML
+report (relative links only: the folder can be copied or served as is)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,36 @@ from typing import Any
 from pear_agent.bench.stats import latency_stats, wilson
 
 
+def end_reasons(results: list[dict[str, Any]]) -> dict[str, int]:
+    """How many episodes ended for each reason, most frequent first."""
+    counts: dict[str, int] = {}
+    for r in results:
+        reason = str(r.get("end_reason") or "unknown")
+        counts[reason] = counts.get(reason, 0) + 1
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _rules(rs: list[dict[str, Any]]) -> str:
+    """The loop's rules a bench ran under: invalid-reply limit, observation, privileged facts."""
+    inval = sorted({str(r["max_invalid"]) for r in rs if r.get("max_invalid") is not None})
+    obs = sorted({str(r["observation"]) for r in rs if r.get("observation")})
+    bits = []
+    if inval:
+        bits.append("max_invalid " + "/".join(inval))
+    if obs:
+        bits.append("obs " + "/".join(obs))
+    if any(r.get("scene_facts") for r in rs):
+        bits.append("scene facts (privileged)")
+    return ", ".join(bits) or "-"
+
+
+def _fmt_reasons(counts: dict[str, int]) -> str:
+    return " ".join(f"{k}:{v}" for k, v in counts.items())
+
+
 def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per task (sorted), plus an "all" row when there is more than one task."""
+    """One row per task (sorted), plus an "all" row when there is more than one task. Latency is
+    over decisions that returned a reply; failed requests are counted in `policy_failures`."""
     by_task: dict[str, list[dict[str, Any]]] = {}
     for r in results:
         by_task.setdefault(r["task"], []).append(r)
@@ -42,6 +71,11 @@ def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "latency_p90_s": p90,
                 "mode": "+".join(modes) + (f" (+{injected[0]:g} s/decision)" if injected else ""),
                 "errors": sum(1 for r in rs if r.get("end_reason") in ("error", "policy_error")),
+                "end_reasons": end_reasons(rs),
+                "invalid_replies": sum(int(r.get("invalid_replies") or 0) for r in rs),
+                "policy_failures": sum(int(r.get("policy_failures") or 0) for r in rs),
+                "rules": _rules(rs),
+                "privileged_scene_facts": any(bool(r.get("scene_facts")) for r in rs),
             }
         )
     return rows
@@ -57,7 +91,7 @@ def _fmt_s(v: float | None) -> str:
 def format_table(rows: list[dict[str, Any]]) -> str:
     head = (
         f"{'task':<16s} {'mode':<20s} {'success':>9s} {'rate':>6s} {'95% CI':>13s} {'turns':>6s} "
-        f"{'lat med':>10s} {'lat p90':>10s}"
+        f"{'lat med':>10s} {'lat p90':>10s}  {'rules':<22s} end reasons"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
@@ -65,7 +99,8 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         lines.append(
             f"{r['task']:<16s} {r['mode']:<20s} {r['successes']:>4d}/{r['episodes']:<4d} "
             f"{r['success_rate']:>6.2f} {f'[{lo:.2f}, {hi:.2f}]':>13s} {r['mean_turns']:>6.1f} "
-            f"{_fmt_s(r['latency_median_s']):>10s} {_fmt_s(r['latency_p90_s']):>10s}"
+            f"{_fmt_s(r['latency_median_s']):>10s} {_fmt_s(r['latency_p90_s']):>10s}  "
+            f"{r.get('rules', '-'):<22s} {_fmt_reasons(r.get('end_reasons') or {})}"
         )
     return "\n".join(lines)
 
@@ -89,6 +124,30 @@ def _verdict(r: dict[str, Any]) -> str:
     return f'<span class="bad">{html.escape(str(r.get("end_reason")))}</span>'
 
 
+def _action_cell(t: dict[str, Any]) -> str:
+    """The parsed action, what was executed after clipping, and the clipping notes."""
+    bits = []
+    if t.get("action") is not None:
+        bits.append(f"<pre>parsed: {html.escape(json.dumps(t['action']))}</pre>")
+    if t.get("executed") is not None:
+        bits.append(f"<pre>executed: {html.escape(json.dumps(t['executed']))}</pre>")
+    notes = (t.get("outcome") or {}).get("notes") or []
+    if notes:
+        bits.append("<pre>notes: " + html.escape("; ".join(str(n) for n in notes)) + "</pre>")
+    if t.get("action") is None and t.get("error"):
+        bits.append(f"<pre>no valid action: {html.escape(str(t['error']))}</pre>")
+    return "".join(bits) or "-"
+
+
+def _tokens_cell(t: dict[str, Any]) -> str:
+    usage = t.get("usage") or {}
+    if not usage:
+        return "-"
+    return html.escape(
+        f"prompt {usage.get('prompt_tokens', '?')}, completion {usage.get('completion_tokens', '?')}"
+    )
+
+
 def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
     """Writes episodes/<name>/report.html; returns its path relative to `out` (None if no log)."""
     run_dir = out / r["run_dir"]
@@ -106,10 +165,16 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
         f'<p><a href="../../index.html">&larr; all episodes</a></p><h1>{html.escape(r["key"])}</h1>',
         f"<p>{_verdict(r)} in {r.get('turns')} turns; mode {html.escape(str(r.get('mode')))}; "
         f"policy {html.escape(str(r.get('policy')))}; {html.escape(str(r.get('detail', '')))}</p>",
+        f"<p>rules: {html.escape(_rules([r]))}; invalid replies {int(r.get('invalid_replies') or 0)}; "
+        f"failed requests {int(r.get('policy_failures') or 0)}; tokens: prompt {r.get('prompt_tokens', 0)}, "
+        f"completion {r.get('completion_tokens', 0)}</p>",
     ]
     if (run_dir / "episode.mp4").exists():
         parts.append('<video controls src="episode.mp4"></video>')
-    parts.append("<table><tr><th>turn</th><th>images</th><th>reply</th><th>latency</th><th>outcome</th></tr>")
+    parts.append(
+        "<table><tr><th>turn</th><th>images</th><th>reply</th><th>latency</th><th>action (parsed / executed)"
+        "</th><th>outcome</th><th>tokens</th></tr>"
+    )
     for t in turns:
         imgs = "".join(
             f'<img src="{html.escape(rel)}" width="160" alt="{html.escape(cam)}">'
@@ -119,12 +184,15 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
         status = outcome.get("status") or t.get("error") or ""
         if outcome.get("detail"):
             status += f": {outcome['detail']}"
+        if t.get("end"):
+            status += f" [end: {t['end']}]"
         lat = t.get("latency_s")
         adv = f"<br>+{t['advanced_s']:.2f} s sim" if t.get("advanced_s") else ""
         parts.append(
             f"<tr><td>{t.get('turn')}</td><td>{imgs}</td>"
             f"<td><pre>{html.escape(str(t.get('reply') or ''))}</pre></td>"
-            f"<td>{_fmt_s(lat)}{adv}</td><td>{html.escape(status)}</td></tr>"
+            f"<td>{_fmt_s(lat)}{adv}</td><td>{_action_cell(t)}</td><td>{html.escape(status)}</td>"
+            f"<td>{_tokens_cell(t)}</td></tr>"
         )
     parts.append("</table>")
     page = run_dir / "report.html"
@@ -141,7 +209,8 @@ def write_report(out_dir: str | Path, results: list[dict[str, Any]]) -> Path:
     body = ["<h1>pear-agent bench</h1>", "<h2>Summary</h2><table>"]
     body.append(
         "<tr><th>task</th><th>mode</th><th>success</th><th>rate</th><th>95% Wilson CI</th>"
-        "<th>mean turns</th><th>latency median</th><th>latency p90</th></tr>"
+        "<th>mean turns</th><th>latency median</th><th>latency p90</th><th>rules</th><th>end reasons</th>"
+        "<th>invalid replies</th><th>failed requests</th></tr>"
     )
     for r in rows:
         lo, hi = r["ci95"]
@@ -149,7 +218,9 @@ def write_report(out_dir: str | Path, results: list[dict[str, Any]]) -> Path:
             f"<tr><td>{html.escape(r['task'])}</td><td>{html.escape(r['mode'])}</td>"
             f"<td>{r['successes']}/{r['episodes']}</td><td>{r['success_rate']:.2f}</td>"
             f"<td>[{lo:.2f}, {hi:.2f}]</td><td>{r['mean_turns']:.1f}</td>"
-            f"<td>{_fmt_s(r['latency_median_s'])}</td><td>{_fmt_s(r['latency_p90_s'])}</td></tr>"
+            f"<td>{_fmt_s(r['latency_median_s'])}</td><td>{_fmt_s(r['latency_p90_s'])}</td>"
+            f"<td>{html.escape(r['rules'])}</td><td>{html.escape(_fmt_reasons(r['end_reasons']))}</td>"
+            f"<td>{r['invalid_replies']}</td><td>{r['policy_failures']}</td></tr>"
         )
     body.append("</table><h2>Episodes</h2><table>")
     body.append("<tr><th>episode</th><th>result</th><th>turns</th><th>detail</th><th>video</th></tr>")

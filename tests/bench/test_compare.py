@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from pear_agent.bench.compare import compare
+from pear_agent.bench.compare import compare, format_comparison
 
 
 def _write(path, outcomes: dict[int, bool]) -> None:
@@ -23,6 +23,21 @@ def test_pairs_on_shared_episodes_only(tmp_path) -> None:
     assert c["shared"] == 10 and c["only_in_a"] == 1 and c["only_in_b"] == 1
     assert (c["both_success"], c["a_only_success"], c["b_only_success"], c["neither"]) == (2, 6, 0, 2)
     assert c["a"]["successes"] == 8 and c["mcnemar_p"] == pytest.approx(2 / 64)
+    assert c["a"]["end_reasons"] == {"unknown": 10}  # results without end_reason
+
+
+def test_end_reasons_per_side(tmp_path) -> None:
+    for name, reasons in (("a", ["success", "success", "turn_limit"]), ("b", ["invalid_action"] * 3)):
+        (tmp_path / name).mkdir()
+        lines = [
+            json.dumps({"key": f"t/s{s}", "task": "t", "seed": s, "success": r == "success", "end_reason": r})
+            for s, r in enumerate(reasons)
+        ]
+        (tmp_path / name / "results.jsonl").write_text("\n".join(lines) + "\n")
+    c = compare(tmp_path / "a", tmp_path / "b")
+    assert c["a"]["end_reasons"] == {"success": 2, "turn_limit": 1}
+    assert c["b"]["end_reasons"] == {"invalid_action": 3}
+    assert "ends: invalid_action:3" in format_comparison(c, "A", "B")
 
 
 def test_nothing_shared_is_an_error(tmp_path) -> None:

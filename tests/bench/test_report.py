@@ -74,5 +74,30 @@ def test_html_report_links_resolve_and_show_every_turn(bench) -> None:
         assert ("video", "episode.mp4") in ep.refs
         for _, ref in ep.refs:
             assert (ep_page.parent / ref).exists(), ref
-        assert ep.tags.count("pre") == r["turns"]  # one reply per turn
+        text = ep_page.read_text(encoding="utf-8")
+        # per turn: the reply, the parsed action and what was executed after clipping
+        assert text.count("<pre>parsed: ") == text.count("<pre>executed: ") == r["turns"]
+        assert ep.tags.count("pre") >= 3 * r["turns"] and "max_invalid 3" in text
     assert (out / "summary.txt").read_text().startswith("task")
+
+
+def test_summary_counts_end_reasons_rules_and_failures() -> None:
+    def res(task, reason, ok=False, **kw):
+        return {"task": task, "success": ok, "end_reason": reason, "turns": 3, **kw}
+
+    results = [
+        res("a", "success", True, latencies_s=[1.0, 3.0], max_invalid=3, observation="state"),
+        res("a", "invalid_action", invalid_replies=3, max_invalid=3, observation="state"),
+        res("a", "policy_error", latencies_s=[5.0], policy_failures=1, failed_latencies_s=[120.0]),
+        res("b", "invalid_action", scene_facts=True, max_invalid=1, observation="state"),
+    ]
+    rows = {r["task"]: r for r in summarize(results)}
+    a = rows["a"]
+    assert a["end_reasons"] == {"invalid_action": 1, "policy_error": 1, "success": 1}
+    assert a["errors"] == 1 and a["invalid_replies"] == 3 and a["policy_failures"] == 1
+    assert a["latency_median_s"] == 3.0 and a["latency_p90_s"] < 120  # failed requests are not latencies
+    assert a["rules"] == "max_invalid 3, obs state" and not a["privileged_scene_facts"]
+    assert rows["b"]["privileged_scene_facts"] and "scene facts (privileged)" in rows["b"]["rules"]
+    assert rows["all"]["end_reasons"] == {"invalid_action": 2, "policy_error": 1, "success": 1}
+    table = format_table(list(rows.values()))
+    assert "end reasons" in table and "invalid_action:2 policy_error:1 success:1" in table
