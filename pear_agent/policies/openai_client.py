@@ -106,11 +106,9 @@ class DecisionTimeout(Exception):
     """The decision ran past `timeout_s`; its stream was closed."""
 
 
-class _Adjust(Exception):
-    """Re-send at once with a changed request (not a retry: the server told us what it needs)."""
-
-    def __init__(self, note: str) -> None:
-        super().__init__(note)
+class EmptyStream(ValueError):
+    """The stream ended without a choice: llama-cpp-python fails this way (HTTP 200, no data) when
+    the request overflows its context; the same request unstreamed gets the server's real error."""
 
 
 def _jsonable(obj: Any) -> Any:
@@ -264,7 +262,7 @@ class OpenAIPolicy:
         dialect, how = self.structured_dialect()
         info["structured_output"] = how
         if dialect is not None:
-            schema = getattr(ctx, "action_schema", None)
+            schema = getattr(ctx, "response_schema", None) or getattr(ctx, "action_schema", None)
             if schema is None:
                 info.setdefault("warnings", []).append(
                     "structured output asked for but this environment gives no action schema"
@@ -321,7 +319,7 @@ class OpenAIPolicy:
         if aborted.is_set():
             raise DecisionTimeout()
         if finish is None and not "".join(content) and not "".join(reasoning):
-            raise ValueError("malformed response: the stream ended without a choice")
+            raise EmptyStream("malformed response: the stream ended without a choice")
         text = "".join(content)
         thinks = [t.strip() for t in THINK_RE.findall(text)]
         think_text = "\n".join(["".join(reasoning), *thinks]).strip()
@@ -365,6 +363,9 @@ class OpenAIPolicy:
     def _adjustment(self, exc: Exception, kw: dict[str, Any]) -> str | None:
         """A request change the server's 4xx asks for: no streaming, a smaller max_tokens, or
         max_completion_tokens instead of max_tokens. Applies it to `kw` and returns a note."""
+        if isinstance(exc, EmptyStream) and not kw.get("_unstreamed_once"):
+            kw["_unstreamed_once"] = True
+            return "the stream ended empty: asking once more unstreamed to learn the server's error"
         status, text, _code = self._status_text(exc)
         if status not in (400, 422):
             return None
@@ -428,7 +429,7 @@ class OpenAIPolicy:
         while True:
             a0 = time.perf_counter()
             deadline = a0 + s.timeout_s
-            streamed = s.stream and self._facts.get("stream", True)
+            streamed = s.stream and self._facts.get("stream", True) and not kw.pop("_unstreamed_once", False)
             try:
                 ans = self._stream(kw, deadline, a0) if streamed else self._once(kw, deadline)
             except Exception as exc:  # any failure is reported, never raised

@@ -34,7 +34,7 @@ def fresh_server_facts():
 
 
 def ctx(schema=SCHEMA):
-    return SimpleNamespace(turn=1, task="t", state={}, observation=None, action_schema=schema)
+    return SimpleNamespace(turn=1, task="t", state={}, observation=None, response_schema=schema)
 
 
 def messages(images: bool = False):
