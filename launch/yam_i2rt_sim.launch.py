@@ -1,22 +1,24 @@
-"""The real-YAM graph on a laptop: both yam_driver_node processes on I2RT's MuJoCo SimRobot (no CAN,
-no cameras) and the agent, with the same topics and parameters as yam_real.launch.py.
+"""The real-YAM graph on a laptop: yam_real.launch.py with `sim:=true`, so both yam_driver_node
+processes run I2RT's MuJoCo SimRobot (no CAN) behind the same topics and parameters, with the agent.
 
     ros2 launch pear_agent_ros2 yam_i2rt_sim.launch.py
-    ros2 launch pear_agent_ros2 yam_i2rt_sim.launch.py agent_params:=/path/to/agent_real.yaml
+    ros2 launch pear_agent_ros2 yam_i2rt_sim.launch.py agent_params:=/path/to/agent.yaml cameras:=true
 
-I2RT's SimRobot has no table, objects or cameras: the agent gets joint states only (give it
-`wait_for_images_s: 0` or a camera source) and no task status, like on the real robot.
+I2RT's SimRobot has no table, objects or cameras: the agent gets the arms' joint states, and its
+images from whatever publishes the robot YAML's camera topics (`cameras:=true` starts the RealSense
+nodes as on the real robot; any other image publisher remapped to those topics does too).
 """
 
 from pathlib import Path
 
-from launch.actions import DeclareLaunchArgument
+from launch.actions import DeclareLaunchArgument, IncludeLaunchDescription
+from launch.launch_description_sources import PythonLaunchDescriptionSource
 from launch.substitutions import LaunchConfiguration
-from launch_ros.actions import Node
 
 from launch import LaunchDescription
 
-CONFIG = Path(__file__).resolve().parent / "config"
+HERE = Path(__file__).resolve().parent
+CONFIG = HERE / "config"
 
 
 def generate_launch_description() -> LaunchDescription:
@@ -24,26 +26,15 @@ def generate_launch_description() -> LaunchDescription:
         [
             DeclareLaunchArgument("driver_params", default_value=str(CONFIG / "yam_driver.yaml")),
             DeclareLaunchArgument("agent_params", default_value=str(CONFIG / "agent_real.yaml")),
-            Node(
-                package="pear_agent_ros2",
-                executable="yam_driver_node",
-                name="yam_left_driver",
-                parameters=[LaunchConfiguration("driver_params"), {"arm": "left_arm", "sim": True}],
-                output="screen",
-            ),
-            Node(
-                package="pear_agent_ros2",
-                executable="yam_driver_node",
-                name="yam_right_driver",
-                parameters=[LaunchConfiguration("driver_params"), {"arm": "right_arm", "sim": True}],
-                output="screen",
-            ),
-            Node(
-                package="pear_agent_ros2",
-                executable="agent_node",
-                name="pear_agent",
-                parameters=[LaunchConfiguration("agent_params")],
-                output="screen",
+            DeclareLaunchArgument("cameras", default_value="false"),
+            IncludeLaunchDescription(
+                PythonLaunchDescriptionSource(str(HERE / "yam_real.launch.py")),
+                launch_arguments={
+                    "sim": "true",
+                    "driver_params": LaunchConfiguration("driver_params"),
+                    "agent_params": LaunchConfiguration("agent_params"),
+                    "cameras": LaunchConfiguration("cameras"),
+                }.items(),
             ),
         ]
     )
