@@ -90,7 +90,9 @@ def ramp_flip(row: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     roll = row["roll_deg"]
     level = 360.0 * round(roll / 360.0)
     if abs(roll - level) > UPRIGHT_DEG:
-        target = 360.0 * math.ceil(roll / 360.0) if row["roll_rate_dps"] >= 0 else 360.0 * math.floor(roll / 360.0)
+        target = (
+            360.0 * math.ceil(roll / 360.0) if row["roll_rate_dps"] >= 0 else 360.0 * math.floor(roll / 360.0)
+        )
         return f"upside down: rotate upright to {target:.0f}", {
             "mode": "rotate",
             "axis": "roll",

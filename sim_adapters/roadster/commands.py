@@ -39,7 +39,9 @@ class Hold(_Cmd):
     and a vertical speed (default 0: keep the height)."""
 
     mode: Literal["hold"]
-    roll: float = Field(ge=-MAX_LEAN_DEG, le=MAX_LEAN_DEG, description="degrees from level, + = right side down")
+    roll: float = Field(
+        ge=-MAX_LEAN_DEG, le=MAX_LEAN_DEG, description="degrees from level, + = right side down"
+    )
     pitch: float = Field(ge=-MAX_LEAN_DEG, le=MAX_LEAN_DEG, description="degrees from level, + = nose up")
     vz: float = Field(0.0, ge=-MAX_VZ_MPS, le=MAX_VZ_MPS, description="vertical speed, m/s")
 
@@ -127,10 +129,10 @@ def _fields(mode: Any) -> str:
 
 def parse_command(text: str) -> Coast | Climb | Hold | Rotate | Land:
     if not isinstance(text, str) or not text.strip():
-        raise CommandError("empty reply: send one JSON command such as {\"mode\": \"coast\"}")
+        raise CommandError('empty reply: send one JSON command such as {"mode": "coast"}')
     candidates = _json_candidates(text)
     if not candidates:
-        raise CommandError("no JSON object in the reply: send one command such as {\"mode\": \"coast\"}")
+        raise CommandError('no JSON object in the reply: send one command such as {"mode": "coast"}')
     raw = candidates[-1]
     try:
         obj = json.loads(raw)
@@ -139,7 +141,7 @@ def parse_command(text: str) -> Coast | Climb | Hold | Rotate | Land:
     if not isinstance(obj, dict):
         raise CommandError("the command must be a JSON object")
     for key, value in obj.items():
-        if isinstance(value, float) and value != value or value in (float("inf"), float("-inf")):
+        if (isinstance(value, float) and value != value) or value in (float("inf"), float("-inf")):
             raise CommandError(f"'{key}' must be a finite number")
     try:
         return _ADAPTER.validate_python(obj, strict=False)

@@ -49,7 +49,8 @@ def _ramp_geoms(ramp_end_x_m: float, exit_height_m: float) -> str:
         zz = z - 0.4 * math.cos(roll)
         parts.append(
             f'<geom type="box" pos="{x:.3f} {y:.3f} {zz:.3f}" quat="{qw:.4f} {qx:.4f} 0 0" '
-            f'size="{length / n / 2 + 0.05:.3f} 1.4 0.06" rgba="0.75 0.72 0.62 1" contype="0" conaffinity="0"/>'
+            f'size="{length / n / 2 + 0.05:.3f} 1.4 0.06" rgba="0.75 0.72 0.62 1" '
+            'contype="0" conaffinity="0"/>'
         )
         parts.append(
             f'<geom type="cylinder" fromto="{x:.3f} {y:.3f} 0 {x:.3f} {y:.3f} {max(zz - 0.5, 0.1):.3f}" '
@@ -84,8 +85,8 @@ def build_mjcf(
         scenery = f"""<body name="truck" pos="{truck_x_m + tl / 2} 0 0">
       <geom name="truck_bed" type="box" pos="0 0 {th * 0.4}" size="{tl / 2} {tw / 2} {th * 0.4}"
             rgba="0.62 0.64 0.66 1"/>
-      <geom name="truck_cab" type="box" pos="{tl * 0.1} 0 {th * 0.9}" size="{tl * 0.28} {tw / 2 - 0.05} {th * 0.1}"
-            rgba="0.55 0.57 0.6 1"/>
+      <geom name="truck_cab" type="box" pos="{tl * 0.1} 0 {th * 0.9}"
+            size="{tl * 0.28} {tw / 2 - 0.05} {th * 0.1}" rgba="0.55 0.57 0.6 1"/>
     </body>"""
     elif stunt == "ramp_flip":
         scenery = _ramp_geoms(0.0, ramp_exit_height_m)
@@ -95,16 +96,19 @@ def build_mjcf(
   <visual><global offwidth="640" offheight="360"/><quality shadowsize="1024"/>
     <headlight ambient="0.45 0.45 0.45" diffuse="0.5 0.5 0.5"/></visual>
   <asset>
-    <texture name="sky" type="skybox" builtin="gradient" rgb1="0.55 0.7 0.9" rgb2="0.9 0.93 1" width="64" height="64"/>
-    <texture name="dirt" type="2d" builtin="checker" rgb1="0.47 0.42 0.33" rgb2="0.43 0.39 0.3" width="64" height="64"/>
+    <texture name="sky" type="skybox" builtin="gradient" rgb1="0.55 0.7 0.9" rgb2="0.9 0.93 1"
+             width="64" height="64"/>
+    <texture name="dirt" type="2d" builtin="checker" rgb1="0.47 0.42 0.33" rgb2="0.43 0.39 0.3"
+             width="64" height="64"/>
     <material name="dirt" texture="dirt" texrepeat="60 60"/>
   </asset>
   <worldbody>
     <light pos="0 0 50" dir="0.2 0.3 -1" directional="true"/>
     <geom name="ground" type="plane" size="400 200 1" material="dirt" friction="1.0 0.02 0.001"/>
-    <geom name="road" type="box" pos="120 0 0.002" size="400 {ROAD_HALF_WIDTH_M} 0.002" rgba="0.2 0.2 0.22 1"
+    <geom name="road" type="box" pos="120 0 0.002" size="400 {ROAD_HALF_WIDTH_M} 0.002"
+          rgba="0.2 0.2 0.22 1" contype="0" conaffinity="0"/>
+    <geom type="box" pos="120 0 0.005" size="400 0.1 0.002" rgba="0.95 0.85 0.2 1"
           contype="0" conaffinity="0"/>
-    <geom type="box" pos="120 0 0.005" size="400 0.1 0.002" rgba="0.95 0.85 0.2 1" contype="0" conaffinity="0"/>
     {scenery}
     <body name="car" pos="0 0 {RIDE_HEIGHT_M}">
       <freejoint name="car"/>

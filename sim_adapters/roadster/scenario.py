@@ -15,7 +15,11 @@ import numpy as np
 Stunt = Literal["ramp_flip", "kickflip"]
 WindBand = Literal["light", "gale", "storm"]
 STUNTS: tuple[str, ...] = ("ramp_flip", "kickflip")
-WIND_BANDS: dict[str, tuple[float, float]] = {"light": (2.0, 14.0), "gale": (14.0, 24.0), "storm": (24.0, 33.0)}
+WIND_BANDS: dict[str, tuple[float, float]] = {
+    "light": (2.0, 14.0),
+    "gale": (14.0, 24.0),
+    "storm": (24.0, 33.0),
+}
 """Mean wind speed range per band, m/s (at 10 m; weaker near the road)."""
 
 

@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from sim_adapters.roadster import aero, model
-from sim_adapters.roadster.commands import Coast, Land, describe_command
+from sim_adapters.roadster.commands import Coast, describe_command
 from sim_adapters.roadster.flight_computer import FlightState, thrusts
-from sim_adapters.roadster.scenario import Scenario, make_scenario, wind_vector
+from sim_adapters.roadster.scenario import make_scenario, wind_vector
 
 PHYSICS_HZ = 500
 CONTROL_HZ = 50
@@ -124,6 +124,7 @@ class RoadsterSim:
         self.stats = FlightStats(airborne=self.stunt == "ramp_flip")
         self._on_wheels_s = 0.0
         self._thrust = np.zeros(4)
+        self._vz_before = float(d.qvel[2])
         self._update_mass()
 
     # -- measurements ---------------------------------------------------------------------
@@ -139,7 +140,10 @@ class RoadsterSim:
 
     def _unwrap(self) -> None:
         roll, pitch = self._euler()
-        for name, new, old in (("roll_total", roll, self._last_euler[0]), ("pitch_total", pitch, self._last_euler[1])):
+        for name, new, old in (
+            ("roll_total", roll, self._last_euler[0]),
+            ("pitch_total", pitch, self._last_euler[1]),
+        ):
             delta = (new - old + math.pi) % (2 * math.pi) - math.pi
             setattr(self, name, getattr(self, name) + delta)
         self._last_euler = (roll, pitch)
@@ -190,7 +194,9 @@ class RoadsterSim:
         self.wind_now = (self._wind_mean + np.array([gust[0], gust[1], 0.0])) * aero.height_factor(h + 1.0)
         force = aero.drag_force(r, self.wind_now - d.qvel[:3])
         rates = r.T @ d.qvel[3:6]
-        torque = -r @ (aero.ROTATIONAL_DAMPING_NMS * rates) + np.cross(r @ aero.CENTRE_OF_PRESSURE_BODY_M, force)
+        torque = -r @ (aero.ROTATIONAL_DAMPING_NMS * rates) + np.cross(
+            r @ aero.CENTRE_OF_PRESSURE_BODY_M, force
+        )
         tyres, _, _, _ = self._contacts()
         state = FlightState(
             self.roll_total,
@@ -218,13 +224,14 @@ class RoadsterSim:
         d.xfrc_applied[self._car, :3] = force
         d.xfrc_applied[self._car, 3:] = torque
         self._update_mass()
+        self._vz_before = float(d.qvel[2])
         mj.mj_step(m, d, nstep=self._steps_per_tick)
         self.t_s += dt
         self._unwrap()
         self._check()
 
     def _check(self) -> None:
-        st, stats, d = self.status, self.stats, self.data
+        _st, stats, d = self.status, self.stats, self.data
         tyres, body_ground, truck, ys = self._contacts()
         h = self.height_m()
         stats.max_height_m = max(stats.max_height_m, h)
@@ -238,15 +245,21 @@ class RoadsterSim:
         if truck:
             return self._end(False, "hit the truck", crashed=True)
         if body_ground:
-            return self._end(False, "the body touched the ground before the wheels took the landing", crashed=True)
+            return self._end(
+                False, "the body touched the ground before the wheels took the landing", crashed=True
+            )
         if not tyres and not stats.airborne and h > 0.15:
             stats.airborne = True
         if tyres and stats.airborne and stats.touchdown_vz_mps is None:
-            stats.touchdown_vz_mps = float(d.qvel[2])
+            # the speed just before the tyres met the ground (this tick's contact already slowed it)
+            stats.touchdown_vz_mps = min(float(d.qvel[2]), self._vz_before)
             stats.touchdown_tilt_deg = self.tilt_deg()
             stats.touchdown_wheels_first = True
-            if -float(d.qvel[2]) > MAX_WHEEL_IMPACT_MPS:
-                return self._end(False, f"touched down at {-d.qvel[2]:.1f} m/s: the suspension broke", crashed=True)
+            if -stats.touchdown_vz_mps > MAX_WHEEL_IMPACT_MPS:
+                speed = -stats.touchdown_vz_mps
+                return self._end(
+                    False, f"touched down at {speed:.1f} m/s: the suspension broke", crashed=True
+                )
         if len(tyres) == 4 and stats.airborne:
             self._on_wheels_s += 1.0 / CONTROL_HZ
         else:
@@ -262,7 +275,9 @@ class RoadsterSim:
         x = float(self.data.xpos[self._car][0])
         half = model.CAR_LENGTH_M / 2
         if sc.truck_x_m - half <= x <= sc.truck_x_m + model.TRUCK_SIZE_M[0] + half:
-            stats.min_clearance_m = min(stats.min_clearance_m, h + model.RIDE_HEIGHT_M - model.TRUCK_SIZE_M[2])
+            stats.min_clearance_m = min(
+                stats.min_clearance_m, h + model.RIDE_HEIGHT_M - model.TRUCK_SIZE_M[2]
+            )
         if x - half > sc.truck_x_m + model.TRUCK_SIZE_M[0]:
             stats.cleared_truck = True
 
@@ -290,7 +305,12 @@ class RoadsterSim:
         return self._end(True, "landed on four wheels on the road, level, not spinning")
 
     def _end(self, success: bool, reason: str, crashed: bool = False) -> None:
-        self.status.over, self.status.success, self.status.crashed, self.status.reason = True, success, crashed, reason
+        self.status.over, self.status.success, self.status.crashed, self.status.reason = (
+            True,
+            success,
+            crashed,
+            reason,
+        )
         self.data.xfrc_applied[:] = 0.0
 
     def step(self, duration_s: float) -> None:
