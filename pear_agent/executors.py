@@ -2,16 +2,57 @@
 
 Workers are started with `spawn`: each owns its own simulator and renderer (MuJoCo and EGL
 contexts must not be shared across a fork). A job function must be importable at module level.
+
+Workers die with their runner: each worker asks the kernel for SIGKILL when its parent dies
+(Linux `prctl(PR_SET_PDEATHSIG)`), and a watchdog thread also exits the worker as soon as its parent
+process is gone (any POSIX system). SIGTERM is restored to its default action, so a worker stops
+on SIGTERM whatever a job installed. Ray tasks are Ray's: when the driver dies Ray fails its tasks
+(owner died) and reclaims their worker processes itself.
 """
 
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
+import signal
+import sys
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
 J = TypeVar("J")
+PR_SET_PDEATHSIG = 1
+WATCHDOG_PERIOD_S = 0.5
+
+
+def _parent_gone(parent_pid: int) -> bool:
+    return os.getppid() != parent_pid
+
+
+def _watch_parent(parent_pid: int, period_s: float) -> None:
+    while not _parent_gone(parent_pid):
+        time.sleep(period_s)
+    os._exit(1)  # the runner is gone: nobody will read this worker's result
+
+
+def die_with_parent(parent_pid: int, period_s: float = WATCHDOG_PERIOD_S) -> None:
+    """Worker initializer: exit when `parent_pid` dies (kill -9 included) and on SIGTERM."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the watchdog below still covers it
+    if _parent_gone(parent_pid):  # died before we got here
+        os._exit(1)
+    threading.Thread(
+        target=_watch_parent, args=(parent_pid, period_s), daemon=True, name="parent-watch"
+    ).start()
 
 
 def run_local(fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1) -> Iterator[tuple[J, Any]]:
@@ -22,7 +63,9 @@ def run_local(fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1) -> It
             yield job, fn(job)
         return
     ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    with ProcessPoolExecutor(
+        max_workers=workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+    ) as pool:
         pending: dict[Future, J] = {}
         it = iter(jobs)
         for job in it:

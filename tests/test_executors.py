@@ -1,11 +1,88 @@
+"""Local executor: every job once; workers are real processes that die with their runner."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
 from pear_agent.executors import run_local
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _square(x: int) -> int:
     return x * x
 
 
+def _park(job: dict) -> int:
+    """A job that records its worker's pid and then runs for a long time (an episode in flight)."""
+    Path(job["dir"], f"{os.getpid()}.pid").write_text(str(os.getpid()))
+    time.sleep(120)
+    return 0
+
+
 def test_local_runs_every_job_once_in_either_mode() -> None:
     for workers in (1, 2):
         got = dict(run_local(_square, range(7), workers=workers))
         assert got == {i: i * i for i in range(7)}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie (exited, not yet reaped by init) counts as gone
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _runner_with_two_parked_workers(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
+    code = (
+        "from pear_agent.executors import run_local; from tests.test_executors import _park; "
+        f"list(run_local(_park, [{{'dir': {json.dumps(str(tmp_path))}}}] * 2, workers=2))"
+    )
+    runner = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("*.pid"))) < 2:
+        assert time.monotonic() < deadline, "workers did not start"
+        assert runner.poll() is None, "the runner died early"
+        time.sleep(0.1)
+    return runner, [int(p.stem) for p in tmp_path.glob("*.pid")]
+
+
+def _wait_gone(pids: list[int], timeout_s: float = 15.0) -> list[int]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    return [p for p in pids if _alive(p)]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM])
+def test_workers_exit_when_their_runner_is_killed(tmp_path, sig) -> None:
+    runner, workers = _runner_with_two_parked_workers(tmp_path)
+    assert all(_alive(p) for p in workers)
+    runner.send_signal(sig)
+    runner.wait(timeout=30)
+    left = _wait_gone(workers)
+    for p in left:  # do not leak them if the assertion fails
+        os.kill(p, signal.SIGKILL)
+    assert left == [], f"orphaned workers after {sig.name}: {left}"
+
+
+def test_a_worker_stops_on_sigterm(tmp_path) -> None:
+    runner, workers = _runner_with_two_parked_workers(tmp_path)
+    try:
+        os.kill(workers[0], signal.SIGTERM)
+        assert _wait_gone(workers[:1]) == []
+    finally:
+        runner.kill()
+        runner.wait(timeout=30)
+        for p in _wait_gone(workers):
+            os.kill(p, signal.SIGKILL)
