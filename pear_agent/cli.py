@@ -85,10 +85,22 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_robots(args: argparse.Namespace) -> int:
+    """List the descriptions (one line per file, with its path); with --check, build and try each.
+    Exit 2 if a file cannot be loaded or built, 1 if a check fails, else 0."""
     from pear_agent.kinematics import Kinematics
 
+    paths = [Path(f) for f in args.files] if args.files else list_robots()
+    if args.check:
+        from pear_agent.robots_check import check_robot
+
+        reports = [check_robot(p) for p in paths]
+        for r in reports:
+            print(r.line(), flush=True)
+        if any(r.config_error for r in reports):
+            return 2
+        return 1 if any(r.problems for r in reports) else 0
     bad = 0
-    for path in list_robots():
+    for path in paths:
         try:
             robot = load_robot(path)
             Kinematics(robot)
@@ -96,11 +108,12 @@ def cmd_robots(args: argparse.Namespace) -> int:
                 f"{n} ({len(p.joints)} joints{' + gripper' if p.gripper else ''})"
                 for n, p in robot.parts.items()
             )
-            print(f"{robot.name:<16s} ok     parts: {parts}; cameras: {', '.join(robot.cameras) or 'none'}")
+            cams = ", ".join(robot.cameras) or "none"
+            print(f"{path}  ok  {robot.name}: parts: {parts}; cameras: {cams}")
         except (RobotConfigError, ValueError) as exc:
             bad += 1
-            print(f"{path.stem:<16s} ERROR  {exc}")
-    return 1 if bad else 0
+            print(f"{path}  ERROR  {' | '.join(str(exc).splitlines())}")
+    return 2 if bad else 0
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
@@ -147,7 +160,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one episode (default: panda / pick_cube / scripted / seed 0)")
     run.add_argument("--task", default="pick_cube")
-    run.add_argument("--robot", default=None, help="robot name in robots/ (default: the task's robot)")
+    run.add_argument(
+        "--robot",
+        default=None,
+        help="robot name in robots/ or a path to a robot YAML anywhere (default: the task's robot)",
+    )
     run.add_argument("--seed", type=int, default=0)
     run.add_argument(
         "--policy", default="scripted", choices=["scripted", "replay"], help="ignored when --model is given"
@@ -172,6 +189,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.set_defaults(func=cmd_run)
 
     robots = sub.add_parser("robots", help="list and validate the robot descriptions in robots/")
+    robots.add_argument("files", nargs="*", help="robot YAML files (default: every file in robots/)")
+    robots.add_argument(
+        "--check",
+        action="store_true",
+        help="build each as `run` does and try it: limits, FK/IK, gripper in sim, every camera",
+    )
     robots.set_defaults(func=cmd_robots)
 
     prompt = sub.add_parser("prompt", help="print the system prompt and the first turn")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pinocchio as pin
 
-from pear_agent.robot_config import Part, RobotConfig
+from pear_agent.robot_config import Part, RobotConfig, RobotConfigError
 
 
 def rpy_to_matrix(rpy: np.ndarray) -> np.ndarray:
@@ -59,11 +59,12 @@ class IKResult:
 
 
 class _PartChain:
-    def __init__(self, model: pin.Model, part: Part, name: str) -> None:
+    def __init__(self, model: pin.Model, part: Part, name: str, label: str = "") -> None:
         self.name = name
+        where = f"{label}: key parts.{name}" if label else f"part {name}"
         missing = [j for j in part.joints if not model.existJointName(j)]
         if missing:
-            raise ValueError(f"part {name}: joints {missing} are not in the model file")
+            raise RobotConfigError(f"{where}.joints: joints {missing} are not in the model file")
         jids = [model.getJointId(j) for j in part.joints]
         self.idx_q = np.array([model.joints[j].idx_q for j in jids])
         self.idx_v = np.array([model.joints[j].idx_v for j in jids])
@@ -73,7 +74,11 @@ class _PartChain:
         self.lower, self.upper = np.array(lo), np.array(hi)
         ee = part.end_effector
         if not model.existFrame(ee.parent_body):
-            raise ValueError(f"part {name}: end_effector.parent_body {ee.parent_body!r} not in model")
+            raise RobotConfigError(
+                f"{where}.end_effector.parent_body: body {ee.parent_body!r} is not in model.mjcf (the "
+                "kinematics load only the main model file, not the attachments: name a body of the main "
+                "file, e.g. the attachment's parent_body, and put the offset in pos_m/quat_wxyz)"
+            )
         parent = model.frames[model.getFrameId(ee.parent_body)]
         offset = pin.SE3(quat_wxyz_to_matrix(ee.quat_wxyz), np.array(ee.pos_m, dtype=float))
         frame = pin.Frame(
@@ -103,8 +108,16 @@ class Kinematics:
         table_size: int = 2000,
     ) -> None:
         self.robot = robot
-        self.model = pin.buildModelFromMJCF(str(robot.resolve(robot.model.mjcf)))
-        self.chains = {name: _PartChain(self.model, part, name) for name, part in robot.parts.items()}
+        path = robot.resolve(robot.model.mjcf)
+        try:
+            self.model = pin.buildModelFromMJCF(str(path))
+        except Exception as exc:  # Pinocchio raises ValueError/RuntimeError with its parser's text
+            raise RobotConfigError(
+                f"{robot.label}: key model.mjcf ({path}): Pinocchio: {' '.join(str(exc).split())}"
+            ) from None
+        self.chains = {
+            name: _PartChain(self.model, part, name, robot.label) for name, part in robot.parts.items()
+        }
         self.data = self.model.createData()
         self.position_tolerance_m = position_tolerance_m
         self.rotation_tolerance_rad = rotation_tolerance_rad

@@ -1,0 +1,273 @@
+"""`pear-agent robots [--check] [FILE]` against real MuJoCo and Pinocchio: every malformed robot
+YAML gives one line naming the file and the key, exit code 2 and no traceback; `--check` flags
+cameras that cannot help the model and a home pose outside the joint limits. Each case here is a
+row of the README's table."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from pear_agent.robot_config import ROBOTS_DIR
+
+PANDA = ROBOTS_DIR / "panda.yaml"
+
+
+def _cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    return subprocess.run(
+        [sys.executable, "-m", "pear_agent", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+    )
+
+
+def _variant(tmp_path: Path, mutate, name: str = "variant.yaml") -> Path:
+    raw = yaml.safe_load(PANDA.read_text())
+    mutate(raw)
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    return path
+
+
+def _arm(raw: dict) -> dict:
+    return raw["parts"]["arm"]
+
+
+def _set_quat(raw: dict, cam: str, quat: list[float]) -> None:
+    sim = raw["cameras"][cam]["sim"]
+    sim.pop("look_at_m", None)
+    sim["quat_wxyz"] = quat
+
+
+# (case, mutation of panda.yaml, the key the one-line error must name)
+MALFORMED = [
+    (
+        "missing gripper joint",
+        lambda r: _arm(r)["gripper"].update(joints=["no_such_finger"]),
+        "parts.arm.gripper.joints",
+    ),
+    (
+        "missing end-effector body",
+        lambda r: _arm(r)["end_effector"].update(parent_body="no_link"),
+        "parts.arm.end_effector.parent_body",
+    ),
+    (
+        "end effector on an attached body",
+        lambda r: _arm(r)["end_effector"].update(parent_body="hand_panda_hand"),
+        "parts.arm.end_effector.parent_body",
+    ),
+    (
+        "open position = closed position",
+        lambda r: _arm(r)["gripper"].update(open_joint_pos=0.0),
+        "parts.arm.gripper",
+    ),
+    ("ctrl open = ctrl closed", lambda r: _arm(r)["gripper"].update(ctrl_open=0.0), "parts.arm.gripper"),
+    (
+        "misspelled gripper actuator",
+        lambda r: _arm(r)["gripper"].update(actuator="hand_panda_hand_actuatr"),
+        "parts.arm.gripper.actuator",
+    ),
+    (
+        "model path climbing out with ../",
+        lambda r: r["model"].update(mjcf="../../../../../../etc/passwd"),
+        "model.mjcf",
+    ),
+    ("absolute model path", lambda r: r["model"].update(mjcf="/etc/passwd"), "model.mjcf"),
+    (
+        "pkg:// path climbing out",
+        lambda r: r["model"].update(mjcf="pkg://dm-robotics-panda/../../../etc/passwd"),
+        "model.mjcf",
+    ),
+    (
+        "attachment path climbing out",
+        lambda r: r["model"]["attachments"][0].update(file="../../etc/passwd"),
+        "model.attachments.0.file",
+    ),
+    (
+        "attachment parent body missing",
+        lambda r: r["model"]["attachments"][0].update(parent_body="no_link"),
+        "model.attachments.0.parent_body",
+    ),
+    (
+        "attachment body missing",
+        lambda r: r["model"]["attachments"][0].update(body="no_body"),
+        "model.attachments.0.body",
+    ),
+    (
+        "MuJoCo refuses the file (repeated mesh name)",
+        lambda r: r["model"]["attachments"][0].update(
+            file="pkg://robosuite/robosuite/models/assets/grippers/robotiq_gripper_85.xml",
+            body="robotiq_85_adapter_link",
+        ),
+        "model.attachments.0.file",
+    ),
+    (
+        "camera looking at its own position",
+        lambda r: r["cameras"]["front"]["sim"].update(look_at_m=[1.0, 0.0, 0.45]),
+        "cameras.front.sim",
+    ),
+    (
+        "negative field of view",
+        lambda r: r["cameras"]["front"]["sim"].update(fovy_deg=-55),
+        "cameras.front.sim.fovy_deg",
+    ),
+    (
+        "camera mount body missing",
+        lambda r: r["cameras"]["wrist"]["sim"].update(mount_body="no_body"),
+        "cameras.wrist.sim.mount_body",
+    ),
+    (
+        "arm joint missing",
+        lambda r: _arm(r).update(joints=[*_arm(r)["joints"][:6], "no_joint"]),
+        "parts.arm.joints",
+    ),
+    (
+        "home pose outside the joint limits",
+        lambda r: _arm(r)["home"].update(joints_rad=[0.0, -0.785, 0.0, 0.5, 0.0, 1.571, 0.785]),
+        "parts.arm.home.joints_rad",
+    ),
+    ("home pose of the wrong length", lambda r: _arm(r)["home"].update(joints_rad=[0.0]), "has 1 values"),
+    ("unknown key", lambda r: _arm(r).update(gripr={}), "parts.arm.gripr"),
+    (
+        "wrong type",
+        lambda r: _arm(r)["limits"].update(max_position_step_cm="far"),
+        "parts.arm.limits.max_position_step_cm",
+    ),
+    (
+        "task area upside down",
+        lambda r: r["table"].update(task_area_cm={"x": [60, 40], "y": [-20, 20]}),
+        "table.task_area_cm",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "mutate", "key"), MALFORMED, ids=[c[0] for c in MALFORMED])
+def test_malformed_yaml_is_one_line_naming_file_and_key(tmp_path: Path, case: str, mutate, key: str) -> None:
+    path = _variant(tmp_path, mutate)
+    p = _cli("robots", "--check", str(path))
+    assert p.returncode == 2, (case, p.stdout, p.stderr)
+    assert "Traceback" not in p.stdout + p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert len(lines) == 1 and "ERROR" in lines[0], p.stdout
+    assert str(path) in lines[0] and key in lines[0], lines[0]
+
+
+TEXT_CASES = [
+    ("duplicate part key", "parts:\n  arm:", "parts:\n  arm: {}\n  arm:", "duplicate key 'arm'"),
+    (
+        "duplicate camera key",
+        "cameras:\n  front:",
+        "cameras:\n  wrist: {}\n  front:",
+        "duplicate key 'wrist'",
+    ),
+    ("not YAML", "name: panda", "name: [panda", "not valid YAML"),
+    ("not a mapping", None, "- just\n- a list\n", "expected a mapping"),
+]
+
+
+@pytest.mark.parametrize(("case", "old", "new", "what"), TEXT_CASES, ids=[c[0] for c in TEXT_CASES])
+def test_malformed_text_is_one_line(tmp_path: Path, case: str, old: str | None, new: str, what: str) -> None:
+    text = PANDA.read_text()
+    text = new if old is None else text.replace(old, new, 1)
+    path = tmp_path / "variant.yaml"
+    path.write_text(text)
+    p = _cli("robots", "--check", str(path))
+    assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert len(lines) == 1 and str(path) in lines[0] and what in lines[0], p.stdout
+
+
+def _upside_down(raw: dict) -> None:
+    from sim_adapters.mujoco.scene import look_at_quat
+
+    sim = raw["cameras"]["front"]["sim"]
+    q = look_at_quat(np.array(sim["pos_m"]), np.array(sim["look_at_m"]))
+    w, x, y, z = q  # q * (180 deg about the camera's own axis): the image turned upside down
+    _set_quat(raw, "front", [float(-z), float(y), float(-x), float(w)])
+
+
+CHECK_FLAGS = [
+    (
+        "black camera (inside the table)",
+        lambda r: r["cameras"]["front"]["sim"].update(pos_m=[0.45, 0.0, -0.01], look_at_m=[0.45, 0.0, -1.0]),
+        "camera front",
+    ),
+    ("upside-down camera", _upside_down, "upside down"),
+    (
+        "camera looking away from the table",
+        lambda r: r["cameras"]["front"]["sim"].update(look_at_m=[2.0, 0.0, 1.0]),
+        "sees no part of the task area",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "mutate", "what"), CHECK_FLAGS, ids=[c[0] for c in CHECK_FLAGS])
+def test_check_flags_cameras_the_model_cannot_use(tmp_path: Path, case: str, mutate, what: str) -> None:
+    path = _variant(tmp_path, mutate)
+    p = _cli("robots", "--check", str(path))
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    line = p.stdout.strip()
+    assert str(path) in line and "FAIL" in line and what in line, line
+
+
+def test_check_passes_the_shipped_panda_and_sees_the_fingertips() -> None:
+    p = _cli("robots", "--check", str(PANDA))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"{PANDA}  ok" in p.stdout
+    assert "camera wrist: gripper visible" in p.stdout
+    assert "gripper closes" in p.stdout
+
+
+def test_listing_prints_one_line_per_file_with_its_path(tmp_path: Path) -> None:
+    twin = _variant(tmp_path, lambda r: None, "twin.yaml")  # same `name: panda`, another file
+    p = _cli("robots", str(PANDA), str(twin))
+    assert p.returncode == 0, p.stderr
+    assert [ln.split()[0] for ln in p.stdout.strip().splitlines()] == [str(PANDA), str(twin)]
+
+
+def test_yaml_in_a_tmp_folder_runs_pick_cube_through_the_cli(tmp_path: Path) -> None:
+    """A description outside robots/, with another name and another part name: no code change."""
+
+    def mutate(raw: dict) -> None:
+        raw["name"] = "my_arm"
+        raw["parts"] = {"manipulator": raw["parts"]["arm"]}
+        raw.pop("table")  # the task area derives from the workspace box
+
+    path = _variant(tmp_path, mutate, "my_arm.yaml")
+    p = _cli(
+        "run",
+        "--robot",
+        str(path),
+        "--task",
+        "pick_cube",
+        "--json",
+        "--no-video",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    )
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1])["success"] is True
+
+
+def test_task_refused_only_for_what_the_robot_lacks(tmp_path: Path) -> None:
+    no_gripper = _variant(tmp_path, lambda r: _arm(r).pop("gripper"), "no_gripper.yaml")
+    p = _cli(
+        "run", "--robot", str(no_gripper), "--task", "pick_cube", "--no-video", "--runs-dir", str(tmp_path)
+    )
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "needs one arm part with a gripper" in p.stderr and "arm (arm without gripper)" in p.stderr
+    p = _cli(
+        "run", "--robot", str(PANDA), "--task", "bimanual_pickup", "--no-video", "--runs-dir", str(tmp_path)
+    )
+    assert p.returncode == 2 and "needs 2 arm parts with grippers" in p.stderr
