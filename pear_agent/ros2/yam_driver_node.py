@@ -510,7 +510,9 @@ class YamDriver:
         self.diag_pub.publish(arr)
 
 
-def run(node: Any, p: dict[str, Any]) -> int:
+def run(node: Any, p: dict[str, Any], robot_factory: Any = None) -> int:
+    """Start the robot, drive it until shutdown or a fault; close it on every path. `robot_factory`
+    (channel, arm_type, gripper_type, sim, zero_gravity) -> robot; default I2RT's."""
     if p["rate_hz"] <= 0:
         raise StartupError(f"parameter rate_hz must be > 0, got {p['rate_hz']}")
     spec = arm_spec(p["robot"], p["arm"], p["joint_velocity_max_rad_s"], p["gripper_velocity_max"])
@@ -518,14 +520,13 @@ def run(node: Any, p: dict[str, Any]) -> int:
     if not side:
         raise StartupError(f"arm {spec.part!r}: cannot tell which CAN channel (can_left / can_right) is its")
     channel = p[f"can_{side}"]
-    robot = make_i2rt_robot(channel, p["arm_type"], p["gripper_type"], p["sim"], p["zero_gravity_mode"])
+    factory = robot_factory or make_i2rt_robot
+    robot = factory(channel, p["arm_type"], p["gripper_type"], p["sim"], p["zero_gravity_mode"])
     driver: YamDriver | None = None
     try:
-        import rclpy
-
         driver = YamDriver(node, p, spec, robot, channel)
         driver.start()
-        while rclpy.ok() and driver.fault is None and driver._thread.is_alive():
+        while node.context.ok() and driver.fault is None and driver._thread.is_alive():
             time.sleep(0.05)
         if driver.fault is not None:
             time.sleep(0.3)  # let the fault status reach subscribers
