@@ -320,12 +320,19 @@ class Episode:
                     result.advanced_s += lag
                     record["advanced_s"] = lag
                 result.turns = turn
+                reason = None
                 try:
                     action = env.parse(reply.text)
-                except ActionError as exc:  # a correction turn
+                except ActionError as exc:
+                    reason = str(exc)
+                except Exception as exc:  # a parser bug: the reply stays in the log, the run goes on
+                    reason = (
+                        f"the reply could not be read ({type(exc).__name__}); end it with one JSON action"
+                    )
+                    record["parser_exception"] = f"{type(exc).__name__}: {exc}"[:500]
+                if reason is not None:  # a correction turn
                     invalid_run += 1
                     result.invalid_replies += 1
-                    reason = str(exc)
                     feedback = correction_text(reason, invalid_run, cfg.max_invalid)
                     record.update(
                         error=reason,

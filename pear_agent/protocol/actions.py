@@ -76,7 +76,22 @@ class Action:
 
 
 class ActionError(ValueError):
-    """A reply holds no valid action; the message says what is wrong, for the log and the model."""
+    """A reply holds no valid action; the message says what is wrong, for the log and the model.
+
+    The message is one printable line of at most `MAX_MESSAGE_CHARS` characters, whatever the reply
+    held (control characters, lone surrogates and long keys are escaped or cut)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(_clean(message))
+
+
+MAX_MESSAGE_CHARS = 400
+
+
+def _clean(message: str) -> str:
+    text = str(message).encode("utf-8", "backslashreplace").decode("utf-8")
+    text = "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[: MAX_MESSAGE_CHARS - 3] + "..."
 
 
 # -- the expert's internal dict -> the wire ------------------------------------------------------
@@ -220,7 +235,7 @@ def _part(name: str, body: Any, robot: RobotConfig, notes: list[str]) -> PartAct
                 f"with {_STATE_KEYS[key]!r}"
             )
         if key not in allowed:
-            raise ActionError(f"unknown quantity {where!r}; {name} takes {allowed}")
+            raise ActionError(f"unknown quantity {_show(where)}; {name} takes {allowed}")
         if key == MOVE:
             pa.position_cm = _vector(value, where, MAX_ABS_POSITION_DELTA_CM, "cm")
         elif key == TURN:
@@ -253,7 +268,9 @@ def validate_action(obj: Any, robot: RobotConfig) -> Action:
         raise ActionError('the JSON object has no "action" key; reply with {"action": {<part>: {...}}}')
     extra = sorted(set(obj) - {ACTION, DONE})
     if extra:
-        raise ActionError(f'unexpected top-level keys {extra[:5]}; only "action" and "done" are allowed')
+        raise ActionError(
+            f'unexpected top-level keys {_show(extra[:5])}; only "action" and "done" are allowed'
+        )
     done = obj.get(DONE, False)
     if not isinstance(done, bool):
         raise ActionError(f'"done" must be true or false, got {_show(done)}')
@@ -268,7 +285,7 @@ def validate_action(obj: Any, robot: RobotConfig) -> Action:
     action = Action(done=done)
     for name, part_body in body.items():
         if name not in robot.parts:
-            raise ActionError(f"unknown part {name!r}; parts are {sorted(robot.parts)}")
+            raise ActionError(f"unknown part {_show(name)}; parts are {sorted(robot.parts)}")
         action.parts[name] = _part(name, part_body, robot, action.notes)
     return action
 

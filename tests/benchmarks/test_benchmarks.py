@@ -18,6 +18,7 @@ CASES = {
     "sim_turn": ["--tasks", "pick_cube", "--reps", "1"],
     "parallel": ["--episodes", "2", "--tasks", "pick_cube", "--rounds", "1"],
     "ros2_latency": ["--messages", "5", "--rate-hz", "50", "--timeout", "30"],
+    "parser_fuzz": ["--examples", "300"],
 }
 
 
@@ -50,6 +51,9 @@ def test_benchmark_script_prints_json(name: str) -> None:
         r = out["parts"]["panda/arm"]
         assert r["small_delta"]["n"] == 5 and 0 <= r["small_delta"]["solved"] <= 1
         assert r["random_from_home"]["median_ms"] > 0
+    elif name == "parser_fuzz":
+        assert out["examples"] == 300 and out["foreign_exceptions"] == 0
+        assert out["outcomes"]["ActionError"] > 0 and out["outcomes"]["action"] > 0
     elif name == "turn_overhead":
         assert set(out["pieces"]) >= {"jpeg", "ik", "parse", "total"}
         assert out["pieces"]["total"]["median_ms"] >= out["pieces"]["jpeg"]["median_ms"] > 0
