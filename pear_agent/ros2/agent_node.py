@@ -231,8 +231,11 @@ def run(node: Any, p: dict[str, Any]) -> int:
             verdict = backend.judge_success(result.end_reason, result.detail)
             if verdict is not None:
                 result.success = verdict
-            if summary_written and backend.operator_verdict:
-                finish(result)  # rewrite with the operator's judgement
+        if summary_written and backend.operator_verdict:
+            path = writer.run_dir / "summary.json"
+            on_disk = json.loads(path.read_text())
+            on_disk |= {"success": bool(result.success), "operator": backend.operator_verdict}
+            path.write_text(json.dumps(on_disk, indent=2))
     except ResetAborted as exc:
         result = EpisodeResult(False, 0, exc.status, exc.detail, task=task, robot=robot.name, seed=seed)
         result.policy = getattr(policy, "name", p["policy"])

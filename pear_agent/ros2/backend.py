@@ -79,6 +79,9 @@ class RosSettings(BaseModel):
     confirm_home: bool = Field(True, description="ask the operator before the home move")
     wait_for_images_s: float = Field(3.0, ge=0, description="stack check: wait this long for every camera")
     image_max_age_s: float = Field(1.0, gt=0, description="an older camera image ends the episode (refused)")
+    disabled_cameras: str = Field(
+        "", description="comma-separated cameras of the robot YAML not to use ('all' = none)"
+    )
     video_camera: str = Field(
         "", description="camera recorded to episode.mp4 ('' = the first, 'none' = no video)"
     )
@@ -212,6 +215,7 @@ class RosBackend:
         self._status: dict[str, Any] = {}
         self._status_t = 0.0
         self._estop_reason: str | None = None
+        self._gripper_target: dict[str, float] = {}  # part -> the last gripper position commanded
         self._stack_ok = False
         self._t0 = time.monotonic()
         self._JointTrajectory = JointTrajectory
@@ -224,6 +228,7 @@ class RosBackend:
         self._sink: FrameSink | None = None
         self._sink_period_s = 0.1
         self._sink_last = (0.0, 0.0)  # (receipt time of the last frame sent, monotonic time sent)
+        self.cameras = self._active_cameras()
         self.video_camera = self._pick_video_camera(s.video_camera)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self._pubs: dict[str, Any] = {}
@@ -238,13 +243,11 @@ class RosBackend:
         node.create_subscription(
             JointState, s.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
         )
-        for cam_name, cam in robot.cameras.items():
-            if not cam.topic:
-                continue
-            compressed = cv.is_compressed_topic(cam.topic)
+        for cam_name, cam_topic in self.cameras.items():
+            compressed = cv.is_compressed_topic(cam_topic)
             node.create_subscription(
                 CompressedImage if compressed else Image,
-                cam.topic,
+                cam_topic,
                 lambda msg, n=cam_name, c=compressed: self._on_image(n, msg, c),
                 qos_profile_sensor_data,
             )
@@ -254,8 +257,20 @@ class RosBackend:
             node.create_subscription(String, s.task_status_topic, self._on_status, reliable)
         self.operator = Operator(node, s.operator_service, s.operator_terminal)
 
+    def _active_cameras(self) -> dict[str, str]:
+        """Camera name -> topic: the robot YAML's cameras with a topic, less `disabled_cameras`."""
+        off = {c.strip() for c in self.settings.disabled_cameras.split(",") if c.strip()}
+        unknown = off - set(self.robot.cameras) - {"all"}
+        if unknown:
+            raise ValueError(
+                f"disabled_cameras: {sorted(unknown)} are not cameras of robot {self.robot.name}"
+            )
+        return {
+            n: c.topic for n, c in self.robot.cameras.items() if c.topic and n not in off and "all" not in off
+        }
+
     def _pick_video_camera(self, wanted: str) -> str | None:
-        cams = [n for n, c in self.robot.cameras.items() if c.topic]
+        cams = list(self.cameras)
         if wanted == "none":
             return None
         if not wanted:
@@ -439,7 +454,7 @@ class RosBackend:
         deadline = time.monotonic() + s.wait_for_controllers_s
         missing = list(topics)
         while missing and time.monotonic() < deadline:
-            missing = [t for t in topics if self.node.count_subscribers(t) == 0]
+            missing = [t for t in topics if not self._controller_listens(t, topics[t][1])]
             if missing:
                 time.sleep(0.05)
         if missing:
@@ -456,6 +471,18 @@ class RosBackend:
             return why
         self._stack_ok = True
         return None
+
+    def _controller_listens(self, topic: str, controller: str | None) -> bool:
+        """A subscriber on the command topic from a node named after the controller (as
+        ros2_control names each controller's node), or, for single-node drivers (sim_robot_node, a
+        YAM driver), from any node that is not only a recorder: `ros2 topic echo` and `ros2 bag`
+        nodes do not count."""
+        infos = self.node.get_subscriptions_info_by_topic(topic)
+        names = [i.node_name for i in infos]
+        if controller and controller.strip("/").split("/")[-1] in names:
+            return True
+        recorders = ("_ros2cli_", "rosbag2")
+        return any(not n.startswith(recorders) for n in names)
 
     def _inactive_controllers(self, names: list[str]) -> str | None:
         """Ask controller_manager's list_controllers where its message package is installed (it
@@ -484,7 +511,7 @@ class RosBackend:
 
     def _wait_images(self, timeout_s: float) -> str | None:
         """Every camera with a topic publishing fresh images, or why not."""
-        cams = {n: c.topic for n, c in self.robot.cameras.items() if c.topic}
+        cams = self.cameras
         deadline = time.monotonic() + timeout_s
         while True:
             why = self.camera_check(cams)
@@ -494,7 +521,9 @@ class RosBackend:
 
     def camera_check(self, cams: dict[str, str] | None = None) -> str | None:
         """A camera with no image, or one older than `image_max_age_s`, or None."""
-        cams = cams or {n: c.topic for n, c in self.robot.cameras.items() if c.topic}
+        cams = self.cameras if cams is None else cams
+        if not cams:
+            return None
         now = time.monotonic()
         with self._lock:
             seen = {n: v[2] for n, v in self._images.items()}
@@ -699,6 +728,10 @@ class RosBackend:
             if cmd.gripper is not None and p.gripper is not None and p.gripper_topic:
                 g0, gv0 = self._read([p.g_joint])
                 target = float(np.clip(p.gripper_position(cmd.gripper), p.g_lo, p.g_hi))
+                if abs(self._gripper_target.get(name, np.nan) - target) < 1e-9:
+                    continue  # already commanded: a new trajectory would restart from the measured
+                    # finger position (the JTC's rule) and loosen a grip on an object
+                self._gripper_target[name] = target
                 gplans[name] = cv.ruckig_plan(
                     [p.g_joint],
                     g0,
@@ -790,6 +823,7 @@ class RosBackend:
                 self._hold_part(p, p.topic, p.joints, p.vmax)
             for name in gplans:
                 p = self.parts[name]
+                self._gripper_target.pop(name, None)
                 if p.gripper_topic:
                     self._hold_part(p, p.gripper_topic, [p.g_joint], p.gripper_vmax)
 

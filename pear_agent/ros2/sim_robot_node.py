@@ -169,13 +169,38 @@ class SimRobot:
                 del self._active[topic]
 
     # -- publishing -----------------------------------------------------------------------
+    def snapshot_joints(self) -> None:
+        """The state the joint-state thread publishes (copied after each physics step)."""
+        snap = ([float(x) for x in self.d.qpos[self.js_qadr]], [float(x) for x in self.d.qvel[self.js_dadr]])
+        with self._lock:
+            self._snap = snap
+
     def publish_joint_states(self) -> None:
+        with self._lock:
+            snap = getattr(self, "_snap", None)
+        if snap is None:
+            return
         msg = self._JointState()
         msg.header.stamp = self.node.get_clock().now().to_msg()
         msg.name = list(self.js_names)
-        msg.position = [float(x) for x in self.d.qpos[self.js_qadr]]
-        msg.velocity = [float(x) for x in self.d.qvel[self.js_dadr]]
+        msg.position, msg.velocity = snap
         self.js_pub.publish(msg)
+
+    def joint_state_thread(self, should_stop: Any) -> threading.Thread:
+        """Joint states at their own rate, like joint_state_broadcaster, so rendering a camera
+        image in the physics thread does not leave a gap in them."""
+        period = 1.0 / float(self.p["joint_states_rate_hz"])
+
+        def loop() -> None:
+            due = time.monotonic()
+            while not should_stop():
+                self.publish_joint_states()
+                due = max(due + period, time.monotonic())
+                time.sleep(max(0.0, due - time.monotonic()))
+
+        thread = threading.Thread(target=loop, daemon=True)
+        thread.start()
+        return thread
 
     def publish_images(self) -> None:
         from pear_agent.ros2.conversions import fill_compressed, fill_image
@@ -218,12 +243,13 @@ class SimRobot:
         substeps = self.sim.settings.control_substeps
         ctrl_dt = self.m.opt.timestep * substeps
         periods = {
-            "js": 1.0 / float(p["joint_states_rate_hz"]),
             "img": 1.0 / float(p["image_rate_hz"]) if p["image_rate_hz"] > 0 else float("inf"),
             "status": 1.0 / float(p["task_status_rate_hz"]),
         }
         due = dict.fromkeys(periods, 0.0)
         wall0, sim0 = time.monotonic(), float(self.d.time)
+        self.snapshot_joints()
+        js_thread = self.joint_state_thread(should_stop)
         while not should_stop():
             now = time.monotonic()
             target = sim0 + (now - wall0) * factor
@@ -236,9 +262,8 @@ class SimRobot:
                 mujoco.mj_step(self.m, self.d, nstep=substeps)
                 n += 1
             now = time.monotonic()
-            if now >= due["js"]:
-                self.publish_joint_states()
-                due["js"] = now + periods["js"]
+            if n:
+                self.snapshot_joints()
             if now >= due["status"]:
                 self.publish_status()
                 due["status"] = now + periods["status"]
@@ -247,6 +272,7 @@ class SimRobot:
                 due["img"] = now + periods["img"]
             if n == 0:
                 time.sleep(min(ctrl_dt, 0.005))
+        js_thread.join(timeout=1.0)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -232,3 +232,79 @@ def home_joints(robot: Any) -> dict[str, float]:
 
 def as_array(d: dict[str, float], names: list[str]) -> np.ndarray:
     return np.array([d[n] for n in names])
+
+
+class DoubleProcess:
+    """tests/ros2/jtc_double.py in its own process; its JSONL log is what it saw."""
+
+    def __init__(self, cfg: dict[str, Any], workdir: Path) -> None:
+        self.log_path = workdir / "jtc_double.jsonl"
+        cfg = {"log": str(self.log_path)} | cfg
+        self.cfg_path = workdir / "jtc_double.json"
+        self.cfg_path.write_text(json.dumps(cfg))
+        self._out = (workdir / "jtc_double.out").open("w")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.ros2.jtc_double", str(self.cfg_path)],
+            cwd=REPO,
+            env=dict(os.environ),
+            stdout=self._out,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 20
+        while not any(e["event"] == "ready" for e in self.events()):
+            assert time.monotonic() < deadline and self.proc.poll() is None, "the JTC double did not start"
+            time.sleep(0.05)
+
+    def events(self, kind: str | None = None) -> list[dict[str, Any]]:
+        if not self.log_path.exists():
+            return []
+        out = [json.loads(x) for x in self.log_path.read_text().splitlines() if x.strip()]
+        return [e for e in out if kind is None or e["event"] == kind]
+
+    def trajectories(self, controller: str | None = None) -> list[dict[str, Any]]:
+        return [e for e in self.events("trajectory") if controller is None or e["controller"] == controller]
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(2)
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self._out.close()
+
+
+def double_config(robot: Any, **extra: Any) -> dict[str, Any]:
+    """The stack a YAM owner runs: one JTC per arm and gripper (names from the robot YAML), the
+    joint_state_broadcaster at 100 Hz, and 320x240 rgb8 cameras on the YAML's topics."""
+    controllers: dict[str, list[str]] = {}
+    vmax: dict[str, float] = {}
+    for part in robot.parts.values():
+        controllers[part.controller] = list(part.joints)
+        vmax[part.controller] = part.limits.joint_velocity_rad_s
+        if part.gripper is not None and part.gripper.controller:
+            controllers[part.gripper.controller] = [part.gripper.joints[0]]
+            vmax[part.gripper.controller] = 0.1  # the agent's gripper_speed
+    return {
+        "controllers": controllers,
+        "vmax": vmax,
+        "initial": home_joints(robot),
+        "rate_hz": 100.0,
+        "cameras": {c.topic: [320, 240] for c in robot.cameras.values() if c.topic},
+        "image_rate_hz": 4.0,
+    } | extra
+
+
+@pytest.fixture
+def start_double(tmp_path: Path) -> Iterator[Callable[..., DoubleProcess]]:
+    procs: list[DoubleProcess] = []
+
+    def start(cfg: dict[str, Any]) -> DoubleProcess:
+        d = DoubleProcess(cfg, tmp_path)
+        procs.append(d)
+        return d
+
+    yield start
+    for d in procs:
+        d.stop()

@@ -230,14 +230,14 @@ class Double:
             prev_t, prev_q = t, p
         if vel is not None:
             speeds.append(float(np.max(np.abs(vel))))
-        peak = max(speeds)
+        peak = float(max(speeds))
         event |= {
             "accepted": True,
             "first": pos[0].tolist(),
             "t_first": float(times[0]),
             "duration_s": float(times[-1]),
             "speed_rad_s": peak,
-            "over_cap": peak > c.vmax * 1.001 + 1e-6,
+            "over_cap": bool(peak > c.vmax * 1.001 + 1e-6),
         }
         with self.lock:
             c.active = Segmented(now, q, v if vel is not None else np.zeros(len(q)), times, pos, vel)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 
@@ -48,29 +50,100 @@ def test_compressed_roundtrip() -> None:
     )
 
 
-def test_min_jerk_plan_respects_cap_limits_and_ends_at_rest() -> None:
+def test_ruckig_plan_respects_cap_acceleration_limits_and_ends_at_rest() -> None:
     names = [f"j{i}" for i in range(3)]
     lo, hi = np.array([-1.0, -1.0, 0.0]), np.array([1.0, 1.0, 2.0])
     q0 = np.array([0.0, 0.5, 1.0])
-    plan = cv.min_jerk_plan(names, q0, np.array([0.9, -3.0, 1.0]), 1.5, lo, hi, dt=0.05)
+    v0 = np.array([0.4, 0.0, -0.2])  # planned from the measured state, moving
+    plan = cv.ruckig_plan(names, q0, np.array([0.9, -3.0, 1.0]), 1.5, 4.0, 40.0, lo, hi, dt=0.05, v0=v0)
     assert plan.positions[-1].tolist() == [0.9, -1.0, 1.0]  # the target is clipped into the limits
     assert np.all(np.diff(plan.times_s) > 0) and plan.times_s[0] > 0
     assert np.all(plan.velocities[-1] == 0)
     assert np.max(np.abs(plan.velocities)) <= 1.5 + 1e-9
-    assert plan.duration_s == pytest.approx(1.875 * 1.5 / 1.5)
+    acc = (
+        np.diff(np.vstack([v0, plan.velocities[:-1]]), axis=0)
+        / np.diff(np.concatenate([[0], plan.times_s[:-1]]))[:, None]
+    )
+    assert np.max(np.abs(acc)) <= 4.0 * 1.05
     msg = cv.fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
     assert cv.trajectory_violations(msg, names, lo, hi, 1.5, start=q0) == []
+    assert cv.jtc_rejection(msg, names) is None
     names2, times, pos, vel = cv.trajectory_arrays(msg)
     assert names2 == names and np.allclose(times, plan.times_s) and np.allclose(pos, plan.positions)
     assert np.allclose(vel, plan.velocities)
-    tiny = cv.min_jerk_plan(names, q0, q0, 1.5, lo, hi)
+    tiny = cv.ruckig_plan(names, q0, q0, 1.5, 4.0, 40.0, lo, hi)
     assert tiny.duration_s == pytest.approx(cv.MIN_SEGMENT_S) and len(tiny.times_s) >= 1
+
+
+def test_a_hold_from_an_old_measurement_stays_under_the_cap() -> None:
+    """The arm may have moved cap x age since the measurement: the hold takes at least that long."""
+    vmax, amax = 1.5, 4.0
+    for age in (0.0, 0.02, 0.1, 0.24, 1.0):
+        t = cv.hold_time_s(age, np.array([1.5, 0.0]), amax)
+        assert vmax * age / t <= vmax
+        assert t >= 1.5 / amax and t >= cv.MIN_SEGMENT_S
+    plan = cv.hold_plan(["a", "b"], np.array([0.1, 2.0]), np.array([-1, -1]), np.array([1, 1]), 0.3)
+    msg = cv.fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
+    assert len(msg.points) == 1 and msg.points[0].positions.tolist() == [0.1, 1.0]
+    assert cv.jtc_rejection(msg, ["a", "b"]) is None
+
+
+def _bad_messages(names: list[str]) -> dict[str, JointTrajectory]:
+    def pt(pos, t, vel=None):
+        return JointTrajectoryPoint(
+            positions=pos,
+            velocities=vel or [],
+            time_from_start=Duration(sec=int(t), nanosec=int((t % 1) * 1e9)),
+        )
+
+    ok = [pt([0.0, 0.0], 0.5)]
+    stamped = JointTrajectory(joint_names=names, points=ok)
+    stamped.header.stamp.sec = 1  # 1970: ends in the past
+    return {
+        "empty": JointTrajectory(joint_names=names),
+        "no names": JointTrajectory(joint_names=[], points=ok),
+        "partial": JointTrajectory(joint_names=names[:1], points=[pt([0.0], 0.5)]),
+        "unknown joint": JointTrajectory(joint_names=[names[0], "x"], points=ok),
+        "moving at the end": JointTrajectory(joint_names=names, points=[pt([0.0, 0.0], 0.5, [0.1, 0.0])]),
+        "times not increasing": JointTrajectory(
+            joint_names=names, points=[pt([0.0, 0.0], 0.5), pt([0.1, 0.0], 0.5)]
+        ),
+        "positions size": JointTrajectory(joint_names=names, points=[pt([0.0], 0.5)]),
+        "velocities size": JointTrajectory(joint_names=names, points=[pt([0.0, 0.0], 0.5, [0.0])]),
+        "ends in the past": stamped,
+    }
+
+
+def test_sim_robot_rejects_exactly_what_the_jtc_double_rejects() -> None:
+    """conversions.jtc_rejection (sim_robot_node) against tests/ros2/jtc_double.validate, written
+    separately from ros2_controllers' validate_trajectory_msg."""
+    from tests.ros2.jtc_double import validate
+
+    names = ["a", "b"]
+    for case, msg in _bad_messages(names).items():
+        assert validate(msg, names, time.time()) is not None, case
+        assert cv.jtc_rejection(msg, names, time.time()) is not None, case
+    one_point_at_zero = JointTrajectory(
+        joint_names=["b", "a"],
+        points=[JointTrajectoryPoint(positions=[0.0, 0.0], time_from_start=Duration())],
+    )
+    assert validate(one_point_at_zero, names, time.time()) is None  # order free; t = 0 allowed first
+    assert cv.jtc_rejection(one_point_at_zero, names, time.time()) is None
+
+
+def test_fit_image_crops_to_the_declared_aspect_then_resizes() -> None:
+    wide = np.zeros((720, 1280, 3), np.uint8)
+    wide[:, 640 - 100 : 640 + 100] = 255  # a bright centre column survives the centre crop
+    out = cv.fit_image(wide, 256, 256)
+    assert out.shape == (256, 256, 3) and out[128, 128, 0] == 255 and out[128, 2, 0] == 0
+    same = np.zeros((256, 256, 3), np.uint8)
+    assert cv.fit_image(same, 256, 256) is same
 
 
 def test_violations_are_caught() -> None:
     names = ["a", "b"]
     lo, hi = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
-    plan = cv.min_jerk_plan(names, np.zeros(2), np.array([0.8, 0.0]), 1.0, lo, hi)
+    plan = cv.ruckig_plan(names, np.zeros(2), np.array([0.8, 0.0]), 1.0, 4.0, 40.0, lo, hi)
     too_fast = cv.TrajectoryPlan(names, plan.times_s / 2, plan.positions, plan.velocities * 2)
     msg = cv.fill_trajectory(JointTrajectory(), too_fast, JointTrajectoryPoint, Duration)
     assert any("exceeds" in v for v in cv.trajectory_violations(msg, names, lo, hi, 1.0))

@@ -1,0 +1,254 @@
+"""agent_node against a strict stand-in for a stock ros2_control stack (tests/ros2/jtc_double.py),
+each in its own process over real DDS: the e-stop, stale joint states, the stack check, the
+operator's judgement. The double checks every message it receives against the speed cap."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.ros2.conftest import DoubleProcess, Probe, double_config, home_joints
+
+pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
+
+AGENT = "pear_agent.ros2.agent_node"
+LEFT = "left_arm_controller"
+
+
+def _replay(tmp_path: Path, moves: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "replay.jsonl"
+    lines = [{"kind": "turn", "turn": i + 1, "reply": json.dumps({"action": m})} for i, m in enumerate(moves)]
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    return path
+
+
+def _agent(start_node, tmp_path: Path, moves: list[dict[str, Any]], **extra: Any):
+    params = {
+        "policy": "replay",
+        "replay_path": str(_replay(tmp_path, moves)),
+        "instruction": "Move the left gripper.",
+        "task": "real_test",
+        "task_status_topic": "",
+        "go_home_on_reset": False,
+        "operator_terminal": False,
+        "operator_timeout_s": 20.0,
+        "max_turns": len(moves),
+        "runs_dir": str(tmp_path / "runs"),
+    } | extra
+    return start_node(AGENT, "pear_agent", params)
+
+
+def _summary(tmp_path: Path) -> dict[str, Any]:
+    files = list((tmp_path / "runs").glob("*/summary.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())
+
+
+def _turns_logged(tmp_path: Path) -> list[dict[str, Any]]:
+    logs = list((tmp_path / "runs").glob("*/episode.jsonl"))
+    lines = [json.loads(x) for p in logs for x in p.read_text().splitlines() if x.strip()]
+    return [x for x in lines if x.get("kind") == "turn"]
+
+
+def _no_request_over_cap(double: DoubleProcess) -> int:
+    accepted = [e for e in double.trajectories() if e["accepted"]]
+    over = [e for e in accepted if e["over_cap"]]
+    assert not over, [(e["controller"], round(e["speed_rad_s"], 3)) for e in over]
+    return len(accepted)
+
+
+def _call_set_bool(probe: Probe, service: str, value: bool, timeout_s: float) -> Any:
+    from std_srvs.srv import SetBool
+
+    client = probe.node.create_client(SetBool, service)
+    assert client.wait_for_service(timeout_sec=10), f"{service} not available"
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        future = client.call_async(SetBool.Request(data=value))
+        result = probe.wait_for(future.done, 5, f"the {service} reply") and future.result()
+        if result.success:
+            return result
+        time.sleep(0.1)
+    raise AssertionError(f"{service} never accepted an answer: {result.message}")
+
+
+DOWN = {"left_arm": {"move_cm": [0.0, 0.0, -8.0]}}
+
+
+def test_estop_mid_motion_holds_at_the_measured_pose(tmp_path: Path, start_node, start_double, probe, yam):
+    double = start_double(double_config(yam))
+    agent = _agent(start_node, tmp_path, [DOWN])
+
+    def moving():
+        return next((e for e in double.trajectories(LEFT) if e["accepted"] and e["points"] > 1), None)
+
+    move = probe.wait_for(moving, 30, "the left arm's move")
+    time.sleep(max(0.0, move["t"] + 0.3 * move["duration_s"] - time.monotonic()))
+    t_estop = time.monotonic()
+    probe.estop_topic()
+    assert agent.wait(20) == 3, agent.log()
+    time.sleep(1.0)
+    summary = _summary(tmp_path)
+    assert summary["end_reason"] == "stopped" and "e-stop" in summary["detail"], summary
+
+    for controller in double_config(yam)["controllers"]:
+        after = [e for e in double.trajectories(controller) if e["t"] > t_estop]
+        assert after, f"{controller}: no hold after the e-stop"
+        hold = after[0]
+        assert hold["accepted"] and hold["points"] == 1, hold
+        assert hold["t"] - t_estop < 0.020, f"{controller}: hold {1000 * (hold['t'] - t_estop):.1f} ms late"
+        assert len(after) == 1, f"{controller}: commanded after the e-stop (latching)"
+        # at the measured pose: one of the joint states the double had just published
+        assert any(np.allclose(hold["first"], p, atol=1e-9) for p in hold["last_published"]), hold
+    hold = next(e for e in double.trajectories(LEFT) if e["t"] > t_estop)
+    joints = list(yam.parts["left_arm"].joints)
+    after_js = [np.array([js[j] for j in joints]) for t, js in probe.joint_states if t > hold["t"]]
+    moved = max(float(np.max(np.abs(q - np.array(hold["actual"])))) for q in after_js)
+    assert moved < 0.02, f"the arm moved {moved:.3f} rad after the hold"
+    target_dist = float(np.max(np.abs(after_js[-1] - np.array(move["actual"]))))
+    assert target_dist > 0.02, "the move had not started: the test proves nothing"
+    assert {e["controller"] for e in double.events("cancel")} == set(double_config(yam)["controllers"])
+    _no_request_over_cap(double)
+
+
+def test_joint_states_stopping_mid_motion_hold_within_the_cap_and_refuse(
+    tmp_path: Path, start_node, start_double, probe, yam
+):
+    double = start_double(double_config(yam, stop_joint_states_after_trajectory_s=0.2))
+    agent = _agent(start_node, tmp_path, [DOWN, DOWN])
+    assert agent.wait(30) == 3, agent.log()
+    summary = _summary(tmp_path)
+    assert summary["end_reason"] == "refused", summary
+    assert "joint states on /joint_states are" in summary["detail"] and "s old" in summary["detail"], summary
+    left = [e for e in double.trajectories(LEFT) if e["accepted"]]
+    assert len(left) == 2 and left[1]["points"] == 1, left  # the move, then the hold; nothing more
+    assert _no_request_over_cap(double) >= 2
+    assert len(_turns_logged(tmp_path)) == 1
+
+
+def test_joint_states_stopping_between_turns_send_nothing(
+    tmp_path: Path, start_node, start_double, probe, yam
+):
+    """States stop while the agent waits on the operator's go for the home move: the home move is
+    refused with the topic and the age, nothing is commanded, the policy is never called."""
+    start = home_joints(yam)
+    start["left_joint1"] += 0.3
+    double = start_double(double_config(yam, initial=start))
+    agent = _agent(start_node, tmp_path, [DOWN], go_home_on_reset=True, confirm_home=True)
+    probe.wait_for(lambda: probe.event("start"), 30, "the agent's start")
+    _call_set_bool(probe, "/jtc_double/joint_states", False, 5)
+    time.sleep(0.3)
+    _call_set_bool(probe, "/pear/operator/judge", True, 20)
+    assert agent.wait(20) == 3, agent.log()
+    summary = _summary(tmp_path)
+    assert summary["end_reason"] == "refused", summary
+    assert "/joint_states are" in summary["detail"] and "s old" in summary["detail"], summary
+    assert double.trajectories() == []
+    assert _turns_logged(tmp_path) == []
+
+
+def test_estop_during_the_home_move_ends_before_the_first_policy_call(
+    tmp_path: Path, start_node, start_double, probe, yam
+):
+    start = home_joints(yam)
+    start["left_joint1"] += 0.6
+    double = start_double(double_config(yam, initial=start))
+    agent = _agent(start_node, tmp_path, [DOWN], go_home_on_reset=True, confirm_home=False)
+    probe.wait_for(lambda: double.trajectories(LEFT), 30, "the home move")
+    time.sleep(0.2)
+    probe.estop_topic()
+    assert agent.wait(20) == 3, agent.log()
+    summary = _summary(tmp_path)
+    assert summary["end_reason"] == "stopped" and "home move" in summary["detail"], summary
+    assert _turns_logged(tmp_path) == []
+    left = [e for e in double.trajectories(LEFT) if e["accepted"]]
+    assert left[-1]["points"] == 1
+    _no_request_over_cap(double)
+
+
+@pytest.mark.parametrize("case", ["no_robot", "missing_controller", "missing_joint", "dead_camera"])
+def test_incomplete_stack_is_refused_with_one_line(case: str, tmp_path: Path, start_node, start_double, yam):
+    """(No probe node here: its subscription to the command topics would stand in for a controller.)"""
+    cfg = double_config(yam)
+    expect = {
+        "no_robot": "no joint states on /joint_states within",
+        "missing_controller": "no controller subscribes to /left_arm_controller/joint_trajectory",
+        "missing_joint": "joint states on /joint_states lack left_joint3",
+        "dead_camera": "no image from camera top on /cameras/top/image_raw",
+    }[case]
+    if case == "missing_controller":
+        cfg["controllers"]["left_arm"] = cfg["controllers"].pop(LEFT)  # named differently from the YAML
+    elif case == "missing_joint":
+        cfg["omit_joints"] = ["left_joint3"]
+    elif case == "dead_camera":
+        cfg["cameras"].pop("/cameras/top/image_raw")
+    double = None if case == "no_robot" else start_double(cfg)
+    t0 = time.monotonic()
+    agent = _agent(start_node, tmp_path, [DOWN])
+    code = agent.wait(30)
+    elapsed = time.monotonic() - t0
+    assert code == 3, agent.log()
+    assert elapsed < 15.0, f"{case}: {elapsed:.1f} s"
+    lines = [x for x in agent.log().splitlines() if x.startswith("agent_node:")]
+    assert len(lines) == 1 and expect in lines[0], agent.log()
+    if case == "no_robot":
+        assert "ROS_DOMAIN_ID=" in lines[0]
+    summary = _summary(tmp_path)
+    assert summary["end_reason"] == "refused" and expect in summary["detail"]
+    assert _turns_logged(tmp_path) == [], "the policy was called"
+    if double is not None:
+        assert double.trajectories() == [], "a command was sent"
+
+
+def test_camera_dying_mid_episode_ends_it(tmp_path: Path, start_node, start_double, probe, yam):
+    up = {"left_arm": {"move_cm": [0.0, 0.0, 1.0]}}
+    down = {"left_arm": {"move_cm": [0.0, 0.0, -1.0]}}
+    double = start_double(double_config(yam, stop_images_after_s=6.0))
+    agent = _agent(start_node, tmp_path, [up, down] * 30)
+    assert agent.wait(40) == 3, agent.log()
+    summary = _summary(tmp_path)
+    assert summary["end_reason"] == "refused", summary
+    assert "camera" in summary["detail"] and "s old (limit 1 s)" in summary["detail"], summary
+    # every image shown to the model was younger than the limit, and came at the YAML's size
+    runs = next((tmp_path / "runs").glob("*"))
+    lines = [json.loads(x) for x in (runs / "episode.jsonl").read_text().splitlines()]
+    ages = [c["age_s"] for x in lines if x.get("kind") == "images" for c in x["cameras"].values()]
+    assert ages and max(ages) <= 1.0 + 0.3
+    assert all("stamp_s" in c for x in lines if x.get("kind") == "images" for c in x["cameras"].values())
+    import cv2
+
+    img = cv2.imread(str(next(runs.glob("images/*.jpg"))))
+    assert img.shape[:2] == (256, 256)
+    _no_request_over_cap(double)
+
+
+@pytest.mark.parametrize("verdict", [True, False])
+def test_operator_judges_a_real_robot_episode(
+    verdict: bool, tmp_path: Path, start_node, start_double, probe, yam
+):
+    double = start_double(double_config(yam))
+    up = {"left_arm": {"move_cm": [0.0, 0.0, 2.0]}}
+    agent = _agent(start_node, tmp_path, [up, DOWN], video_camera="top")
+    reply = _call_set_bool(probe, "/pear/operator/judge", verdict, 40)
+    assert "success?" in reply.message
+    assert agent.wait(20) == (0 if verdict else 1), agent.log()
+    summary = _summary(tmp_path)
+    assert summary["success"] is verdict and summary["operator"]["success"] is verdict, summary
+    assert summary["end_reason"] == "turn_limit", summary
+    video = Path(summary["video"])
+    assert video.is_file() and video.stat().st_size > 1000
+    assert _no_request_over_cap(double) >= 2
+
+
+def test_policy_needing_simulator_facts_is_refused_at_start(tmp_path: Path, start_node, yam):
+    agent = start_node(
+        AGENT, "pear_agent", {"policy": "scripted", "task_status_topic": "", "runs_dir": str(tmp_path)}
+    )
+    assert agent.wait(30) == 2
+    lines = [x for x in agent.log().splitlines() if x.strip()]
+    assert len(lines) == 1 and "policy scripted reads simulator facts" in lines[0], lines
