@@ -567,3 +567,48 @@ def test_without_a_can_device_it_exits_with_one_line_naming_the_channel(tmp_path
     assert lines[0].startswith("yam_driver_node: error: left_arm:")
     assert f"CAN channel {channel}" in lines[0]
     assert "Traceback" not in out.stdout + out.stderr
+
+
+# -- watchdog and the driver's own e-stop services ------------------------------------------------
+def test_command_timeout_ramps_to_rest_and_holds_when_the_client_goes_quiet(procs, probe: Probe) -> None:
+    driver = procs(DRIVER, "yam_left_driver", {"arm": "left_arm", "sim": True, "command_timeout_s": 0.3})
+    joints = ARMS["left_arm"]
+    probe.wait_for(lambda: probe.latest(joints) is not None, 60, "left joint states")
+    probe.wait_for(
+        lambda: probe.traj_pubs["left_arm_controller"].get_subscription_count() > 0, 20, "the subscription"
+    )
+    start = probe.latest(joints)
+    target = start + np.array([1.0, 0, 0, 0, 0, 0])
+    probe.send("left_arm_controller", _traj(joints, [4.0], [target.tolist()]))  # 4 s, then silence
+    probe.wait_for(lambda: "command_timeout_s" in driver.log(), 5, "the watchdog's warning")
+    time.sleep(0.3)
+    t_hold = time.time()
+    time.sleep(1.0)
+    t, q = probe.matrix(joints)
+    held = q[t >= t_hold]
+    assert len(held) > 50
+    assert float(np.max(np.ptp(held, axis=0))) < 1e-9, "it kept moving after the timeout"
+    assert 0.0 < held[-1][0] - start[0] < 0.1, "it should have stopped early in the 4 s move"
+    assert probe.wait_for(lambda: probe.driver_status.get("left_arm"), 5, "status")["state"] == "holding"
+
+
+def test_driver_estop_service_latches_and_release_accepts_again(probe: Probe, left_driver: Proc) -> None:
+    from std_srvs.srv import Trigger
+
+    def call(name: str) -> Any:
+        client = probe.node.create_client(Trigger, f"/yam_left_driver/{name}")
+        assert client.wait_for_service(timeout_sec=10), name
+        future = client.call_async(Trigger.Request())
+        probe.wait_for(future.done, 10, f"{name} reply")
+        return future.result()
+
+    joints = ARMS["left_arm"]
+    here = probe.latest(joints).tolist()
+    assert call("estop").success
+    probe.send("left_arm_controller", _traj(joints, [0.5], [here]))
+    probe.wait_for(lambda: "e-stop latched" in left_driver.log(), 5, "the latched rejection")
+    assert probe.wait_for(lambda: probe.driver_status.get("left_arm"), 5, "status")["state"] == "estop"
+    reply = call("release_estop")
+    assert reply.success and "released" in reply.message
+    probe.send("left_arm_controller", _traj(joints, [0.5], [here]))
+    probe.wait_for(lambda: "accepted trajectory #1" in left_driver.log(), 5, "acceptance after the release")
