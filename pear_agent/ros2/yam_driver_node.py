@@ -219,7 +219,7 @@ def robot_fault(robot: Any, fault_timeout_s: float) -> str | None:
 
 
 class YamDriver:
-    """The node's logic; `robot` is an i2rt Robot (command_joint_pos, get_joint_state, close)."""
+    """The node's logic; `robot` is an i2rt Robot (command_joint_pos, get_observations, close)."""
 
     def __init__(self, node: Any, p: dict[str, Any], spec: ArmSpec, robot: Any, channel: str) -> None:
         from diagnostic_msgs.msg import DiagnosticArray
@@ -273,13 +273,14 @@ class YamDriver:
     # -- robot I/O (control thread) -----------------------------------------------------
     def _read(self) -> tuple[np.ndarray, np.ndarray]:
         """(positions, velocities) as 7-vectors: 6 arm joints (rad) + gripper in YAML units."""
-        state = self.robot.get_joint_state()
-        pos = np.asarray(state["pos"], float).copy()
-        vel = np.asarray(state.get("vel", np.zeros_like(pos)), float).copy()
-        if pos.shape[0] < 6 or not np.all(np.isfinite(pos)):
+        # get_observations, not get_joint_state: i2rt's MotorChainRobot (the CAN robot) does not
+        # implement get_joint_state (it inherits the Robot protocol's stub, which returns None)
+        obs = self.robot.get_observations()
+        pos = np.append(np.asarray(obs["joint_pos"], float), np.asarray(obs.get("gripper_pos", [0.0]), float))
+        vel = np.append(np.asarray(obs["joint_vel"], float), np.asarray(obs.get("gripper_vel", [0.0]), float))
+        if pos.shape[0] != 7 or not np.all(np.isfinite(pos)):
             raise RobotFault(f"the robot reported joint positions {pos.tolist()}")
-        if pos.shape[0] == 6:  # no gripper
-            pos, vel = np.append(pos, 0.0), np.append(vel, 0.0)
+        vel = np.nan_to_num(vel)
         span = self.spec.gripper_open - self.spec.gripper_closed
         pos[6] = self.spec.gripper_from_i2rt(pos[6])
         vel[6] = vel[6] * span

@@ -21,7 +21,7 @@ from pear_agent.ros2 import yam_driver_node as drv
 
 
 class FailingSimRobot:
-    """I2RT's SimRobot, except that after `ok_reads` joint-state reads the bus "goes away"."""
+    """I2RT's SimRobot, except that after `ok_reads` reads the bus "goes away"."""
 
     def __init__(self, ok_reads: int) -> None:
         from i2rt.robots.get_robot import get_yam_robot
@@ -36,12 +36,12 @@ class FailingSimRobot:
     def num_dofs(self) -> int:
         return self.sim.num_dofs()
 
-    def get_joint_state(self) -> dict[str, np.ndarray]:
+    def get_observations(self) -> dict[str, np.ndarray]:
         self.reads += 1
         if self.reads > self.ok_reads:
             self.failed = True
             raise OSError("[Errno 19] No such device: can_follower_l")
-        return self.sim.get_joint_state()
+        return self.sim.get_observations()
 
     def command_joint_pos(self, q: np.ndarray) -> None:
         if self.failed:
