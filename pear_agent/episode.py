@@ -24,7 +24,7 @@ from pear_agent.backend import Backend
 from pear_agent.environment import Environment
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.base import Policy, PolicyReply
-from pear_agent.protocol.actions import ActionError
+from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
 from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
 from pear_agent.records import RunWriter
 
@@ -251,6 +251,7 @@ class Episode:
             self.writer.log(
                 {
                     "kind": "header",
+                    "protocol": PROTOCOL_VERSION,
                     "task": task.name,
                     "instruction": task.instruction,
                     "robot": env.name,

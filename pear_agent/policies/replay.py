@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from pear_agent.policies.base import PolicyReply, TurnContext
+from pear_agent.protocol.convert_v1 import is_v1_log
 from pear_agent.protocol.prompts import Message
 
 
@@ -17,6 +18,13 @@ class ReplayPolicy:
         self.replies = [x["reply"] for x in lines if x.get("kind") == "turn" and x.get("reply")]
         if not self.replies:
             raise ValueError(f"{log_path}: no recorded replies to replay")
+        if is_v1_log(lines):
+            raise ValueError(
+                f"{log_path} was recorded with protocol v1 (actions shaped like the state, "
+                '{"arm": {"position": ...}}); since issue 13 an action is '
+                '{"action": {"arm": {"move_cm": ...}}}. '
+                f"Convert it: python -m pear_agent.protocol.convert_v1 {log_path} NEW/episode.jsonl"
+            )
 
     def reset(self, seed: int) -> None:
         pass

@@ -23,6 +23,9 @@ from typing import Any
 
 from pear_agent.robot_config import RobotConfig
 
+PROTOCOL_VERSION = 2
+"""1: actions had the state's shape (before issue 13); 2: `{"action": {...}}` with move_cm/turn_rad."""
+
 # Bounds a sane single action never exceeds; anything beyond is a misunderstanding of the
 # protocol (e.g. absolute coordinates), refused with a correction turn rather than clipped.
 MAX_ABS_POSITION_DELTA_CM = 100.0
