@@ -11,49 +11,66 @@ from typing import Any
 from pear_agent.bench.runner import SPLITS
 
 
+def _suite_tasks(args: argparse.Namespace) -> tuple[list[str], list[int]]:
+    """`--suite` (LIBERO): task names `suite/i` and init-state seeds (default 0-49)."""
+    from sim_adapters.libero.bench import parse_range, suite_tasks
+    from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
+
+    tasks = suite_tasks(args.suite, args.suite_tasks)
+    if not available():
+        raise LiberoUnavailableError(f"LIBERO is not installed in this Python; {SETUP_HINT}")
+    return tasks, parse_range(args.seeds or "0-49", 50, "seeds")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.bench.report import format_table, summarize, write_report
     from pear_agent.bench.runner import BenchConfig, parse_seeds, run_bench, split_seeds
+    from pear_agent.episode import loop_options_from_args
     from pear_agent.policies.openai_client import OpenAIPolicy, clock_from_args, settings_from_args
     from pear_agent.registry import task_entry
 
-    if getattr(args, "suite", None):  # LIBERO's layout (per suite, Wilson intervals): its own runner
-        from sim_adapters.libero.bench import run_from_bench_args
-
-        return run_from_bench_args(args)
-    tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-    if not tasks:
-        raise ValueError("--tasks names no task")
-    for t in tasks:
-        task_entry(t)
-    seeds = parse_seeds(args.seeds) if args.seeds else split_seeds(args.split, args.episodes)
+    suite = bool(getattr(args, "suite", None))
+    if suite:  # LIBERO: the same runner, its tasks named `libero_spatial/0`..., seeds = init states
+        tasks, seeds = _suite_tasks(args)
+    else:
+        tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
+        if not tasks:
+            raise ValueError("--tasks names no task")
+        for t in tasks:
+            task_entry(t)
+        seeds = parse_seeds(args.seeds) if args.seeds else split_seeds(args.split, args.episodes)
     settings = settings_from_args(args)
     if settings is not None:
-        OpenAIPolicy(settings)  # fail now (e.g. key variable unset), not in every worker
+        policy_obj = OpenAIPolicy(settings)  # fail now (e.g. key variable unset), not in every worker
+        if settings.structured_output == "auto":  # probe once here; the workers reuse the answer
+            settings.structured_output_chosen = policy_obj.structured_dialect()[0] or "off"
         policy: dict[str, Any] = {"kind": "openai", "settings": asdict(settings)}
     else:
         from pear_agent.policies.expert_registry import EXPERTS
 
         missing = [t for t in tasks if t not in EXPERTS]
         if missing:
-            raise ValueError(f"no scripted expert for {missing}; give --model to bench a model")
+            raise ValueError(f"no scripted expert for {missing[0]} (...); give --model to bench a model")
         policy = {"kind": "scripted", "action_noise_cm": args.action_noise_cm}
     clock = clock_from_args(args)
     if args.workers < 1:
         raise ValueError("--workers must be >= 1")
+    render = not suite or settings is not None  # LIBERO's scripted expert needs no cameras
     cfg = BenchConfig(
         tasks=tasks,
         seeds=seeds,
         policy=policy,
         out_dir=str(args.out),
-        split=None if args.seeds else args.split,
+        split=None if (args.seeds or suite) else args.split,
         mode=clock["mode"],
         latency_s=clock["latency_s"],
         workers=args.workers,
-        video=not args.no_video,
+        video=render and not args.no_video,
+        render=render,
         max_turns=args.max_turns,
         max_context_tokens=clock["max_context_tokens"],
         robot=args.robot,
+        episode=loop_options_from_args(args),
     )
     from pear_agent.executors import ray_executor
 
@@ -61,6 +78,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = summarize(results)
     print(format_table(rows))
     index = write_report(args.out, results)
+    if suite:  # the paper's layout as well: per suite and overall, 95% Wilson intervals
+        from sim_adapters.libero.bench import format_summary, suite_summary
+
+        by_suite = suite_summary(results)
+        (Path(args.out) / "suites.json").write_text(json.dumps(by_suite, indent=2))
+        print(format_summary(by_suite))
     print(f"results: {Path(args.out) / 'results.jsonl'}   report: {index}")
     return 0
 
@@ -91,7 +114,8 @@ def add_bench_commands(sub: Any) -> None:
         "--suite",
         default=None,
         help="LIBERO suites instead of --tasks (comma list: libero_spatial, libero_object, libero_goal, "
-        "libero_10; .venv-libero only); --seeds then names init states (default 0-49)",
+        "libero_10; .venv-libero only); --seeds then names init states (default 0-49). Same runner: "
+        "resume, --workers, --ray-address, report, compare",
     )
     b.add_argument("--suite-tasks", default="0-9", help="with --suite: task indices, e.g. 0-9 or 0,3")
     b.add_argument(
@@ -116,6 +140,9 @@ def add_bench_commands(sub: Any) -> None:
     b.add_argument("--no-video", action="store_true", help="skip the per-episode mp4 (faster)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     add_model_args(b)
+    from pear_agent.episode import add_loop_args
+
+    add_loop_args(b.add_argument_group("turn loop"))
     b.set_defaults(func=cmd_bench)
 
     c = sub.add_parser("compare", help="paired comparison of two benches (exact McNemar test)")

@@ -84,6 +84,13 @@ def episode_key(task: str, seed: int) -> str:
     return f"{task}/s{seed}"
 
 
+def episode_dir(task: str, seed: int) -> Path:
+    """episodes/<task>-s<seed>; a LIBERO task `libero_spatial/0` gets episodes/libero_spatial-0-s<seed>."""
+    return Path("episodes") / f"{task.replace('/', '-')}-s{seed}"
+
+
+MAX_SIMS = 4
+"""Scenes one worker keeps open (a LIBERO suite has 10 tasks; each scene holds its own simulator)."""
 _SIMS: dict[tuple[str, str, bool], tuple[Any, Any, Any]] = {}
 """Per-process cache of (robot, kinematics, backend): building a scene costs more than a short
 episode, and `reset(seed)` fully re-initialises it."""
@@ -96,7 +103,12 @@ def _sim(task: str, robot_name: str | None, render: bool) -> tuple[Any, Any, Any
 
     name = robot_name or task_entry(task).default_robot
     key = (task, name, render)
-    if key not in _SIMS:
+    if key in _SIMS:
+        _SIMS[key] = _SIMS.pop(key)  # most recently used last
+    else:
+        while len(_SIMS) >= MAX_SIMS:  # jobs come task by task: keep only the latest scenes open
+            _, _, old = _SIMS.pop(next(iter(_SIMS)))
+            old.close()
         robot = load_robot(name)
         _SIMS[key] = (robot, Kinematics(robot), make_backend(task, robot, render=render))
     return _SIMS[key]
@@ -117,7 +129,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
     task, seed = job["task"], int(job["seed"])
     out = Path(job["out_dir"])
-    rel = Path("episodes") / f"{task}-s{seed}"
+    rel = episode_dir(task, seed)
     run_dir = out / rel
     if run_dir.exists():  # a leftover of a killed run: start this episode afresh
         shutil.rmtree(run_dir)
@@ -144,6 +156,7 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             max_context_tokens=int(job.get("max_context_tokens") or 64000),
             mode=job.get("mode", "paused"),
             latency_s=job.get("latency_s"),
+            **(job.get("episode") or {}),
         )
         result = Episode(backend, kin, policy, cfg, writer).run(seed)
         writer = None  # finished (closed) by the episode
@@ -220,11 +233,16 @@ class BenchConfig:
     max_turns: int | None = None
     max_context_tokens: int | None = None
     robot: str | None = None
+    episode: dict[str, Any] = field(default_factory=dict)
+    """Loop options (EpisodeConfig fields: max_invalid, observation, scene_facts)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resume to be the same bench."""
-        return {"policy": self.policy, "mode": self.mode, "latency_s": self.latency_s, "robot": self.robot}
+        ident = {"policy": self.policy, "mode": self.mode, "latency_s": self.latency_s, "robot": self.robot}
+        if self.episode:
+            ident["episode"] = self.episode
+        return ident
 
     def jobs(self) -> list[dict[str, Any]]:
         base = {
@@ -238,6 +256,7 @@ class BenchConfig:
             "max_turns": self.max_turns,
             "max_context_tokens": self.max_context_tokens,
             "robot": self.robot,
+            "episode": self.episode,
         }
         return [base | {"task": t, "seed": s} for t in self.tasks for s in self.seeds]
 

@@ -115,3 +115,41 @@ def test_bench_with_an_unset_key_variable_is_one_line(tmp_path) -> None:
         text=True,
     )
     assert r.returncode == 2 and "PEAR_UNSET_VAR" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_loop_options_reach_every_episode_and_belong_to_the_identity(tmp_path) -> None:
+    opts = {"max_invalid": 1, "observation": "state", "scene_facts": False}
+    cfg = BenchConfig(
+        ["pick_cube"], [0], {"kind": "scripted"}, str(tmp_path), video=False, render=False, episode=opts
+    )
+    (rec,) = run_bench(cfg, progress=False)
+    assert rec["max_invalid"] == 1 and rec["observation"] == "state" and rec["success"]
+    cfg.episode = opts | {"max_invalid": 3}
+    with pytest.raises(ValueError, match="another --out"):
+        run_bench(cfg, progress=False)
+
+
+def test_structured_output_auto_is_probed_once_by_the_runner(tmp_path) -> None:
+    """The parent probes the server; the two workers reuse its answer (no probe per worker)."""
+    from tests.servers import BadHandler, bad_server
+
+    out = tmp_path / "bench"
+    BadHandler.requests.clear()
+    with bad_server() as root:
+        r = subprocess.run(
+            [
+                *_bench(out, "--tasks", "pick_cube", "--seeds", "0-1", "--workers", "2", "--model", "m"),
+                *("--base-url", f"{root}/llamaschema/v1", "--structured-output", "auto", "--max-turns", "1"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "auto chose json_object" in r.stderr
+    settings = json.loads((out / "bench.json").read_text())["config"]["policy"]["settings"]
+    assert settings["structured_output_chosen"] == "json_object"
+    probes = [b for _, b in BadHandler.requests if "response_format" in b and not b.get("stream")]
+    assert len(probes) == 2  # json_schema (HTTP 500), then json_object: once for the whole bench
+    episodes = [b for _, b in BadHandler.requests if b.get("stream")]
+    assert len(episodes) == 2 and all(b["response_format"]["type"] == "json_object" for b in episodes)

@@ -1,24 +1,33 @@
+"""`pear-agent bench --suite`: LIBERO episodes through the one bench runner (resume, report,
+end reasons), plus the per-suite layout with Wilson intervals."""
+
 import json
 
 import pytest
 
-from sim_adapters.libero.bench import format_summary, parse_range, summarize
+from sim_adapters.libero.bench import format_summary, parse_range, suite_summary, suite_tasks
 
 
-def test_ranges():
+def test_ranges_and_task_names():
     assert parse_range("0-2,5", 10, "tasks") == [0, 1, 2, 5]
     with pytest.raises(ValueError, match="must lie in 0-9"):
         parse_range("3-10", 10, "tasks")
     with pytest.raises(ValueError, match="use N, N-M"):
         parse_range("a", 10, "tasks")
+    assert suite_tasks("libero_spatial,libero_goal", "0-1") == [
+        "libero_spatial/0",
+        "libero_spatial/1",
+        "libero_goal/0",
+        "libero_goal/1",
+    ]
 
 
 def test_summary_layout_per_suite_and_overall():
     rs = [
-        {"suite": "libero_spatial", "task": 0, "init": i, "success": i < 3, "turns": 10, "wall_s": 5.0}
+        {"task": "libero_spatial/0", "seed": i, "success": i < 3, "turns": 10, "wall_time_s": 5.0}
         for i in range(5)
-    ] + [{"suite": "libero_object", "task": 1, "init": 0, "success": False, "turns": 30, "wall_s": 9.0}]
-    s = summarize(rs)
+    ] + [{"task": "libero_object/1", "seed": 0, "success": False, "turns": 30, "wall_time_s": 9.0}]
+    s = suite_summary(rs)
     assert s["suites"]["libero_spatial"]["successes"] == 3
     assert s["overall"]["episodes"] == 6
     lo, hi = s["overall"]["wilson95"]
@@ -27,20 +36,23 @@ def test_summary_layout_per_suite_and_overall():
     assert "overall" in format_summary(s)
 
 
-def test_pear_agent_bench_suite_runs_libero_episodes(tmp_path, capsys):
-    """`pear-agent bench --suite` delegates to the LIBERO runner: the bowl on the plate, scored by
-    LIBERO's own check, in the per-suite layout."""
+def test_pear_agent_bench_suite_runs_through_the_bench_runner(tmp_path, capsys):
+    """The bowl on the plate, scored by LIBERO's own check; results.jsonl, the HTML report and
+    suites.json as for any bench; a second run resumes (nothing rerun)."""
     from pear_agent.cli import main
 
     out = tmp_path / "bench"
-    rc = main(["bench", "--suite", "libero_spatial", "--suite-tasks", "0", "--seeds", "1", "--out", str(out)])
-    assert rc == 0
+    argv = ["bench", "--suite", "libero_spatial", "--suite-tasks", "0", "--seeds", "1", "--out", str(out)]
+    assert main([*argv, "--quiet"]) == 0
     printed = capsys.readouterr().out
     assert "libero_spatial" in printed and "overall" in printed
-    rec = json.loads((out / "results.jsonl").read_text().splitlines()[0])
-    assert (rec["suite"], rec["task"], rec["init"]) == ("libero_spatial", 0, 1)
-    assert rec["success"], rec
-    assert json.loads((out / "summary.json").read_text())["overall"]["successes"] == 1
+    (rec,) = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert (rec["task"], rec["seed"], rec["key"]) == ("libero_spatial/0", 1, "libero_spatial/0/s1")
+    assert rec["success"] and rec["end_reason"] == "success", rec
+    assert (out / "index.html").exists()
+    assert json.loads((out / "suites.json").read_text())["overall"]["successes"] == 1
+    assert main([*argv, "--quiet"]) == 0  # resumed: the episode is not run again
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1
 
 
 def test_pear_agent_bench_suite_errors_are_one_line(capsys):
