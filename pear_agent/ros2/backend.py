@@ -252,6 +252,8 @@ class RosBackend:
                 qos_profile_sensor_data,
             )
         node.create_subscription(Bool, s.estop_topic, self._on_estop_msg, reliable)
+        self._estop_pub = node.create_publisher(Bool, s.estop_topic, reliable)
+        self._Bool = Bool
         node.create_service(Trigger, s.estop_service, self._on_estop_srv)
         if s.task_status_topic:
             node.create_subscription(String, s.task_status_topic, self._on_status, reliable)
@@ -331,6 +333,10 @@ class RosBackend:
                 if p.gripper_topic and not self._hold_part(p, p.gripper_topic, [p.g_joint], p.gripper_vmax):
                     missing.append(p.gripper_topic)
             self._cancel_goals()
+            if not reason.startswith(f"e-stop on {self.settings.estop_topic}"):
+                # a service call or a crash: latch whatever else listens to the e-stop topic (the
+                # i2rt driver nodes hold by themselves then); our own subscription returns early
+                self._estop_pub.publish(self._Bool(data=True))
         extra = f"; no joint states to hold at for {', '.join(missing)}" if missing else ""
         self.node.get_logger().warning(f"{reason}: holding the measured pose, sending nothing more{extra}")
 

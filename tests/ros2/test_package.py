@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from pear_agent.ros2 import agent_node, sim_robot_node
+from pear_agent.ros2 import agent_node, sim_robot_node, yam_driver_node
 
 REPO = Path(__file__).resolve().parents[2]
 PKG_DIR = REPO / "ros2_ws" / "src" / "pear_agent_ros2"
@@ -72,7 +72,7 @@ def _executables() -> dict[str, str]:
 
 def test_entry_points_resolve_to_the_nodes() -> None:
     exes = _executables()
-    assert set(exes) == {"agent_node", "sim_robot_node"}
+    assert set(exes) == {"agent_node", "sim_robot_node", "yam_driver_node"}
     for target in exes.values():
         module, func = target.split(":")
         assert (PKG_DIR / (module.replace(".", "/") + ".py")).is_file()
@@ -80,28 +80,41 @@ def test_entry_points_resolve_to_the_nodes() -> None:
         assert f"def {func}(" in src
     # the wrappers call into pear_agent.ros2, whose mains exist (rclpy is imported inside them)
     assert callable(agent_node.main) and callable(sim_robot_node.main)
-    for mod in ("pear_agent.ros2.agent_node", "pear_agent.ros2.sim_robot_node"):
+    for mod in (
+        "pear_agent.ros2.agent_node",
+        "pear_agent.ros2.sim_robot_node",
+        "pear_agent.ros2.yam_driver_node",
+    ):
         assert callable(importlib.import_module(mod).main)
 
 
 def _launch_nodes(path: Path) -> tuple[list[dict], dict[str, str]]:
+    """This package's Node(...) calls (other packages' nodes, e.g. camera drivers, are skipped) and
+    the launch arguments whose default is a file under launch/config."""
     tree = ast.parse(path.read_text())
     nodes, args = [], {}
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
         fname = getattr(call.func, "id", "")
         kws = {k.arg: k.value for k in call.keywords}
         if fname == "Node":
+            package = kws["package"]
+            if not (isinstance(package, ast.Constant) and package.value == "pear_agent_ros2"):
+                continue
             nodes.append(
                 {
-                    "package": ast.literal_eval(kws["package"]),
+                    "package": ast.literal_eval(package),
                     "executable": ast.literal_eval(kws["executable"]),
                     "name": ast.literal_eval(kws["name"]),
                     "param_arg": ast.literal_eval(kws["parameters"].elts[0].args[0]),
                 }
             )
         if fname == "DeclareLaunchArgument":
-            default = kws["default_value"]  # str(CONFIG / "<file>")
-            args[ast.literal_eval(call.args[0])] = ast.literal_eval(default.args[0].right)
+            default = kws.get("default_value")  # str(CONFIG / "<file>") for parameter files
+            right = (
+                getattr(getattr(default, "args", [None])[0], "right", None) if default is not None else None
+            )
+            if isinstance(right, ast.Constant):
+                args[ast.literal_eval(call.args[0])] = right.value
     return nodes, args
 
 
@@ -114,18 +127,20 @@ def test_launch_files_reference_executables_and_parameter_files() -> None:
     declared = {
         "agent_node": set(agent_node.PARAMS),
         "sim_robot_node": set(sim_robot_node.PARAMS),
+        "yam_driver_node": set(yam_driver_node.PARAMS),
     }
     files = sorted(LAUNCH_DIR.glob("*.launch.py"))
-    assert {f.name for f in files} == {"yam_real.launch.py", "yam_sim.launch.py"}
+    assert {f.name for f in files} == {"yam_real.launch.py", "yam_sim.launch.py", "yam_i2rt_sim.launch.py"}
     for f in files:
         nodes, args = _launch_nodes(f)
-        assert nodes, f"{f.name}: no Node"
+        assert nodes or "IncludeLaunchDescription" in f.read_text(), f"{f.name}: no Node and no include"
         for node in nodes:
             assert node["package"] == setup["name"]
             assert node["executable"] in exes, f"{f.name}: unknown executable {node['executable']}"
             params_file = LAUNCH_DIR / "config" / args[node["param_arg"]]
             assert params_file.is_file(), f"{f.name}: {params_file} missing"
             params = yaml.safe_load(params_file.read_text())
-            assert set(params) == {node["name"]}, f"{params_file.name}: top key must be the node name"
-            unknown = set(params[node["name"]]["ros__parameters"]) - declared[node["executable"]]
+            (key,) = set(params)
+            assert key in (node["name"], "/**"), f"{params_file.name}: top key must be the node name or /**"
+            unknown = set(params[key]["ros__parameters"]) - declared[node["executable"]]
             assert not unknown, f"{params_file.name}: parameters the node does not declare: {unknown}"

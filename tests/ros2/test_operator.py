@@ -1,0 +1,67 @@
+"""The operator's answers: parsing, and the SetBool service over DDS refusing answers while no
+question is open (a stale click cannot judge the next episode)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from pear_agent.ros2.operator import parse_answer
+
+pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
+
+
+def test_parse_answer() -> None:
+    assert parse_answer(" y\n") is True and parse_answer("YES") is True and parse_answer("1") is True
+    assert parse_answer("n") is False and parse_answer("no\n") is False
+    assert parse_answer("maybe") is None and parse_answer("") is None
+
+
+def test_service_answers_only_an_open_question() -> None:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from std_srvs.srv import SetBool
+
+    from pear_agent.ros2.operator import Operator
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node("pear_operator_test", context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    stop = threading.Event()
+    spin = threading.Thread(
+        target=lambda: [executor.spin_once(0.05) for _ in iter(stop.is_set, True)], daemon=True
+    )
+    spin.start()
+    try:
+        op = Operator(node, "/pear_test/judge", terminal=False)
+        client = node.create_client(SetBool, "/pear_test/judge")
+        assert client.wait_for_service(timeout_sec=10)
+
+        def call(value: bool):
+            future = client.call_async(SetBool.Request(data=value))
+            deadline = time.monotonic() + 10
+            while not future.done() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            return future.result()
+
+        early = call(True)
+        assert early.success is False and "no question" in early.message
+        answers: list = []
+        asker = threading.Thread(target=lambda: answers.append(op.ask("success?", 10.0)))
+        asker.start()
+        time.sleep(0.3)
+        reply = call(False)
+        asker.join(timeout=10)
+        assert reply.success and "success?" in reply.message
+        assert answers == [(False, "the /pear_test/judge service")]
+        assert op.ask("again?", 0.2) == (None, "no operator answer within 0.2 s")
+    finally:
+        stop.set()
+        spin.join(timeout=2)
+        executor.shutdown(timeout_sec=1)
+        node.destroy_node()
+        ctx.try_shutdown()
