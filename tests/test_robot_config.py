@@ -63,3 +63,56 @@ def test_invalid_yaml_and_unknown_robot(tmp_path: Path) -> None:
         load_robot(bad)
     with pytest.raises(RobotConfigError, match=r"known robots: .*panda"):
         load_robot("no_such_robot")
+
+
+def test_table_defaults_derive_from_the_workspace_box(tmp_path: Path) -> None:
+    path = _write(tmp_path, lambda r: r.pop("table"))
+    t = load_robot(path).table_or_default()
+    # workspace x [20, 80], y [-40, 40], z [0.5, 60]
+    assert t.task_area_cm == {"x": [41.0, 65.0], "y": [-22.0, 22.0]}
+    assert t.surface_z_cm == 0.0 and t.center_cm == [50.0, 0.0]
+
+
+def test_gripper_with_one_actuator_or_several(panda) -> None:
+    g = panda.parts["arm"].gripper
+    assert [(a.name, a.ctrl_closed, a.ctrl_open) for a in g.drives] == [
+        ("hand_panda_hand_actuator", 0.0, 1.0)
+    ]
+    assert g.joint_range("hand_panda_finger_joint2") == (0.0, 0.04)
+    ur5e = load_robot("ur5e").parts["arm"].gripper
+    assert len(ur5e.drives) == 2 and ur5e.joint_range("gripper_finger_joint2") == (0.0, -0.04)
+
+
+def test_gripper_inconsistencies_are_refused(tmp_path: Path) -> None:
+    def both(r: dict) -> None:
+        r["parts"]["arm"]["gripper"]["actuators"] = [{"name": "a", "ctrl_closed": 0, "ctrl_open": 1}]
+
+    for mutate, msg in (
+        (both, "either actuator"),
+        (
+            lambda r: r["parts"]["arm"]["gripper"].update(actuator=None, create_actuator=True),
+            "create_actuator",
+        ),
+        (lambda r: r["parts"]["arm"]["gripper"].update(mimic_joints=["hand_panda_finger_joint1"]), "both"),
+        (
+            lambda r: r["parts"]["arm"]["gripper"].update(joint_positions={"nope": {"closed": 0, "open": 1}}),
+            "joint_positions",
+        ),
+    ):
+        with pytest.raises(RobotConfigError, match=msg):
+            load_robot(_write(tmp_path, mutate))
+
+
+def test_model_paths_stay_inside_the_yaml_folder_or_a_wheel(tmp_path: Path) -> None:
+    (tmp_path / "m.xml").write_text("<mujoco/>")
+    for ref, msg in (
+        ("../m.xml", "climbs out"),
+        (str(tmp_path / "m.xml"), "absolute paths are not allowed"),
+        ("pkg://dm-robotics-panda/../x", "without '..'"),
+        ("pkg://dm-robotics-panda/dm_robotics/panda/assets/panda/nope.xml", "has no file"),
+    ):
+        robot = load_robot(_write(tmp_path, lambda r, ref=ref: r["model"].update(mjcf=ref)))
+        with pytest.raises(RobotConfigError, match=msg):
+            robot.resolve(robot.model.mjcf)
+    robot = load_robot(_write(tmp_path, lambda r: r["model"].update(mjcf="m.xml")))
+    assert robot.resolve(robot.model.mjcf) == (tmp_path / "m.xml").resolve()
