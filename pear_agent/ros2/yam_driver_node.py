@@ -180,8 +180,15 @@ class _Follower:
     def moving(self) -> bool:
         return self.spline is not None
 
-    def accept(self, msg: Any, now_s: float, lateness_s: float, max_lateness_s: float) -> Spline:
+    def accept(
+        self, msg: Any, now_s: float, lateness_s: float, max_lateness_s: float, measured: np.ndarray | None
+    ) -> Spline:
+        """Like the stock JTC (closed loop): the new trajectory starts from the measured position;
+        its start velocity is the commanded one (the motors' is noisy, SimRobot's reads 0)."""
         q, v = self.reference(now_s)
+        if measured is not None:
+            q = np.asarray(measured, float)
+        v = np.clip(v, -self.group.vmax, self.group.vmax)
         spline = parse_trajectory(msg, self.group, q, v, lateness_s, max_lateness_s)
         self.spline, self.stopping = spline, False
         self.start_s = now_s + max(0.0, -lateness_s)
@@ -237,6 +244,8 @@ class YamDriver:
         self.fault: str | None = None
         self.estop_reason: str | None = None
         self.estop_at: dict[str, Any] = {}
+        self.measured: np.ndarray | None = None
+        """the last positions read (7: arm + gripper in YAML units)"""
         """wall time and arm reference when the e-stop came (status, and the < 0.02 rad check)"""
         self.last_rejection = ""
         self.floating = bool(p["zero_gravity_mode"])
@@ -316,6 +325,8 @@ class YamDriver:
             if why:
                 raise RobotFault(why)
         pos, vel = self._read()
+        with self._lock:
+            self.measured = pos.copy()
         if floating:
             with self._lock:
                 self.arm.set_hold(pos[:6])
@@ -398,7 +409,10 @@ class YamDriver:
                     self.arm.set_hold(q[:6])
                     if self.grip is not None:
                         self.grip.set_hold(q[6:7])
-                spline = follower.accept(msg, now, lateness, self.p["max_start_lateness_s"])
+                measured = None
+                if self.measured is not None:
+                    measured = self.measured[:6] if follower is self.arm else self.measured[6:7]
+                spline = follower.accept(msg, now, lateness, self.p["max_start_lateness_s"], measured)
                 self.floating = False
             except TrajectoryRejected as exc:
                 follower.rejected += 1
