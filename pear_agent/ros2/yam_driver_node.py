@@ -244,9 +244,9 @@ class YamDriver:
         self.fault: str | None = None
         self.estop_reason: str | None = None
         self.estop_at: dict[str, Any] = {}
+        """wall time and arm reference when the e-stop came (status, and the < 0.02 rad check)"""
         self.measured: np.ndarray | None = None
         """the last positions read (7: arm + gripper in YAML units)"""
-        """wall time and arm reference when the e-stop came (status, and the < 0.02 rad check)"""
         self.last_rejection = ""
         self.floating = bool(p["zero_gravity_mode"])
         q = self._read()[0]
