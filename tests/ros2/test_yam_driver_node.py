@@ -226,6 +226,15 @@ class Probe:
     def estop(self) -> None:
         self.estop_pub.publish(self._Bool(data=True))
 
+    def call_trigger(self, service: str) -> Any:
+        from std_srvs.srv import Trigger
+
+        client = self.node.create_client(Trigger, service)
+        assert client.wait_for_service(timeout_sec=10), f"{service} not available"
+        future = client.call_async(Trigger.Request())
+        self.wait_for(future.done, 10, f"the {service} reply")
+        return future.result()
+
     def send(self, controller: str, msg: Any) -> None:
         self.traj_pubs[controller].publish(msg)
 
@@ -398,9 +407,12 @@ def _wait_moving(probe: Probe, joints: list[str], timeout_s: float) -> None:
     probe.wait_for(lambda: probe.speed_now(joints) > 0.5, timeout_s, "a joint moving faster than 0.5 rad/s")
 
 
+@pytest.mark.parametrize("source", ["topic", "agent_service"])
 def test_estop_mid_motion_stops_within_two_centiradians_and_latches(
-    tmp_path: Path, procs, probe: Probe, recorded_episode: Path
+    tmp_path: Path, procs, probe: Probe, recorded_episode: Path, source: str
 ) -> None:
+    """`topic`: true on /pear/estop (agent and drivers hear it); `agent_service`: the agent's
+    /pear/stop service (the agent passes it on to the drivers on /pear/estop)."""
     drivers = start_drivers(procs)
     probe.start_cameras()
     wait_for_drivers(probe)
@@ -408,7 +420,10 @@ def test_estop_mid_motion_stops_within_two_centiradians_and_latches(
     joints = all_joints()
     _wait_moving(probe, joints, 120)
     t_send = time.time()
-    probe.estop()
+    if source == "topic":
+        probe.estop()
+    else:
+        probe.call_trigger("/pear/stop")
     for arm in ARMS:
         probe.wait_for(lambda a=arm: (probe.driver_status.get(a) or {}).get("estop_at"), 5, f"{arm} e-stop")
     time.sleep(1.5)
@@ -593,14 +608,8 @@ def test_command_timeout_ramps_to_rest_and_holds_when_the_client_goes_quiet(proc
 
 
 def test_driver_estop_service_latches_and_release_accepts_again(probe: Probe, left_driver: Proc) -> None:
-    from std_srvs.srv import Trigger
-
     def call(name: str) -> Any:
-        client = probe.node.create_client(Trigger, f"/yam_left_driver/{name}")
-        assert client.wait_for_service(timeout_sec=10), name
-        future = client.call_async(Trigger.Request())
-        probe.wait_for(future.done, 10, f"{name} reply")
-        return future.result()
+        return probe.call_trigger(f"/yam_left_driver/{name}")
 
     joints = ARMS["left_arm"]
     here = probe.latest(joints).tolist()
