@@ -43,6 +43,7 @@ PARAMS: dict[str, Any] = {
     "policy": "scripted",
     "action_noise_cm": 0.0,
     "replay_path": "",
+    "replay_delay_s": 0.0,
     "model": "",
     "base_url": "",
     "api_key_env": "",
@@ -59,6 +60,22 @@ PARAMS: dict[str, Any] = {
 
 class ConfigError(ValueError):
     """A parameter the user must fix; printed as one line."""
+
+
+class _Paced:
+    """A replay at a model's pace (`replay_delay_s` per decision): a dry run of the timing a real
+    model gives, e.g. how old the joint states are when its action arrives."""
+
+    def __init__(self, policy: Any, delay_s: float) -> None:
+        self.policy, self.delay_s = policy, delay_s
+        self.name = policy.name
+
+    def reset(self, seed: int) -> None:
+        self.policy.reset(seed)
+
+    def act(self, messages: Any, ctx: Any) -> Any:
+        time.sleep(self.delay_s)
+        return self.policy.act(messages, ctx)
 
 
 def make_policy(p: dict[str, Any], task: str) -> Any:
@@ -78,7 +95,8 @@ def make_policy(p: dict[str, Any], task: str) -> Any:
         path = Path(p["replay_path"])
         if not path.is_file():
             raise ConfigError(f"replay_path {path}: no such file")
-        return ReplayPolicy(path)
+        policy = ReplayPolicy(path)
+        return _Paced(policy, float(p["replay_delay_s"])) if p["replay_delay_s"] > 0 else policy
     if kind == "openai":
         from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
 

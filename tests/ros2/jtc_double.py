@@ -29,8 +29,9 @@ point, between points, and the velocity fields) and writes one JSON line per eve
 
 config.json: controllers {name: [joints]}, initial {joint: rad}, vmax {controller: rad/s},
 rate_hz, omit_joints [...], cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s,
-stop_joint_states_after_trajectory_s (stop publishing joint states this long after the first
-accepted trajectory; < 0 never), log. Service /jtc_double/joint_states (std_srvs/SetBool):
+stop_joint_states_after_trajectory_s / stop_joint_states_after_trajectory_end_s (stop publishing
+joint states this long after the first accepted trajectory arrived / ended; < 0 never), log.
+Service /jtc_double/joint_states (std_srvs/SetBool):
 publish joint states or not.
 """
 
@@ -176,6 +177,7 @@ class Double:
         }
         self._JointState, self._Image = JointState, Image
         self.first_accepted: float | None = None
+        self.first_end: float | None = None
         self.t_start = time.monotonic()
 
     def write(self, event: dict[str, Any]) -> None:
@@ -242,7 +244,7 @@ class Double:
         with self.lock:
             c.active = Segmented(now, q, v if vel is not None else np.zeros(len(q)), times, pos, vel)
             if self.first_accepted is None:
-                self.first_accepted = now
+                self.first_accepted, self.first_end = now, now + float(times[-1])
         self.write(event)
 
     def step(self) -> None:
@@ -251,6 +253,11 @@ class Double:
         stop_after = float(cfg.get("stop_joint_states_after_trajectory_s", -1))
         started = self.first_accepted
         if self.publish_js and stop_after >= 0 and started is not None and now - started >= stop_after:
+            self.publish_js = False
+            self.write({"event": "joint_states", "t": now, "publishing": False})
+        stop_after_end = float(cfg.get("stop_joint_states_after_trajectory_end_s", -1))
+        ended = self.first_end
+        if self.publish_js and stop_after_end >= 0 and ended is not None and now - ended >= stop_after_end:
             self.publish_js = False
             self.write({"event": "joint_states", "t": now, "publishing": False})
         if not self.publish_js:

@@ -131,7 +131,25 @@ def test_joint_states_stopping_mid_motion_hold_within_the_cap_and_refuse(
     assert len(_turns_logged(tmp_path)) == 1
 
 
-def test_joint_states_stopping_between_turns_send_nothing(
+def test_joint_states_stopping_between_turns_refuse_the_next_turn(
+    tmp_path: Path, start_node, start_double, probe, yam
+):
+    """Turn 1 reaches its target; the joint states stop while the model thinks (0.6 s a decision):
+    turn 2 sends nothing and the episode ends refused, naming the topic and the age."""
+    double = start_double(double_config(yam, stop_joint_states_after_trajectory_end_s=0.15))
+    agent = _agent(start_node, tmp_path, [DOWN, DOWN], replay_delay_s=0.6)
+    assert agent.wait(30) == 3, agent.log()
+    summary = _summary(tmp_path)
+    assert summary["end_reason"] == "refused" and summary["turns"] == 2, summary
+    assert "joint states on /joint_states are" in summary["detail"], summary
+    assert "no command was sent" in summary["detail"], summary
+    turns = _turns_logged(tmp_path)
+    assert [t["outcome"]["status"] for t in turns] == ["reached", "refused"]
+    assert len([e for e in double.trajectories(LEFT) if e["accepted"]]) == 1
+    _no_request_over_cap(double)
+
+
+def test_joint_states_stopping_while_the_operator_is_asked_send_nothing(
     tmp_path: Path, start_node, start_double, probe, yam
 ):
     """States stop while the agent waits on the operator's go for the home move: the home move is
