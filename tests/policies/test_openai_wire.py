@@ -241,3 +241,18 @@ def test_settings_from_args_realtime_does_not_retry_timeouts() -> None:
                 ["--model", "m", "--structured-output", "auto", "--extra-body", '{"response_format": {}}']
             )
         )
+
+
+def test_context_budget_defaults_to_the_servers_window() -> None:
+    import argparse
+
+    p = argparse.ArgumentParser()
+    oc.add_model_args(p)
+    with bad_server() as root:
+        vllm = p.parse_args(["--model", "m", "--base-url", f"{root}/vllm/v1"])
+        assert oc.clock_from_args(vllm)["max_context_tokens"] == 4096
+        silent = p.parse_args(["--model", "m", "--base-url", f"{root}/ok/v1"])
+        assert oc.clock_from_args(silent)["max_context_tokens"] == oc.DEFAULT_CONTEXT_TOKENS
+        given = p.parse_args(["--model", "m", "--base-url", f"{root}/vllm/v1", "--max-context-tokens", "900"])
+        assert oc.clock_from_args(given)["max_context_tokens"] == 900
+    assert oc.clock_from_args(p.parse_args([]))["max_context_tokens"] == oc.DEFAULT_CONTEXT_TOKENS
