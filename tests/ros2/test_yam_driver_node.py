@@ -621,3 +621,19 @@ def test_driver_estop_service_latches_and_release_accepts_again(probe: Probe, le
     assert reply.success and "released" in reply.message
     probe.send("left_arm_controller", _traj(joints, [0.5], [here]))
     probe.wait_for(lambda: "accepted trajectory #1" in left_driver.log(), 5, "acceptance after the release")
+
+
+def test_zero_gravity_mode_floats_until_the_first_trajectory(procs, probe: Probe) -> None:
+    driver = procs(DRIVER, "yam_left_driver", {"arm": "left_arm", "sim": True, "zero_gravity_mode": True})
+    joints = ARMS["left_arm"]
+    probe.wait_for(lambda: probe.latest(joints) is not None, 60, "left joint states")
+    st = probe.wait_for(lambda: probe.driver_status.get("left_arm"), 10, "status")
+    assert st["state"] == "floating"
+    probe.wait_for(
+        lambda: probe.traj_pubs["left_arm_controller"].get_subscription_count() > 0, 20, "the subscription"
+    )
+    target = probe.latest(joints) + np.array([0.2, 0.1, 0, 0, 0, 0])
+    probe.send("left_arm_controller", _traj(joints, [1.0], [target.tolist()]))
+    probe.wait_for(lambda: np.max(np.abs(probe.latest(joints) - target)) < 1e-6, 10, "the target")
+    assert "accepted trajectory #1" in driver.log()
+    probe.wait_for(lambda: probe.driver_status["left_arm"]["state"] == "holding", 5, "holding after it")
