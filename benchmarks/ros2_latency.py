@@ -53,8 +53,9 @@ def subscriber(n: int, timeout_s: float) -> None:
 
 
 def _builder() -> tuple[Any, str]:
-    """The runtime's own trajectory path (`pear_agent.ros2.conversions`: a minimum-jerk plan
-    sampled every 50 ms, filled into the message) when it is there, else a one-point message."""
+    """The runtime's own trajectory path (`pear_agent.ros2.conversions`: a ruckig time-optimal,
+    jerk-limited plan sampled every 50 ms, filled into the message) when it is there, else a
+    one-point message."""
     from builtin_interfaces.msg import Duration
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -62,13 +63,13 @@ def _builder() -> tuple[Any, str]:
         from pear_agent.ros2 import conversions as cv
     except ImportError:
         cv = None
-    if cv is not None and hasattr(cv, "min_jerk_plan") and hasattr(cv, "fill_trajectory"):
+    if cv is not None and hasattr(cv, "ruckig_plan") and hasattr(cv, "fill_trajectory"):
 
         def build_plan(names: list[str], q0: Any, q1: Any, vmax: float, lo: Any, hi: Any) -> Any:
-            plan = cv.min_jerk_plan(names, q0, q1, vmax, lo, hi)
+            plan = cv.ruckig_plan(names, q0, q1, vmax, 4.0, 40.0, lo, hi)  # agent_node's default limits
             return cv.fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
 
-        return build_plan, "pear_agent.ros2.conversions.min_jerk_plan + fill_trajectory"
+        return build_plan, "pear_agent.ros2.conversions.ruckig_plan + fill_trajectory"
 
     def build_one(names: list[str], q0: Any, q1: Any, vmax: float, lo: Any, hi: Any) -> Any:
         duration_s = max(0.1, 1.875 * float(max(abs(a - b) for a, b in zip(q1, q0, strict=True))) / vmax)

@@ -154,6 +154,13 @@ def _summary(result: Any) -> dict[str, Any]:
     return result.to_json() if hasattr(result, "to_json") else dict(result)
 
 
+def _hold_quietly(backend: Any, log: Any) -> None:
+    try:
+        backend.stop()
+    except Exception as exc:  # the graph may be gone already; the exit must still happen
+        log.error(f"could not send the hold: {type(exc).__name__}: {exc}")
+
+
 def exit_code(success: bool, end_reason: str) -> int:
     if success:
         return EXIT_SUCCESS
@@ -262,11 +269,11 @@ def run(node: Any, p: dict[str, Any]) -> int:
         result = {"success": False, "turns": 0, "end_reason": "configuration", "task": task}
         raise
     except KeyboardInterrupt:
-        backend.stop()  # Ctrl-C: hold at the measured pose first
+        _hold_quietly(backend, log)  # Ctrl-C: hold at the measured pose first
         result = {"success": False, "turns": 0, "end_reason": "interrupted", "detail": "Ctrl-C"}
         raise
     except Exception as exc:
-        backend.stop()  # a crash on hardware: hold at the measured pose first
+        _hold_quietly(backend, log)  # a crash on hardware: hold at the measured pose first
         result = {
             "success": False,
             "turns": 0,
@@ -292,11 +299,13 @@ def run(node: Any, p: dict[str, Any]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     import rclpy
+    from rclpy.signals import SignalHandlerOptions
 
     from pear_agent.robot_config import RobotConfigError
     from pear_agent.ros2.backend import declare_params, spin_in_background
 
-    rclpy.init(args=argv if argv is not None else sys.argv)
+    # Ctrl-C raises KeyboardInterrupt with the context still valid, so the arms can be held first
+    rclpy.init(args=argv if argv is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("pear_agent")
     shutdown = spin_in_background(node)
     code = EXIT_CONFIG

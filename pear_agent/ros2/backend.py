@@ -326,12 +326,19 @@ class RosBackend:
             if self._estop_reason is not None:
                 return
             self._estop_reason = reason
-            missing = []
-            for p in self.parts.values():
-                if not self._hold_part(p, p.topic, p.joints, p.vmax):
-                    missing.append(p.topic)
-                if p.gripper_topic and not self._hold_part(p, p.gripper_topic, [p.g_joint], p.gripper_vmax):
-                    missing.append(p.gripper_topic)
+            missing, holds = [], []
+            for p in self.parts.values():  # every message built first, then sent back to back
+                targets = [(p.topic, p.joints, p.vmax)]
+                if p.gripper is not None and p.gripper_topic:
+                    targets.append((p.gripper_topic, [p.g_joint], p.gripper_vmax))
+                for topic, names, vmax in targets:
+                    msg = self._hold_msg(p, names, vmax)
+                    if msg is None:
+                        missing.append(topic)
+                    else:
+                        holds.append((topic, msg))
+            for topic, msg in holds:
+                self._publish_msg(topic, msg)
             self._cancel_goals()
             if not reason.startswith(f"e-stop on {self.settings.estop_topic}"):
                 # a service call or a crash: latch whatever else listens to the e-stop topic (the
@@ -340,16 +347,22 @@ class RosBackend:
         extra = f"; no joint states to hold at for {', '.join(missing)}" if missing else ""
         self.node.get_logger().warning(f"{reason}: holding the measured pose, sending nothing more{extra}")
 
-    def _hold_part(self, p: _PartSpec, topic: str, names: list[str], vmax: float) -> bool:
-        """Publish a one-point hold at the measured pose (False when there is none)."""
+    def _hold_msg(self, p: _PartSpec, names: list[str], vmax: float) -> Any:
+        """A one-point hold at the measured pose (None when there is no measurement)."""
         q, v, age = self._read_aged(names)
         if np.any(np.isnan(q)):
-            return False
+            return None
         lo, hi = (p.lower, p.upper) if names == p.joints else (np.array([p.g_lo]), np.array([p.g_hi]))
         amax = self.settings.joint_acceleration_rad_s2 if names == p.joints else 10 * vmax
         duration = cv.hold_time_s(age, v, amax, self.settings.hold_time_s)
-        self._publish_raw(topic, cv.hold_plan(names, q, lo, hi, duration))
-        return True
+        return self._to_msg(cv.hold_plan(names, q, lo, hi, duration))
+
+    def _hold_part(self, p: _PartSpec, topic: str, names: list[str], vmax: float) -> bool:
+        """Publish a one-point hold at the measured pose (False when there is none)."""
+        msg = self._hold_msg(p, names, vmax)
+        if msg is not None:
+            self._publish_msg(topic, msg)
+        return msg is not None
 
     def _cancel_goals(self) -> None:
         """Cancel every FollowJointTrajectory goal where the controller offers the action (a zero
@@ -680,14 +693,18 @@ class RosBackend:
             self._sink(img)
         self._sink_last = (item[2], now)
 
-    def _publish_raw(self, topic: str, plan: cv.TrajectoryPlan) -> None:
+    def _to_msg(self, plan: cv.TrajectoryPlan) -> Any:
         from builtin_interfaces.msg import Duration
         from trajectory_msgs.msg import JointTrajectoryPoint
 
-        msg = self._JointTrajectory()
-        cv.fill_trajectory(msg, plan, JointTrajectoryPoint, Duration)
-        self.published.append((time.monotonic(), topic, msg))
+        return cv.fill_trajectory(self._JointTrajectory(), plan, JointTrajectoryPoint, Duration)
+
+    def _publish_msg(self, topic: str, msg: Any) -> None:
         self._pubs[topic].publish(msg)
+        self.published.append((time.monotonic(), topic, msg))
+
+    def _publish_raw(self, topic: str, plan: cv.TrajectoryPlan) -> None:
+        self._publish_msg(topic, self._to_msg(plan))
 
     def _send(self, topic: str, plan: cv.TrajectoryPlan) -> bool:
         """Publish unless stopped (checked at the last moment, under the lock's view)."""

@@ -1,0 +1,135 @@
+"""ROS 2 e-stop (issue 10): from `true` published on /pear/estop to the one-point hold received by
+each controller of a strict joint_trajectory_controller stand-in (tests/ros2/jtc_double.py, its
+own process, joint states at 100 Hz), while agent_node (its own process) moves the left arm; and
+how far the hold pulls the arm back from where it was when the hold arrived (the arm moves that far
+afterwards, at most). All three processes stamp with the system-wide monotonic clock.
+
+    .venv/bin/python benchmarks/ros2_estop.py [--runs 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
+from _common import emit, machine, stats_ms, verdict
+
+TARGET_LATENCY_MS = 20.0
+TARGET_MOVE_RAD = 0.02
+
+
+def one_run(workdir: Path, robot: Any) -> dict[str, Any]:
+    import numpy as np
+
+    from tests.ros2.conftest import DoubleProcess, NodeProcess, Probe, double_config
+
+    probe = Probe()  # first, so its e-stop publisher has matched the agent's subscription in time
+    double = DoubleProcess(double_config(robot), workdir)
+    replay = workdir / "replay.jsonl"
+    reply = json.dumps({"action": {"left_arm": {"move_cm": [0.0, 0.0, -8.0]}}})
+    replay.write_text(json.dumps({"kind": "turn", "turn": 1, "reply": reply}) + "\n")
+    params = {
+        "policy": "replay",
+        "replay_path": str(replay),
+        "instruction": "down",
+        "task": "bench",
+        "max_turns": 1,
+        "operator_terminal": False,
+        "runs_dir": str(workdir / "runs"),
+    }
+    agent = NodeProcess("pear_agent.ros2.agent_node", "pear_agent", params, workdir)
+    try:
+        deadline = time.monotonic() + 60
+        move = None
+        while move is None and time.monotonic() < deadline:
+            move = next((e for e in double.trajectories("left_arm_controller") if e["points"] > 1), None)
+            time.sleep(0.005)
+        if move is None:
+            raise RuntimeError(f"no move reached the double:\n{agent.log()}")
+        if probe.estop_pub.get_subscription_count() < 1:
+            raise RuntimeError("the agent's e-stop subscription has not matched")
+        time.sleep(max(0.0, move["t"] + 0.3 * move["duration_s"] - time.monotonic()))
+        t_stop = time.monotonic()
+        probe.estop_topic()
+        code = agent.wait(30)
+        time.sleep(0.5)
+        holds = {}
+        for controller in double_config(robot)["controllers"]:
+            after = [e for e in double.trajectories(controller) if e["t"] > t_stop]
+            holds[controller] = after[0] if after else None
+        left = holds["left_arm_controller"]
+        pulled = (
+            float(np.max(np.abs(np.array(left["first"]) - np.array(left["actual"]))))
+            if left
+            else float("nan")
+        )
+        return {
+            "exit_code": code,
+            "latency_s": {c: (h["t"] - t_stop if h else None) for c, h in holds.items()},
+            "one_point": all(h is not None and h["points"] == 1 and h["accepted"] for h in holds.values()),
+            "pulled_back_rad": pulled,
+            "after_hold": sum(len([e for e in double.trajectories(c) if e["t"] > t_stop]) - 1 for c in holds),
+        }
+    finally:
+        probe.close()
+        agent.stop()
+        double.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    from pear_agent.robot_config import load_robot
+
+    robot = load_robot("yam_bimanual")
+    runs = []
+    for i in range(args.runs):
+        with tempfile.TemporaryDirectory(prefix=f"pear_estop_{i}_") as d:
+            runs.append(one_run(Path(d), robot))
+    latencies = [v for r in runs for v in r["latency_s"].values() if v is not None]
+    missing = sum(v is None for r in runs for v in r["latency_s"].values())
+    lat = stats_ms(latencies)
+    pulled = [r["pulled_back_rad"] for r in runs]
+    ok = (
+        missing == 0
+        and lat.get("max_ms", 1e9) <= TARGET_LATENCY_MS
+        and max(pulled) < TARGET_MOVE_RAD
+        and all(r["one_point"] and r["after_hold"] == 0 and r["exit_code"] == 3 for r in runs)
+    )
+    result = {
+        "runs": args.runs,
+        "hold_latency": lat,
+        "holds_missing": missing,
+        "pulled_back_rad_max": max(pulled),
+        "pulled_back_rad_median": sorted(pulled)[len(pulled) // 2],
+        "all_one_point_and_latched": all(r["one_point"] and r["after_hold"] == 0 for r in runs),
+        "exit_codes": [r["exit_code"] for r in runs],
+        "targets": {"latency_max_ms": TARGET_LATENCY_MS, "move_after_hold_rad": TARGET_MOVE_RAD},
+        "verdict": verdict(ok),
+        "machine": machine(),
+    }
+    rows = [
+        ["e-stop -> hold at each controller (4 per run)", f"median {lat.get('median_ms', 0):.2f} ms",
+         f"max {lat.get('max_ms', 0):.2f} ms", f"<= {TARGET_LATENCY_MS:g} ms"],
+        ["arm pulled back by the hold (left arm)", f"median {result['pulled_back_rad_median']:.4f} rad",
+         f"max {max(pulled):.4f} rad", f"< {TARGET_MOVE_RAD} rad"],
+        ["one-point holds, nothing after them", str(result["all_one_point_and_latched"]), "", ""],
+        ["verdict", result["verdict"], "", ""],
+    ]  # fmt: skip
+    emit("ros2_estop", result, rows, ["measure", "typical", "worst", "target"])
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
