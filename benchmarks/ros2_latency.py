@@ -151,7 +151,7 @@ def main() -> None:
         period = 1.0 / args.rate_hz
         for i in range(args.messages):
             d = rng.uniform(-1.5, 1.5, 3).round(2).tolist()
-            reply = f'I move a little.\n```json\n{{"arm": {{"position": {json.dumps(d)}}}}}\n```'
+            reply = f'I move a little.\n```json\n{{"action": {{"arm": {{"move_cm": {json.dumps(d)}}}}}}}\n```'
             t0 = time.monotonic_ns()
             action = parse_reply(reply, robot)
             tgt = clip_target("arm", part, current, action.parts["arm"])
