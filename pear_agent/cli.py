@@ -37,8 +37,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     from pear_agent.episode import Episode, EpisodeConfig, loop_options_from_args
     from pear_agent.kinematics import Kinematics
     from pear_agent.records import RunWriter, new_run_dir
-    from pear_agent.registry import make_backend, task_entry
+    from pear_agent.registry import is_environment_task, make_backend, task_entry
 
+    if is_environment_task(args.task):  # the flying roadster: its own environment, same loop
+        from sim_adapters.roadster.cli import cmd_run_roadster
+
+        return cmd_run_roadster(args)
     loop_options = loop_options_from_args(args)
     entry = task_entry(args.task)
     robot = load_robot(args.robot or entry.default_robot)
@@ -160,6 +164,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one episode (default: panda / pick_cube / scripted / seed 0)")
     run.add_argument("--task", default="pick_cube")
+    run.add_argument(
+        "--wind", default="light", choices=["light", "gale", "storm"], help="roadster tasks: the wind band"
+    )
     run.add_argument(
         "--robot",
         default=None,

@@ -61,8 +61,25 @@ class UnknownNameError(ValueError):
 
 def task_entry(task: str) -> TaskEntry:
     if task not in TASKS:
-        raise UnknownNameError(f"unknown task {task!r}; tasks are: {', '.join(sorted(TASKS))}")
+        names = ", ".join(sorted(TASKS) + list(ENVIRONMENT_TASKS))
+        raise UnknownNameError(f"unknown task {task!r}; tasks are: {names}")
     return TASKS[task]
+
+
+# Tasks that bring their own environment (no robot description, no IK): the flying roadster (issue 14).
+# A wind band may follow the name: `roadster_kickflip:storm` (bench keys keep the bands apart).
+ENVIRONMENT_TASKS: tuple[str, ...] = ("roadster_ramp_flip", "roadster_kickflip")
+
+
+def is_environment_task(task: str) -> bool:
+    return task.partition(":")[0] in ENVIRONMENT_TASKS
+
+
+def make_environment(task: str, mode: str = "paused", render: bool = True, wind: str | None = None):  # noqa: ANN201
+    """The environment for an ENVIRONMENT_TASKS task (`pear_agent.environment.Environment`)."""
+    from sim_adapters.roadster.cli import make_environment as make_roadster
+
+    return make_roadster(task, mode=mode, render=render, wind=wind)
 
 
 def make_backend(task: str, robot: RobotConfig, render: bool = True) -> Backend:

