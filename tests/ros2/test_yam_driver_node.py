@@ -438,7 +438,7 @@ def test_estop_mid_motion_stops_within_two_centiradians_and_latches(
             moved_after[j] = float(np.max(np.abs(q - at["positions"][j])))
     assert max(moved_after.values()) < 0.02, moved_after
     print(f"e-stop: max joint motion after it {max(moved_after.values()):.4f} rad")
-    # ... and it really was mid-motion: some arm moved faster than 0.3 rad/s just before it
+    # ... and it really was mid-motion: some arm moved faster than 0.1 rad/s just before it
     speeds_before = []
     for arm, joints_of_arm in ARMS.items():
         t0 = probe.driver_status[arm]["estop_at"]["time_s"]
@@ -447,7 +447,7 @@ def test_estop_mid_motion_stops_within_two_centiradians_and_latches(
         if k.sum() >= 2:
             tk, qk = t[k], q[k]
             speeds_before.append(float(np.max(np.abs(qk[-1] - qk[0]))) / (tk[-1] - tk[0]))
-    assert max(speeds_before) > 0.3, speeds_before
+    assert max(speeds_before) > 0.1, speeds_before
     assert all(probe.driver_status[a]["state"] == "estop" for a in ARMS)
     # latched: a valid one-point hold sent afterwards is rejected, with the reason logged
     from builtin_interfaces.msg import Duration
