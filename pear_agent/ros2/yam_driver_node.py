@@ -249,7 +249,10 @@ class YamDriver:
         """the last positions read (7: arm + gripper in YAML units)"""
         self.last_rejection = ""
         self.floating = bool(p["zero_gravity_mode"])
-        q = self._read()[0]
+        try:
+            q = self._read()[0]
+        except Exception as exc:
+            raise RobotFault(f"cannot read the arm's joints at start: {type(exc).__name__}: {exc}") from None
         self.arm = _Follower(spec.arm, q[:6])
         self.grip = _Follower(spec.gripper, q[6:7]) if spec.gripper is not None else None
         self._JointState, self._String, self._DiagnosticArray = JointState, String, DiagnosticArray
@@ -573,6 +576,9 @@ def main(argv: list[str] | None = None) -> int:
         code = run(node, params)
     except (StartupError, RobotConfigError, ValueError) as exc:
         print(f"yam_driver_node: error: {arm}: {exc}", file=sys.stderr, flush=True)
+    except RobotFault as exc:
+        print(f"yam_driver_node: error: {arm}: robot fault: {exc}", file=sys.stderr, flush=True)
+        code = 1
     except KeyboardInterrupt:
         code = 0
     finally:
