@@ -132,3 +132,19 @@ def test_health_check_reads_i2rts_motor_chain_robot_attributes() -> None:
         assert drv.robot_fault(sim, 0.25) is None  # SimRobot has none of them
     finally:
         sim.close()
+
+
+def test_a_robot_that_cannot_be_read_at_start_is_closed_and_reported() -> None:
+    import rclpy
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node("yam_fault_start", context=ctx)
+    robot = FailingSimRobot(ok_reads=0)
+    try:
+        with pytest.raises(drv.RobotFault, match="cannot read the arm's joints at start: OSError"):
+            drv.run(node, dict(drv.PARAMS, sim=True), robot_factory=lambda *a: robot)
+    finally:
+        node.destroy_node()
+        ctx.try_shutdown()
+    assert robot.closed
