@@ -27,7 +27,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.bench.runner import BenchConfig, parse_seeds, run_bench, split_seeds
     from pear_agent.episode import loop_options_from_args
     from pear_agent.policies.openai_client import OpenAIPolicy, clock_from_args, settings_from_args
-    from pear_agent.registry import task_entry
+    from pear_agent.registry import is_environment_task, task_entry
 
     suite = bool(getattr(args, "suite", None))
     if suite:  # LIBERO: the same runner, its tasks named `libero_spatial/0`..., seeds = init states
@@ -36,9 +36,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
         if not tasks:
             raise ValueError("--tasks names no task")
+        from sim_adapters.roadster.cli import expand_winds  # issue 14: roadster tasks x --wind bands
+
+        tasks = expand_winds(tasks, getattr(args, "wind", None))
         for t in tasks:
-            task_entry(t)
-        seeds = parse_seeds(args.seeds) if args.seeds else split_seeds(args.split, args.episodes)
+            if not is_environment_task(t):
+                task_entry(t)
+        episodes = args.episodes or (192 if all(is_environment_task(t) for t in tasks) else 10)
+        seeds = parse_seeds(args.seeds) if args.seeds else split_seeds(args.split, episodes)
     settings = settings_from_args(args)
     if settings is not None:
         policy_obj = OpenAIPolicy(settings)  # fail now (e.g. key variable unset), not in every worker
@@ -48,7 +53,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     else:
         from pear_agent.policies.expert_registry import EXPERTS
 
-        missing = [t for t in tasks if t not in EXPERTS]
+        missing = [t for t in tasks if t not in EXPERTS and not is_environment_task(t)]
         if missing:
             raise ValueError(f"no scripted expert for {missing[0]} (...); give --model to bench a model")
         policy = {"kind": "scripted", "action_noise_cm": args.action_noise_cm}
@@ -124,7 +129,17 @@ def add_bench_commands(sub: Any) -> None:
         choices=list(SPLITS),
         help="seed split: " + ", ".join(f"{k} = seeds {a}..{b - 1}" for k, (a, b) in SPLITS.items()),
     )
-    b.add_argument("--episodes", type=int, default=10, help="episodes per task (the split's first N seeds)")
+    b.add_argument(
+        "--episodes",
+        type=int,
+        default=None,
+        help="episodes per task (the split's first N seeds; default 10, 192 flights for roadster tasks)",
+    )
+    b.add_argument(
+        "--wind",
+        default="light",
+        help="roadster tasks: comma-separated wind bands (light, gale, storm), one task per band",
+    )
     b.add_argument("--seeds", default=None, help="explicit seeds instead of a split, e.g. 0-9 or 1,5,7")
     b.add_argument("--workers", type=int, default=1, help="parallel worker processes")
     b.add_argument(

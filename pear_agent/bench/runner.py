@@ -58,6 +58,10 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0) -> Any:
     """A policy from a plain, picklable description (never holding an API key: the worker reads
     the key from the environment variable the spec names)."""
     kind = spec.get("kind", "scripted")
+    if kind == "scripted" and task.partition(":")[0].startswith("roadster_"):  # issue 14
+        from pear_agent.policies.pilot import PilotPolicy
+
+        return PilotPolicy()
     if kind == "scripted":
         from pear_agent.policies.scripted import ScriptedPolicy
 
@@ -114,7 +118,23 @@ def _sim(task: str, robot_name: str | None, render: bool) -> tuple[Any, Any, Any
     return _SIMS[key]
 
 
+_ENVS: dict[tuple[str, str, bool], Any] = {}
+
+
+def _environment(task: str, job: dict[str, Any]) -> Any:
+    """The cached environment of an ENVIRONMENT_TASKS task (issue 14), else None."""
+    from pear_agent.registry import is_environment_task, make_environment
+
+    if not is_environment_task(task):
+        return None
+    key = (task, job.get("mode", "paused"), bool(job.get("render", True)))
+    if key not in _ENVS:
+        _ENVS[key] = make_environment(task, mode=key[1], render=key[2])
+    return _ENVS[key]
+
+
 def close_sims() -> None:
+    _ENVS.clear()
     for _, _, backend in _SIMS.values():
         backend.close()
     _SIMS.clear()
@@ -148,7 +168,9 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     secrets = [os.environ[key_env]] if key_env and os.environ.get(key_env) else []
     t0 = time.perf_counter()
     try:
-        _robot, kin, backend = _sim(task, job.get("robot"), bool(job.get("render", True)))
+        env = _environment(task, job)  # issue 14: tasks that bring their own environment (roadster)
+        if env is None:
+            _robot, kin, backend = _sim(task, job.get("robot"), bool(job.get("render", True)))
         policy = make_policy(job["policy"], task, seed)
         writer = RunWriter(run_dir, video_fps=10.0 if job.get("video", True) else None, secrets=secrets)
         cfg = EpisodeConfig(
@@ -158,11 +180,16 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             latency_s=job.get("latency_s"),
             **(job.get("episode") or {}),
         )
-        result = Episode(backend, kin, policy, cfg, writer).run(seed)
+        if env is None:
+            result = Episode(backend, kin, policy, cfg, writer).run(seed)
+        else:
+            result = Episode.of(env, policy, cfg, writer).run(seed)
         writer = None  # finished (closed) by the episode
         res = result.to_json()
         res.pop("run_dir", None)
         line |= res
+        if env is not None:
+            line |= env.result_fields()
     except Exception as exc:  # one line in the results; the (redacted) traceback in error.txt
         close_sims()  # the simulator may be in a bad state: rebuild it for the next job
         detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]

@@ -90,3 +90,23 @@ def cmd_run_roadster(args: argparse.Namespace) -> int:
         video = run_dir / "episode.mp4"
         print(f"log: {writer.log_path}" + (f"   video: {video}" if video.exists() else ""))
     return 0 if result.success else 1
+
+
+def expand_winds(tasks: list[str], winds: str | None) -> list[str]:
+    """Roadster tasks x the `--wind` bands ('light,gale,storm'): `roadster_kickflip:storm`, ...;
+    other tasks (and roadster tasks already naming a band) pass through unchanged."""
+    from pear_agent.registry import is_environment_task
+
+    bands = [w.strip() for w in (winds or "light").split(",") if w.strip()]
+    for b in bands:
+        if b not in WIND_BANDS:
+            raise ValueError(f"--wind: unknown wind band {b!r}; bands are: {', '.join(WIND_BANDS)}")
+    out: list[str] = []
+    for t in tasks:
+        if is_environment_task(t) and ":" not in t:
+            out.extend(f"{t}:{b}" for b in bands)
+        else:
+            if is_environment_task(t):
+                split_task(t)
+            out.append(t)
+    return out

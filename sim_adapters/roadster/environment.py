@@ -103,7 +103,8 @@ class RoadsterEnvironment:
             raise ValueError(f"unknown wind band {wind!r}; bands are: {', '.join(WIND_BANDS)}")
         self.task_name, self.wind, self.mode, self.render = task, wind, mode, render
         self.sim = RoadsterSim(TASKS[task], wind, 0)
-        self._task = TaskInfo(task, f"{TASKS[task]} in {wind} wind", MAX_TURNS)
+        # the band is part of the task's name: bench keys, reports and paired tests keep bands apart
+        self._task = TaskInfo(f"{task}:{wind}", f"{TASKS[task]} in {wind} wind", MAX_TURNS)
         self._sink: Callable[[np.ndarray], None] | None = None
         self._renderer: Any = None
         self._ticks = 0
@@ -213,13 +214,25 @@ class RoadsterEnvironment:
     def reward(self) -> dict[str, float]:
         return self.sim.reward()
 
+    def result_fields(self) -> dict[str, Any]:
+        """Extra fields for a bench result line: the band, the shaped reward and how the flight ended."""
+        st = self.sim.status
+        return {
+            "wind": self.wind,
+            "reward": self.sim.reward()["total"],
+            "reward_parts": self.sim.reward(),
+            "flight": {
+                "over": st.over,
+                "crashed": st.crashed,
+                "reason": st.reason,
+                "air_left_kg": self.sim.air_kg,
+            },
+        }
+
     # -- video ----------------------------------------------------------------------------
     def set_frame_sink(self, sink: Callable[[np.ndarray], None] | None) -> None:
         self._sink = sink
         if sink is None:
-            if self._renderer is not None:
-                self._renderer.close()
-                self._renderer = None
             return
         if not self.render:
             self._sink = None
@@ -232,7 +245,9 @@ class RoadsterEnvironment:
         if self._renderer is None:
             import mujoco
 
-            self._renderer = mujoco.Renderer(self.sim.model, 360, 640)
+            self._renderer = mujoco.Renderer(
+                self.sim.model, 360, 640
+            )  # one per environment: the model is kept
         self._sink(self.sim.render_frame(self._renderer))
 
     def judge_success(self, end_reason: str, detail: str) -> bool | None:
@@ -240,6 +255,9 @@ class RoadsterEnvironment:
 
     def close(self) -> None:
         self.set_frame_sink(None)
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
 
 
 def reward_of(env: RoadsterEnvironment) -> float:

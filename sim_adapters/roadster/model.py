@@ -29,6 +29,8 @@ RIDE_HEIGHT_M = 0.646
 ROAD_HALF_WIDTH_M = 7.0
 THRUSTERS_BODY_M = ((1.8, 0.8, -0.3), (1.8, -0.8, -0.3), (-1.8, 0.8, -0.3), (-1.8, -0.8, -0.3))
 """Front-left, front-right, rear-left, rear-right: at the floor's corners, pushing along +z (body)."""
+RAMP_BUILT_HEIGHT_M = 12.0
+"""The ramp is built for a 12 m lip; a flight's own lip height shifts its body (no rebuild per seed)."""
 TRUCK_SIZE_M = (5.7, 2.0, 1.9)
 """Length, width, roof height of the parked truck."""
 
@@ -89,11 +91,13 @@ def build_mjcf(
             size="{tl * 0.28} {tw / 2 - 0.05} {th * 0.1}" rgba="0.55 0.57 0.6 1"/>
     </body>"""
     elif stunt == "ramp_flip":
-        scenery = _ramp_geoms(0.0, ramp_exit_height_m)
+        scenery = f"""<body name="ramp" pos="0 0 {ramp_exit_height_m - RAMP_BUILT_HEIGHT_M}">
+      {_ramp_geoms(0.0, RAMP_BUILT_HEIGHT_M)}
+    </body>"""
     return f"""<mujoco model="roadster">
   <compiler angle="radian"/>
   <option timestep="{timestep_s}" gravity="0 0 -9.81" integrator="implicitfast"/>
-  <visual><global offwidth="640" offheight="360"/><quality shadowsize="1024"/>
+  <visual><global offwidth="640" offheight="360"/><quality shadowsize="0" offsamples="0"/>
     <headlight ambient="0.45 0.45 0.45" diffuse="0.5 0.5 0.5"/></visual>
   <asset>
     <texture name="sky" type="skybox" builtin="gradient" rgb1="0.55 0.7 0.9" rgb2="0.9 0.93 1"
@@ -103,7 +107,7 @@ def build_mjcf(
     <material name="dirt" texture="dirt" texrepeat="60 60"/>
   </asset>
   <worldbody>
-    <light pos="0 0 50" dir="0.2 0.3 -1" directional="true"/>
+    <light pos="0 0 50" dir="0.2 0.3 -1" directional="true" castshadow="false"/>
     <geom name="ground" type="plane" size="400 200 1" material="dirt" friction="1.0 0.02 0.001"/>
     <geom name="road" type="box" pos="120 0 0.002" size="400 {ROAD_HALF_WIDTH_M} 0.002"
           rgba="0.2 0.2 0.22 1" contype="0" conaffinity="0"/>

@@ -88,13 +88,13 @@ class RoadsterSim:
         mj = self._mj
         if wind_band is not None or seed != self.scenario.seed:
             self.scenario = make_scenario(self.stunt, wind_band or self.scenario.wind_band, seed)
-            sc = self.scenario
-            new = mj.MjModel.from_xml_string(
-                model.build_mjcf(self.stunt, sc.truck_x_m, sc.exit_height_m, 1.0 / PHYSICS_HZ)
-            )
-            self.model, self.data = new, mj.MjData(new)
         sc, m, d = self.scenario, self.model, self.data
         mj.mj_resetData(m, d)
+        # one model per stunt: this flight's truck / ramp lip move the static scenery bodies
+        if self.stunt == "kickflip":
+            m.body_pos[m.body("truck").id] = [sc.truck_x_m + model.TRUCK_SIZE_M[0] / 2, 0.0, 0.0]
+        else:
+            m.body_pos[m.body("ramp").id] = [0.0, 0.0, sc.exit_height_m - model.RAMP_BUILT_HEIGHT_M]
         self.air_kg = sc.air_kg
         self.air0_kg = sc.air_kg
         self._rng = np.random.default_rng([sc.seed, 99])
