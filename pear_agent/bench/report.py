@@ -171,6 +171,10 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
     ]
     if (run_dir / "episode.mp4").exists():
         parts.append('<video controls src="episode.mp4"></video>')
+    if any("rows" in t for t in turns):  # issue 14: a roadster flight's telemetry plot (inline SVG)
+        from sim_adapters.roadster.replay import telemetry_svg
+
+        parts.append(telemetry_svg(lines))
     parts.append(
         "<table><tr><th>turn</th><th>images</th><th>reply</th><th>latency</th><th>action (parsed / executed)"
         "</th><th>outcome</th><th>tokens</th></tr>"

@@ -109,6 +109,7 @@ class RoadsterEnvironment:
         self._renderer: Any = None
         self._ticks = 0
         self.rows: list[dict[str, Any]] = []
+        self._pending = []
 
     @property
     def task(self) -> TaskInfo:
@@ -117,6 +118,7 @@ class RoadsterEnvironment:
     def reset(self, seed: int) -> None:
         self.sim.reset(seed, self.wind)
         self.rows = [self.sim.row()]
+        self._pending: list[dict[str, Any]] = []
         self._ticks = 0
 
     def system_prompt(self) -> str:
@@ -171,11 +173,10 @@ class RoadsterEnvironment:
 
     def execute(self, action: RoadsterCommand) -> StepResult:
         sim = self.sim
+        rows, self._pending = self._pending, []  # what flew while the policy thought (realtime)
         if not sim.status.over:
             sim.set_command(action.command)
-            rows = self._fly(ROW_S)
-        else:
-            rows = []
+            rows += self._fly(ROW_S)
         st = sim.status
         reward = sim.reward() if st.over else None
         record: dict[str, Any] = {
@@ -206,7 +207,7 @@ class RoadsterEnvironment:
 
     def advance(self, duration_s: float) -> None:
         if duration_s > 0 and not self.sim.status.over:
-            self._fly(duration_s)
+            self._pending += self._fly(duration_s)
 
     def time_s(self) -> float:
         return self.sim.t_s

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.policies.pilot import PilotPolicy, kickflip, lean_against_drift, pilot_reply
+from pear_agent.policies.pilot import PilotParams, PilotPolicy, kickflip, lean_against_drift, pilot_reply
 
 pytest.importorskip("mujoco")
 
@@ -31,6 +31,19 @@ def test_leans_against_drift():
     assert lean_against_drift(row(y_m=3.0, v_side_mps=1.0)) > 0  # drifting left: right side down
     assert lean_against_drift(row(y_m=-3.0, v_side_mps=-1.0)) < 0
     assert abs(lean_against_drift(row(y_m=100.0))) <= 10.0
+
+
+def test_noise_changes_the_rules_per_flight_reproducibly():
+    a, b = PilotPolicy(noise=1.0, seed=1), PilotPolicy(noise=1.0, seed=2)
+    a.reset(5)
+    b.reset(5)
+    assert a.params != b.params
+    c = PilotPolicy(noise=1.0, seed=1)
+    c.reset(5)
+    assert c.params == a.params
+    d = PilotPolicy()
+    d.reset(5)
+    assert d.params == PilotParams()
 
 
 def test_refuses_a_conversation_that_is_not_a_flight():
