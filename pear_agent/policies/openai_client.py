@@ -315,7 +315,11 @@ class OpenAIPolicy:
             raise
         finally:
             timer.cancel()
-            _shutdown(stream)
+            if aborted.is_set():
+                _shutdown(stream)
+            else:  # a finished stream hands its connection back (keep-alive; TLS to hosted APIs)
+                with contextlib.suppress(Exception):
+                    stream.close()
         if aborted.is_set():
             raise DecisionTimeout()
         if finish is None and not "".join(content) and not "".join(reasoning):

@@ -122,7 +122,7 @@ def blind(panda):
 
 def settings(url: str, **kw) -> oc.ModelSettings:
     """The key is sent to both servers (the chatml one has none and ignores it)."""
-    base = {"model": "gemma", "base_url": url, "temperature": 0.0, "timeout_s": 120.0, "backoff_s": 0.05}
+    base = {"model": "gemma", "base_url": url, "temperature": 0.0, "timeout_s": 60.0, "backoff_s": 0.05}
     base["api_key_env"] = KEY_ENV
     return oc.ModelSettings(**(base | kw))
 
