@@ -4,9 +4,9 @@ brackets, repeated "action" keys, unclosed <think> and fences), stretched to siz
 
 Targets (issue 13): 0 exceptions other than ActionError; max parse time < 50 ms for replies up to
 1 MB (1,000,000 characters, the parser's length cap; longer ones are refused at once and timed
-separately). A parse slower than 5 ms is timed three more times and the fastest is kept (the
-first timings are reported too), so a scheduler preemption on a busy machine is not counted as
-a slow input.
+separately). A parse slower than 10 ms is timed again, up to 10 tries, and the fastest is kept
+(the first timings are reported too), so a scheduler preemption on a busy machine is not counted
+as a slow input; the parser's own CPU time (thread_time) is reported beside the wall time.
 
     .venv/bin/python benchmarks/parser_fuzz.py [--examples 100000] [--seed 0]
 """
@@ -29,9 +29,10 @@ from pear_agent.robot_config import load_robot
 from tests.protocol.strategies import PROSE, replies, valid_actions
 
 TARGET_MAX_MS = 50.0
-RETIME_ABOVE_S = 0.005
-"""Parses slower than this are timed 3 more times and the fastest is kept: on a shared machine a
-single preemption is tens of ms; a genuinely slow input stays slow every time."""
+RETIME_ABOVE_S = 0.010
+MAX_TRIES = 10
+"""A parse slower than 10 ms is timed again (up to 10 tries in all) and the fastest is kept: on a
+shared, loaded machine one preemption costs tens of ms; a genuinely slow input is slow every time."""
 SIZES = [None] * 14 + [1_000, 10_000, 100_000, MAX_REPLY_CHARS, MAX_REPLY_CHARS + 1]
 BUCKETS = [
     (0, 1_000),
@@ -67,6 +68,7 @@ def main() -> None:
     foreign: list[str] = []
     worst = (0.0, 0)
     retimed: list[tuple[float, float, int]] = []
+    cpu_max = [0.0]
 
     with_action = st.tuples(replies(max_repeat=5), valid_actions(robot), PROSE).map(
         lambda t: f"{t[0]}\n```json\n{json.dumps(t[1])}\n```\n{t[2]}"
@@ -84,7 +86,7 @@ def main() -> None:
     def one(body: str, size: int | None) -> None:
         nonlocal worst
         text = stretch(body, size)
-        t0 = time.perf_counter()
+        c0, t0 = time.thread_time(), time.perf_counter()
         try:
             parse_reply(text, robot)
             outcomes["action"] += 1
@@ -94,16 +96,22 @@ def main() -> None:
             outcomes["foreign"] += 1
             foreign.append(f"{type(exc).__name__}: {str(exc)[:120]} (reply of {len(text)} chars)")
         dt = raw = time.perf_counter() - t0
-        if dt > RETIME_ABOVE_S:  # a slow input, or the scheduler: time it again, keep the fastest
-            for _ in range(3):
-                t1 = time.perf_counter()
-                with contextlib.suppress(Exception):  # counted above
-                    parse_reply(text, robot)
-                dt = min(dt, time.perf_counter() - t1)
+        cpu = time.thread_time() - c0
+        tries = 1
+        while dt > RETIME_ABOVE_S and tries < MAX_TRIES:  # slow input, or the scheduler: try again
+            c1, t1 = time.thread_time(), time.perf_counter()
+            with contextlib.suppress(Exception):  # counted above
+                parse_reply(text, robot)
+            dt = min(dt, time.perf_counter() - t1)
+            cpu = min(cpu, time.thread_time() - c1)
+            tries += 1
+        if tries > 1:
             retimed.append((raw, dt, len(text)))
         times.setdefault(_bucket(len(text)), []).append(dt)
-        if len(text) <= MAX_REPLY_CHARS and dt > worst[0]:
-            worst = (dt, len(text))
+        if len(text) <= MAX_REPLY_CHARS:
+            cpu_max[0] = max(cpu_max[0], cpu)
+            if dt > worst[0]:
+                worst = (dt, len(text))
 
     t0 = time.perf_counter()
     one()
@@ -126,6 +134,7 @@ def main() -> None:
         "foreign_examples": foreign[:5],
         "max_parse_ms_up_to_1mb": max_ms,
         "worst_reply_chars": worst[1],
+        "max_parse_cpu_ms_up_to_1mb": cpu_max[0] * 1000,
         "retimed": {
             "n": len(retimed),
             "max_first_ms": max((r[0] for r in retimed), default=0.0) * 1000,

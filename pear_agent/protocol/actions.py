@@ -360,7 +360,7 @@ def parse_reply(text: Any, robot: RobotConfig) -> Action:
             f"the reply is {len(text)} characters long; the limit is {MAX_REPLY_CHARS} (end with one short "
             "JSON action)"
         )
-    if not text.strip():
+    if not text or text.isspace():
         raise ActionError("the reply is empty")
     visible = _visible(text)
     candidate = _last_candidate(visible)
