@@ -28,6 +28,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--max-turns", type=int, default=None)
     p.add_argument("--policy", default="scripted", choices=["scripted", "openai"])
     p.add_argument("--action-noise-cm", type=float, default=1.0, help="scripted expert's move noise")
+    p.add_argument("--pilot-noise", type=float, default=1.0, help="roadster: scripted pilot's rule jitter")
     p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (--policy openai)")
     p.add_argument("--model", default=None, help="model name (--policy openai)")
     p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (--policy openai)")
@@ -50,7 +51,7 @@ def _policy_spec(args: argparse.Namespace) -> Any:
     from pear_agent.rl.rollouts import PolicySpec
 
     if args.policy == "scripted":
-        return PolicySpec("scripted", action_noise_cm=args.action_noise_cm)
+        return PolicySpec("scripted", action_noise_cm=args.action_noise_cm, pilot_noise=args.pilot_noise)
     if not args.model:
         raise RolloutsError("--policy openai needs --model (and usually --base-url)")
     model = {"model": args.model, "base_url": args.base_url, "temperature": args.temperature}
@@ -68,8 +69,11 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
     tasks = [t.strip() for t in args.task.split(",") if t.strip()]
     if not tasks:
         raise RolloutsError("--task needs at least one task name")
+    from pear_agent.registry import is_environment_task
+
     for t in tasks:
-        task_entry(t)
+        if not is_environment_task(t):  # roadster tasks (issue 14): `roadster_kickflip:storm`
+            task_entry(t)
     if args.group_size < 1 or args.groups < 1 or args.workers < 1:
         raise RolloutsError("--group-size, --groups and --workers must be >= 1")
     policy = _policy_spec(args)
@@ -91,7 +95,7 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
                 writer.write(rec)
         if not args.json:
             adv = " ".join(f"{r['advantage']:+.2f}" for r in g.records)
-            rewards = " ".join(f"{r['reward']:.0f}" for r in g.records)
+            rewards = " ".join(f"{r['reward']:.2g}" for r in g.records)
             print(
                 f"{g.group_id} {g.task} seed {g.seed}: rewards {rewards}  {g.verdict:<11s} adv {adv}",
                 flush=True,

@@ -36,10 +36,18 @@ class PolicySpec:
 
     kind: Literal["scripted", "openai"] = "scripted"
     action_noise_cm: float = 0.0
+    pilot_noise: float = 1.0
+    """Roadster tasks (issue 14): the scripted pilot's per-flight rule jitter (0 = deterministic)."""
     model: tuple[tuple[str, Any], ...] = ()
     """ModelSettings fields as (name, value) pairs (hashable)."""
 
     def build(self, task: str, policy_seed: int) -> Policy:
+        from pear_agent.registry import is_environment_task
+
+        if self.kind == "scripted" and is_environment_task(task):
+            from pear_agent.policies.pilot import PilotPolicy
+
+            return PilotPolicy(noise=self.pilot_noise, seed=policy_seed)
         if self.kind == "scripted":
             from pear_agent.policies.scripted import ScriptedPolicy
 
@@ -72,6 +80,7 @@ class RolloutJob:
 
 
 _SIMS: dict[tuple[str, str, bool], Any] = {}
+_ENVS: dict[tuple[str, str, bool], Any] = {}
 
 
 def _simulator(task: str, robot_name: str | None, render: bool) -> tuple[Any, Any]:
@@ -100,12 +109,23 @@ def _close_simulators() -> None:
 def run_rollout(job: RolloutJob) -> dict[str, Any]:
     """One episode; returns its trajectory record (advantage not yet known: None)."""
     from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.registry import is_environment_task, make_environment
 
-    backend, kin = _simulator(job.task, job.robot, job.render)
+    config = EpisodeConfig(max_turns=job.max_turns, mode=job.mode)  # type: ignore[arg-type]
     policy = job.policy.build(job.task, job.policy_seed)
-    episode = Episode(backend, kin, policy, EpisodeConfig(max_turns=job.max_turns, mode=job.mode))
-    result = episode.run(job.seed)
-    shaped = getattr(backend, "shaped_reward", None)
+    if is_environment_task(job.task):  # issue 14: the roadster; its reward is the shaped one in [0, 1]
+        key = (job.task, job.mode, job.render)
+        if key not in _ENVS:
+            _ENVS[key] = make_environment(job.task, mode=job.mode, render=job.render)
+        env = _ENVS[key]
+        episode = Episode.of(env, policy, config)
+        result = episode.run(job.seed)
+        shaped = lambda: env.reward()["total"]  # noqa: E731
+    else:
+        backend, kin = _simulator(job.task, job.robot, job.render)
+        episode = Episode(backend, kin, policy, config)
+        result = episode.run(job.seed)
+        shaped = getattr(backend, "shaped_reward", None)
     return {
         "schema": "pear-agent/trajectory/v1",
         "id": job.id,
@@ -117,7 +137,7 @@ def run_rollout(job: RolloutJob) -> dict[str, Any]:
         "policy": result.policy,
         "policy_seed": job.policy_seed,
         "mode": result.mode,
-        "reward": 1.0 if result.success else 0.0,
+        "reward": float(shaped()) if is_environment_task(job.task) else (1.0 if result.success else 0.0),
         "shaped_reward": float(shaped()) if callable(shaped) else None,
         "advantage": None,
         "success": result.success,

@@ -73,10 +73,16 @@ class PearAgentEnv(BaseTextEnv):
         cfg: dict[str, Any] = {}
         for src in (_as_dict(env_config), extras, _as_dict(extras.get("extra_info"))):
             cfg.update({k: v for k, v in src.items() if k in KEYS and v is not None})
-        from pear_agent.registry import task_entry
+        from pear_agent.registry import is_environment_task, task_entry
 
         self.task = str(cfg.get("task", "pick_cube"))
-        task_entry(self.task)  # unknown task: a one-line error now, not in the thread
+        self.is_env_task = is_environment_task(self.task)  # the roadster (issue 14)
+        if self.is_env_task:
+            from sim_adapters.roadster.cli import split_task
+
+            split_task(self.task)  # unknown stunt or band: a one-line error now
+        else:
+            task_entry(self.task)  # unknown task: a one-line error now, not in the thread
         self.seed = int(cfg.get("seed", 0))
         self.robot = cfg.get("robot")
         self.max_turns_override = int(cfg["max_turns"]) if cfg.get("max_turns") else None
@@ -93,6 +99,7 @@ class PearAgentEnv(BaseTextEnv):
         """The current turn's facts, privileged ones included (for a teacher such as the scripted
         expert; never part of the observations)."""
         self.result: Any = None
+        self._env: Any = None
         self.done = False
 
     # -- the episode thread -----------------------------------------------------------
@@ -104,11 +111,17 @@ class PearAgentEnv(BaseTextEnv):
             from pear_agent.registry import make_backend, task_entry
             from pear_agent.robot_config import load_robot
 
-            robot = load_robot(self.robot or task_entry(self.task).default_robot)
-            backend = make_backend(self.task, robot, render=self.render)
             policy = _ChannelPolicy(self._events, self._replies)
             config = EpisodeConfig(max_turns=self.max_turns_override, mode=self.mode)  # type: ignore[arg-type]
-            self._episode = Episode(backend, Kinematics(robot), policy, config)
+            if self.is_env_task:
+                from pear_agent.registry import make_environment
+
+                backend = self._env = make_environment(self.task, mode=self.mode, render=self.render)
+                self._episode = Episode.of(self._env, policy, config)
+            else:
+                robot = load_robot(self.robot or task_entry(self.task).default_robot)
+                backend = make_backend(self.task, robot, render=self.render)
+                self._episode = Episode(backend, Kinematics(robot), policy, config)
             self._events.put(("done", self._episode.run(self.seed)))
         except BaseException as exc:  # reported to the caller of init/step
             self._events.put(("error", exc))
@@ -148,7 +161,7 @@ class PearAgentEnv(BaseTextEnv):
             return self._render(self._episode.messages), self._metadata()
         _, n, self.context = event
         self._sent = n
-        self.max_turns = self.max_turns_override or self._episode.backend.task.max_turns
+        self.max_turns = self.max_turns_override or self._episode.env.task.max_turns
         return self._render(self._episode.messages[:n]), {"task": self.task, "seed": self.seed}
 
     def step(self, action: str) -> BaseTextEnvStepOutput:
@@ -160,6 +173,8 @@ class PearAgentEnv(BaseTextEnv):
         if event[0] == "done":
             self._finish(event[1])
             reward = 1.0 if self.result.success else 0.0
+            if self.is_env_task:  # the roadster: the shaped reward in [0, 1]
+                reward = float(self._env.reward()["total"])
             return BaseTextEnvStepOutput(observations=[], reward=reward, done=True, metadata=self._metadata())
         _, n, self.context = event
         # the loop appended our reply (assistant) and the next user turn: return what follows the reply

@@ -51,7 +51,7 @@ class TrajectoryRecord(BaseModel):
     policy_seed: int | None = None
     mode: str = "paused"
     reward: float
-    """1.0 when the task's success check passed, else 0.0."""
+    """1.0 when the task's success check passed, else 0.0 (roadster tasks: the shaped reward in [0, 1])."""
     shaped_reward: float | None = None
     """A task-defined dense reward, when the task defines one (recorded separately)."""
     advantage: float | None = None
@@ -208,7 +208,7 @@ def export_sft(
     n = 0
     with out.open("w", encoding="utf-8") as f:
         for rec in records:
-            if rec.reward < min_reward:
+            if rec.reward < min_reward and not rec.success:  # (a landed roadster flight: shaped reward < 1)
                 continue
             if fmt == "openai":
                 row: dict[str, Any] = {"messages": rec.chat_messages(root)}
