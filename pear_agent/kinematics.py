@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pinocchio as pin
@@ -93,6 +94,68 @@ class _PartChain:
         self.table: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
+def _root_body_poses(path: Path, label: str) -> dict[str, pin.SE3]:
+    """The pose (`pos`, `quat`) of each jointless body directly under `<worldbody>` of an MJCF file."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        world = ET.parse(path).getroot().find("worldbody")
+    except (ET.ParseError, OSError) as exc:
+        raise RobotConfigError(f"{label}: key model.mjcf ({path}): not readable XML: {exc}") from None
+    poses: dict[str, pin.SE3] = {}
+    for body in [] if world is None else world.findall("body"):
+        if body.find("joint") is not None or body.find("freejoint") is not None:
+            continue
+        odd = [a for a in ("euler", "axisangle", "xyaxes", "zaxes") if body.get(a) is not None]
+        name = body.get("name", "")
+        if odd:
+            raise RobotConfigError(
+                f"{label}: key model.mjcf ({path}): root body {name!r} is oriented by {odd[0]}; the "
+                "kinematics read a root body's orientation from quat only"
+            )
+        pos = [float(v) for v in (body.get("pos") or "0 0 0").split()]
+        quat = [float(v) for v in (body.get("quat") or "1 0 0 0").split()]
+        poses[name] = pin.SE3(quat_wxyz_to_matrix(quat), np.array(pos))
+    return poses
+
+
+def _place_root_bodies(model: pin.Model, path: Path, label: str) -> None:
+    """Pinocchio's MJCF parser (4.1) drops the pose of a jointless root body (a robot base turned
+    about z, as in MuJoCo Menagerie's UR5e: stack-of-tasks/pinocchio#2782), so FK would disagree
+    with MuJoCo. Compose it back onto what hangs from the universe, unless the parser kept it."""
+    poses = {n: p for n, p in _root_body_poses(path, label).items() if not p.isIdentity(1e-12)}
+    if not poses:
+        return
+
+    def root_of(frame_id: int) -> str | None:
+        while frame_id > 0:
+            frame = model.frames[frame_id]
+            if frame.parentJoint == 0 and frame.name in poses and frame.type == pin.FrameType.BODY:
+                return frame.name
+            frame_id = frame.parentFrame
+        return None
+
+    kept = [
+        n
+        for n in poses
+        if model.existBodyName(n) and not model.frames[model.getBodyId(n)].placement.isIdentity()
+    ]
+    if kept:  # a Pinocchio that places root bodies itself
+        return
+    for fid in range(1, len(model.frames)):
+        frame = model.frames[fid]
+        root = root_of(fid)
+        if frame.parentJoint == 0 and root is not None:
+            frame.placement = poses[root] * frame.placement
+            model.frames[fid] = frame
+    for jid in range(1, model.njoints):
+        if model.parents[jid] != 0:
+            continue
+        root = root_of(model.getFrameId(model.names[jid], pin.FrameType.JOINT))
+        if root is not None:
+            model.jointPlacements[jid] = poses[root] * model.jointPlacements[jid]
+
+
 class Kinematics:
     """FK and damped-least-squares IK for every arm part of a robot description."""
 
@@ -115,6 +178,7 @@ class Kinematics:
             raise RobotConfigError(
                 f"{robot.label}: key model.mjcf ({path}): Pinocchio: {' '.join(str(exc).split())}"
             ) from None
+        _place_root_bodies(self.model, path, robot.label)
         self.chains = {
             name: _PartChain(self.model, part, name, robot.label) for name, part in robot.parts.items()
         }

@@ -208,8 +208,15 @@ class Home(_Strict):
 
 
 class ArmSim(_Strict):
+    """The simulator's joint position servos: one gain pair per joint. Without `actuators` the sim
+    adds a servo per joint; a model file that ships its own position actuators for the arm names
+    them here (in joint order) and the sim drives those, with `kp`/`kv` as their gains."""
+
     kp: list[float]
     kv: list[float]
+    actuators: list[str] = Field(
+        default_factory=list, description="the model's own position actuators of the joints, in order"
+    )
 
 
 class Part(_Strict):
@@ -230,6 +237,8 @@ class Part(_Strict):
             raise ValueError(f"home.joints_rad has {len(self.home.joints_rad)} values for {n} joints")
         if self.sim and (len(self.sim.kp) != n or len(self.sim.kv) != n):
             raise ValueError(f"sim.kp and sim.kv need one gain per joint ({n})")
+        if self.sim and self.sim.actuators and len(self.sim.actuators) != n:
+            raise ValueError(f"sim.actuators needs one actuator per joint ({n}), or none")
         unknown = set(self.limits.joint_limits_rad) - set(self.joints)
         if unknown:
             raise ValueError(f"limits.joint_limits_rad names joints not in this part: {sorted(unknown)}")

@@ -32,7 +32,12 @@ configure_gl()
 
 import mujoco  # noqa: E402
 
-from sim_adapters.mujoco.scene import build_robot_spec, compile_spec, scene_option  # noqa: E402
+from sim_adapters.mujoco.scene import (  # noqa: E402
+    arm_actuator_names,
+    build_robot_spec,
+    compile_spec,
+    scene_option,
+)
 from sim_adapters.mujoco.tasks.base import MujocoTask  # noqa: E402
 
 
@@ -52,7 +57,7 @@ class _PartIO:
         self.joint_names = list(part.joints)
         self.qadr = np.array([model.joint(j).qposadr[0] for j in part.joints])
         self.dadr = np.array([model.joint(j).dofadr[0] for j in part.joints])
-        self.act = np.array([model.actuator(f"{j}_pos").id for j in part.joints])
+        self.act = np.array([model.actuator(a).id for a in arm_actuator_names(part)])
         self.home = np.array(part.home.joints_rad)
         self.home_gripper = part.home.gripper
         self.vmax = part.limits.joint_velocity_rad_s

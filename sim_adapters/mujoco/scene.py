@@ -10,7 +10,7 @@ import mujoco
 import numpy as np
 
 from pear_agent.kinematics import quat_wxyz_to_matrix
-from pear_agent.robot_config import RobotConfig, RobotConfigError
+from pear_agent.robot_config import Part, RobotConfig, RobotConfigError
 
 
 def look_at_quat(pos: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -44,6 +44,43 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).replace("Error:", "").split())
 
 
+def arm_actuator_names(part: Part) -> list[str]:
+    """The actuators that servo an arm part's joints: the model's own (`sim.actuators`) or the ones
+    the scene adds (`<joint>_pos`)."""
+    if part.sim is not None and part.sim.actuators:
+        return list(part.sim.actuators)
+    return [f"{j}_pos" for j in part.joints]
+
+
+def _check_arm_actuators(label: str, key: str, part: Part, spec: mujoco.MjSpec) -> None:
+    """`sim.actuators` are the model's joint actuators of the part's joints, in order; without
+    them no model actuator may already servo an arm joint (it would fight the added servo)."""
+    if part.sim is None:
+        return
+    named = set(part.sim.actuators)
+    for i, (joint, act_name) in enumerate(zip(part.joints, part.sim.actuators, strict=False)):
+        act = spec.actuator(act_name)
+        if act is None:
+            raise RobotConfigError(
+                f"{label}: key {key}.sim.actuators.{i}: actuator {act_name!r} is not in the model"
+            )
+        if act.trntype != mujoco.mjtTrn.mjTRN_JOINT or act.target != joint:
+            raise RobotConfigError(
+                f"{label}: key {key}.sim.actuators.{i}: actuator {act_name!r} does not drive joint {joint!r}"
+            )
+    for act in spec.actuators:
+        if (
+            act.name not in named
+            and act.trntype == mujoco.mjtTrn.mjTRN_JOINT
+            and act.target in part.joints
+            and act.biastype != mujoco.mjtBias.mjBIAS_NONE
+        ):
+            raise RobotConfigError(
+                f"{label}: key {key}.sim.actuators: the model's actuator {act.name!r} already servos joint "
+                f"{act.target!r}; list the model's actuators of the joints in sim.actuators to drive them"
+            )
+
+
 def check_names(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
     """Every body, joint and actuator the description names exists in the (attached) model."""
     label = robot.label
@@ -54,6 +91,7 @@ def check_names(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
         missing = [j for j in part.joints if j not in joints]
         if missing:
             raise RobotConfigError(f"{label}: key {key}.joints: {missing} not in the model")
+        _check_arm_actuators(label, key, part, spec)
         if spec.body(part.end_effector.parent_body) is None:
             raise RobotConfigError(
                 f"{label}: key {key}.end_effector.parent_body: body {part.end_effector.parent_body!r} "
@@ -108,6 +146,7 @@ def build_robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
         child = _load_spec(robot, att.file, f"{key}.file")
         if att.angle_unit != "file":
             child.compiler.degree = att.angle_unit == "degree"
+        _adopt_contact_options(spec, child)
         parent = spec.body(att.parent_body)
         if parent is None:
             raise RobotConfigError(
@@ -134,8 +173,12 @@ def build_robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
             group=4,
         )
         if part.sim is not None:
-            for joint, kp, kv in zip(part.joints, part.sim.kp, part.sim.kv, strict=True):
-                act = spec.add_actuator(name=f"{joint}_pos", target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
+            for joint, act_name, kp, kv in zip(
+                part.joints, arm_actuator_names(part), part.sim.kp, part.sim.kv, strict=True
+            ):
+                act = spec.actuator(act_name) if part.sim.actuators else None
+                if act is None:
+                    act = spec.add_actuator(name=act_name, target=joint, trntype=mujoco.mjtTrn.mjTRN_JOINT)
                 act.gaintype = mujoco.mjtGain.mjGAIN_FIXED
                 act.biastype = mujoco.mjtBias.mjBIAS_AFFINE
                 act.gainprm[0] = kp
@@ -196,6 +239,20 @@ def build_robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
     spec.visual.global_.offwidth = max_w
     spec.visual.global_.offheight = max_h
     return spec
+
+
+_CONTACT_OPTIONS = ("cone", "impratio")
+
+
+def _adopt_contact_options(spec: mujoco.MjSpec, child: mujoco.MjSpec) -> None:
+    """An attached file's contact options (friction cone, impratio) apply where the main file
+    leaves MuJoCo's default: a gripper tuned for elliptic cones (Menagerie's 2F-85) grasps as its
+    file says. MuJoCo's attach would keep the parent's value and warn."""
+    default = mujoco.MjSpec().option
+    for name in _CONTACT_OPTIONS:
+        base = getattr(default, name)
+        if getattr(spec.option, name) == base and getattr(child.option, name) != base:
+            setattr(spec.option, name, getattr(child.option, name))
 
 
 def compile_spec(robot: RobotConfig, spec: mujoco.MjSpec) -> mujoco.MjModel:
