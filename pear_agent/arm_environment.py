@@ -29,9 +29,9 @@ def describe_executed(executed: dict[str, dict[str, Any]]) -> str:
     for name, q in executed.items():
         bits = []
         if any(round(v, 1) for v in q.get("move_cm", ())):
-            bits.append("move " + " ".join(f"{v:+.1f}" for v in q["move_cm"]) + " cm")
+            bits.append("move " + " ".join(f"{round(v, 1) + 0.0:+.1f}" for v in q["move_cm"]) + " cm")
         if any(round(v, 2) for v in q.get("turn_rad", ())):
-            bits.append("turn " + " ".join(f"{v:+.2f}" for v in q["turn_rad"]) + " rad")
+            bits.append("turn " + " ".join(f"{round(v, 2) + 0.0:+.2f}" for v in q["turn_rad"]) + " rad")
         if "gripper" in q:
             bits.append(f"gripper {q['gripper']:.1f}")
         parts.append(f"{name} " + ", ".join(bits) if bits else f"{name} holds")
