@@ -125,8 +125,16 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     from pear_agent.protocol.actions import action_schema
     from pear_agent.protocol.prompts import encode_jpeg, system_prompt, turn_text
     from pear_agent.protocol.state import robot_state, scene_facts, state_json
-    from pear_agent.registry import make_backend, task_entry
+    from pear_agent.registry import is_environment_task, make_backend, make_environment, task_entry
 
+    if is_environment_task(args.task):  # the roadster: its briefing, first telemetry row, command schema
+        env = make_environment(args.task, render=False, wind=getattr(args, "wind", None))
+        env.reset(args.seed)
+        print("=== system ===\n" + env.system_prompt())
+        print("=== user (turn 1) ===\n" + env.observe(1, env.task.max_turns, None).text)
+        if args.schema:
+            print("=== command schema ===\n" + json.dumps(env.response_schema(), indent=2))
+        return 0
     entry = task_entry(args.task)
     robot = load_robot(args.robot or entry.default_robot)
     backend = make_backend(args.task, robot, render=True)
@@ -206,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     prompt = sub.add_parser("prompt", help="print the system prompt and the first turn")
     prompt.add_argument("--task", default="pick_cube")
+    prompt.add_argument("--wind", default=None, choices=["light", "gale", "storm"], help="roadster tasks")
     prompt.add_argument("--robot", default=None)
     prompt.add_argument("--seed", type=int, default=0)
     prompt.add_argument(

@@ -1,0 +1,68 @@
+"""`pear-agent run / prompt / bench / compare` with roadster tasks: the real CLI, in process."""
+
+import json
+
+import pytest
+
+from pear_agent.cli import main
+
+pytest.importorskip("mujoco")
+
+
+def test_run_a_ramp_flip_prints_the_summary_with_the_reward(tmp_path, capsys):
+    rc = main(["run", "--task", "roadster_ramp_flip", "--seed", "20001", "--no-video", "--json",
+               "--runs-dir", str(tmp_path)])  # fmt: skip
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert rc == 0 and summary["success"] and summary["task"] == "roadster_ramp_flip:light"
+    assert summary["robot"] == "roadster" and 0.8 <= summary["reward"] <= 1.0
+    assert (tmp_path / next(p.name for p in tmp_path.iterdir()) / "episode.jsonl").exists()
+
+
+def test_run_realtime_with_a_3s_latency_crashes_the_kickflip(tmp_path, capsys):
+    rc = main(["run", "--task", "roadster_kickflip", "--wind", "storm", "--seed", "20002", "--no-video",
+               "--realtime", "--latency", "3", "--runs-dir", str(tmp_path)])  # fmt: skip
+    out = capsys.readouterr().out
+    assert rc == 1 and "realtime (+3 s per decision)" in out and "failure (crashed" in out
+
+
+def test_bench_wind_axis_then_paired_compare_and_report(tmp_path, capsys):
+    paused, late = tmp_path / "paused", tmp_path / "late"
+    common = [
+        "--tasks",
+        "roadster_kickflip",
+        "--wind",
+        "light,storm",
+        "--episodes",
+        "3",
+        "--no-video",
+        "--quiet",
+    ]
+    assert main(["bench", *common, "--out", str(paused)]) == 0
+    assert main(["bench", *common, "--out", str(late), "--realtime", "--latency", "1.0"]) == 0
+    lines = [json.loads(x) for x in (paused / "results.jsonl").read_text().splitlines()]
+    assert {x["key"] for x in lines} == {f"roadster_kickflip:{w}/s{s}" for w in ("light", "storm")
+                                         for s in (20000, 20001, 20002)}  # fmt: skip
+    assert all(x["policy"] == "pilot" and "reward" in x and x["wind"] in ("light", "storm") for x in lines)
+    capsys.readouterr()
+    assert main(["compare", str(paused), str(late), "--json"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    assert c["shared"] == 6 and c["b"]["successes"] == 0
+    assert c["a_only_success"] == c["a"]["successes"] >= 3  # every light kickflip lands paused
+    page = next((paused / "episodes").iterdir()) / "report.html"
+    assert "<svg" in page.read_text() and "reply s" in page.read_text()
+
+
+def test_bad_wind_in_bench_is_one_line(tmp_path, capsys):
+    rc = main(
+        ["bench", "--tasks", "roadster_kickflip", "--wind", "breeze", "--out", str(tmp_path), "--quiet"]
+    )
+    err = capsys.readouterr().err.strip()
+    assert rc == 2 and err == (
+        "pear-agent: error: --wind: unknown wind band 'breeze'; bands are: light, gale, storm"
+    )
+
+
+def test_prompt_prints_the_briefing_row_and_schema(capsys):
+    assert main(["prompt", "--task", "roadster_kickflip", "--wind", "gale", "--schema"]) == 0
+    out = capsys.readouterr().out
+    assert "stunt: kickflip" in out and "telemetry t_s=0" in out and '"propertyName": "mode"' in out
