@@ -21,9 +21,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks._common import emit, machine, verdict  # noqa: E402
-from pear_agent.bench.runner import split_seeds  # noqa: E402
-from pear_agent.bench.stats import mcnemar_exact, wilson  # noqa: E402
+from benchmarks._common import emit, machine, verdict
+from pear_agent.bench.runner import split_seeds
+from pear_agent.bench.stats import mcnemar_exact, wilson
 
 TARGETS = {
     ("roadster_ramp_flip", "light"): (0.95, 1.0),
@@ -69,7 +69,8 @@ def main() -> int:
     winds = [w for w in args.winds.split(",") if w]
     lats = [float(x) for x in args.latencies.split(",") if x]
     t0 = time.perf_counter()
-    header = ["stunt", "wind", "clock", "landed", "rate", "95% CI", "target", "only paused", "only rt", "McNemar p"]
+    header = ["stunt", "wind", "clock", "landed", "rate", "95% CI", "target", "only paused", "only rt"]
+    header.append("McNemar p")
     rows: list[list[Any]] = []
     result: dict[str, Any] = {"flights": args.flights, "split": args.split, "paused": {}, "realtime": {}}
     paused: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
@@ -96,7 +97,8 @@ def main() -> int:
                 s = summary(flights)
                 only_p = sum(1 for k in seeds if base[k]["success"] and not flights[k]["success"])
                 only_r = sum(1 for k in seeds if flights[k]["success"] and not base[k]["success"])
-                s |= {"only_paused": only_p, "only_realtime": only_r, "mcnemar_p": mcnemar_exact(only_p, only_r)}
+                p_value = mcnemar_exact(only_p, only_r)
+                s |= {"only_paused": only_p, "only_realtime": only_r, "mcnemar_p": p_value}
                 result["realtime"][f"{task}/{wind}/{lat:g}s"] = s
                 rows.append(
                     [task, wind, f"realtime +{lat:g}s", f"{s['successes']}/{s['n']}", s["rate"],
