@@ -139,13 +139,22 @@ def text_tokens(messages: list[Message]) -> int:
 def dropped_prompt_warning(prompt_tokens: int, messages: list[Message]) -> str | None:
     """A warning when the server counted far fewer prompt tokens than the request's text holds."""
     expected = text_tokens(messages)
-    if expected >= 100 and prompt_tokens < expected // 2:
-        return (
-            f"the server counted {prompt_tokens} prompt tokens for a request of ~{expected} text tokens: "
-            "its chat template probably dropped part of the prompt (system message or list-form content); "
-            "try --observation state (plain-string content) or a template that keeps them"
-        )
-    return None
+    if expected < 100 or prompt_tokens >= expected // 2:
+        return None
+    lists = any(isinstance(m["content"], list) for m in messages)
+    system = any(m["role"] == "system" for m in messages)
+    cause, fix = [], []
+    if lists:
+        cause.append("list-form content (images)")
+        fix.append("--observation state sends plain strings")
+    if system:
+        cause.append("the system message")
+        fix.append("a chat template that keeps system messages (e.g. llama-cpp-python --chat_format chatml)")
+    dropped = " or ".join(cause) or "part of the prompt"
+    return (
+        f"the server counted {prompt_tokens} prompt tokens for a request of ~{expected} text tokens: "
+        f"its chat template probably dropped {dropped}; {'; or '.join(fix) or 'check the template'}"
+    )
 
 
 def window_from_models(payload: Any, model: str) -> int | None:

@@ -218,8 +218,8 @@ def test_dropped_prompt_is_warned_in_log_and_console(capsys) -> None:
     with bad_server() as root:
         listy = policy(root, "listdrop").act(messages(images=True), ctx())
         stringy = policy(root, "listdrop").act(messages(images=False), ctx())
-    assert "dropped part of the prompt" in listy.info["warnings"][0]
-    assert "dropped part of the prompt" in capsys.readouterr().err
+    assert "its chat template probably dropped" in listy.info["warnings"][0]
+    assert "its chat template probably dropped" in capsys.readouterr().err
     # the same text sent as a string: the template keeps the user turn (only the system message goes)
     assert stringy.usage["prompt_tokens"] > listy.usage["prompt_tokens"] + 100
 
@@ -256,3 +256,10 @@ def test_context_budget_defaults_to_the_servers_window() -> None:
         given = p.parse_args(["--model", "m", "--base-url", f"{root}/vllm/v1", "--max-context-tokens", "900"])
         assert oc.clock_from_args(given)["max_context_tokens"] == 900
     assert oc.clock_from_args(p.parse_args([]))["max_context_tokens"] == oc.DEFAULT_CONTEXT_TOKENS
+
+
+def test_dropped_prompt_warning_names_the_likely_cause() -> None:
+    listy = dropped_prompt_warning(7, wire_messages(messages(images=True), None))
+    assert "list-form content" in listy and "--observation state" in listy
+    stringy = dropped_prompt_warning(50, wire_messages(messages(images=False), None))
+    assert "system message" in stringy and "--observation state" not in stringy
