@@ -116,3 +116,11 @@ def test_model_paths_stay_inside_the_yaml_folder_or_a_wheel(tmp_path: Path) -> N
             robot.resolve(robot.model.mjcf)
     robot = load_robot(_write(tmp_path, lambda r: r["model"].update(mjcf="m.xml")))
     assert robot.resolve(robot.model.mjcf) == (tmp_path / "m.xml").resolve()
+
+
+def test_sim_actuators_need_one_per_joint(tmp_path: Path) -> None:
+    path = _write(tmp_path, lambda r: r["parts"]["arm"]["sim"].update(actuators=["a1", "a2"]))
+    with pytest.raises(
+        RobotConfigError, match=r"parts\.arm: .*sim\.actuators needs one actuator per joint \(7\)"
+    ):
+        load_robot(path)

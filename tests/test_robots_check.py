@@ -221,10 +221,11 @@ def test_check_flags_cameras_the_model_cannot_use(tmp_path: Path, case: str, mut
     assert str(path) in line and "FAIL" in line and what in line, line
 
 
-def test_check_passes_the_shipped_panda_and_sees_the_fingertips() -> None:
-    p = _cli("robots", "--check", str(PANDA))
+@pytest.mark.parametrize("path", [PANDA, ROBOTS_DIR / "ur5e_2f85.yaml"], ids=["panda", "ur5e_2f85"])
+def test_check_passes_the_shipped_panda_and_sees_the_fingertips(path: Path) -> None:
+    p = _cli("robots", "--check", str(path))
     assert p.returncode == 0, p.stdout + p.stderr
-    assert f"{PANDA}  ok" in p.stdout
+    assert f"{path}  ok" in p.stdout
     assert "camera wrist: gripper visible" in p.stdout
     assert "gripper closes" in p.stdout
 
