@@ -66,3 +66,18 @@ def test_prompt_prints_the_briefing_row_and_schema(capsys):
     assert main(["prompt", "--task", "roadster_kickflip", "--wind", "gale", "--schema"]) == 0
     out = capsys.readouterr().out
     assert "stunt: kickflip" in out and "telemetry t_s=0" in out and '"propertyName": "mode"' in out
+
+
+def test_replay_of_a_recorded_flight_flies_it_again(tmp_path, capsys):
+    args = ["run", "--task", "roadster_kickflip", "--wind", "gale", "--seed", "20004", "--no-video", "--json"]
+    main([*args, "--runs-dir", str(tmp_path / "a")])
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    log = next((tmp_path / "a").iterdir()) / "episode.jsonl"
+    main([*args, "--runs-dir", str(tmp_path / "b"), "--policy", "replay", "--replay", str(log)])
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (again["success"], again["detail"], again["turns"]) == (
+        first["success"],
+        first["detail"],
+        first["turns"],
+    )
+    assert again["reward"] == first["reward"]
