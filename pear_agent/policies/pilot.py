@@ -63,6 +63,10 @@ def _text(content: Any) -> str:
     return "\n".join(c.get("text", "") for c in content if isinstance(c, dict))
 
 
+def _deg(x: float) -> float:
+    return round(x, 1) + 0.0  # (no "-0.0" in replies)
+
+
 def lean_against_drift(row: dict[str, Any], p: PilotParams = DEFAULT) -> float:
     """Roll (degrees, + = right side down = pushes toward -y) that steers back to the road's centre."""
     accel = p.drift_pos_gain * row["y_m"] + p.drift_vel_gain * row["v_side_mps"]
@@ -76,7 +80,7 @@ def _descent(row: dict[str, Any], p: PilotParams) -> tuple[str, dict[str, Any]]:
     vz = -max(1.5, math.sqrt(2 * p.brake_mps2 * max(h - 0.3, 0.0)))
     return f"descend at {vz:.1f} m/s leaning against drift", {
         "mode": "hold",
-        "roll": round(lean_against_drift(row, p), 1),
+        "roll": _deg(lean_against_drift(row, p)),
         "pitch": 0.0,
         "vz": round(max(vz, -10.0), 1),
     }
@@ -90,7 +94,7 @@ def kickflip(row: dict[str, Any], p: PilotParams = DEFAULT) -> tuple[str, dict[s
         if not past:
             return "rolled; hold height until past the truck", {
                 "mode": "hold",
-                "roll": round(lean_against_drift(row, p), 1),
+                "roll": _deg(lean_against_drift(row, p)),
                 "pitch": 0.0,
                 "vz": 0.0,
             }
@@ -103,7 +107,7 @@ def kickflip(row: dict[str, Any], p: PilotParams = DEFAULT) -> tuple[str, dict[s
     if row["time_to_truck_s"] <= p.climb_at_truck_s or h > 0.3:
         return "truck close: climb", {
             "mode": "hold",
-            "roll": round(lean_against_drift(row, p) if h > 0.5 else 0.0, 1),
+            "roll": _deg(lean_against_drift(row, p) if h > 0.5 else 0.0),
             "pitch": 0.0,
             "vz": round(p.climb_vz_mps, 1),
         }
