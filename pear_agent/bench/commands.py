@@ -42,7 +42,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
         for t in tasks:
             if not is_environment_task(t):
                 task_entry(t)
-        episodes = args.episodes or (192 if all(is_environment_task(t) for t in tasks) else 10)
+        episodes = args.episodes
+        if episodes is None:
+            episodes = 192 if all(is_environment_task(t) for t in tasks) else 10
         seeds = parse_seeds(args.seeds) if args.seeds else split_seeds(args.split, episodes)
     settings = settings_from_args(args)
     if settings is not None:
