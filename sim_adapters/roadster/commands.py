@@ -1,6 +1,7 @@
 """The five commands a pilot may send, their JSON Schema, and the reply parser.
 
-A reply is any text holding one JSON object (a ```json fence, or bare); the last object wins.
+A reply is any text holding one JSON object (a ```json fence, or bare); the last object wins, and
+only the text after the last `</think>` counts.
 Bad replies raise `CommandError` with one line naming the cause.
 """
 
@@ -130,6 +131,8 @@ def _fields(mode: Any) -> str:
 def parse_command(text: str) -> Coast | Climb | Hold | Rotate | Land:
     if not isinstance(text, str) or not text.strip():
         raise CommandError('empty reply: send one JSON command such as {"mode": "coast"}')
+    if "</think>" in text:  # a reasoning model's thoughts are not its answer
+        text = text.rsplit("</think>", 1)[1]
     candidates = _json_candidates(text)
     if not candidates:
         raise CommandError('no JSON object in the reply: send one command such as {"mode": "coast"}')

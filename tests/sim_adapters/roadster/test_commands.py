@@ -23,6 +23,9 @@ def test_reasoning_then_fenced_json_and_last_object_wins():
     text = 'Truck is 1.1 s away {"mode": "coast"} so climb.\n```json\n{"mode": "climb", "vz": 5}\n```'
     assert parse_command(text) == Climb(mode="climb", vz=5.0)
     assert parse_command('{"mode": "coast"} then {"mode": "land"}').mode == "land"
+    assert parse_command('<think>maybe {"mode": "land"}</think>{"mode": "coast"}').mode == "coast"
+    with pytest.raises(CommandError, match="no JSON object"):
+        parse_command('<think>{"mode": "land"}</think> I will land.')
 
 
 @pytest.mark.parametrize(
