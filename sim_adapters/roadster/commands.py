@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 MAX_VZ_MPS = 10.0
 MAX_LEAN_DEG = 45.0
 MAX_ROTATE_DEG = 720.0
+MAX_REPLY_CHARS = 1_000_000
 
 
 class _Cmd(BaseModel):
@@ -131,6 +132,10 @@ def _fields(mode: Any) -> str:
 def parse_command(text: str) -> Coast | Climb | Hold | Rotate | Land:
     if not isinstance(text, str) or not text.strip():
         raise CommandError('empty reply: send one JSON command such as {"mode": "coast"}')
+    if len(text) > MAX_REPLY_CHARS:
+        raise CommandError(
+            f"the reply is longer than {MAX_REPLY_CHARS:,} characters: send one short JSON command"
+        )
     if "</think>" in text:  # a reasoning model's thoughts are not its answer
         text = text.rsplit("</think>", 1)[1]
     candidates = _json_candidates(text)

@@ -53,6 +53,11 @@ def test_bad_replies_name_the_cause_in_one_line(reply, needle):
     assert "\n" not in msg and "Traceback" not in msg
 
 
+def test_a_huge_reply_is_refused_quickly():
+    with pytest.raises(CommandError, match="longer than 1,000,000 characters"):
+        parse_command("{" * 2_000_000)
+
+
 def test_schema_names_all_five_modes_and_validates_examples():
     schema = command_schema()
     text = json.dumps(schema)
