@@ -19,6 +19,7 @@ CASES = {
     "parallel": ["--episodes", "2", "--tasks", "pick_cube", "--rounds", "1"],
     "ros2_latency": ["--messages", "5", "--rate-hz", "50", "--timeout", "30"],
     "parser_fuzz": ["--examples", "300"],
+    "abandoned_decision": ["--reps", "1", "--max-tokens", "200"],
 }
 
 
@@ -46,6 +47,8 @@ def run_script(name: str, args: list[str], timeout: float = 240) -> dict:
 def test_benchmark_script_prints_json(name: str) -> None:
     if name == "ros2_latency":
         pytest.importorskip("rclpy", reason="ROS 2 wheels are not installed")
+    if name == "abandoned_decision":
+        pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (setup.sh --llm-server)")
     out = run_script(name, CASES[name])
     if name == "ik":
         r = out["parts"]["panda/arm"]
