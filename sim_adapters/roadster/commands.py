@@ -17,6 +17,7 @@ MAX_VZ_MPS = 10.0
 MAX_LEAN_DEG = 45.0
 MAX_ROTATE_DEG = 720.0
 MAX_REPLY_CHARS = 1_000_000
+MAX_COMMAND_CHARS = 1000
 
 
 class _Cmd(BaseModel):
@@ -142,17 +143,21 @@ def parse_command(text: str) -> Coast | Climb | Hold | Rotate | Land:
     if not candidates:
         raise CommandError('no JSON object in the reply: send one command such as {"mode": "coast"}')
     raw = candidates[-1]
+    if len(raw) > MAX_COMMAND_CHARS:
+        raise CommandError(f"the command object is longer than {MAX_COMMAND_CHARS} characters")
     try:
         obj = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise CommandError(f"the command is not valid JSON: {exc.msg} at character {exc.pos}") from None
+    except RecursionError:
+        raise CommandError("the command is nested too deeply") from None
     if not isinstance(obj, dict):
         raise CommandError("the command must be a JSON object")
     for key, value in obj.items():
         if (isinstance(value, float) and value != value) or value in (float("inf"), float("-inf")):
             raise CommandError(f"'{key}' must be a finite number")
     try:
-        return _ADAPTER.validate_python(obj, strict=False)
+        return _ADAPTER.validate_python(obj, strict=True)
     except ValidationError as exc:
         raise CommandError(_describe(exc, obj)) from None
 

@@ -43,6 +43,10 @@ def test_reasoning_then_fenced_json_and_last_object_wins():
         ('{"mode": "land", "gently": true}', "unknown field 'gently'"),
         ('{"mode": "climb", "vz": NaN}', "finite"),
         ('{"mode": "climb", "vz": 1,}', "not valid JSON"),
+        ('{"mode": "climb", "vz": 1e400}', "finite"),
+        ('{"mode": "climb", "vz": true}', "climb: 'vz'"),
+        ('{"mode": ' + "[" * 5000 + "]" * 5000 + "}", "longer than 1000 characters"),
+        ('{"mode": ' + "[" * 400 + "]" * 400 + "}", "'mode' must be one of"),
     ],
 )
 def test_bad_replies_name_the_cause_in_one_line(reply, needle):
