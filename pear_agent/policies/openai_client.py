@@ -207,8 +207,12 @@ class OpenAIPolicy:
             return want, want
         if "dialect" not in self._facts:
             self._facts["dialect"], self._facts["dialect_note"] = self._probe_dialect()
-            _warn_or_note = f"structured output: auto chose {self._facts['dialect'] or 'off'}"
-            print(f"pear-agent: {_warn_or_note} ({self._facts['dialect_note']})", file=sys.stderr, flush=True)
+            chosen = self._facts["dialect"] or "off"
+            print(
+                f"pear-agent: structured output: auto chose {chosen} ({self._facts['dialect_note']})",
+                file=sys.stderr,
+                flush=True,
+            )
         chosen = self._facts["dialect"]
         return chosen, f"auto -> {chosen or 'off'}"
 
@@ -221,8 +225,8 @@ class OpenAIPolicy:
                 self.client.chat.completions.create(
                     model=self.settings.model,
                     messages=[{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}],
-                    max_tokens=8,
                     response_format=response_format(dialect, PROBE_SCHEMA),  # type: ignore[arg-type]
+                    **{self._facts.get("max_tokens_key", "max_tokens"): 8},
                     timeout=min(30.0, self.settings.timeout_s),
                 )
                 return dialect, "; ".join([*notes, f"{dialect}: accepted"])
