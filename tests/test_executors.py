@@ -43,13 +43,18 @@ def _alive(pid: int) -> bool:
         return False
 
 
-def _runner_with_two_parked_workers(tmp_path: Path) -> tuple[subprocess.Popen, list[int]]:
-    code = (
-        "from pear_agent.executors import run_local; from tests.test_executors import _park; "
-        f"list(run_local(_park, [{{'dir': {json.dumps(str(tmp_path))}}}] * 2, workers=2))"
+def _runner_with_two_parked_workers(tmp_path: Path, ray: bool = False) -> tuple[subprocess.Popen, list[int]]:
+    jobs = f"[{{'dir': {json.dumps(str(tmp_path))}}}] * 2"
+    run = (
+        f"run_ray(_park, {jobs}, address='local', num_workers=2)"
+        if ray
+        else f"run_local(_park, {jobs}, workers=2)"
     )
-    runner = subprocess.Popen([sys.executable, "-c", code], cwd=REPO)
-    deadline = time.monotonic() + 60
+    code = f"from pear_agent.executors import *; from tests.test_executors import _park; list({run})"
+    runner = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}
+    )
+    deadline = time.monotonic() + (120 if ray else 60)
     while len(list(tmp_path.glob("*.pid"))) < 2:
         assert time.monotonic() < deadline, "workers did not start"
         assert runner.poll() is None, "the runner died early"
@@ -86,3 +91,15 @@ def test_a_worker_stops_on_sigterm(tmp_path) -> None:
         runner.wait(timeout=30)
         for p in _wait_gone(workers):
             os.kill(p, signal.SIGKILL)
+
+
+def test_ray_reclaims_its_workers_when_the_driver_is_killed(tmp_path) -> None:
+    """Ray tasks are Ray's: with a local instance, kill -9 of the driver ends its workers too."""
+    pytest.importorskip("ray")
+    runner, workers = _runner_with_two_parked_workers(tmp_path, ray=True)
+    runner.kill()
+    runner.wait(timeout=30)
+    left = _wait_gone(workers, timeout_s=60)
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert left == [], f"Ray workers left after kill -9 of the driver: {left}"
