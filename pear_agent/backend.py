@@ -57,6 +57,17 @@ class TaskInfo:
 FrameSink = Callable[[np.ndarray], None]
 
 
+class EpisodeAborted(Exception):
+    """Raised by `Backend.reset` when the episode ends before the first decision (e.g. a stack check
+    failed or the home move was e-stopped). The loop ends the episode with end_reason `status`
+    ("stopped" or "refused") and `detail`, without calling the policy."""
+
+    def __init__(self, status: str, detail: str = "") -> None:
+        super().__init__(f"{status}: {detail}" if detail else status)
+        self.status = status
+        self.detail = detail
+
+
 class Backend(Protocol):
     robot: RobotConfig
     task: TaskInfo

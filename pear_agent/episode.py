@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pear_agent.backend import Backend
+from pear_agent.backend import Backend, EpisodeAborted
 from pear_agent.environment import Environment
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.base import Policy, PolicyReply
@@ -122,6 +122,8 @@ class EpisodeResult:
     """True when the model was shown privileged simulator facts (object positions)."""
     judged: bool = False
     """True when the backend's judge_success decided `success` (hardware)."""
+    reward: float | None = None
+    """The last reward an environment gave with a step (None for the arm tasks)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -226,7 +228,10 @@ class Episode:
         cfg, env = self.config, self.env
         wall0 = time.perf_counter()
         self.policy.reset(seed)
-        env.reset(seed)
+        try:
+            env.reset(seed)
+        except EpisodeAborted as exc:  # the robot could not start (e.g. its home move was stopped)
+            return self._aborted(seed, exc, wall0)
         task = env.task
         max_turns = cfg.max_turns or task.max_turns
         sys_prompt = env.system_prompt()
@@ -303,12 +308,17 @@ class Episode:
                     if reply.usage.get("total_tokens"):
                         context_tokens = int(reply.usage["total_tokens"])
                         result.last_total_tokens = context_tokens
-                result.retries += max(0, len((reply.info or {}).get("attempts", [])) - 1)
+                info = reply.info or {}
+                result.retries += int(info.get("retries", max(0, len(info.get("attempts", [])) - 1)))
                 record["context_tokens"] = context_tokens
                 if reply.error:  # no reply: not a turn, and not a decision time
                     result.policy_failures += 1
-                    result.failed_latencies_s.append(reply.latency_s)
-                    self._end(result, "policy_error", reply.error)
+                    result.failed_latencies_s.append(float(info.get("decision_s", reply.latency_s)))
+                    # the client says "context_budget" when the server's context is full
+                    reason = (
+                        info.get("end_reason") if info.get("end_reason") in END_REASONS else "policy_error"
+                    )
+                    self._end(result, reason, reply.error)
                     self._log(record | {"error": reply.error, "end": result.end_reason})
                     break
                 result.latencies_s.append(reply.latency_s)
@@ -316,7 +326,9 @@ class Episode:
                 context_tokens += len(reply.text) // 4 if not reply.usage else 0
                 if cfg.mode == "realtime" and turn > 1:
                     # the world moved on while the policy decided; the last command stayed in force
-                    lag = reply.latency_s if cfg.latency_s is None else cfg.latency_s
+                    # the whole decision, failed attempts and backoff included: the world did not wait
+                    measured = float(info.get("decision_s", reply.latency_s))
+                    lag = measured if cfg.latency_s is None else cfg.latency_s
                     env.advance(lag)
                     result.advanced_s += lag
                     record["advanced_s"] = lag
@@ -361,7 +373,7 @@ class Episode:
                 step = env.execute(action)
                 record |= step.record
                 if step.reward is not None:
-                    record["reward"] = step.reward
+                    record["reward"] = result.reward = step.reward
                 feedback = step.feedback
                 result.sim_time_s = env.time_s()
                 self._report(turn, step.executed, step.status, env.time_s(), step.success)
@@ -388,6 +400,37 @@ class Episode:
         result.wall_time_s = time.perf_counter() - wall0
         result.sim_time_s = env.time_s()
         if self.writer is not None:
+            result.run_dir = str(self.writer.run_dir)
+            self.writer.finish(result.to_json() | latency_summary(result))
+        return result
+
+    def _aborted(self, seed: int, exc: EpisodeAborted, wall0: float) -> EpisodeResult:
+        """The episode ended in the backend's reset: no decision was asked for."""
+        cfg, env = self.config, self.env
+        try:
+            task_name = env.task.name
+        except Exception:  # the task may not be known when the reset failed
+            task_name = ""
+        status = exc.status if exc.status in END_REASONS else "refused"
+        result = EpisodeResult(
+            False,
+            0,
+            status,  # type: ignore[arg-type]
+            exc.detail or str(exc),
+            task=task_name,
+            robot=env.name,
+            seed=seed,
+            policy=self.policy.name,
+            mode=cfg.mode,
+            latency_injected_s=cfg.latency_s,
+            max_invalid=cfg.max_invalid,
+            wall_time_s=time.perf_counter() - wall0,
+        )
+        if self.writer is not None:
+            self.writer.log(
+                {"kind": "header", "protocol": PROTOCOL_VERSION, "task": task_name, "robot": env.name}
+                | {"seed": seed, "policy": self.policy.name, "mode": cfg.mode, "aborted": result.end_reason}
+            )
             result.run_dir = str(self.writer.run_dir)
             self.writer.finish(result.to_json() | latency_summary(result))
         return result

@@ -47,7 +47,13 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
     """(reasoning, reply text) for one request; raises ValueError with a user-facing message."""
     priv = body.get(PRIVILEGED_KEY)
     if not isinstance(priv, dict):
-        raise ValueError(NO_PRIVILEGED)
+        # a text world (the roadster) needs no privileged facts: its scripted pilot reads the messages
+        from pear_agent.policies.pilot import pilot_reply
+
+        try:
+            return pilot_reply(body["messages"])
+        except (ValueError, KeyError, TypeError, IndexError):
+            raise ValueError(NO_PRIVILEGED) from None
     task = priv.get("task")
     if task not in EXPERTS:
         raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")

@@ -123,6 +123,7 @@ def test_the_loop_drives_a_non_arm_world_with_corrections(tmp_path) -> None:
     assert lines[0]["world"] == "line" and lines[0]["max_invalid"] == 3
     turns = lines[1:]
     assert [t["x"] for t in turns] == [0, 1, 1, 2, 2] and turns[-1]["reward"] == 1.0
+    assert res.reward == 1.0  # the last step's reward is the result's
     assert "invalid reply (1 in a row" in turns[2]["prompt"] and "step 5 is outside" in turns[4]["prompt"]
     assert policy.seen[0].response_schema == env.response_schema()
 

@@ -229,3 +229,29 @@ def test_policy_error_ends_episode(backend, panda_kin) -> None:
     assert res.end_reason == "policy_error" and "connection refused" in res.detail
     # a failed request is neither a turn nor a decision time; it is counted apart
     assert res.turns == 0 and res.latencies_s == [] and res.policy_failures == 1
+
+
+def test_context_error_from_the_client_ends_as_context_budget(backend, panda_kin) -> None:
+    class Full(ListPolicy):
+        def act(self, messages, ctx):
+            info = {"end_reason": "context_budget", "decision_s": 0.7, "retries": 0}
+            return PolicyReply("", error="the server's context is full", info=info)
+
+    res = Episode(backend, panda_kin, Full([])).run(0)
+    assert res.end_reason == "context_budget" and res.turns == 0
+    assert res.failed_latencies_s == [0.7] and res.latencies_s == []
+
+
+def test_a_reset_the_backend_aborts_ends_without_a_decision(backend, panda_kin, tmp_path) -> None:
+    from pear_agent.backend import EpisodeAborted
+
+    class Aborting(Judged):
+        def reset(self, seed):
+            raise EpisodeAborted("stopped", "the home move was e-stopped")
+
+    policy = ListPolicy(['{"action": {"arm": {"gripper": 1}}}'])
+    writer = RunWriter(tmp_path, video_fps=None)
+    res = Episode(Aborting(backend, None), panda_kin, policy, writer=writer).run(0)
+    assert res.end_reason == "stopped" and "e-stopped" in res.detail and res.turns == 0 and not policy.seen
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["end_reason"] == "stopped" and summary["task"] == "pick_cube"

@@ -100,3 +100,15 @@ def test_cli_serve_rejects_negative_latency() -> None:
         [sys.executable, "-m", "pear_agent", "serve", "--latency", "-1"], capture_output=True, text=True
     )
     assert r.returncode == 2 and "--latency must be >= 0" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_a_roadster_briefing_is_answered_without_privileged_facts() -> None:
+    from sim_adapters.roadster.environment import RoadsterEnvironment
+
+    env = RoadsterEnvironment("roadster_kickflip", "light", render=False)
+    env.reset(20000)
+    msgs = [{"role": "system", "content": env.system_prompt()}, env.observe(1, 10, None).message]
+    with serve_in_thread() as url:
+        status, body = _post(url, {"model": "x", "messages": msgs})
+    assert status == 200
+    env.parse(body["choices"][0]["message"]["content"])  # a valid roadster command
