@@ -153,3 +153,45 @@ def test_structured_output_auto_is_probed_once_by_the_runner(tmp_path) -> None:
     assert len(probes) == 2  # json_schema (HTTP 500), then json_object: once for the whole bench
     episodes = [b for _, b in BadHandler.requests if b.get("stream")]
     assert len(episodes) == 2 and all(b["response_format"]["type"] == "json_object" for b in episodes)
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
+def test_kill_9_of_the_runner_ends_its_workers(tmp_path) -> None:
+    """Only the runner is killed (not its process group): its spawned workers must not stay orphaned."""
+    out = tmp_path / "bench"
+    cmd = _bench(out, "--tasks", "conveyor_pick", "--seeds", "0-20", "--workers", "2")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    workers: list[int] = []
+    results = out / "results.jsonl"
+    while len(workers) < 2 or not (results.exists() and results.read_text().strip()):  # mid-episode
+        assert proc.poll() is None and time.monotonic() < deadline, "workers did not start"
+        time.sleep(0.2)
+        workers = [c for c in _children(proc.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text()]
+    proc.kill()
+    proc.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and not all(_gone(w) for w in workers):
+        time.sleep(0.1)
+    left = [w for w in workers if not _gone(w)]
+    for w in left:
+        os.kill(w, signal.SIGKILL)
+    assert left == [], f"orphaned bench workers: {left}"
