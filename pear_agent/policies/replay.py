@@ -1,4 +1,7 @@
-"""Replays the replies of a recorded episode, turn by turn, from its `episode.jsonl`."""
+"""Replays the replies of a recorded episode, turn by turn, from its `episode.jsonl`.
+
+Turn N gets the reply recorded at turn N, invalid ones included (they were correction turns), so a
+replay walks the same turns as the recording."""
 
 from __future__ import annotations
 
@@ -15,7 +18,15 @@ class ReplayPolicy:
 
     def __init__(self, log_path: Path) -> None:
         lines = [json.loads(x) for x in Path(log_path).read_text().splitlines() if x.strip()]
-        self.replies = [x["reply"] for x in lines if x.get("kind") == "turn" and x.get("reply")]
+        # every reply that made a turn: executed, refused, or invalid (a correction turn, even an empty
+        # reply); not a failed request (no reply came, no turn was counted)
+        self.replies = [
+            str(x.get("reply") or "")
+            for x in lines
+            if x.get("kind") == "turn"
+            and "reply" in x
+            and ("outcome" in x or x.get("end") == "invalid_action")
+        ]
         if not self.replies:
             raise ValueError(f"{log_path}: no recorded replies to replay")
         if is_v1_log(lines):

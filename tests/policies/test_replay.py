@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from pear_agent.episode import Episode
+from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.protocol.convert_v1 import convert_log, convert_reply, main
@@ -63,3 +63,32 @@ def test_convert_log_refuses_a_missing_file(tmp_path) -> None:
     with pytest.raises(FileNotFoundError):
         convert_log(tmp_path / "nope.jsonl", tmp_path / "out.jsonl")
     assert main([str(tmp_path / "nope.jsonl"), str(tmp_path / "out.jsonl")]) == 2
+
+
+def test_invalid_and_empty_replies_replay_in_their_turns(backend, panda_kin, tmp_path) -> None:
+    from tests.test_episode import ListPolicy
+
+    script = [
+        "",
+        '{"action": {"arm": {"move_cm": [0, 0, 1]}}}',
+        "no idea",
+        '{"action": {"arm": {"gripper": 0}}}',
+    ]
+    writer = RunWriter(tmp_path / "a", None)
+    first = Episode(backend, panda_kin, ListPolicy(script), EpisodeConfig(max_turns=4), writer).run(0)
+    assert first.invalid_replies == 2 and first.turns == 4
+    log = tmp_path / "a" / "episode.jsonl"
+    replayed = []
+
+    class Spy(ReplayPolicy):
+        def act(self, messages, ctx):
+            reply = super().act(messages, ctx)
+            replayed.append(reply.text)
+            return reply
+
+    again = Episode(backend, panda_kin, Spy(log), EpisodeConfig(max_turns=4)).run(0)
+    assert (
+        replayed == script
+        and again.invalid_replies == 2
+        and again.sim_time_s == pytest.approx(first.sim_time_s)
+    )
