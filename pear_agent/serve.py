@@ -4,17 +4,20 @@ expert, to check a model set-up end to end and to test the real HTTP path.
 The expert needs simulator facts a model never sees. The client sends them only when asked to
 (`pear-agent run --send-privileged`, a diagnostic), as `extra_body={"pear_privileged": {...}}`.
 A request without them gets HTTP 400 with a message saying so: this server is not a model.
+`"stream": true` is answered with server-sent `chat.completion.chunk` events, as vLLM does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 
 from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
@@ -64,6 +67,34 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
     return reasoning, reply_text(reasoning, wire_action(action))
 
 
+STREAM_PIECE_CHARS = 16
+
+
+async def _stream_chunks(
+    model: str, message: dict[str, Any], usage: dict[str, int] | None
+) -> AsyncIterator[str]:
+    """The reply as OpenAI `chat.completion.chunk` server-sent events: the role, the reasoning and
+    content in small pieces, the finish reason, the usage when asked (`stream_options`), [DONE]."""
+    cid, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
+
+    def event(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
+        choices = [{"index": 0, "delta": delta, "finish_reason": finish}]
+        chunk = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
+        return f"data: {json.dumps(chunk | {'choices': choices} | extra)}\n\n"
+
+    yield event({"role": "assistant", "content": ""})
+    for key in ("reasoning_content", "content"):
+        text = message.get(key) or ""
+        for i in range(0, len(text), STREAM_PIECE_CHARS):
+            yield event({key: text[i : i + STREAM_PIECE_CHARS]})
+            await asyncio.sleep(0)
+    yield event({}, "stop")
+    if usage is not None:
+        chunk = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model}
+        yield f"data: {json.dumps(chunk | {'choices': [], 'usage': usage})}\n\n"
+    yield "data: [DONE]\n\n"
+
+
 def create_app(latency_s: float = 0.0, model: str = "pear-scripted-expert", reasoning_field: bool = False):  # noqa: ANN201
     """The FastAPI app. `reasoning_field` puts the reasoning in `reasoning_content` (as vLLM does
     for reasoning models) instead of the content, to exercise clients."""
@@ -81,8 +112,6 @@ def create_app(latency_s: float = 0.0, model: str = "pear-scripted-expert", reas
             return _error(400, "request body is not JSON")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return _error(400, "request needs a 'messages' list")
-        if body.get("stream"):
-            return _error(400, "streaming is not supported by pear-agent serve")
         try:
             reasoning, text = expert_reply(body)
         except ValueError as exc:
@@ -94,17 +123,22 @@ def create_app(latency_s: float = 0.0, model: str = "pear-scripted-expert", reas
             message = {"role": "assistant", "content": text.split("\n", 1)[1], "reasoning_content": reasoning}
         prompt = _prompt_tokens(body["messages"])
         completion = len(text) // 4 + 1
+        usage = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        if body.get("stream"):
+            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            chunks = _stream_chunks(body.get("model") or model, message, usage if include_usage else None)
+            return StreamingResponse(chunks, media_type="text/event-stream")
         return {
             "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
             "object": "chat.completion",
             "created": int(time.time()),
             "model": body.get("model") or model,
             "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": completion,
-                "total_tokens": prompt + completion,
-            },
+            "usage": usage,
         }
 
     return app

@@ -112,3 +112,32 @@ def test_a_roadster_briefing_is_answered_without_privileged_facts() -> None:
         status, body = _post(url, {"model": "x", "messages": msgs})
     assert status == 200
     env.parse(body["choices"][0]["message"]["content"])  # a valid roadster command
+
+
+@pytest.mark.parametrize("reasoning_field", [False, True])
+def test_streamed_answer_matches_the_unstreamed_one(panda, facts, reasoning_field: bool) -> None:
+    """The real `openai` client reads the server-sent chunks as it would vLLM's."""
+    import openai
+
+    msgs = [{"role": "user", "content": "Turn 1"}]
+    extra = {"pear_privileged": json.loads(json.dumps(facts))}
+    with serve_in_thread(reasoning_field=reasoning_field) as url:
+        client = openai.OpenAI(base_url=url, api_key="unused", max_retries=0)
+        whole = client.chat.completions.create(model="x", messages=msgs, extra_body=extra)
+        stream = client.chat.completions.create(
+            model="x", messages=msgs, extra_body=extra, stream=True, stream_options={"include_usage": True}
+        )
+        content, reasoning, finish, usage, chunks = [], [], None, None, 0
+        for chunk in stream:
+            chunks += 1
+            if chunk.usage is not None:
+                usage = chunk.usage
+            for choice in chunk.choices:
+                content.append(choice.delta.content or "")
+                reasoning.append((choice.delta.model_extra or {}).get("reasoning_content") or "")
+                finish = choice.finish_reason or finish
+    text = "".join(content)
+    assert chunks > 3 and finish == "stop" and text == whole.choices[0].message.content
+    assert usage is not None and usage.total_tokens == whole.usage.total_tokens
+    assert bool("".join(reasoning)) is reasoning_field
+    assert "arm" in parse_reply(text, panda).parts
