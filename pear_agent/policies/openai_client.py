@@ -294,6 +294,7 @@ class OpenAIPolicy:
         content: list[str] = []
         reasoning: list[str] = []
         usage = finish = model = ttft = None
+        completed = False
         try:
             for chunk in stream:
                 if isinstance(chunk, str):
@@ -313,21 +314,25 @@ class OpenAIPolicy:
                 if time.perf_counter() > deadline:
                     abort()
                     break
+            else:
+                if finish is None and not "".join(content) and not "".join(reasoning):
+                    raise EmptyStream("malformed response: the stream ended without a choice")
+                completed = True
+        except EmptyStream:
+            raise
         except Exception:
             if aborted.is_set():
                 raise DecisionTimeout() from None
             raise
         finally:
             timer.cancel()
-            if aborted.is_set():
+            if aborted.is_set() or not completed:  # a broken stream's connection is not reused
                 _shutdown(stream)
             else:  # a finished stream hands its connection back (keep-alive; TLS to hosted APIs)
                 with contextlib.suppress(Exception):
                     stream.close()
         if aborted.is_set():
             raise DecisionTimeout()
-        if finish is None and not "".join(content) and not "".join(reasoning):
-            raise EmptyStream("malformed response: the stream ended without a choice")
         text = "".join(content)
         thinks = [t.strip() for t in THINK_RE.findall(text)]
         think_text = "\n".join(["".join(reasoning), *thinks]).strip()
@@ -371,7 +376,7 @@ class OpenAIPolicy:
     def _adjustment(self, exc: Exception, kw: dict[str, Any]) -> str | None:
         """A request change the server's 4xx asks for: no streaming, a smaller max_tokens, or
         max_completion_tokens instead of max_tokens. Applies it to `kw` and returns a note."""
-        if isinstance(exc, EmptyStream) and not kw.get("_unstreamed_once"):
+        if isinstance(exc, EmptyStream):
             kw["_unstreamed_once"] = True
             return "the stream ended empty: asking once more unstreamed to learn the server's error"
         status, text, _code = self._status_text(exc)
@@ -434,10 +439,12 @@ class OpenAIPolicy:
         except Exception as exc:  # e.g. unserialisable extra body, a dead server at the probe
             return failed(self._describe(exc))
         attempt = adjustments = 0
+        unstreamed = False  # for the rest of this decision, after an empty stream
         while True:
             a0 = time.perf_counter()
             deadline = a0 + s.timeout_s
-            streamed = s.stream and self._facts.get("stream", True) and not kw.pop("_unstreamed_once", False)
+            unstreamed = unstreamed or bool(kw.pop("_unstreamed_once", False))
+            streamed = s.stream and self._facts.get("stream", True) and not unstreamed
             try:
                 ans = self._stream(kw, deadline, a0) if streamed else self._once(kw, deadline)
             except Exception as exc:  # any failure is reported, never raised
