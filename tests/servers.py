@@ -77,6 +77,17 @@ LLAMACPP_CONTEXT = {
     }
 }
 """llama.cpp's llama-server (`ERROR_TYPE_EXCEED_CONTEXT_SIZE`)."""
+LLAMAPY_CONTEXT = {
+    "error": {
+        "message": "This model's maximum context length is 512 tokens. However, you requested 1304 "
+        "tokens (1240 in the messages, 64 in the completion). Please reduce the length of the messages "
+        "or completion.",
+        "type": "invalid_request_error",
+        "param": "messages",
+        "code": "context_length_exceeded",
+    }
+}
+"""llama-cpp-python's server, unstreamed; streamed it sends HTTP 200 and no event at all."""
 
 
 def vllm_max_tokens_error(max_tokens: int, window: int, prompt: int) -> dict[str, Any]:
@@ -112,7 +123,8 @@ class BadHandler(BaseHTTPRequestHandler):
 
     500, 429, garbage, badjson, hang (5 s, then 500), flaky (two 503s, then a valid reply), trace500
     (a 500 whose message holds traceback paths), 401 (FastAPI's {"detail"} body, as llama-cpp-python
-    sends it), ctx-vllm / ctx-llamacpp (the servers' context errors), vllm (GET /models reports
+    sends it), ctx-vllm / ctx-llamacpp / ctx-llamapy (the servers' context errors; llama-cpp-python
+    streams nothing), vllm (GET /models reports
     max_model_len 4096; a max_tokens above what fits gets vLLM's 400), llamacpp (GET /props reports
     n_ctx), stall (one streamed token, then 10 s of silence), nostream (400 for stream=true, like
     `pear-agent serve`), slow (streams a token every
@@ -288,6 +300,10 @@ class BadHandler(BaseHTTPRequestHandler):
             self._json(400, VLLM_CONTEXT)
         elif mode == "ctx-llamacpp":
             self._json(400, LLAMACPP_CONTEXT)
+        elif mode == "ctx-llamapy" and body.get("stream"):
+            self._sse_start()  # llama-cpp-python: the error is raised inside the stream; nothing is sent
+        elif mode == "ctx-llamapy":
+            self._json(400, LLAMAPY_CONTEXT)
         elif mode == "vllm" and (body.get("max_tokens") or 0) > 4096 - _prompt_tokens(body, False):
             self._json(400, vllm_max_tokens_error(body["max_tokens"], 4096, _prompt_tokens(body, False)))
         elif mode == "nostream" and body.get("stream"):

@@ -148,12 +148,14 @@ def test_paused_mode_retries_a_timeout_after_the_stream_is_closed() -> None:
     assert first["client_left"] and first["ended"] <= second["started"] + 0.2
 
 
-@pytest.mark.parametrize("mode", ["ctx-vllm", "ctx-llamacpp"])
+@pytest.mark.parametrize("mode", ["ctx-vllm", "ctx-llamacpp", "ctx-llamapy"])
 def test_context_errors_end_as_context_budget_without_retry(mode) -> None:
     with bad_server() as root:
         reply = policy(root, mode).act(messages(), ctx())
     assert reply.info["end_reason"] == "context_budget" and len(reply.info["attempts"]) == 1
-    assert "context" in reply.error and BadHandler.calls[mode] == 1
+    asked_again = 1 if mode == "ctx-llamapy" else 0  # its empty stream is asked once more unstreamed
+    assert len(reply.info.get("adjustments", [])) == asked_again
+    assert "context" in reply.error and BadHandler.calls[mode] == 1 + asked_again
 
 
 def test_vllm_window_and_max_tokens_room() -> None:
