@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 EXTRAS="sim"
 for arg in "$@"; do
   case "$arg" in
-    --dev) EXTRAS="sim,dev,ros2,yam" ;;  # the tests include ROS 2 nodes over DDS and the YAM driver
+    --dev) EXTRAS="$EXTRAS,dev,ros2,yam" ;;  # the tests include ROS 2 nodes over DDS and the YAM driver
     --ros2) EXTRAS="$EXTRAS,ros2" ;;
     --yam) EXTRAS="$EXTRAS,ros2,yam" ;;  # a real YAM: the i2rt driver node and its dependencies
     --llm-server) EXTRAS="$EXTRAS,llm-server" ;;  # a real OpenAI-compatible server for the tests
