@@ -126,8 +126,8 @@ class BadHandler(BaseHTTPRequestHandler):
     sends it), ctx-vllm / ctx-llamacpp / ctx-llamapy (the servers' context errors; llama-cpp-python
     streams nothing), vllm (GET /models reports
     max_model_len 4096; a max_tokens above what fits gets vLLM's 400), llamacpp (GET /props reports
-    n_ctx), stall (one streamed token, then 10 s of silence), nostream (400 for stream=true, like
-    `pear-agent serve`), slow (streams a token every
+    n_ctx), stall (one streamed token, then 10 s of silence), nostream (400 for stream=true, as
+    older or minimal servers answer), slow (streams a token every
     50 ms until done or the client leaves; unstreamed, it generates everything first), listdrop
     (counts prompt tokens as a string-only template does), llamaschema (json_schema -> 500,
     json_object+schema accepted, like llama-cpp-python), vllmschema (json_schema accepted).
@@ -307,7 +307,7 @@ class BadHandler(BaseHTTPRequestHandler):
         elif mode == "vllm" and (body.get("max_tokens") or 0) > 4096 - _prompt_tokens(body, False):
             self._json(400, vllm_max_tokens_error(body["max_tokens"], 4096, _prompt_tokens(body, False)))
         elif mode == "nostream" and body.get("stream"):
-            self._json(400, {"error": {"message": "streaming is not supported by pear-agent serve"}})
+            self._json(400, {"error": {"message": "streaming is not supported by this server"}})
         elif mode == "slow":
             self._slow(body)
         elif mode == "stall":  # one token, then silence (a long prompt evaluation, a stuck server)
