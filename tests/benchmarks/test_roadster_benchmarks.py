@@ -11,7 +11,20 @@ pytest.importorskip("mujoco")
 def test_roadster_difficulty_prints_rates_and_paired_p_values():
     out = run_script(
         "roadster_difficulty",
-        ["--flights", "3", "--winds", "light", "--latencies", "1", "--realtime-winds", "light"],
+        [
+            "--flights",
+            "3",
+            "--winds",
+            "light",
+            "--latencies",
+            "1",
+            "--realtime-winds",
+            "light",
+            "--serve-flights",
+            "2",
+            "--serve-latencies",
+            "0",
+        ],
     )
     kick = out["paused"]["roadster_kickflip/light"]
     assert kick["n"] == 3 and 0 <= kick["ci95"][0] <= kick["rate"] <= kick["ci95"][1] <= 1
@@ -19,6 +32,8 @@ def test_roadster_difficulty_prints_rates_and_paired_p_values():
     rt = out["realtime"]["roadster_kickflip/light/1s"]
     assert rt["successes"] + rt["only_paused"] - rt["only_realtime"] == kick["successes"]
     assert 0 < rt["mcnemar_p"] <= 1
+    served = out["serve"]["roadster_kickflip/light/serve+0s"]
+    assert served["n"] == 2 and 0 < served["reply_median_s"] < 1.0
 
 
 def test_roadster_speed_prints_cost_per_simulated_second():
