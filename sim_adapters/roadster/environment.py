@@ -7,7 +7,6 @@ while the policy thinks. Reward: the shaped reward in [0, 1] once the flight is 
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from string import Template
@@ -259,10 +258,3 @@ class RoadsterEnvironment:
         if self._renderer is not None:
             self._renderer.close()
             self._renderer = None
-
-
-def reward_of(env: RoadsterEnvironment) -> float:
-    return float(env.reward()["total"]) if env.sim.status.over else 0.0
-
-
-__all__ = ["TASKS", "RoadsterCommand", "RoadsterEnvironment", "briefing", "math"]

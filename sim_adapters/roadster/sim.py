@@ -29,6 +29,8 @@ MAX_LEVEL_DEG = 20.0
 MAX_SETTLED_RATE_DPS = 45.0
 MAX_WHEEL_IMPACT_MPS = 9.0
 """The wheels survive a 4 m drop (8.9 m/s); harder is a crash."""
+THRUSTERS_BODY = np.array(model.THRUSTERS_BODY_M).T
+"""Thruster positions relative to the body origin, 3 x 4 (body frame)."""
 ROW_FIELDS = (
     "t_s", "x_m", "y_m", "h_m", "v_fwd_mps", "v_side_mps", "vz_mps", "roll_deg", "pitch_deg", "yaw_deg",
     "roll_rate_dps", "pitch_rate_dps", "wind_mps", "wind_from_deg", "wind_side_mps", "air_kg", "air_pct",
@@ -136,7 +138,7 @@ class RoadsterSim:
         r = self._rot()
         pitch_up = math.asin(max(-1.0, min(1.0, float(r[2, 0]))))
         roll = math.atan2(float(r[2, 1]), float(r[2, 2]))
-        return -roll if False else roll, pitch_up
+        return roll, pitch_up
 
     def _unwrap(self) -> None:
         roll, pitch = self._euler()
@@ -218,7 +220,7 @@ class RoadsterSim:
             self.air_kg -= used
         self._thrust = f
         normal = r[:, 2]
-        pos_world = (r @ model_thrusters()).T  # 4 x 3, relative to the body origin
+        pos_world = (r @ THRUSTERS_BODY).T  # 4 x 3, relative to the body origin
         force = force + normal * float(f.sum())
         torque = torque + np.cross(pos_world, np.outer(f, normal)).sum(axis=0)
         # xfrc_applied acts at the body's centre of mass; the origin is there (symmetric geoms) to within cm
@@ -409,11 +411,3 @@ class RoadsterSim:
     def render_frame(self, renderer: Any) -> np.ndarray:
         renderer.update_scene(self.data, camera="chase")
         return renderer.render()
-
-
-def model_thrusters() -> np.ndarray:
-    """Thruster positions relative to the body origin, 3 x 4 (body frame)."""
-    return _THRUSTERS
-
-
-_THRUSTERS = np.array(model.THRUSTERS_BODY_M).T
