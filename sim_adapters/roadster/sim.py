@@ -7,7 +7,7 @@ No rendering unless asked (`render_frame`); a flight costs a few percent of real
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -59,7 +59,6 @@ class FlightStats:
     touchdown_tilt_deg: float | None = None
     touchdown_wheels_first: bool | None = None
     min_upright_err_deg: float = 180.0
-    history: list[dict[str, float]] = field(default_factory=list)
 
 
 class RoadsterSim:
