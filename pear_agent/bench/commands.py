@@ -139,8 +139,8 @@ def add_bench_commands(sub: Any) -> None:
     )
     b.add_argument(
         "--wind",
-        default="light",
-        help="roadster tasks: comma-separated wind bands (light, gale, storm), one task per band",
+        default="light,gale,storm",
+        help="roadster tasks: comma-separated wind bands, one task per band (default all three)",
     )
     b.add_argument("--seeds", default=None, help="explicit seeds instead of a split, e.g. 0-9 or 1,5,7")
     b.add_argument("--workers", type=int, default=1, help="parallel worker processes")

@@ -97,7 +97,7 @@ def expand_winds(tasks: list[str], winds: str | None) -> list[str]:
     other tasks (and roadster tasks already naming a band) pass through unchanged."""
     from pear_agent.registry import is_environment_task
 
-    bands = [w.strip() for w in (winds or "light").split(",") if w.strip()]
+    bands = [w.strip() for w in (winds or ",".join(WIND_BANDS)).split(",") if w.strip()]
     for b in bands:
         if b not in WIND_BANDS:
             raise ValueError(f"--wind: unknown wind band {b!r}; bands are: {', '.join(WIND_BANDS)}")
