@@ -31,11 +31,10 @@ def one_run(workdir: Path, robot: Any) -> dict[str, Any]:
 
     from tests.ros2.conftest import DoubleProcess, NodeProcess, Probe, double_config
 
-    probe = Probe()  # first, so its e-stop publisher has matched the agent's subscription in time
-    double = DoubleProcess(double_config(robot), workdir)
+    probe = Probe()
     replay = workdir / "replay.jsonl"
     reply = json.dumps({"action": {"left_arm": {"move_cm": [0.0, 0.0, -8.0]}}})
-    replay.write_text(json.dumps({"kind": "turn", "turn": 1, "reply": reply}) + "\n")
+    replay.write_text(json.dumps({"kind": "turn", "turn": 1, "reply": reply, "outcome": "reached"}) + "\n")
     params = {
         "policy": "replay",
         "replay_path": str(replay),
@@ -45,9 +44,15 @@ def one_run(workdir: Path, robot: Any) -> dict[str, Any]:
         "operator_terminal": False,
         "runs_dir": str(workdir / "runs"),
     }
+    # the agent first (it waits for joint states); the stand-in stack once DDS has matched the
+    # probe's e-stop publisher with the agent's subscription, as a robot's e-stop publisher would be
     agent = NodeProcess("pear_agent.ros2.agent_node", "pear_agent", params, workdir)
+    double = None
     try:
         deadline = time.monotonic() + 60
+        while probe.estop_pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        double = DoubleProcess(double_config(robot), workdir)
         move = None
         while move is None and time.monotonic() < deadline:
             move = next((e for e in double.trajectories("left_arm_controller") if e["points"] > 1), None)
@@ -81,7 +86,8 @@ def one_run(workdir: Path, robot: Any) -> dict[str, Any]:
     finally:
         probe.close()
         agent.stop()
-        double.stop()
+        if double is not None:
+            double.stop()
 
 
 def main() -> None:

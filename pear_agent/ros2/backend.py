@@ -624,8 +624,18 @@ class RosBackend:
                 gpos, _ = self._read([p.g_joint])
                 gripper[name] = p.home_gripper if np.isnan(gpos[0]) else p.gripper_opening(float(gpos[0]))
         images = self._latest_images() if render else {}
-        if render and self.log is not None:
-            self.log({"kind": "images", "time_s": time.monotonic() - self._t0, "cameras": self.image_info()})
+        if render:
+            # an image that aged past the limit since execute's check is withheld, never shown;
+            # the next command is refused by that check
+            info = self.image_info()
+            stale = {k: v for k, v in info.items() if v["age_s"] > self.settings.image_max_age_s}
+            images = {k: v for k, v in images.items() if k not in stale}
+            if self.log is not None:
+                record = {"kind": "images", "time_s": time.monotonic() - self._t0}
+                record["cameras"] = {k: v for k, v in info.items() if k not in stale}
+                if stale:
+                    record["withheld_stale"] = stale
+                self.log(record)
         self._pump_video()
         status = self._fresh_status()
         return Observation(

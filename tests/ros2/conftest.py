@@ -23,6 +23,17 @@ REPO = Path(__file__).resolve().parents[2]
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(1, 100)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("MUJOCO_GL", "egl")
+_DOMAINS = iter(range(int(os.environ["ROS_DOMAIN_ID"]), 10**6))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dds_domain() -> Iterator[None]:
+    """A DDS domain of its own for every test: nodes of an earlier test (or their discovery
+    records, which outlive a killed process for the lease time) never answer in this one."""
+    saved = os.environ["ROS_DOMAIN_ID"]
+    os.environ["ROS_DOMAIN_ID"] = str(1 + next(_DOMAINS) % 200)
+    yield
+    os.environ["ROS_DOMAIN_ID"] = saved
 
 
 class NodeProcess:
@@ -62,7 +73,8 @@ class NodeProcess:
         self._log.close()
 
     def log(self) -> str:
-        self._log.flush()
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text()[-4000:]
 
 
@@ -197,7 +209,16 @@ class Probe:
 
         self.instruction_pub.publish(String(data=text))
 
+    def estop_subscribed(self, timeout_s: float = 15.0) -> None:
+        """DDS discovery takes a moment after a node starts: an e-stop published before the agent's
+        subscription has matched goes nowhere (as it would from any publisher)."""
+        self.wait_for(
+            lambda: self.estop_pub.get_subscription_count() > 0, timeout_s, "the e-stop subscription"
+        )
+        self.estop_pub.publish(self._Bool(data=False))  # ignored by the agent; completes the match
+
     def estop_topic(self) -> None:
+        assert self.estop_pub.get_subscription_count() > 0, "no e-stop subscriber matched yet"
         self.estop_pub.publish(self._Bool(data=True))
 
     def estop_service(self) -> str:
@@ -292,7 +313,7 @@ def double_config(robot: Any, **extra: Any) -> dict[str, Any]:
         "initial": home_joints(robot),
         "rate_hz": 100.0,
         "cameras": {c.topic: [320, 240] for c in robot.cameras.values() if c.topic},
-        "image_rate_hz": 4.0,
+        "image_rate_hz": 10.0,  # real cameras run at 15-30 Hz; best-effort drops a few
     } | extra
 
 

@@ -145,6 +145,8 @@ def test_estop_mid_motion_holds_and_ends(
     )
     arms = {f"/{p.controller}/joint_trajectory": list(p.joints) for p in yam.parts.values()}
     probe.wait_for(lambda: probe.joint_states, 30, "joint states at the probe")
+    if how == "topic":
+        probe.estop_subscribed()
     t_ready = time.monotonic()
 
     def long_move():

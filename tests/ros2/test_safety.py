@@ -22,7 +22,11 @@ LEFT = "left_arm_controller"
 
 def _replay(tmp_path: Path, moves: list[dict[str, Any]]) -> Path:
     path = tmp_path / "replay.jsonl"
-    lines = [{"kind": "turn", "turn": i + 1, "reply": json.dumps({"action": m})} for i, m in enumerate(moves)]
+    # shaped like a recorded episode.jsonl: a turn line with the reply that was executed
+    lines = [
+        {"kind": "turn", "turn": i + 1, "reply": json.dumps({"action": m}), "outcome": "reached"}
+        for i, m in enumerate(moves)
+    ]
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     return path
 
@@ -68,13 +72,21 @@ def _call_set_bool(probe: Probe, service: str, value: bool, timeout_s: float) ->
     client = probe.node.create_client(SetBool, service)
     assert client.wait_for_service(timeout_sec=10), f"{service} not available"
     deadline = time.monotonic() + timeout_s
+    result, lost = None, False
     while time.monotonic() < deadline:
         future = client.call_async(SetBool.Request(data=value))
-        result = probe.wait_for(future.done, 5, f"the {service} reply") and future.result()
-        if result.success:
-            return result
+        end = time.monotonic() + 2.0
+        while not future.done() and time.monotonic() < end:
+            time.sleep(0.02)
+        if not future.done():  # a reply lost while DDS was still matching the client: ask again
+            client.remove_pending_request(future)
+            lost = True
+            continue
+        result = future.result()
+        if result.success or (lost and result.message == "no question is open"):
+            return result  # (after a lost reply the question may have been answered already)
         time.sleep(0.1)
-    raise AssertionError(f"{service} never accepted an answer: {result.message}")
+    raise AssertionError(f"{service} never accepted an answer: {result.message if result else 'no reply'}")
 
 
 DOWN = {"left_arm": {"move_cm": [0.0, 0.0, -8.0]}}
@@ -82,7 +94,10 @@ DOWN = {"left_arm": {"move_cm": [0.0, 0.0, -8.0]}}
 
 def test_estop_mid_motion_holds_at_the_measured_pose(tmp_path: Path, start_node, start_double, probe, yam):
     double = start_double(double_config(yam))
-    agent = _agent(start_node, tmp_path, [DOWN])
+    # the reply takes 3 s, as a model's may: DDS matches the e-stop publisher with the agent both
+    # ways meanwhile, as a robot's e-stop button node would have long before a motion
+    agent = _agent(start_node, tmp_path, [DOWN], replay_delay_s=3.0)
+    probe.estop_subscribed()
 
     def moving():
         return next((e for e in double.trajectories(LEFT) if e["accepted"] and e["points"] > 1), None)
@@ -176,7 +191,10 @@ def test_estop_during_the_home_move_ends_before_the_first_policy_call(
     start = home_joints(yam)
     start["left_joint1"] += 0.6
     double = start_double(double_config(yam, initial=start))
-    agent = _agent(start_node, tmp_path, [DOWN], go_home_on_reset=True, confirm_home=False)
+    # the operator confirms the home move once the e-stop publisher has matched (DDS discovery)
+    agent = _agent(start_node, tmp_path, [DOWN], go_home_on_reset=True, confirm_home=True)
+    probe.estop_subscribed()
+    _call_set_bool(probe, "/pear/operator/judge", True, 20)
     probe.wait_for(lambda: double.trajectories(LEFT), 30, "the home move")
     time.sleep(0.2)
     probe.estop_topic()
@@ -252,7 +270,10 @@ def test_operator_judges_a_real_robot_episode(
     double = start_double(double_config(yam))
     up = {"left_arm": {"move_cm": [0.0, 0.0, 2.0]}}
     agent = _agent(start_node, tmp_path, [up, DOWN], video_camera="top")
-    reply = _call_set_bool(probe, "/pear/operator/judge", verdict, 40)
+    try:
+        reply = _call_set_bool(probe, "/pear/operator/judge", verdict, 40)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}\n{agent.log()}") from None
     assert "success?" in reply.message
     assert agent.wait(20) == (0 if verdict else 1), agent.log()
     summary = _summary(tmp_path)
