@@ -164,5 +164,8 @@ def test_expert_dicts_convert_to_valid_wire_actions(panda) -> None:
 
 
 def test_an_action_word_in_prose_after_the_action_does_not_hide_it(panda) -> None:
-    reply = '```json\n{"action": {"arm": {"move_cm": [0, 0, 1]}}}\n```\nThat "action" lifts the arm; "action" again.'
+    reply = (
+        '```json\n{"action": {"arm": {"move_cm": [0, 0, 1]}}}\n```\n'
+        'That "action" lifts the arm; "action" again.'
+    )
     assert parse_reply(reply, panda).parts["arm"].position_cm == [0.0, 0.0, 1.0]
