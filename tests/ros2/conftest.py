@@ -298,7 +298,7 @@ class DoubleProcess:
 
 def double_config(robot: Any, **extra: Any) -> dict[str, Any]:
     """The stack a YAM owner runs: one JTC per arm and gripper (names from the robot YAML), the
-    joint_state_broadcaster at 100 Hz, and 320x240 rgb8 cameras on the YAML's topics."""
+    joint_state_broadcaster at 100 Hz, and 160x120 rgb8 cameras at 10 Hz on the YAML's topics."""
     controllers: dict[str, list[str]] = {}
     vmax: dict[str, float] = {}
     for part in robot.parts.values():
@@ -312,8 +312,8 @@ def double_config(robot: Any, **extra: Any) -> dict[str, Any]:
         "vmax": vmax,
         "initial": home_joints(robot),
         "rate_hz": 100.0,
-        "cameras": {c.topic: [320, 240] for c in robot.cameras.values() if c.topic},
-        "image_rate_hz": 10.0,  # real cameras run at 15-30 Hz; best-effort drops a few
+        "cameras": {c.topic: [160, 120] for c in robot.cameras.values() if c.topic},
+        "image_rate_hz": 10.0,  # small and frequent: a lost best-effort frame or two stays young
     } | extra
 
 
