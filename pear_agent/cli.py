@@ -6,8 +6,13 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from pear_agent.robot_config import RobotConfigError, list_robots, load_robot
+
+if TYPE_CHECKING:
+    from pear_agent.episode import EpisodeResult
+    from pear_agent.records import RunWriter
 
 
 class CliError(Exception):
@@ -74,16 +79,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = episode.run(args.seed)
     finally:
         backend.close()
-    summary = result.to_json()
-    if args.json:
+    return print_result(result, result.to_json(), writer, as_json=args.json)
+
+
+def print_result(
+    result: EpisodeResult,
+    summary: dict[str, Any],
+    writer: RunWriter,
+    as_json: bool,
+    won: str = "success",
+    extra: str = "",
+) -> int:
+    """The end of `run`: one JSON summary, or the verdict line and where the log and video are.
+    Returns the exit code (0 on success)."""
+    if as_json:
         print(json.dumps(summary))
     else:
-        verdict = "success" if result.success else f"failure ({result.end_reason}: {result.detail})"
+        verdict = won if result.success else f"failure ({result.end_reason}: {result.detail})"
         print(
             f"{verdict} in {result.turns} turns ({result.sim_time_s:.1f} s simulated, "
-            f"{result.wall_time_s:.1f} s wall)"
+            f"{result.wall_time_s:.1f} s wall){extra}"
         )
-        video = run_dir / "episode.mp4"
+        video = writer.run_dir / "episode.mp4"
         print(f"log: {writer.log_path}" + (f"   video: {video}" if video.exists() else ""))
     return 0 if result.success else 1
 

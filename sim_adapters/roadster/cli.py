@@ -7,7 +7,6 @@ options and records as an arm run, with the roadster environment instead of a ro
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +48,7 @@ def roadster_policy(args: argparse.Namespace) -> Any:
 
 
 def cmd_run_roadster(args: argparse.Namespace) -> int:
+    from pear_agent.cli import print_result
     from pear_agent.episode import Episode, EpisodeConfig
     from pear_agent.policies.openai_client import clock_from_args, secrets_from_args
     from pear_agent.records import RunWriter, new_run_dir
@@ -79,17 +79,9 @@ def cmd_run_roadster(args: argparse.Namespace) -> int:
         env.close()
     reward = env.reward()
     summary = result.to_json() | {"wind": band, "reward": reward["total"], "reward_parts": reward}
-    if args.json:
-        print(json.dumps(summary))
-    else:
-        verdict = "landed" if result.success else f"failure ({result.end_reason}: {result.detail})"
-        print(
-            f"{verdict} in {result.turns} turns ({result.sim_time_s:.1f} s simulated, "
-            f"{result.wall_time_s:.1f} s wall), reward {reward['total']:.2f}"
-        )
-        video = run_dir / "episode.mp4"
-        print(f"log: {writer.log_path}" + (f"   video: {video}" if video.exists() else ""))
-    return 0 if result.success else 1
+    return print_result(
+        result, summary, writer, as_json=args.json, won="landed", extra=f", reward {reward['total']:.2f}"
+    )
 
 
 def expand_winds(tasks: list[str], winds: str | None) -> list[str]:

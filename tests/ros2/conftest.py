@@ -40,13 +40,25 @@ class NodeProcess:
     """`python -m <module> --ros-args --params-file <yaml>`; the environment is passed through
     unchanged (the ROS wheels' bootstrap needs its LD_LIBRARY_PATH)."""
 
-    def __init__(self, module: str, node_name: str, params: dict[str, Any], workdir: Path) -> None:
+    def __init__(
+        self,
+        module: str,
+        node_name: str,
+        params: dict[str, Any],
+        workdir: Path,
+        remap_name: bool = False,
+        stop_timeout_s: float = 5.0,
+    ) -> None:
+        """`remap_name`: start the node under `node_name` (`-r __node:=...`), for several
+        processes of one executable."""
+        self.name, self.stop_timeout_s = node_name, stop_timeout_s
         self.params_file = workdir / f"{node_name}.yaml"
         self.params_file.write_text(yaml.safe_dump({node_name: {"ros__parameters": params}}))
         self.log_path = workdir / f"{node_name}.log"
         self._log = self.log_path.open("w")
+        remap = ["-r", f"__node:={node_name}"] if remap_name else []
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", module, "--ros-args", "--params-file", str(self.params_file)],
+            [sys.executable, "-m", module, "--ros-args", *remap, "--params-file", str(self.params_file)],
             cwd=REPO,
             env=dict(os.environ),
             stdout=self._log,
@@ -58,15 +70,14 @@ class NodeProcess:
             return self.proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             self.stop()
-            raise AssertionError(
-                f"{self.params_file.stem} did not finish in {timeout_s} s:\n{self.log()}"
-            ) from None
+            tail = self.log()[-4000:]
+            raise AssertionError(f"{self.name} did not finish in {timeout_s} s:\n{tail}") from None
 
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.send_signal(2)  # SIGINT: rclpy shuts down cleanly
             try:
-                self.proc.wait(timeout=5)
+                self.proc.wait(timeout=self.stop_timeout_s)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
@@ -75,7 +86,7 @@ class NodeProcess:
     def log(self) -> str:
         if not self._log.closed:
             self._log.flush()
-        return self.log_path.read_text()[-4000:]
+        return self.log_path.read_text()
 
 
 @pytest.fixture

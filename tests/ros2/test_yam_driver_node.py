@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -26,6 +25,7 @@ pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs missing (pip inst
 
 from pear_agent.robot_config import load_robot
 from pear_agent.ros2 import agent_node
+from tests.ros2.conftest import NodeProcess
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = "pear_agent.ros2.yam_driver_node"
@@ -37,50 +37,6 @@ SPEED_SLACK = 1.02
 """measured speed may exceed the cap by the driver's 1 % spline tolerance plus clock jitter"""
 AGENT_TOLERANCE_RAD = 0.01
 """the agent's reach_tolerance_rad"""
-
-
-class Proc:
-    """`python -m <module> --ros-args -r __node:=<name> --params-file <yaml>`, output to a log file."""
-
-    def __init__(self, module: str, name: str, params: dict[str, Any], workdir: Path) -> None:
-        self.name = name
-        self.params_file = workdir / f"{name}.yaml"
-        self.params_file.write_text(yaml.safe_dump({name: {"ros__parameters": params}}))
-        self.log_path = workdir / f"{name}.log"
-        self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", module, "--ros-args", "-r", f"__node:={name}", *self._params_args()],
-            cwd=REPO,
-            env=dict(os.environ),
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-
-    def _params_args(self) -> list[str]:
-        return ["--params-file", str(self.params_file)]
-
-    def log(self) -> str:
-        self._log.flush()
-        return self.log_path.read_text()
-
-    def wait(self, timeout_s: float) -> int:
-        try:
-            return self.proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            self.stop()
-            raise AssertionError(
-                f"{self.name} did not finish in {timeout_s} s:\n{self.log()[-3000:]}"
-            ) from None
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            try:
-                self.proc.wait(timeout=8)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        self._log.close()
 
 
 class Probe:
@@ -278,11 +234,11 @@ def probe() -> Iterator[Probe]:
 
 
 @pytest.fixture
-def procs(tmp_path: Path) -> Iterator[Callable[..., Proc]]:
-    started: list[Proc] = []
+def procs(tmp_path: Path) -> Iterator[Callable[..., NodeProcess]]:
+    started: list[NodeProcess] = []
 
-    def start(module: str, name: str, params: dict[str, Any]) -> Proc:
-        p = Proc(module, name, params, tmp_path)
+    def start(module: str, name: str, params: dict[str, Any]) -> NodeProcess:
+        p = NodeProcess(module, name, params, tmp_path, remap_name=True, stop_timeout_s=8.0)
         started.append(p)
         return p
 
@@ -317,14 +273,14 @@ def _replies(log: Path) -> int:
     return sum(1 for r in rows if r.get("kind") == "turn" and r.get("reply"))
 
 
-def start_drivers(procs: Callable[..., Proc], **extra: Any) -> dict[str, Proc]:
+def start_drivers(procs: Callable[..., NodeProcess], **extra: Any) -> dict[str, NodeProcess]:
     return {
         arm: procs(DRIVER, f"yam_{arm.split('_')[0]}_driver", {"arm": arm, "sim": True, **extra})
         for arm in ARMS
     }
 
 
-def start_agent(procs: Callable[..., Proc], log: Path, runs: Path) -> Proc:
+def start_agent(procs: Callable[..., NodeProcess], log: Path, runs: Path) -> NodeProcess:
     wanted = {
         "policy": "replay",
         "replay_path": str(log),
@@ -516,7 +472,7 @@ def _traj(names: list[str], times: list[float], positions: list[list[float]], ve
 
 
 @pytest.fixture
-def left_driver(procs, probe: Probe) -> Proc:
+def left_driver(procs, probe: Probe) -> NodeProcess:
     driver = procs(DRIVER, "yam_left_driver", {"arm": "left_arm", "sim": True})
     probe.wait_for(lambda: probe.latest(ARMS["left_arm"]) is not None, 60, "left joint states")
     probe.wait_for(
@@ -527,7 +483,7 @@ def left_driver(procs, probe: Probe) -> Proc:
     return driver
 
 
-def _expect_rejection(probe: Probe, driver: Proc, msg: Any, reason: str) -> None:
+def _expect_rejection(probe: Probe, driver: NodeProcess, msg: Any, reason: str) -> None:
     joints = ARMS["left_arm"]
     before = probe.latest(joints)
     probe.send("left_arm_controller", msg)
@@ -543,22 +499,22 @@ def _expect_rejection(probe: Probe, driver: Proc, msg: Any, reason: str) -> None
     assert np.max(np.abs(after - before)) < 1e-9, "a rejected trajectory moved the arm"
 
 
-def test_rejects_an_empty_trajectory(probe: Probe, left_driver: Proc) -> None:
+def test_rejects_an_empty_trajectory(probe: Probe, left_driver: NodeProcess) -> None:
     _expect_rejection(probe, left_driver, _traj(ARMS["left_arm"], [], []), "empty trajectory (no points)")
 
 
-def test_rejects_an_unknown_joint(probe: Probe, left_driver: Proc) -> None:
+def test_rejects_an_unknown_joint(probe: Probe, left_driver: NodeProcess) -> None:
     names = [*ARMS["left_arm"][:5], "right_joint6"]
     msg = _traj(names, [1.0], [[0.0] * 6])
     _expect_rejection(probe, left_driver, msg, "incoming joint right_joint6 is not one of")
 
 
-def test_rejects_a_non_increasing_time(probe: Probe, left_driver: Proc) -> None:
+def test_rejects_a_non_increasing_time(probe: Probe, left_driver: NodeProcess) -> None:
     msg = _traj(ARMS["left_arm"], [1.0, 1.0], [[0.1] * 6, [0.2] * 6])
     _expect_rejection(probe, left_driver, msg, "not strictly increasing between points 0 and 1")
 
 
-def test_rejects_an_over_speed_message(probe: Probe, left_driver: Proc) -> None:
+def test_rejects_an_over_speed_message(probe: Probe, left_driver: NodeProcess) -> None:
     # 0.5 rad in 0.2 s: 2.5 rad/s mean, over the 1.5 rad/s cap (the YAML's joint_velocity_rad_s)
     msg = _traj(ARMS["left_arm"], [0.2], [[0.5, 0.5, 0.5, 0.0, 0.0, 0.0]])
     _expect_rejection(probe, left_driver, msg, "over-speed: left_joint1 would move at")
@@ -608,7 +564,9 @@ def test_command_timeout_ramps_to_rest_and_holds_when_the_client_goes_quiet(proc
     assert probe.wait_for(lambda: probe.driver_status.get("left_arm"), 5, "status")["state"] == "holding"
 
 
-def test_driver_estop_service_latches_and_release_accepts_again(probe: Probe, left_driver: Proc) -> None:
+def test_driver_estop_service_latches_and_release_accepts_again(
+    probe: Probe, left_driver: NodeProcess
+) -> None:
     def call(name: str) -> Any:
         return probe.call_trigger(f"/yam_left_driver/{name}")
 
