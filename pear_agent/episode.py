@@ -302,6 +302,8 @@ class Episode:
                     usage=reply.usage,
                     policy_info=reply.info or None,
                 )
+                if reply.tokens is not None:
+                    record["tokens"] = reply.tokens.to_json()
                 if reply.usage:
                     result.prompt_tokens += int(reply.usage.get("prompt_tokens", 0))
                     result.completion_tokens += int(reply.usage.get("completion_tokens", 0))

@@ -46,13 +46,15 @@ TASKS: dict[str, TaskEntry] = {
 # LIBERO (optional, .venv-libero only): `libero_spatial/0` ... `libero_10/9`. The robot description
 # lives beside the adapter (its model file ships in robosuite), so it is named by path.
 LIBERO_ROBOT = str(Path(__file__).resolve().parent.parent / "sim_adapters" / "libero" / "libero_panda.yaml")
-TASKS.update(
-    {
-        f"{suite}/{i}": TaskEntry("libero", LIBERO_ROBOT, robots=(LIBERO_ROBOT,))
-        for suite in ("libero_spatial", "libero_object", "libero_goal", "libero_10")
-        for i in range(10)
-    }
-)
+
+
+def _libero_tasks() -> dict[str, TaskEntry]:
+    from sim_adapters.libero import task_names
+
+    return {name: TaskEntry("libero", LIBERO_ROBOT, robots=(LIBERO_ROBOT,)) for name in task_names()}
+
+
+TASKS.update(_libero_tasks())
 
 
 class UnknownNameError(ValueError):

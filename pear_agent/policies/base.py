@@ -24,6 +24,21 @@ class TurnContext:
 
 
 @dataclass
+class TokenTrace:
+    """The exact tokens a policy sampled for one reply, and their log-probabilities under the
+    sampling policy: what an RL update trains on (re-tokenising the text is not the same sequence)."""
+
+    token_ids: list[int]
+    logprobs: list[float] | None = None
+    """log p(token) under the policy that sampled it, one per token (None: the server gave none)."""
+    policy_version: int | None = None
+    """Which weights sampled it (a trainer's step counter), for off-policy corrections."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ids": self.token_ids, "logprobs": self.logprobs, "policy_version": self.policy_version}
+
+
+@dataclass
 class PolicyReply:
     text: str
     latency_s: float = 0.0
@@ -31,6 +46,8 @@ class PolicyReply:
     error: str | None = None
     """Set when no reply could be had (endpoint down, timeout...); the episode ends with it."""
     info: dict[str, Any] = field(default_factory=dict)
+    tokens: TokenTrace | None = None
+    """The sampled token ids and log-probabilities, where the policy knows them (recorded per turn)."""
 
 
 class Policy(Protocol):

@@ -20,3 +20,11 @@ MAX_TURNS: dict[str, int] = {
 }
 """Per-suite turn limits: LIBERO's step budgets (220/280/300/520 steps at 20 Hz) over the ~10
 control steps an end-effector move of a few cm takes, with room for retries."""
+
+
+def task_names() -> list[str]:
+    """Every task this adapter runs, as `pear-agent` names it (`libero_spatial/0` ... `libero_10/9`).
+
+    The registry lists LIBERO's tasks from here, so a benchmark built on LIBERO (LIBERO-Plus,
+    LIBERO-Pro) adds its names in this one place."""
+    return [f"{suite}/{i}" for suite, n in SUITES.items() for i in range(n)]

@@ -1,0 +1,152 @@
+"""Run the command blocks of the README and docs/, so the docs are run, not just written.
+
+Every ```bash block must follow a marker line saying how it is checked:
+
+    <!-- docs: ci -->                 run by the test suite (tests/test_docs.py), verbatim
+    <!-- docs: ci-run -->             run verbatim by .ci/run (the README's two set-up commands)
+    <!-- docs: slow -->               runnable here but long: `check_docs.py --level slow` runs it
+    <!-- docs: manual (why) -->       cannot run here (a model server, a real robot, a GPU): says why
+
+Usage: python scripts/check_docs.py [--level ci|slow] [--list] [FILE ...]
+Each block runs with `bash -euo pipefail` in the repository root, in its own process group (what it
+starts in the background is stopped when it ends). Exit 1 if a block fails or lacks a marker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = re.compile(r"^<!--\s*docs:\s*(ci-run|ci|slow|manual)\b\s*(.*?)\s*-->\s*$")
+LEVELS = ("ci", "slow")
+
+
+@dataclass
+class Block:
+    path: Path
+    line: int
+    """1-based line of the opening fence."""
+    marker: str | None
+    note: str
+    text: str
+
+    @property
+    def where(self) -> str:
+        return f"{self.path.relative_to(ROOT)}:{self.line}"
+
+    def commands(self) -> list[str]:
+        """The block's command lines (continuations joined, comments and blanks dropped)."""
+        out: list[str] = []
+        pending = ""
+        for raw in self.text.splitlines():
+            line = raw.rstrip()
+            if not pending and (not line.strip() or line.lstrip().startswith("#")):
+                continue
+            if line.endswith("\\"):
+                pending += line[:-1].rstrip() + " "
+                continue
+            out.append(" ".join((pending + line).split()))
+            pending = ""
+        return out
+
+
+def doc_files() -> list[Path]:
+    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def blocks(path: Path) -> list[Block]:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: list[Block] = []
+    i = 0
+    while i < len(lines):
+        fence = lines[i].strip()
+        if fence.startswith("```"):
+            lang = fence[3:].strip()
+            j = i + 1
+            while j < len(lines) and lines[j].strip() != "```":
+                j += 1
+            if lang in ("bash", "sh"):
+                k = i - 1
+                while k >= 0 and not lines[k].strip():
+                    k -= 1
+                m = MARKER.match(lines[k].strip()) if k >= 0 else None
+                out.append(
+                    Block(
+                        path,
+                        i + 1,
+                        m.group(1) if m else None,
+                        m.group(2) if m else "",
+                        "\n".join(lines[i + 1 : j]),
+                    )
+                )
+            i = j + 1
+            continue
+        i += 1
+    return out
+
+
+def run_block(block: Block, timeout_s: float) -> tuple[bool, str, float]:
+    """Run one block; (ok, the tail of its output, seconds)."""
+    env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
+    t0 = time.monotonic()
+    proc = subprocess.Popen(
+        ["bash", "-euo", "pipefail", "-c", block.text],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        ok = proc.returncode == 0
+        tail = out.decode(errors="replace")[-3000:]
+        if not ok:
+            tail += f"\n[exit {proc.returncode}]"
+    except subprocess.TimeoutExpired:
+        ok, tail = False, f"[timed out after {timeout_s:.0f} s]"
+    finally:
+        with contextlib.suppress(ProcessLookupError):  # background servers the block started
+            os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait()
+    return ok, tail, time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("files", nargs="*", help="markdown files (default: README.md and docs/)")
+    ap.add_argument("--level", choices=LEVELS, default="ci", help="ci: the ci blocks; slow: ci and slow")
+    ap.add_argument("--list", action="store_true", help="list the blocks and their markers, run nothing")
+    ap.add_argument("--timeout-s", type=float, default=900.0, help="per block")
+    args = ap.parse_args(argv)
+    files = [Path(f).resolve() for f in args.files] or doc_files()
+    todo = {"ci": ("ci",), "slow": ("ci", "slow")}[args.level]
+    failed = 0
+    for path in files:
+        for b in blocks(path):
+            if b.marker is None:
+                print(f"{b.where}: a bash block without a `<!-- docs: ... -->` marker", flush=True)
+                failed += 1
+                continue
+            if args.list or b.marker not in todo:
+                print(f"{b.where}: {b.marker} {b.note}".rstrip(), flush=True)
+                continue
+            ok, tail, secs = run_block(b, args.timeout_s)
+            print(f"{b.where}: {'ok' if ok else 'FAILED'} ({secs:.0f} s)", flush=True)
+            if not ok:
+                failed += 1
+                print("  " + tail.replace("\n", "\n  "), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
