@@ -316,35 +316,79 @@ def _visible(text: str) -> str:
     return text
 
 
-def _last_candidate(visible: str) -> Any:
-    """The object around the last `"action"` key that decodes; ActionError when there is none.
+def _is_key(visible: str, end: int) -> bool:
+    """Is the `"action"` ending at `end` a JSON key (followed by a colon), not a word in prose?"""
+    rest = visible[end : end + 64].lstrip()
+    return rest.startswith(":")
 
-    Works backwards from the end with C-speed searches, a bounded number of candidates and a
-    bounded window per candidate, so the time is linear in the reply's length.
+
+def _last_candidate(visible: str) -> Any:
+    """The object holding the last `"action"` key; None when the reply names no action.
+
+    Only that last object counts: when it does not decode (cut off by the token limit, a trailing
+    comma, a misspelt literal, too long) the reply is invalid: an earlier draft is never run
+    instead. Works backwards from the end with C-speed searches, a bounded number of candidates and
+    a bounded window per candidate, so the time is linear in the reply's length.
     """
     pos = len(visible)
-    too_long = False
     for _ in range(MAX_CANDIDATES):
         key = visible.rfind('"action"', 0, pos)
         if key == -1:
-            break
+            return None
         pos = key
+        if not _is_key(visible, key + len('"action"')):
+            continue  # the word in prose
         lo = max(0, key - MAX_ACTION_CHARS)
-        brace = key
+        first = brace = visible.rfind("{", lo, key)
         for _ in range(4):  # the object's "{" is the nearest one before the key, bar braces in strings
-            brace = visible.rfind("{", lo, brace)
             if brace == -1:
                 break
             got = _decode_at(visible, brace)
             if got is not None and isinstance(got[0], dict) and got[1] > key:
                 return got[0]
-            if got is None and len(visible) - brace > MAX_ACTION_CHARS:
-                too_long = True
-    if too_long:
-        raise ActionError(
-            f"no complete action object: an action is at most {MAX_ACTION_CHARS} characters of JSON"
-        )
+            brace = visible.rfind("{", lo, brace)
+        raise ActionError(_why_not_json(visible, first))
     return None
+
+
+def _unclosed(text: str) -> bool:
+    """Does the JSON-ish text starting with "{" end inside a string or before its braces close?"""
+    depth, in_string, escaped = 0, False, False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            depth += 1
+        elif ch in "}]":
+            depth -= 1
+            if depth == 0:
+                return False
+    return True
+
+
+def _why_not_json(visible: str, brace: int) -> str:
+    """One line on why the last action object does not decode (it is never replaced by a draft)."""
+    tail = "it was not run, nor any earlier action in the reply; end the reply with one complete JSON action"
+    if brace == -1:
+        return f'the last "action" key is not inside a JSON object: {tail}'
+    if len(visible) - brace > MAX_ACTION_CHARS:
+        return f"the last action object is longer than {MAX_ACTION_CHARS} characters of JSON: {tail}"
+    try:
+        _DECODER.raw_decode(visible[brace:])
+    except (ValueError, RecursionError) as exc:
+        msg = getattr(exc, "msg", None) or type(exc).__name__
+        if _unclosed(visible[brace:]):
+            return f"the last action object is cut off (no closing brace): {tail}"
+        at = f" at character {exc.pos + 1}" if isinstance(exc, json.JSONDecodeError) else ""
+        return f"the last action object is not valid JSON ({msg}{at}): {tail}"
+    return f"the last action object is not a JSON object holding the key: {tail}"
 
 
 def parse_reply(text: Any, robot: RobotConfig) -> Action:

@@ -80,9 +80,8 @@ def command_schema() -> dict[str, Any]:
 
 
 def _json_candidates(text: str) -> list[str]:
-    fenced = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.S)
-    if fenced:
-        return fenced
+    """The reply's JSON objects in order. A last object that never closes and names a "mode" (cut
+    off by the token limit) is an error: an earlier draft is never flown instead."""
     out, depth, start = [], 0, -1
     for i, ch in enumerate(text):
         if ch == "{":
@@ -93,7 +92,13 @@ def _json_candidates(text: str) -> list[str]:
             depth -= 1
             if depth == 0:
                 out.append(text[start : i + 1])
-    return out
+    if depth > 0 and '"mode"' in text[start:]:
+        raise CommandError(
+            "the last command is cut off (no closing brace): it was not flown, nor any earlier command in "
+            'the reply; send one complete JSON command such as {"mode": "coast"}'
+        )
+    fenced = re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, flags=re.S)
+    return fenced or out
 
 
 def _describe(err: ValidationError, obj: dict[str, Any]) -> str:

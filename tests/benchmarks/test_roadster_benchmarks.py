@@ -28,7 +28,8 @@ def test_roadster_difficulty_prints_rates_and_paired_p_values():
     )
     kick = out["paused"]["roadster_kickflip/light"]
     assert kick["n"] == 3 and 0 <= kick["ci95"][0] <= kick["rate"] <= kick["ci95"][1] <= 1
-    assert kick["meets_target"] in (True, False)
+    lo, hi = kick["target"]
+    assert kick["meets_target"] is (lo <= kick["rate"] <= hi)
     rt = out["realtime"]["roadster_kickflip/light/1s"]
     assert rt["successes"] + rt["only_paused"] - rt["only_realtime"] == kick["successes"]
     assert 0 < rt["mcnemar_p"] <= 1

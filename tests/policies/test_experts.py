@@ -1,5 +1,7 @@
 """The scripted expert must solve each task on >= 90% of seeds 0-49 (the baseline's contract)."""
 
+import math
+
 import pytest
 
 from pear_agent.episode import Episode
@@ -32,5 +34,6 @@ def test_noisy_expert_replies_differ_but_parse(panda, panda_kin) -> None:
 
 
 def test_wrap() -> None:
-    assert abs(float(wrap(3 * 3.14159265))) - 3.14159265 < 1e-6
+    assert abs(abs(float(wrap(3 * math.pi))) - math.pi) < 1e-6  # wraps onto +-pi
+    assert float(wrap(-2.5 * math.pi)) == pytest.approx(-0.5 * math.pi)
     assert float(wrap(0.5)) == pytest.approx(0.5)

@@ -169,3 +169,25 @@ def test_an_action_word_in_prose_after_the_action_does_not_hide_it(panda) -> Non
         'That "action" lifts the arm; "action" again.'
     )
     assert parse_reply(reply, panda).parts["arm"].position_cm == [0.0, 0.0, 1.0]
+
+
+@pytest.mark.parametrize(
+    ("final", "why"),
+    [
+        ('{"action":{"arm":{"move_cm":[0,0,2', "cut off"),  # the token limit
+        ('{"action": {"arm": {"move_cm": [0, 0, 2]}},}', "not valid JSON"),  # a trailing comma
+        ('{"action": {"arm": {"move_cm": [0, 0, 2]}}, "done": tru}', "not valid JSON"),  # a bad literal
+        ('{"action": {"arm": {"move_cm": [0, 0, 2], "pad": "' + "x" * 5000 + '"}}}', "longer than"),
+    ],
+)
+def test_a_malformed_final_action_never_runs_an_earlier_draft(panda, final: str, why: str) -> None:
+    reply = 'Draft: {"action": {"arm": {"move_cm": [0, 0, -5]}}}\nOn reflection, final: ' + final
+    with pytest.raises(ActionError, match=why) as err:
+        parse_reply(reply, panda)
+    assert "not run" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_cut_off_final_action_in_a_fence_is_invalid(panda) -> None:
+    reply = '```json\n{"action": {"arm": {"gripper": 0}}}\n```\nBetter:\n```json\n{"action": {"arm": {"grip'
+    with pytest.raises(ActionError, match="cut off"):
+        parse_reply(reply, panda)
