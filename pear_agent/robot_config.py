@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ROBOTS_DIR = REPO_ROOT / "robots"
@@ -74,10 +82,33 @@ class EndEffector(_Strict):
     description: str = "the tool point between the gripper fingers"
 
 
+class ActuatorTarget(_Strict):
+    """An actuator of the model named by what it drives (makers' files often leave actuators unnamed)."""
+
+    joint: str | None = Field(None, description="the joint the actuator drives")
+    tendon: str | None = Field(None, description="the tendon the actuator pulls")
+
+    @model_validator(mode="after")
+    def _one(self) -> ActuatorTarget:
+        if (self.joint is None) == (self.tendon is None):
+            raise ValueError("give exactly one of joint or tendon")
+        return self
+
+
+ActuatorRef = Annotated[
+    StrictInt | str | ActuatorTarget,
+    Field(
+        description="an actuator of the model file: its name, its index (0-based, in the order "
+        "MuJoCo compiles them: the main file's, then each attachment's), or {joint: <name>} / "
+        "{tendon: <name>} for the one that drives it"
+    ),
+]
+
+
 class GripperActuator(_Strict):
     """One actuator of the model file that drives the gripper, with its ctrl at closed and open."""
 
-    name: str
+    name: ActuatorRef
     ctrl_closed: float
     ctrl_open: float
 
@@ -86,6 +117,21 @@ class GripperActuator(_Strict):
         if self.ctrl_closed == self.ctrl_open:
             raise ValueError(f"actuator {self.name}: ctrl_closed equals ctrl_open ({self.ctrl_open})")
         return self
+
+
+class GripperSim(_Strict):
+    """Overrides of the gripper's drive in simulation; unset keeps the file's values (or, for an
+    actuator the simulator creates, its defaults: kp 3000, kv 150, force limit 60)."""
+
+    kp: float | None = Field(
+        None,
+        gt=0,
+        description="position gain (force per unit of ctrl): for a servo whose ctrl is in joint units",
+    )
+    kv: float | None = Field(None, ge=0, description="velocity damping of the servo")
+    force_limit: float | None = Field(
+        None, gt=0, description="the most force (N, or N m for a hinge) each actuator may apply"
+    )
 
 
 class JointRange(_Strict):
@@ -109,7 +155,9 @@ class Gripper(_Strict):
     mimic_joints: list[str] = Field(
         default_factory=list, description="linkage joints the model's own couplings move (not measured)"
     )
-    actuator: str | None = Field(None, description="the one sim actuator, driven with ctrl in [closed, open]")
+    actuator: ActuatorRef | None = Field(
+        None, description="the one sim actuator (name, index or {joint:}), driven with ctrl in [closed, open]"
+    )
     ctrl_closed: float = 0.0
     ctrl_open: float = 1.0
     actuators: list[GripperActuator] = Field(default_factory=list)
@@ -136,12 +184,13 @@ class Gripper(_Strict):
         0.004, gt=0.0, description="finger joint speed (m/s or rad/s) under which the gripper is at rest"
     )
     controller: str | None = Field(None, description="ROS 2 trajectory controller for the gripper")
+    sim: GripperSim | None = Field(None, description="the simulator's gripper drive: gains, force limit")
 
     @model_validator(mode="after")
     def _consistent(self) -> Gripper:
         if self.actuator is not None and self.actuators:
             raise ValueError("give either actuator (one) or actuators (a list), not both")
-        if self.create_actuator and self.actuator is None:
+        if self.create_actuator and not isinstance(self.actuator, str):
             raise ValueError("create_actuator needs the name of the actuator to create in `actuator`")
         if self.actuator is not None and self.ctrl_closed == self.ctrl_open:
             raise ValueError(f"ctrl_closed equals ctrl_open ({self.ctrl_open}): the gripper could not move")
@@ -207,16 +256,57 @@ class Home(_Strict):
     gripper: float = Field(1.0, ge=0.0, le=1.0)
 
 
-class ArmSim(_Strict):
-    """The simulator's joint position servos: one gain pair per joint. Without `actuators` the sim
-    adds a servo per joint; a model file that ships its own position actuators for the arm names
-    them here (in joint order) and the sim drives those, with `kp`/`kv` as their gains."""
+PerJoint = float | list[float]
 
-    kp: list[float]
-    kv: list[float]
-    actuators: list[str] = Field(
+
+class ArmSim(_Strict):
+    """The simulator's joint position servos and joint dynamics.
+
+    Three ways to drive the joints: `actuators` lists the model's own position actuators (in joint
+    order; each by name, index or {joint: ...}) and the sim drives those, with `kp`/`kv` as their
+    gains if given; without `actuators`, `kp` and `kv` make the sim add a servo per joint; with
+    neither, the sim drives the model's own position servo of each joint (found by its joint).
+    `frictionloss`, `damping`, `armature` override the file's joint values (one number for every
+    joint, or one per joint): a maker's file tuned for torque control may carry joint friction that
+    the servos cannot overcome."""
+
+    kp: list[float] | None = Field(None, description="position gain per joint (N m/rad)")
+    kv: list[float] | None = Field(None, description="velocity gain per joint (N m s/rad)")
+    actuators: list[ActuatorRef] = Field(
         default_factory=list, description="the model's own position actuators of the joints, in order"
     )
+    frictionloss: PerJoint | None = Field(None, description="joint dry friction (N m); unset: the file's")
+    damping: PerJoint | None = Field(None, description="joint damping (N m s/rad); unset: the file's")
+    armature: PerJoint | None = Field(None, description="joint armature (kg m^2); unset: the file's")
+
+    @model_validator(mode="after")
+    def _gains(self) -> ArmSim:
+        if (self.kp is None) != (self.kv is None):
+            raise ValueError("give kp and kv together")
+        for attr in ("frictionloss", "damping", "armature"):
+            v = getattr(self, attr)
+            if v is not None and min(v if isinstance(v, list) else [v]) < 0:
+                raise ValueError(f"{attr} must not be negative")
+        return self
+
+    def per_joint(self, attr: str, n: int) -> list[float] | None:
+        """`frictionloss`/`damping`/`armature` as one value per joint (None: keep the file's)."""
+        v = getattr(self, attr)
+        if v is None:
+            return None
+        return [float(v)] * n if not isinstance(v, list) else [float(x) for x in v]
+
+
+class SimOptions(_Strict):
+    """The few MuJoCo options a robot may need; unset keeps the runtime's defaults (timestep
+    0.002 s, implicitfast, 2 noslip iterations) or, for cone and impratio, the robot files' own."""
+
+    timestep_s: float | None = Field(None, gt=0, le=0.01, description="physics step")
+    integrator: Literal["Euler", "RK4", "implicit", "implicitfast"] | None = None
+    cone: Literal["pyramidal", "elliptic"] | None = Field(None, description="friction cone")
+    impratio: float | None = Field(None, ge=1, description="frictional-to-normal constraint impedance ratio")
+    noslip_iterations: int | None = Field(None, ge=0, le=100)
+    iterations: int | None = Field(None, ge=1, le=1000, description="main solver iterations")
 
 
 class Part(_Strict):
@@ -235,10 +325,14 @@ class Part(_Strict):
         n = len(self.joints)
         if len(self.home.joints_rad) != n:
             raise ValueError(f"home.joints_rad has {len(self.home.joints_rad)} values for {n} joints")
-        if self.sim and (len(self.sim.kp) != n or len(self.sim.kv) != n):
+        if self.sim and self.sim.kp is not None and (len(self.sim.kp) != n or len(self.sim.kv or []) != n):
             raise ValueError(f"sim.kp and sim.kv need one gain per joint ({n})")
         if self.sim and self.sim.actuators and len(self.sim.actuators) != n:
             raise ValueError(f"sim.actuators needs one actuator per joint ({n}), or none")
+        for attr in ("frictionloss", "damping", "armature"):
+            v = getattr(self.sim, attr, None)
+            if isinstance(v, list) and len(v) != n:
+                raise ValueError(f"sim.{attr} needs one value per joint ({n}), or one number for all")
         unknown = set(self.limits.joint_limits_rad) - set(self.joints)
         if unknown:
             raise ValueError(f"limits.joint_limits_rad names joints not in this part: {sorted(unknown)}")
@@ -341,6 +435,7 @@ class RobotConfig(_Strict):
     cameras: dict[str, Camera] = {}
     table: Table = Table()
     render: Render = Render()
+    sim: SimOptions = SimOptions()
     source: Path | None = Field(None, exclude=True)
 
     @field_validator("parts", "cameras")

@@ -145,6 +145,7 @@ def _check_sim(robot: RobotConfig, task: str, report: CheckReport) -> None:
 def _check_camera(backend, robot: RobotConfig, cam_name: str) -> tuple[list[str], list[str]]:  # noqa: ANN001
     import mujoco
 
+    from sim_adapters.mujoco.scene import camera_name
     from sim_adapters.mujoco.tasks.base import finger_geoms
 
     m, d = backend.model, backend.data
@@ -156,19 +157,19 @@ def _check_camera(backend, robot: RobotConfig, cam_name: str) -> tuple[list[str]
     renderer = mujoco.Renderer(m, height=cam.height, width=cam.width)
     try:
         renderer.enable_depth_rendering()
-        renderer.update_scene(d, camera=cam_name, scene_option=backend._scene_opt)
+        renderer.update_scene(d, camera=camera_name(cam_name), scene_option=backend._scene_opt)
         depth = renderer.render()
         renderer.disable_depth_rendering()
         near = float(np.mean(depth < 0.01))
         if near > 0.5:
             problems.append(f"inside geometry ({near:.0%} of the image is closer than 1 cm)")
         renderer.enable_segmentation_rendering()
-        renderer.update_scene(d, camera=cam_name, scene_option=backend._scene_opt)
+        renderer.update_scene(d, camera=camera_name(cam_name), scene_option=backend._scene_opt)
         seg = renderer.render()
         renderer.disable_segmentation_rendering()
     finally:
         renderer.close()
-    cid = m.camera(cam_name).id
+    cid = m.camera(camera_name(cam_name)).id
     pos, rot = d.cam_xpos[cid], d.cam_xmat[cid].reshape(3, 3)
     up_z = float(rot[2, 1])
     if cam.sim is not None and cam.sim.mount_body is None and up_z < 0:

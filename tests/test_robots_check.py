@@ -63,11 +63,6 @@ MALFORMED = [
         "parts.arm.end_effector.parent_body",
     ),
     (
-        "end effector on an attached body",
-        lambda r: _arm(r)["end_effector"].update(parent_body="hand_panda_hand"),
-        "parts.arm.end_effector.parent_body",
-    ),
-    (
         "open position = closed position",
         lambda r: _arm(r)["gripper"].update(open_joint_pos=0.0),
         "parts.arm.gripper",

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from pear_agent.robot_config import ROBOTS_DIR, RobotConfigError, load_robot
-from sim_adapters.mujoco.scene import arm_actuator_names, build_robot_spec, compile_spec
+from sim_adapters.mujoco.scene import build_robot_spec, build_scene, compile_spec
 
 UR5E_2F85 = ROBOTS_DIR / "ur5e_2f85.yaml"
 
@@ -30,7 +30,7 @@ def test_model_arm_servos_are_driven_with_the_yaml_gains() -> None:
     # six arm servos and the gripper's one actuator, all the file's own: nothing added
     names = [model.actuator(i).name for i in range(model.nu)]
     assert names == [*part.sim.actuators, "gripper_fingers_actuator"]
-    assert arm_actuator_names(part) == part.sim.actuators
+    assert build_scene(robot)[1]["arm"].arm == part.sim.actuators
     for joint, act, kp, kv in zip(part.joints, part.sim.actuators, part.sim.kp, part.sim.kv, strict=True):
         a = model.actuator(act)
         assert model.joint(a.trnid[0]).name == joint
