@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from pear_agent.kinematics import Kinematics, matrix_to_rpy, rpy_to_matrix
-from pear_agent.robot_config import RobotConfigError, load_robot
+from pear_agent.robot_config import load_robot
 from sim_adapters.mujoco.scene import build_robot_spec, compile_spec, ee_site_name
 
 
@@ -125,7 +125,7 @@ def test_root_body_turned_by_euler_now_loads(tmp_path) -> None:
     _assert_fk_matches_mujoco(robot, "arm", np.random.default_rng(3).uniform(-3, 3, (20, 2)))
 
 
-def _assert_fk_matches_mujoco(robot, part: str, qs) -> None:  # noqa: ANN001
+def _assert_fk_matches_mujoco(robot, part: str, qs) -> None:
     """FK of the kinematics against MuJoCo's own forward kinematics of the robot's compiled model:
     the end effector (its body's pose composed with the YAML's offset) within 1 mm and 1e-6."""
     import mujoco
