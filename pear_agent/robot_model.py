@@ -127,7 +127,19 @@ def _apply_joint_overrides(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
             if values is None:
                 continue
             for joint, v in zip(part.joints, values, strict=True):
-                setattr(spec.joint(joint), attr, float(v))
+                _set_scalar(spec.joint(joint), attr, v)
+
+
+def _set_scalar(element: object, attr: str, value: float) -> None:
+    """Set a joint's damping/frictionloss/armature; MuJoCo >= 3.4 holds damping as a polynomial
+    (its first coefficient is the linear damping, the others stay the file's)."""
+    current = getattr(element, attr)
+    if np.ndim(current) == 0:
+        setattr(element, attr, float(value))
+    else:
+        arr = np.array(current, dtype=float)
+        arr[0] = float(value)
+        setattr(element, attr, arr)
 
 
 def compile_model(robot: RobotConfig, spec: mujoco.MjSpec, what: str = "the robot") -> mujoco.MjModel:

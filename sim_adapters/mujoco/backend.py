@@ -35,6 +35,7 @@ import mujoco  # noqa: E402
 from pear_agent.robot_model import part_joint_limits  # noqa: E402
 from sim_adapters.mujoco.scene import (  # noqa: E402
     PartDrive,
+    add_task,
     build_scene,
     camera_name,
     compile_spec,
@@ -129,7 +130,7 @@ class MujocoBackend:
         self._task = task
         self.settings = settings or ControllerSettings()
         spec, drives = build_scene(robot)
-        task.build(spec, robot)
+        add_task(robot, spec, task)
         self.model = compile_spec(robot, spec, task.name)
         self.data = mujoco.MjData(self.model)
         self.parts = {name: _PartIO(self.model, robot, name, drives[name]) for name in robot.parts}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import mujoco
 import numpy as np
@@ -23,6 +24,9 @@ from pear_agent.robot_model import (
     one_line,
     quiet_mujoco,
 )
+
+if TYPE_CHECKING:
+    from sim_adapters.mujoco.tasks.base import MujocoTask
 
 
 def look_at_quat(pos: np.ndarray, target: np.ndarray) -> np.ndarray:
@@ -345,21 +349,42 @@ TABLE_GEOM = f"{RUNTIME_PREFIX}table"
 _REPEATED = re.compile(r"repeated name '([^']*)' in (\w+)")
 
 
+def clash_error(robot: RobotConfig, exc: BaseException, task: str | None) -> RobotConfigError | None:
+    """A name the model and a task's objects share (MuJoCo: `repeated name`), as one keyed line."""
+    text = one_line(exc)
+    clash = _REPEATED.search(text)
+    if clash is None:
+        return None
+    who = f"the task {task!r}" if task else "a task"
+    return RobotConfigError(
+        f"{robot.label}: key model.mjcf: the model has a {clash[2]} named {clash[1]!r}, and {who} "
+        f"adds one of that name too (MuJoCo: {text})"
+    )
+
+
+def add_task(robot: RobotConfig, spec: mujoco.MjSpec, task: MujocoTask) -> None:
+    """Let the task add its objects; a name it shares with the model is one keyed line."""
+    try:
+        task.build(spec, robot)
+    except ValueError as exc:
+        err = clash_error(robot, exc, task.name)
+        if err is None:
+            raise
+        raise err from None
+
+
 def compile_spec(robot: RobotConfig, spec: mujoco.MjSpec, task: str | None = None) -> mujoco.MjModel:
     """Compile the scene; a name the model and a task's objects share is one line naming both."""
     try:
         with quiet_mujoco():
             return spec.compile()
     except Exception as exc:
-        text = one_line(exc)
-        clash = _REPEATED.search(text)
-        if clash:
-            who = f"the task {task!r}" if task else "a task"
-            raise RobotConfigError(
-                f"{robot.label}: key model.mjcf: the model has a {clash[2]} named {clash[1]!r}, and {who} "
-                f"adds one of that name too (MuJoCo: {text})"
-            ) from None
-        raise RobotConfigError(f"{robot.label}: key model: MuJoCo cannot compile the scene: {text}") from None
+        err = clash_error(robot, exc, task)
+        if err is not None:
+            raise err from None
+        raise RobotConfigError(
+            f"{robot.label}: key model: MuJoCo cannot compile the scene: {one_line(exc)}"
+        ) from None
 
 
 def table_top_z_m(robot: RobotConfig) -> float:
