@@ -102,7 +102,10 @@ class _PartChain:
             f"{name}_{ee.name}", parent.parentJoint, body, parent.placement * offset, pin.FrameType.OP_FRAME
         )
         self.frame_id = model.addFrame(frame)
-        self.home = np.array(part.home.joints_rad, dtype=float) - self.ref
+        if part.home.joints_rad is not None:
+            self.home = np.array(part.home.joints_rad, dtype=float) - self.ref
+        else:  # a home still to solve: start from the middle of the joint ranges
+            self.home = np.clip(0.0, self.lower, self.upper)
         self.table: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
@@ -318,3 +321,25 @@ class Kinematics:
                 return IKResult(True, q + chain.ref, pe, re, total_it)
         assert best is not None
         return IKResult(False, best[0] + chain.ref, best[1], best[2], total_it)
+
+
+def solve_homes(robot: RobotConfig) -> RobotConfig:
+    """The description with every `home.tool_pose` solved into `home.joints_rad` (IK from the
+    middle of the joint ranges); a pose no joint values reach is one keyed line."""
+    kin = Kinematics(robot)
+    parts = dict(robot.parts)
+    for name, part in robot.parts.items():
+        pose = part.home.tool_pose
+        if part.home.joints_rad is not None or pose is None:
+            continue
+        res = kin.ik(
+            name,
+            np.array(pose.position_cm) / 100.0,
+            rpy_to_matrix(np.array(pose.orientation_rad)),
+            kin.chains[name].home + kin.chains[name].ref,
+        )
+        if not res.success:
+            raise RobotConfigError(f"{robot.label}: key parts.{name}.home.tool_pose: {res.reason}")
+        home = part.home.model_copy(update={"joints_rad": [round(float(q), 4) for q in res.joints_rad]})
+        parts[name] = part.model_copy(update={"home": home})
+    return robot.model_copy(update={"parts": parts})

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+import types
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
@@ -16,8 +18,10 @@ import yaml
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Discriminator,
     Field,
     StrictInt,
+    Tag,
     ValidationError,
     field_validator,
     model_validator,
@@ -95,8 +99,17 @@ class ActuatorTarget(_Strict):
         return self
 
 
+def _actuator_ref_kind(v: object) -> str:
+    if isinstance(v, dict | ActuatorTarget):
+        return "<target>"
+    return "<index>" if isinstance(v, int) and not isinstance(v, bool) else "<name>"
+
+
 ActuatorRef = Annotated[
-    StrictInt | str | ActuatorTarget,
+    Annotated[StrictInt, Tag("<index>")]
+    | Annotated[str, Tag("<name>")]
+    | Annotated[ActuatorTarget, Tag("<target>")],
+    Discriminator(_actuator_ref_kind),
     Field(
         description="an actuator of the model file: its name, its index (0-based, in the order "
         "MuJoCo compiles them: the main file's, then each attachment's), or {joint: <name>} / "
@@ -119,6 +132,15 @@ class GripperActuator(_Strict):
         return self
 
 
+class Pad(_Strict):
+    """A box a finger collides through, in place of the finger body's own collision geoms."""
+
+    body: str = Field(description="the finger body the box is fixed to")
+    pos_m: Vec3 = Field(description="the box's centre in the body's frame")
+    half_size_m: Vec3 = Field(description="half the box's extent along the body's x, y, z")
+    friction: float = Field(1.5, gt=0, description="sliding friction coefficient")
+
+
 class GripperSim(_Strict):
     """Overrides of the gripper's drive in simulation; unset keeps the file's values (or, for an
     actuator the simulator creates, its defaults: kp 3000, kv 150, force limit 60)."""
@@ -131,6 +153,11 @@ class GripperSim(_Strict):
     kv: float | None = Field(None, ge=0, description="velocity damping of the servo")
     force_limit: float | None = Field(
         None, gt=0, description="the most force (N, or N m for a hinge) each actuator may apply"
+    )
+    pads: list[Pad] = Field(
+        default_factory=list,
+        description="finger collision boxes: each named body collides through its box only (MuJoCo "
+        "collides a mesh by its convex hull, which can fill the gap between L-shaped fingers)",
     )
 
 
@@ -251,9 +278,28 @@ class StepLimits(_Strict):
         return v
 
 
+class ToolPose(_Strict):
+    """A pose of a part's tool point in the base frame, in the protocol's units."""
+
+    position_cm: Vec3
+    orientation_rad: Vec3 = Field(
+        [math.pi, 0.0, 0.0], description="roll, pitch, yaw (default: pointing straight down)"
+    )
+
+
 class Home(_Strict):
-    joints_rad: list[float]
-    gripper: float = Field(1.0, ge=0.0, le=1.0)
+    """Where a part starts each episode: joint values, or a tool pose that IK solves when the file
+    is loaded (`pear-agent robots FILE --suggest-home` prints the joint values to paste instead)."""
+
+    joints_rad: list[float] | None = Field(None, description="one value per joint, in the joints' order")
+    tool_pose: ToolPose | None = Field(None, description="the tool point's pose, solved by IK at load")
+    gripper: float = Field(1.0, ge=0.0, le=1.0, description="0 = closed .. 1 = open")
+
+    @model_validator(mode="after")
+    def _one(self) -> Home:
+        if (self.joints_rad is None) == (self.tool_pose is None):
+            raise ValueError("give exactly one of joints_rad or tool_pose")
+        return self
 
 
 PerJoint = float | list[float]
@@ -307,6 +353,11 @@ class SimOptions(_Strict):
     impratio: float | None = Field(None, ge=1, description="frictional-to-normal constraint impedance ratio")
     noslip_iterations: int | None = Field(None, ge=0, le=100)
     iterations: int | None = Field(None, ge=1, le=1000, description="main solver iterations")
+    exclude_contacts: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(
+        default_factory=list,
+        description="pairs of bodies that never collide (e.g. a base welded to the world and its first "
+        "link, whose meshes overlap at every pose: MuJoCo filters only parent-child pairs)",
+    )
 
 
 class Part(_Strict):
@@ -323,7 +374,7 @@ class Part(_Strict):
     @model_validator(mode="after")
     def _shapes(self) -> Part:
         n = len(self.joints)
-        if len(self.home.joints_rad) != n:
+        if self.home.joints_rad is not None and len(self.home.joints_rad) != n:
             raise ValueError(f"home.joints_rad has {len(self.home.joints_rad)} values for {n} joints")
         if self.sim and self.sim.kp is not None and (len(self.sim.kp) != n or len(self.sim.kv or []) != n):
             raise ValueError(f"sim.kp and sim.kv need one gain per joint ({n})")
@@ -584,7 +635,78 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def _loc(err: dict) -> str:
-    return ".".join(str(p) for p in err["loc"]) or "<top level>"
+    return ".".join(str(p) for p in err["loc"] if not _is_tag(p)) or "<top level>"
+
+
+_UNION_TAGS: dict[str, object] = {"<target>": ActuatorTarget, "<index>": int, "<name>": str}
+
+
+def _is_tag(p: object) -> bool:
+    """Pydantic puts the member's tag in the location of an error inside a tagged union."""
+    return isinstance(p, str) and p in _UNION_TAGS
+
+
+def _model_at(loc: Sequence[object]) -> type[BaseModel] | None:
+    """The model class whose keys are allowed at `loc` (a pydantic error location), or None."""
+    current: object = RobotConfig
+    for p in loc:
+        if _is_tag(p):
+            current = _UNION_TAGS[str(p)]
+            continue
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(p))
+            if field is None:
+                return None
+            current = field.annotation
+        else:
+            args = typing.get_args(current)
+            if typing.get_origin(current) is dict and len(args) == 2:
+                current = args[1]
+            elif typing.get_origin(current) is list and args:
+                current = args[0]
+            else:
+                return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(tp: object) -> object:
+    """Strip Annotated and Optional; a union with one model member becomes that model."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(tp) if a is not type(None)]
+            models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+            if len(members) == 1:
+                tp = members[0]
+            elif len(models) == 1:
+                tp = models[0]
+            else:
+                return tp
+        else:
+            return tp
+
+
+def allowed_keys(model: type[BaseModel]) -> list[str]:
+    return [name for name, f in model.model_fields.items() if not f.exclude]
+
+
+def _error_line(path: Path, err: dict) -> str:
+    """One validation error: the file, the key, what is wrong; an unknown key lists the allowed."""
+    loc = _loc(err)
+    if err["type"] == "extra_forbidden":
+        where = [p for p in err["loc"][:-1]]
+        model = _model_at(where)
+        if model is not None:
+            parent = ".".join(str(p) for p in where if not _is_tag(p)) or "the top level"
+            return (
+                f"{path}: key {loc}: unknown key {err['loc'][-1]!r} in {parent}; "
+                f"allowed: {', '.join(allowed_keys(model))}"
+            )
+    return f"{path}: key {loc}: {err['msg']}"
 
 
 def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> RobotConfig:
@@ -614,7 +736,7 @@ def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> Robot
     try:
         cfg = RobotConfig.model_validate({**raw, "source": path})
     except ValidationError as exc:
-        lines = [f"{path}: key {_loc(e)}: {e['msg']}" for e in exc.errors()]
+        lines = [_error_line(path, e) for e in exc.errors()]
         raise RobotConfigError("\n".join(lines)) from None
     for part_name, part in cfg.parts.items():
         for axis, (lo, hi) in part.limits.workspace_cm.items():
@@ -622,6 +744,10 @@ def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> Robot
                 raise RobotConfigError(
                     f"{path}: key parts.{part_name}.limits.workspace_cm.{axis}: not finite"
                 )
+    if any(p.home.joints_rad is None for p in cfg.parts.values()):
+        from pear_agent.kinematics import solve_homes  # Pinocchio and MuJoCo only when needed
+
+        cfg = solve_homes(cfg)
     return cfg
 
 

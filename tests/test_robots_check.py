@@ -223,6 +223,7 @@ def test_check_passes_the_shipped_panda_and_sees_the_fingertips(path: Path) -> N
     assert f"{path}  ok" in p.stdout
     assert "camera wrist: gripper visible" in p.stdout
     assert "gripper closes" in p.stdout
+    assert "arm: grasp-and-carry ok" in p.stdout
 
 
 def test_listing_prints_one_line_per_file_with_its_path(tmp_path: Path) -> None:
@@ -425,3 +426,83 @@ def test_includes_and_two_top_level_arms_list_ok(tmp_path: Path) -> None:
     p = _cli("robots", str(path))
     assert p.returncode == 0, p.stdout + p.stderr
     assert f"{path}  ok  two_arms: parts: left (2 joints), right (2 joints)" in p.stdout
+
+
+ROBOTIQ140 = Path(__file__).resolve().parent / "robots" / "ur5e_robotiq140.yaml"
+
+
+def _weak_grip(tmp_path: Path) -> Path:
+    return _variant(tmp_path, lambda r: _arm(r)["gripper"].update(sim={"force_limit": 2.0}), "weak.yaml")
+
+
+def test_check_fails_a_gripper_that_cannot_hold_the_cube(tmp_path: Path) -> None:
+    """A gripper that closes and opens but cannot carry what the tasks carry used to pass
+    (a UR5e with another hand: ok, then place_in_bowl 1/5). The grasp-and-carry step closes on
+    the tasks' 4 cm cube, lifts it and carries it sideways: robosuite's 2F-140 lets it slip out,
+    and a Panda hand limited to 2 N cannot lift it."""
+    weak = _weak_grip(tmp_path)
+    p = _cli("robots", "--check", str(ROBOTIQ140), str(weak))
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert len(lines) == 2
+    for path, line in zip((ROBOTIQ140, weak), lines, strict=True):
+        assert (
+            line.startswith(f"{path}  FAIL") and "arm: grasp-and-carry: closed on the 4 cm cube but" in line
+        )
+
+
+def test_check_tasks_reports_the_expert_success_per_task(tmp_path: Path) -> None:
+    p = _cli("robots", "--check", "--tasks", "--seeds", "1", str(PANDA), str(_weak_grip(tmp_path)))
+    assert p.returncode == 1, p.stdout + p.stderr
+    ok, weak = p.stdout.strip().splitlines()
+    assert (
+        ok.startswith(f"{PANDA}  ok") and "tasks: pick_cube 1/1, place_in_bowl 1/1, push_to_target 1/1" in ok
+    )
+    assert "FAIL" in weak and "task pick_cube: its expert succeeds 0/1 (want >= 80%)" in weak
+    assert "task push_to_target" not in weak  # pushing needs no grip
+
+
+def test_suggest_home_prints_joints_that_reach_the_pose() -> None:
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.robot_config import load_robot
+
+    p = _cli("robots", str(PANDA), "--suggest-home", "45", "5", "25")
+    assert p.returncode == 0, p.stdout + p.stderr
+    line = p.stdout.strip()
+    assert line.startswith("parts.arm.home.joints_rad: [") and "# tool at [45.0, 5.0, 25.0] cm" in line
+    joints = json.loads(line.split(": ", 1)[1].split("  #")[0])
+    pose = Kinematics(load_robot(PANDA)).fk("arm", np.array(joints))
+    assert np.linalg.norm(pose.position_m * 100 - [45.0, 5.0, 25.0]) < 0.1
+    assert abs(abs(pose.rpy[0]) - np.pi) < 0.01 and abs(pose.rpy[1]) < 0.01  # pointing down
+    p = _cli("robots", str(PANDA), "--suggest-home", "150", "0", "25")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "parts.arm.home: tool at [150.0, 0.0, 25.0] cm" in p.stdout and "cm and" in p.stdout
+
+
+def test_home_as_a_tool_pose_is_solved_when_loaded(tmp_path: Path) -> None:
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.robot_config import RobotConfigError, load_robot
+
+    pose = {"position_cm": [42.0, -5.0, 22.0], "orientation_rad": [3.14159, 0.0, 0.3]}
+    path = _variant(tmp_path, lambda r: _arm(r).update(home={"tool_pose": pose, "gripper": 1.0}))
+    robot = load_robot(path)
+    joints = robot.parts["arm"].home.joints_rad
+    assert joints is not None and len(joints) == 7
+    got = Kinematics(robot).fk("arm", np.array(joints))
+    assert np.linalg.norm(got.position_m * 100 - pose["position_cm"]) < 0.1
+    assert abs(got.rpy[2] - 0.3) < 0.01
+    far = _variant(
+        tmp_path, lambda r: _arm(r).update(home={"tool_pose": {"position_cm": [150, 0, 20]}}), "far.yaml"
+    )
+    with pytest.raises(
+        RobotConfigError, match=r"far.yaml: key parts.arm.home.tool_pose: no joint configuration"
+    ):
+        load_robot(far)
+    both = _variant(
+        tmp_path, lambda r: _arm(r)["home"].update(tool_pose={"position_cm": [45, 0, 20]}), "both.yaml"
+    )
+    p = _cli("robots", str(both))
+    assert (
+        p.returncode == 2
+        and "key parts.arm.home: Value error, give exactly one of joints_rad or tool_pose" in p.stdout
+    )

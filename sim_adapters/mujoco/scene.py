@@ -133,6 +133,8 @@ def _gripper_drive(label: str, key: str, part: Part, spec: mujoco.MjSpec) -> lis
     g = part.gripper
     if g is None:
         return []
+    if g.sim is not None:
+        _add_pads(label, key, g.sim, spec)
     if g.create_actuator:
         if spec.actuator(str(g.actuator)) is not None:
             raise RobotConfigError(
@@ -158,6 +160,29 @@ def _gripper_drive(label: str, key: str, part: Part, spec: mujoco.MjSpec) -> lis
                 act.forcelimited = 1
                 act.forcerange = [-g.sim.force_limit, g.sim.force_limit]
     return names
+
+
+def _add_pads(label: str, key: str, gains: GripperSim, spec: mujoco.MjSpec) -> None:
+    """`gripper.sim.pads`: each finger body collides through its box only."""
+    for i, pad in enumerate(gains.pads):
+        body = spec.body(pad.body)
+        if body is None:
+            raise RobotConfigError(
+                f"{label}: key {key}.gripper.sim.pads.{i}.body: body {pad.body!r} is not in the model"
+            )
+        for geom in body.geoms:
+            geom.contype = 0
+            geom.conaffinity = 0
+        body.add_geom(
+            name=f"{RUNTIME_PREFIX}{pad.body}_pad{i}",
+            type=mujoco.mjtGeom.mjGEOM_BOX,
+            size=list(pad.half_size_m),
+            pos=list(pad.pos_m),
+            rgba=[0.2, 0.2, 0.2, 0.0],
+            friction=[pad.friction, 0.01, 0.001],
+            condim=4,
+            group=3,
+        )
 
 
 def check_names(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
@@ -223,6 +248,13 @@ def _scene_options(robot: RobotConfig, scene: mujoco.MjSpec, robot_spec: mujoco.
         opt.iterations = s.iterations
     for name in ("timestep", "integrator", "noslip_iterations", "iterations", *CONTACT_OPTIONS):
         setattr(robot_spec.option, name, getattr(opt, name))
+    for i, (a, b) in enumerate(s.exclude_contacts):
+        missing = [n for n in (a, b) if robot_spec.body(n) is None]
+        if missing:
+            raise RobotConfigError(
+                f"{robot.label}: key sim.exclude_contacts.{i}: body {missing[0]!r} is not in the model"
+            )
+        robot_spec.add_exclude(bodyname1=a, bodyname2=b)
 
 
 def build_scene(robot: RobotConfig) -> tuple[mujoco.MjSpec, dict[str, PartDrive]]:
