@@ -44,25 +44,28 @@ class _Strict(BaseModel):
 
 
 class FrameConvention(_Strict):
-    origin: str
-    x: str
-    y: str
-    z: str
-    orientation: str = (
+    origin: str = Field(description="where the base frame is, in words (the prompt quotes it)")
+    x: str = Field(description="where +x points, in words")
+    y: str = Field(description="where +y points, in words")
+    z: str = Field(description="where +z points, in words")
+    orientation: str = Field(
         "roll, pitch, yaw in radians: extrinsic rotations about the fixed x, then y, then z axes "
-        "(R = Rz(yaw) Ry(pitch) Rx(roll)); reported angles wrap to (-pi, pi]"
+        "(R = Rz(yaw) Ry(pitch) Rx(roll)); reported angles wrap to (-pi, pi]",
+        description="the orientation convention, in words (the prompt quotes it)",
     )
 
 
 class Attachment(_Strict):
     """A second model file attached to a body of the main one (e.g. a gripper on a flange)."""
 
-    file: str
-    body: str
-    parent_body: str
-    prefix: str = ""
-    pos_m: Vec3 = [0.0, 0.0, 0.0]
-    quat_wxyz: Quat = [1.0, 0.0, 0.0, 0.0]
+    file: str = Field(
+        description="the attached MJCF file: pkg://<distribution>/<path> or a path beside the YAML"
+    )
+    body: str = Field(description="the body of that file to attach (with everything below it)")
+    parent_body: str = Field(description="the body of the main model it is fixed to")
+    prefix: str = Field("", description="put before every name of the attached file (e.g. `gripper_`)")
+    pos_m: Vec3 = Field([0.0, 0.0, 0.0], description="its position in the parent body's frame")
+    quat_wxyz: Quat = Field([1.0, 0.0, 0.0, 0.0], description="its orientation in the parent body's frame")
     angle_unit: Literal["file", "radian", "degree"] = Field(
         "file",
         description="angle unit of the attached file's numbers; 'file' = what its <compiler> says "
@@ -75,22 +78,26 @@ class ModelFiles(_Strict):
         description="MJCF file; pkg://<distribution>/<path> or a path relative to the YAML's own folder "
         "(robots/ for the shipped ones) that stays inside it"
     )
-    attachments: list[Attachment] = []
+    attachments: list[Attachment] = Field(
+        [], description="more files fixed to bodies of the main one, in order"
+    )
 
 
 class EndEffector(_Strict):
-    name: str
-    parent_body: str
-    pos_m: Vec3 = [0.0, 0.0, 0.0]
-    quat_wxyz: Quat = [1.0, 0.0, 0.0, 0.0]
-    description: str = "the tool point between the gripper fingers"
+    name: str = Field(description="a name for the tool point")
+    parent_body: str = Field(description="the body it is fixed to (of the main file or an attachment)")
+    pos_m: Vec3 = Field([0.0, 0.0, 0.0], description="its position in the parent body's frame")
+    quat_wxyz: Quat = Field(
+        [1.0, 0.0, 0.0, 0.0], description="its orientation: z out of the fingers, y along their closing"
+    )
+    description: str = Field("the tool point between the gripper fingers", description="for the prompt")
 
 
 class ActuatorTarget(_Strict):
     """An actuator of the model named by what it drives (makers' files often leave actuators unnamed)."""
 
-    joint: str | None = Field(None, description="the joint the actuator drives")
-    tendon: str | None = Field(None, description="the tendon the actuator pulls")
+    joint: str | None = Field(None, description="the joint the actuator drives", examples=["elbow_joint"])
+    tendon: str | None = Field(None, description="the tendon the actuator pulls", examples=["split"])
 
     @model_validator(mode="after")
     def _one(self) -> ActuatorTarget:
@@ -122,8 +129,8 @@ class GripperActuator(_Strict):
     """One actuator of the model file that drives the gripper, with its ctrl at closed and open."""
 
     name: ActuatorRef
-    ctrl_closed: float
-    ctrl_open: float
+    ctrl_closed: float = Field(description="its ctrl when the gripper is closed")
+    ctrl_open: float = Field(description="its ctrl when the gripper is open")
 
     @model_validator(mode="after")
     def _distinct(self) -> GripperActuator:
@@ -138,7 +145,7 @@ class Pad(_Strict):
     body: str = Field(description="the finger body the box is fixed to")
     pos_m: Vec3 = Field(description="the box's centre in the body's frame")
     half_size_m: Vec3 = Field(description="half the box's extent along the body's x, y, z")
-    friction: float = Field(1.5, gt=0, description="sliding friction coefficient")
+    friction: float = Field(1.5, gt=0, description="sliding friction coefficient", examples=[1.0])
 
 
 class GripperSim(_Strict):
@@ -149,10 +156,14 @@ class GripperSim(_Strict):
         None,
         gt=0,
         description="position gain (force per unit of ctrl): for a servo whose ctrl is in joint units",
+        examples=[4.0],
     )
-    kv: float | None = Field(None, ge=0, description="velocity damping of the servo")
+    kv: float | None = Field(None, ge=0, description="velocity damping of the servo", examples=[20.0])
     force_limit: float | None = Field(
-        None, gt=0, description="the most force (N, or N m for a hinge) each actuator may apply"
+        None,
+        gt=0,
+        description="the most force (N, or N m for a hinge) each actuator may apply",
+        examples=[20.0],
     )
     pads: list[Pad] = Field(
         default_factory=list,
@@ -162,8 +173,8 @@ class GripperSim(_Strict):
 
 
 class JointRange(_Strict):
-    closed: float
-    open: float
+    closed: float = Field(description="the joint's position when closed")
+    open: float = Field(description="the joint's position when open")
 
 
 class Gripper(_Strict):
@@ -177,7 +188,9 @@ class Gripper(_Strict):
     (the i2rt YAM) says `create_actuator: true` and the simulator adds one (a tendon averaging the
     finger joints); otherwise every named actuator must exist in the model file."""
 
-    description: str = "0 = closed, 1 = open; the value you give is the absolute command"
+    description: str = Field(
+        "0 = closed, 1 = open; the value you give is the absolute command", description="for the prompt"
+    )
     joints: list[str] = Field(min_length=1, description="finger joints: their positions give the opening")
     mimic_joints: list[str] = Field(
         default_factory=list, description="linkage joints the model's own couplings move (not measured)"
@@ -185,9 +198,12 @@ class Gripper(_Strict):
     actuator: ActuatorRef | None = Field(
         None, description="the one sim actuator (name, index or {joint:}), driven with ctrl in [closed, open]"
     )
-    ctrl_closed: float = 0.0
-    ctrl_open: float = 1.0
-    actuators: list[GripperActuator] = Field(default_factory=list)
+    ctrl_closed: float = Field(0.0, description="`actuator`'s ctrl when closed")
+    ctrl_open: float = Field(1.0, description="`actuator`'s ctrl when open")
+    actuators: list[GripperActuator] = Field(
+        default_factory=list,
+        description="several actuators, each with its own ctrl range (instead of `actuator`)",
+    )
     create_actuator: bool = Field(
         False, description="the model has no gripper actuator: the simulator adds `actuator` itself"
     )
@@ -206,9 +222,13 @@ class Gripper(_Strict):
         le=10.0,
         description="the sim ramps the actuators' ctrl from open to closed over this time (0 = a step); "
         "robosuite's Robotiq fingers snap unevenly on a step and knock the object away",
+        examples=[0.8],
     )
     still_velocity: float = Field(
-        0.004, gt=0.0, description="finger joint speed (m/s or rad/s) under which the gripper is at rest"
+        0.004,
+        gt=0.0,
+        description="finger joint speed (m/s or rad/s) under which the gripper is at rest",
+        examples=[0.01],
     )
     controller: str | None = Field(None, description="ROS 2 trajectory controller for the gripper")
     sim: GripperSim | None = Field(None, description="the simulator's gripper drive: gains, force limit")
@@ -258,12 +278,16 @@ class Gripper(_Strict):
 
 
 class StepLimits(_Strict):
-    workspace_cm: dict[Literal["x", "y", "z"], Range]
-    max_position_step_cm: float = Field(gt=0)
-    max_rotation_step_rad: float = Field(gt=0)
-    joint_velocity_rad_s: float = Field(gt=0)
+    workspace_cm: dict[Literal["x", "y", "z"], Range] = Field(
+        description="the box the tool point must stay in (targets outside are clipped into it)"
+    )
+    max_position_step_cm: float = Field(gt=0, description="the most the tool point moves in one turn")
+    max_rotation_step_rad: float = Field(gt=0, description="the most it turns in one turn, per axis")
+    joint_velocity_rad_s: float = Field(gt=0, description="joint speed cap of every motion")
     joint_limits_rad: dict[str, Range] = Field(
-        default_factory=dict, description="tighter joint limits than the model's, by joint name"
+        default_factory=dict,
+        description="tighter joint limits than the model's, by joint name",
+        examples=[{"Actuator1": [-3.14, 3.14]}],
     )
 
     @field_validator("workspace_cm")
@@ -281,9 +305,11 @@ class StepLimits(_Strict):
 class ToolPose(_Strict):
     """A pose of a part's tool point in the base frame, in the protocol's units."""
 
-    position_cm: Vec3
+    position_cm: Vec3 = Field(description="x, y, z of the tool point", examples=[[42.0, 0.0, 25.0]])
     orientation_rad: Vec3 = Field(
-        [math.pi, 0.0, 0.0], description="roll, pitch, yaw (default: pointing straight down)"
+        [math.pi, 0.0, 0.0],
+        description="roll, pitch, yaw (default: pointing straight down)",
+        examples=[[3.14159, 0.0, 1.5708]],
     )
 
 
@@ -321,9 +347,15 @@ class ArmSim(_Strict):
     actuators: list[ActuatorRef] = Field(
         default_factory=list, description="the model's own position actuators of the joints, in order"
     )
-    frictionloss: PerJoint | None = Field(None, description="joint dry friction (N m); unset: the file's")
-    damping: PerJoint | None = Field(None, description="joint damping (N m s/rad); unset: the file's")
-    armature: PerJoint | None = Field(None, description="joint armature (kg m^2); unset: the file's")
+    frictionloss: PerJoint | None = Field(
+        None, description="joint dry friction (N m); unset: the file's", examples=[0.5]
+    )
+    damping: PerJoint | None = Field(
+        None, description="joint damping (N m s/rad); unset: the file's", examples=[[2.0, 2.0, 1.0, 0.5]]
+    )
+    armature: PerJoint | None = Field(
+        None, description="joint armature (kg m^2); unset: the file's", examples=[0.01]
+    )
 
     @model_validator(mode="after")
     def _gains(self) -> ArmSim:
@@ -347,12 +379,16 @@ class SimOptions(_Strict):
     """The few MuJoCo options a robot may need; unset keeps the runtime's defaults (timestep
     0.002 s, implicitfast, 2 noslip iterations) or, for cone and impratio, the robot files' own."""
 
-    timestep_s: float | None = Field(None, gt=0, le=0.01, description="physics step")
-    integrator: Literal["Euler", "RK4", "implicit", "implicitfast"] | None = None
+    timestep_s: float | None = Field(None, gt=0, le=0.01, description="physics step", examples=[0.001])
+    integrator: Literal["Euler", "RK4", "implicit", "implicitfast"] | None = Field(
+        None, description="MuJoCo's integrator", examples=["implicitfast"]
+    )
     cone: Literal["pyramidal", "elliptic"] | None = Field(None, description="friction cone")
     impratio: float | None = Field(None, ge=1, description="frictional-to-normal constraint impedance ratio")
-    noslip_iterations: int | None = Field(None, ge=0, le=100)
-    iterations: int | None = Field(None, ge=1, le=1000, description="main solver iterations")
+    noslip_iterations: int | None = Field(
+        None, ge=0, le=100, description="noslip solver iterations", examples=[5]
+    )
+    iterations: int | None = Field(None, ge=1, le=1000, description="main solver iterations", examples=[100])
     exclude_contacts: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(
         default_factory=list,
         description="pairs of bodies that never collide (e.g. a base welded to the world and its first "
@@ -361,14 +397,16 @@ class SimOptions(_Strict):
 
 
 class Part(_Strict):
-    kind: Literal["arm"] = "arm"
-    description: str
-    joints: list[str] = Field(min_length=1)
-    end_effector: EndEffector
-    gripper: Gripper | None = None
-    home: Home
-    limits: StepLimits
-    sim: ArmSim | None = None
+    kind: Literal["arm"] = Field("arm", description="what the part is (arms only, so far)")
+    description: str = Field(description="for the prompt: what `position` and `orientation` mean for it")
+    joints: list[str] = Field(
+        min_length=1, description="the arm's joints from the base out (the model's names)"
+    )
+    end_effector: EndEffector = Field(description="the tool point whose pose the protocol moves")
+    gripper: Gripper | None = Field(None, description="its gripper, if it has one")
+    home: Home = Field(description="where it starts each episode")
+    limits: StepLimits = Field(description="safety limits, applied on every backend")
+    sim: ArmSim | None = Field(None, description="how the simulator drives the joints")
     controller: str | None = Field(None, description="ROS 2 joint_trajectory_controller name")
 
     @model_validator(mode="after")
@@ -412,10 +450,12 @@ class Part(_Strict):
 class CameraSim(_Strict):
     """Where the simulator puts the camera: fixed in the world, or mounted on a body."""
 
-    pos_m: Vec3
-    look_at_m: Vec3 | None = None
-    mount_body: str | None = None
-    quat_wxyz: Quat | None = None
+    pos_m: Vec3 = Field(description="its position: in the base frame, or in `mount_body`'s frame")
+    look_at_m: Vec3 | None = Field(None, description="a point it looks at, +z up (fixed cameras)")
+    mount_body: str | None = Field(None, description="the body it rides on (e.g. a wrist camera)")
+    quat_wxyz: Quat | None = Field(
+        None, description="its orientation (MuJoCo camera: looks along -z, image up is +y)"
+    )
     fovy_deg: float = Field(45.0, gt=0.0, lt=180.0, description="vertical field of view")
 
     @model_validator(mode="after")
@@ -430,11 +470,11 @@ class CameraSim(_Strict):
 
 
 class Camera(_Strict):
-    description: str
-    width: int = Field(256, gt=0, le=4096)
-    height: int = Field(256, gt=0, le=4096)
-    sim: CameraSim | None = None
-    topic: str | None = None
+    description: str = Field(description="for the prompt: where it looks from, what is left and right")
+    width: int = Field(256, gt=0, le=4096, description="image width (px)")
+    height: int = Field(256, gt=0, le=4096, description="image height (px)")
+    sim: CameraSim | None = Field(None, description="where the simulator puts it (none: not simulated)")
+    topic: str | None = Field(None, description="ROS 2 image topic on the real robot")
 
 
 class Table(_Strict):
@@ -446,8 +486,12 @@ class Table(_Strict):
     task_area_cm: dict[Literal["x", "y"], Range] | None = Field(
         None, description="where tasks put objects (default: the middle of the workspace boxes)"
     )
-    center_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
-    half_size_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    center_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = Field(
+        None, description="x, y of the table's centre (default: the workspace boxes' centre)"
+    )
+    half_size_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = Field(
+        None, description="half its extent in x, y (default: the workspace boxes + 10 cm)"
+    )
 
     @field_validator("task_area_cm")
     @classmethod
@@ -473,20 +517,24 @@ class Table(_Strict):
 class Render(_Strict):
     """What the cameras do not show: e.g. robosuite's visual markers (site group 1)."""
 
-    hide_geom_groups: list[Annotated[int, Field(ge=0, le=5)]] = []
-    hide_site_groups: list[Annotated[int, Field(ge=0, le=5)]] = []
+    hide_geom_groups: list[Annotated[int, Field(ge=0, le=5)]] = Field(
+        [], description="geom groups not rendered", examples=[[3]]
+    )
+    hide_site_groups: list[Annotated[int, Field(ge=0, le=5)]] = Field(
+        [], description="site groups not rendered"
+    )
 
 
 class RobotConfig(_Strict):
-    name: str
-    description: str
-    frame: FrameConvention
-    model: ModelFiles
-    parts: dict[str, Part] = Field(min_length=1)
-    cameras: dict[str, Camera] = {}
-    table: Table = Table()
-    render: Render = Render()
-    sim: SimOptions = SimOptions()
+    name: str = Field(description="the robot's name (logs, reports)")
+    description: str = Field(description="for the prompt: what the robot is and how it stands")
+    frame: FrameConvention = Field(description="the base frame every pose is given in")
+    model: ModelFiles = Field(description="the model files MuJoCo and the kinematics load")
+    parts: dict[str, Part] = Field(min_length=1, description="the parts the protocol moves, by name")
+    cameras: dict[str, Camera] = Field({}, description="the cameras the model sees, by name")
+    table: Table = Field(Table(), description="where the tasks put their objects")
+    render: Render = Field(Render(), description="what the cameras do not show")
+    sim: SimOptions = Field(SimOptions(), description="simulator options for this robot")
     source: Path | None = Field(None, exclude=True)
 
     @field_validator("parts", "cameras")
