@@ -1,7 +1,8 @@
-"""The robot as MuJoCo compiles it: the description's model file with its attachments and the YAML's
-joint overrides. The kinematics and the simulator both start from this one spec, so a file MuJoCo
-loads (includes, several top-level bodies, defaults, frames, attached files) is a file the
-kinematics load, and IK solves for exactly what the simulator moves.
+"""The robot as MuJoCo compiles it: the description's model file with its attachments. The
+kinematics and the simulator both start from this one spec, so a file MuJoCo loads (includes,
+several top-level bodies, defaults, frames, attached files) is a file the kinematics load, and IK
+solves for exactly what the simulator moves. Also: joint limits (continuous joints), the YAML's
+joint overrides, and finding an actuator by name, index or what it drives.
 
 MuJoCo is imported lazily (inside the functions): importing this module costs nothing.
 """
