@@ -502,6 +502,8 @@ class RosBackend:
         except Exception:  # the graph is shutting down
             return ""
         for info in infos:
+            if info.node_name.startswith("_NODE_NAME_UNKNOWN"):  # not discovered by name yet
+                continue
             ns = info.node_namespace.rstrip("/")
             return f"{ns}/{info.node_name}"
         return ""

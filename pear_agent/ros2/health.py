@@ -13,6 +13,8 @@ from typing import Any
 from pear_agent.ros2.ros_session import AgentStatus, DriverStatus, Session, domain, wait_until
 
 OK, FAIL, INFO = "ok", "FAIL", "--"
+DISCOVERY_S = 10.0
+"""How long to wait for every joint, camera and driver to be heard before the measuring window."""
 RECORDERS = ("rosbag2",)
 
 
@@ -107,8 +109,17 @@ def check_health(p: dict[str, Any], window_s: float, wait_s: float = 0.0) -> int
         streams, lock = _listen(s, p, cameras)
         status = AgentStatus(s, p["status_topic"])
         drivers = DriverStatus(s, p)
-        wait_until(lambda: s.publishers(p["joint_states_topic"]), 3.0)  # discovery, then the window
-        wait_until(drivers.heard_all, min(window_s, 3.0))
+        t0 = time.monotonic()
+        joints, _ = _required(robot)
+
+        def discovered() -> bool:  # every joint, camera and driver heard from (or the time is up)
+            with lock:
+                js = streams.get(p["joint_states_topic"])
+                joints_in = set(js.joint_times) if js else set()
+                cams_in = {t for t in cameras.values() if streams.get(t) and streams[t].times}
+            return set(joints) <= joints_in and cams_in == set(cameras.values()) and drivers.settled(t0)
+
+        wait_until(discovered, DISCOVERY_S)  # a new node finds its peers one by one; then the window
         deadline = time.monotonic() + wait_s
         while True:
             time.sleep(window_s)

@@ -23,9 +23,23 @@ import sys
 import time
 from typing import Any
 
-from pear_agent.ros2.ros_session import AgentStatus, Session, agent_params, domain, driver_states, wait_until
+from pear_agent.ros2.ros_session import (
+    DISCOVERY_GRACE_S,
+    UNKNOWN,
+    AgentStatus,
+    DriverStatus,
+    Session,
+    agent_params,
+    domain,
+    wait_until,
+)
 
 ANSWERS = {"yes": True, "y": True, "no": False, "n": False}
+STOP_REPEAT_S = 0.1
+"""`stop` sends `true` again this often until every listener has confirmed ..."""
+STOP_MIN_S = DISCOVERY_GRACE_S
+"""... and for at least this long: a listener this command's node has not discovered yet cannot be
+waited for by name."""
 
 
 def _say(command: str, text: str) -> None:
@@ -152,37 +166,74 @@ def cmd_home(args: argparse.Namespace) -> int:
 
 # -- stop / release -----------------------------------------------------------------------------
 def cmd_stop(args: argparse.Namespace) -> int:
-    from rclpy.duration import Duration
+    """`true` on the e-stop topic as soon as a listener has matched, again every STOP_REPEAT_S (a
+    latch is idempotent) for at least STOP_MIN_S, and the agent's e-stop service, until each listener
+    has confirmed: every driver's status says `estop`, the agent answered or published `done`.
+    Nothing is taken as heard from the graph alone; `--timeout-s` bounds it."""
     from std_msgs.msg import Bool
+    from std_srvs.srv import Trigger
 
     p = agent_params(args.params_file)
     topic = p["estop_topic"]
     with Session("stop") as s:
+        drivers = DriverStatus(s, p)
+        status = AgentStatus(s, p["status_topic"])
         pub = s.node.create_publisher(Bool, topic, s.reliable_qos())
+        agent_srv = s.node.create_client(Trigger, p["estop_service"])
+        heard: list[str] = []  # every listener seen while sending (a stopped agent exits at once)
+        calls: list[Any] = []
+        last_send = last_call = 0.0
+        t0 = time.monotonic()
 
-        def matched() -> bool:  # every subscriber the graph shows has matched this publisher
-            n = pub.get_subscription_count()
-            return n > 0 and n >= len(s.subscribers(topic))
+        def agent_done() -> str | None:
+            for call in calls:
+                if call.done() and call.result() is not None:
+                    return f"agent ({p['estop_service']}): {call.result().message}"
+            done = status.last("done")
+            return f"agent: {describe_event(done)}" if done else None
 
-        wait_until(matched, args.timeout_s)
-        listeners = s.subscribers(topic)
-        if pub.get_subscription_count() == 0:
+        def drivers_latched() -> bool:  # every driver found said so (a ros2_control stack has none)
+            states = drivers.snapshot()
+            return drivers.settled(t0) and all(
+                st.get("state") in ("estop", "fault") for st in states.values()
+            )
+
+        def agent_running() -> bool:
+            return bool(s.publishers(p["status_topic"])) or agent_srv.service_is_ready()
+
+        while time.monotonic() - t0 < args.timeout_s:
+            now = time.monotonic()
+            if pub.get_subscription_count() > 0 and now - last_send >= STOP_REPEAT_S:
+                pub.publish(Bool(data=True))
+                last_send = now
+            if agent_srv.service_is_ready() and now - last_call >= 5 * STOP_REPEAT_S and not agent_done():
+                calls.append(agent_srv.call_async(Trigger.Request()))
+                last_call = now
+            heard += [x for x in s.subscribers(topic) if x not in heard and x != UNKNOWN]
+            sent = last_send > 0 or last_call > 0
+            agent_ok = agent_done() is not None or not agent_running()
+            if sent and drivers_latched() and agent_ok and now - t0 >= STOP_MIN_S:
+                break
+            time.sleep(0.01)
+        if not (last_send or last_call):
             _say(
                 "stop",
                 f"nobody listens on {topic} (ROS_DOMAIN_ID={domain()}): no agent or driver is running here. "
                 "The robot's own e-stop button is the hardware stop.",
             )
             return 1
-        pub.publish(Bool(data=True))
-        acked = pub.wait_for_all_acked(Duration(seconds=2))
-        print(
-            f"e-stop sent on {topic} to {', '.join(listeners)}" + ("" if acked else " (not all acknowledged)")
-        )
-        time.sleep(0.3)  # the drivers publish their new state on the next tick
-        for part, st in sorted(driver_states(s, p, 2.0).items()):
+        print(f"e-stop sent on {topic} to {', '.join(heard) or 'nobody'}")
+        confirmed = agent_done()
+        if confirmed:
+            print(confirmed)
+        elif agent_running():
+            print(f"agent: no confirmation within {args.timeout_s:g} s (`pear-agent ros status` shows it)")
+        states = drivers.snapshot()
+        for part, st in sorted(states.items()):
             print(f"{part} driver: {st.get('state')}" + (f" ({st.get('estop')})" if st.get("estop") else ""))
+        unconfirmed = (agent_running() and not confirmed) or (states and not drivers_latched())
     print("the agent ends its episode (stopped); the drivers stay latched until `pear-agent ros release`")
-    return 0
+    return 1 if unconfirmed else 0
 
 
 def _release_services(s: Session) -> list[str]:
@@ -194,36 +245,44 @@ def _release_services(s: Session) -> list[str]:
 
 
 def cmd_release(args: argparse.Namespace) -> int:
+    """Every driver's `~/release_estop`: the drivers are found by their status topics (one per
+    part), their services by name, each waited for up to `--timeout-s`."""
     from std_srvs.srv import Trigger
 
     p = agent_params(args.params_file)
     with Session("release") as s:
-        # as many release services as drivers that publish a status (discovery takes a moment)
-        expected = len(driver_states(s, p, min(args.timeout_s, 3.0))) or 1
-        found = wait_until(
-            lambda: len(_release_services(s)) >= expected and _release_services(s), args.timeout_s
+        drivers = DriverStatus(s, p)
+        t0 = time.monotonic()
+        wait_until(
+            lambda: drivers.settled(t0) and len(drivers.nodes()) >= len(drivers.snapshot()), args.timeout_s
         )
-        if not found:
+        nodes = drivers.nodes()
+        services = {part: f"/{node}/release_estop" for part, node in nodes.items()}
+        wait_until(lambda: set(services.values()) <= set(_release_services(s)), args.timeout_s)
+        services |= {f"other {x}": x for x in _release_services(s) if x not in services.values()}
+        if not services:
             _say(
                 "release",
-                f"no driver offers ~/release_estop (ROS_DOMAIN_ID={domain()}): are the yam_driver_node "
-                "processes running? (a ros2_control stack has no latch to release)",
+                f"no driver found (ROS_DOMAIN_ID={domain()}): are the yam_driver_node processes running? "
+                "(a ros2_control stack has no latch to release)",
             )
             return 1
-        failed = 0
-        for service in _release_services(s):
+        failed = sorted(set(drivers.snapshot()) - set(nodes))
+        for part in failed:
+            print(f"{part} driver: its node was not found by name within {args.timeout_s:g} s")
+        for service in services.values():
             client = s.node.create_client(Trigger, service)
             reply = None
-            if client.wait_for_service(timeout_sec=5.0):
+            if client.wait_for_service(timeout_sec=args.timeout_s):
                 for _ in range(3):
                     future = client.call_async(Trigger.Request())
                     if wait_until(future.done, 3.0):
                         reply = future.result()
                         break
-                    client.remove_pending_request(future)
+                    client.remove_pending_request(future)  # a reply lost while DDS matched: ask again
             node = service.rsplit("/", 1)[0].lstrip("/")
             if reply is None:
-                failed += 1
+                failed.append(node)
                 print(f"{node}: no reply from {service}")
             else:
                 print(f"{node}: {reply.message}")

@@ -14,6 +14,12 @@ from typing import Any
 
 import yaml
 
+UNKNOWN_NAME = "_NODE_NAME_UNKNOWN_"
+"""What rmw reports for an endpoint whose node it has not discovered yet."""
+UNKNOWN = "(a node not yet named)"
+DISCOVERY_GRACE_S = 3.0
+"""How long a command waits to discover a first driver or agent before it takes it that none runs: a
+new node discovers its peers one by one, in seconds on a loaded machine."""
 LATCHED_DEPTH = 200
 """History kept by the agent's status topic (transient local), and so read back by a late joiner."""
 
@@ -92,10 +98,14 @@ class Session:
         return self.node.get_name()
 
     def others(self, infos: list[Any]) -> list[str]:
-        """Node names of endpoint infos, less this command's own node and the ros2 CLI's."""
+        """Node names of endpoint infos, less this command's own node and the ros2 CLI's. A node
+        whose name discovery has not brought yet is listed as UNKNOWN."""
         out = []
         for i in infos:
             if i.node_name == self.name or i.node_name.startswith("_ros2cli_"):
+                continue
+            if i.node_name == UNKNOWN_NAME:
+                out.append(UNKNOWN)
                 continue
             ns = i.node_namespace.rstrip("/")
             name = f"{ns}/{i.node_name}".lstrip("/")
@@ -173,7 +183,8 @@ class AgentStatus:
 
 
 class DriverStatus:
-    """Each yam_driver_node's JSON status (transient local), for the parts of the agent's robot."""
+    """Each yam_driver_node's JSON status (transient local), for the parts of the agent's robot. A
+    YAM graph runs one driver per part: once one is heard, every part's is expected."""
 
     def __init__(self, s: Session, p: dict[str, Any]) -> None:
         from std_msgs.msg import String
@@ -202,15 +213,30 @@ class DriverStatus:
         with self._lock:
             return dict(self._states)
 
-    def heard_all(self) -> bool:
-        """Every driver the graph shows has delivered its status (and there is at least one)."""
-        publishing = [part for part, topic in self.topics.items() if self.session.publishers(topic)]
-        states = self.snapshot()
-        return bool(publishing) and all(part in states for part in publishing)
+    def discovered(self) -> bool:
+        return bool(self.snapshot()) or any(self.session.publishers(t) for t in self.topics.values())
+
+    def settled(self, since: float) -> bool:
+        """Every part's driver heard; or none discovered within DISCOVERY_GRACE_S of `since` (a
+        ros2_control stack has no such drivers)."""
+        if self.discovered():
+            states = self.snapshot()
+            return all(part in states for part in self.topics)
+        return time.monotonic() - since >= DISCOVERY_GRACE_S
+
+    def nodes(self) -> dict[str, str]:
+        """Part -> the (discovered, named) node publishing its status."""
+        out = {}
+        for part, topic in self.topics.items():
+            names = [n for n in self.session.publishers(topic) if n != UNKNOWN]
+            if names:
+                out[part] = names[0]
+        return out
 
 
-def driver_states(s: Session, p: dict[str, Any], window_s: float) -> dict[str, dict[str, Any]]:
-    """Part -> its driver's status, after waiting up to `window_s` to hear every driver."""
+def driver_states(s: Session, p: dict[str, Any], timeout_s: float) -> dict[str, dict[str, Any]]:
+    """Part -> its driver's status, once every driver is heard (or none is found)."""
     drivers = DriverStatus(s, p)
-    wait_until(drivers.heard_all, window_s)
+    t0 = time.monotonic()
+    wait_until(lambda: drivers.settled(t0), timeout_s)
     return drivers.snapshot()
