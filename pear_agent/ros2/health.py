@@ -13,8 +13,6 @@ from typing import Any
 from pear_agent.ros2.ros_session import AgentStatus, DriverStatus, Session, domain, wait_until
 
 OK, FAIL, INFO = "ok", "FAIL", "--"
-DISCOVERY_S = 10.0
-"""How long to wait for every joint, camera and driver to be heard before the measuring window."""
 RECORDERS = ("rosbag2",)
 
 
@@ -98,9 +96,10 @@ def _cameras(robot: Any, disabled: str) -> dict[str, str]:
     return {n: c.topic for n, c in robot.cameras.items() if c.topic and n not in off}
 
 
-def check_health(p: dict[str, Any], window_s: float, wait_s: float = 0.0) -> int:
-    """Print the table for the agent parameters `p`, measured over the last `window_s`; with
-    `wait_s`, measure again until nothing fails or that time is up. 0 when no row fails."""
+def check_health(p: dict[str, Any], window_s: float, wait_s: float = 0.0, discovery_s: float = 10.0) -> int:
+    """Print the table for the agent parameters `p`, measured over the last `window_s` once every
+    joint, camera and driver was heard (or `discovery_s` passed); with `wait_s`, measure again until
+    nothing fails or that time is up. 0 when no row fails."""
     from pear_agent.robot_config import load_robot
 
     robot = load_robot(p["robot"])
@@ -119,7 +118,7 @@ def check_health(p: dict[str, Any], window_s: float, wait_s: float = 0.0) -> int
                 cams_in = {t for t in cameras.values() if streams.get(t) and streams[t].times}
             return set(joints) <= joints_in and cams_in == set(cameras.values()) and drivers.settled(t0)
 
-        wait_until(discovered, DISCOVERY_S)  # a new node finds its peers one by one; then the window
+        wait_until(discovered, discovery_s)  # a new node finds its peers one by one; then the window
         deadline = time.monotonic() + wait_s
         while True:
             time.sleep(window_s)

@@ -326,7 +326,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 def cmd_health(args: argparse.Namespace) -> int:
     from pear_agent.ros2.health import check_health
 
-    return check_health(agent_params(args.params_file), args.window_s, args.wait_s)
+    return check_health(agent_params(args.params_file), args.window_s, args.wait_s, args.timeout_s)
 
 
 # -- the parser ---------------------------------------------------------------------------------
@@ -376,7 +376,7 @@ def add_parser(sub: Any) -> None:
     c.add_argument(
         "--wait-s", type=float, default=0.0, help="measure again until nothing fails, for up to this long"
     )
-    common(c, None)
+    common(c, 10.0)  # how long to wait to hear every joint, camera and driver
     c.set_defaults(func=cmd_health)
     c = cmds.add_parser("status", help="echo the agent's status events")
     c.add_argument("--follow", action="store_true", help="keep printing until the episode is done")
