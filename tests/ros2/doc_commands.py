@@ -12,6 +12,7 @@ background, with or without `&`; the others run to completion.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import os
 import re
@@ -181,3 +182,32 @@ def wait_for(cond: Any, timeout_s: float, what: str) -> Any:
             return value
         time.sleep(0.05)
     raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+
+
+# -- what docs/ros2.md says of the endings ---------------------------------------------------
+def _section(page: str, heading: str) -> str:
+    text = (REPO / "docs" / page).read_text()
+    start = text.index(heading)
+    end = text.find("\n#", start + len(heading))
+    return text[start : end if end > 0 else None]
+
+
+def exit_table() -> dict[int, set[str]]:
+    """docs/ros2.md's exit-code table: code -> the end_reason values it lists."""
+    out: dict[int, set[str]] = {}
+    for row in re.findall(
+        r"^\| (\d+) \| ([^|]+) \|", _section("ros2.md", "### Exit codes and records"), re.M
+    ):
+        out[int(row[0])] = set(re.findall(r"`(\w+)`", row[1]))
+    return out
+
+
+def summary_fields() -> set[str]:
+    """What docs/ros2.md says every summary.json holds; it must be what the code writes."""
+    from pear_agent.episode import EpisodeResult
+
+    fields = {f.name for f in dataclasses.fields(EpisodeResult)}
+    fields |= {"latency_median_s", "latency_p90_s", "decisions", "failed_decisions", "operator", "video"}
+    documented = set(re.findall(r"`(\w+)`", _section("ros2.md", "### Exit codes and records")))
+    assert fields <= documented, f"summary fields the docs do not name: {fields - documented}"
+    return fields

@@ -7,7 +7,6 @@ shipped agent files list every parameter."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import re
@@ -19,7 +18,16 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.ros2.doc_commands import REPO, Line, Terminal, doc_lines, wait, wait_for
+from tests.ros2.doc_commands import (
+    REPO,
+    Line,
+    Terminal,
+    doc_lines,
+    exit_table,
+    summary_fields,
+    wait,
+    wait_for,
+)
 
 CONFIG = REPO / "launch" / "config"
 RUNS = REPO / "runs"
@@ -32,34 +40,6 @@ def _needs_the_yam_driver() -> None:
     pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs missing (pip install -e '.[yam]')")
     if not (REPO / ".venv" / "bin" / "pear-agent").exists():
         pytest.skip("the docs' commands use .venv (bash scripts/setup.sh --dev)")
-
-
-def _section(page: str, heading: str) -> str:
-    text = (REPO / "docs" / page).read_text()
-    start = text.index(heading)
-    end = text.find("\n#", start + len(heading))
-    return text[start : end if end > 0 else None]
-
-
-def exit_table() -> dict[int, set[str]]:
-    """docs/ros2.md's exit-code table: code -> the end_reason values it lists."""
-    out: dict[int, set[str]] = {}
-    for row in re.findall(
-        r"^\| (\d+) \| ([^|]+) \|", _section("ros2.md", "### Exit codes and records"), re.M
-    ):
-        out[int(row[0])] = set(re.findall(r"`(\w+)`", row[1]))
-    return out
-
-
-def summary_fields() -> set[str]:
-    """What docs/ros2.md says every summary.json holds; it must be what the code writes."""
-    from pear_agent.episode import EpisodeResult
-
-    fields = {f.name for f in dataclasses.fields(EpisodeResult)}
-    fields |= {"latency_median_s", "latency_p90_s", "decisions", "failed_decisions", "operator", "video"}
-    documented = set(re.findall(r"`(\w+)`", _section("ros2.md", "### Exit codes and records")))
-    assert fields <= documented, f"summary fields the docs do not name: {fields - documented}"
-    return fields
 
 
 def _desk_runs() -> set[Path]:
