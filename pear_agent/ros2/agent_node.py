@@ -207,15 +207,23 @@ def _check_params(p: dict[str, Any], settings: RosSettings) -> None:
         )
 
 
-def _prompt_kinematics(kin: Any, robot: Any, cameras: dict[str, str], observation: str) -> Any:
-    """The kinematics the loop prompts from: the robot with only the cameras in use, so the model
-    is told of exactly the images it gets. No camera in use needs `observation: state` (the prompt
-    then says there are no images)."""
-    if not cameras and observation != "state":
+def _observation(p: dict[str, Any], cameras: dict[str, str], log: Any) -> str:
+    """What the model gets each turn: `observation`, except that with no camera in use `both` becomes
+    `state`, so the system prompt tells the model it gets no images (it would promise them)."""
+    if cameras or p["observation"] == "state":
+        return p["observation"]
+    if p["observation"] == "images":
         raise ConfigError(
-            f"no camera is in use (robot {robot.name}'s cameras with a topic, less disabled_cameras): set "
-            "`observation: state`, so the model is told it gets no images"
+            "observation images: no camera is in use (the robot YAML's cameras with a topic, less "
+            "disabled_cameras); use observation state or both"
         )
+    log.info("no camera in use: the model gets the state only and is told so (observation: state)")
+    return "state"
+
+
+def _prompt_kinematics(kin: Any, robot: Any, cameras: dict[str, str]) -> Any:
+    """The kinematics the loop prompts from: the robot with only the cameras in use, so the model
+    is told of exactly the images it gets."""
     if set(cameras) == set(robot.cameras):
         return kin
     out = copy.copy(kin)
@@ -262,7 +270,8 @@ def run(node: Any, p: dict[str, Any]) -> int:
         status_pub.publish(String(data=json.dumps(event, default=str)))
 
     backend = RosBackend(robot, node, TaskInfo(p["task"] or "ros2", "", 30), settings, kin)
-    prompt_kin = _prompt_kinematics(kin, robot, backend.cameras, p["observation"])
+    observation = _observation(p, backend.cameras, log)
+    prompt_kin = _prompt_kinematics(kin, robot, backend.cameras)
     status: dict[str, Any] = {}
     if settings.task_status_topic:
         backend._wait_status(3.0)
@@ -281,7 +290,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
     backend.video_fps = video_fps or backend.video_fps
     backend.operator.on_event = publish
     fields = {"task": task, "robot": robot.name, "seed": seed, "policy": getattr(policy, "name", p["policy"])}
-    fields |= {"observation": p["observation"]}
+    fields |= {"observation": observation}
     result: Any = None
     loop_finished = False
     signal_name = ""
@@ -314,7 +323,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
                 }
             )
 
-        cfg = EpisodeConfig(max_turns=max_turns, observation=p["observation"])
+        cfg = EpisodeConfig(max_turns=max_turns, observation=observation)
         episode = Episode(backend, prompt_kin, policy, cfg, writer, on_turn)
         result = episode.run(seed)
         loop_finished = True
