@@ -124,7 +124,10 @@ def _answer(args: argparse.Namespace, kind: str) -> int:
         status = AgentStatus(s, p["status_topic"])
         if not status.open_question(kind):
             _say(command, f"waiting for the agent's {kind} question on {p['status_topic']} ...")
-        question = wait_until(lambda: status.open_question(kind), args.timeout_s, 0.05)
+        question = wait_until(lambda: status.open_question(kind) or status.last("done"), args.timeout_s, 0.05)
+        if question and question.get("event") == "done":  # the episode ended without asking
+            _say(command, f"no {kind} question is open: the episode is over ({describe_event(question)})")
+            return 1
         if not question:
             _say(
                 command,
