@@ -35,6 +35,8 @@ from pear_agent.ros2.ros_session import (
 )
 
 ANSWERS = {"yes": True, "y": True, "no": False, "n": False}
+AGENT_DISCOVERY_S = 10.0
+"""`judge` and `home` take it that no agent runs when none is found this long."""
 STOP_REPEAT_S = 0.1
 """`stop` sends `true` again this often until every listener has confirmed ..."""
 STOP_MIN_S = DISCOVERY_GRACE_S
@@ -120,12 +122,31 @@ def _answer(args: argparse.Namespace, kind: str) -> int:
     value = ANSWERS[args.answer]
     p = agent_params(args.params_file)
     service = p["operator_service"]
+    topic = p["status_topic"]
     with Session(command) as s:
-        status = AgentStatus(s, p["status_topic"])
+        status = AgentStatus(s, topic)
+        find_s = min(AGENT_DISCOVERY_S, args.timeout_s)
+        if not wait_until(lambda: s.publishers(topic) or status.snapshot(), find_s):
+            _say(
+                command,
+                f"no agent is running: nothing publishes on {topic} within {find_s:g} s "
+                f"(ROS_DOMAIN_ID={domain()})",
+            )
+            return 1
         if not status.open_question(kind):
-            _say(command, f"waiting for the agent's {kind} question on {p['status_topic']} ...")
-        question = wait_until(lambda: status.open_question(kind) or status.last("done"), args.timeout_s, 0.05)
-        if question and question.get("event") == "done":  # the episode ended without asking
+            _say(command, f"waiting for the agent's {kind} question on {topic} ...")
+
+        def asked() -> dict[str, Any] | None:  # the open question, or how the agent ended without one
+            question = status.open_question(kind) or status.last("done")
+            if question is None and not s.publishers(topic):
+                return {"event": "gone"}
+            return question
+
+        question = wait_until(asked, args.timeout_s, 0.05)
+        if question and question.get("event") == "gone":
+            _say(command, f"the agent exited without asking (ROS_DOMAIN_ID={domain()})")
+            return 1
+        if question and question.get("event") == "done":
             _say(command, f"no {kind} question is open: the episode is over ({describe_event(question)})")
             return 1
         if not question:

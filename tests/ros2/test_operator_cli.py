@@ -66,7 +66,10 @@ def test_names_come_from_the_agents_file(tmp_path: Path) -> None:
     [
         (["stop", "--timeout-s", "1"], "nobody listens on /pear/estop"),
         (["instruct", "hello", "--timeout-s", "1"], "no agent listened on /pear/instruction within 1 s"),
-        (["judge", "yes", "--timeout-s", "1"], "no success question was open within 1 s"),
+        (
+            ["judge", "yes", "--timeout-s", "1"],
+            "no agent is running: nothing publishes on /pear/agent/status",
+        ),
         (["release", "--timeout-s", "1"], "no driver found"),
         (["status", "--timeout-s", "1"], "no agent publishes on /pear/agent/status"),
         (["health", "--timeout-s", "1", "--window-s", "0.5"], "FAIL /joint_states: no message within 0.5 s"),
