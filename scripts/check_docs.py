@@ -132,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list the blocks and their markers, run nothing")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per block")
     args = ap.parse_args(argv)
+    # stopped from outside (a CI timeout): still stop what the running block started in the background
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     files = [Path(f).resolve() for f in args.files] or doc_files()
     todo = {"ci": ("ci",), "slow": ("ci", "slow")}[args.level]
     failed = 0
