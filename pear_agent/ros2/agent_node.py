@@ -231,6 +231,13 @@ def _prompt_kinematics(kin: Any, robot: Any, cameras: dict[str, str]) -> Any:
     return out
 
 
+def _interrupted(signal_name: str, settings: RosSettings) -> str:
+    return (
+        f"{signal_name}: the arms were held at the measured pose and `true` went out on "
+        f"{settings.estop_topic} (yam drivers stay latched until `pear-agent ros release`)"
+    )
+
+
 def _hold_quietly(backend: Any, log: Any) -> None:
     try:
         backend.stop()
@@ -346,15 +353,12 @@ def run(node: Any, p: dict[str, Any]) -> int:
         signal_name = exc.signal_name
         _ignore_signals()  # the hold and the records come first: a second Ctrl-C must not cut them short
         _hold_quietly(backend, log)
-        detail = f"{signal_name}: the arms were held at the measured pose and the drivers latched"
-        result = unfinished("interrupted", detail)
+        result = unfinished("interrupted", _interrupted(signal_name, settings))
     except KeyboardInterrupt:  # raised by something else than our handler (e.g. a library)
         signal_name = "SIGINT"
         _ignore_signals()
         _hold_quietly(backend, log)
-        result = unfinished(
-            "interrupted", "SIGINT: the arms were held at the measured pose and the drivers latched"
-        )
+        result = unfinished("interrupted", _interrupted(signal_name, settings))
     except Exception as exc:
         _ignore_signals()
         _hold_quietly(backend, log)  # a crash on hardware: hold at the measured pose first
