@@ -90,9 +90,7 @@ def test_sigterm_while_waiting_for_an_instruction_still_writes_the_summary(
     assert "Traceback" not in agent.log()
 
 
-def test_a_policy_error_is_not_put_to_the_operator(
-    tmp_path: Path, start_node, start_double, probe, yam
-) -> None:
+def test_a_policy_error_is_not_put_to_the_operator(tmp_path: Path, start_node, start_double, yam) -> None:
     """The replay has one reply for three turns: turn 2 is a policy error. No "success?" is asked
     (it would wait 60 s), no answer could turn it into a success, and it exits 1 at once."""
     start_double(double_config(yam))
@@ -105,9 +103,7 @@ def test_a_policy_error_is_not_put_to_the_operator(
     assert summary["end_reason"] == "policy_error" and "only 1 replies" in summary["detail"]
     assert [t["outcome"]["status"] for t in _logged_turns(summary)] == ["reached"]
     assert summary["success"] is False and summary["operator"] is None and summary["judged"] is False
-    probe.wait_for(lambda: probe.event("done"), 10, "the agent's final status")
-    assert not [e for e in probe.status if e.get("event") == "question"], probe.status
-    assert probe.event("done")["exit_code"] == 1
+    assert "success?" not in agent.log() and "operator:" not in agent.log(), agent.log()
 
 
 def test_ctrl_c_mid_episode_holds_and_counts_the_turns_logged(
