@@ -1,12 +1,13 @@
-"""The real-YAM graph on a laptop: yam_real.launch.py with `sim:=true`, so both yam_driver_node
-processes run I2RT's MuJoCo SimRobot (no CAN) behind the same topics and parameters, with the agent.
+"""The desk graph: the real-YAM graph (yam_real.launch.py) with `sim:=true`, so both yam_driver_node
+processes run I2RT's MuJoCo SimRobot (no CAN) behind the same topics and parameters, and the agent
+with config/agent_i2rt_sim.yaml: no cameras (the model is told so), the bring-up motion as policy.
 
     ros2 launch pear_agent_ros2 yam_i2rt_sim.launch.py
-    ros2 launch pear_agent_ros2 yam_i2rt_sim.launch.py agent_params:=/path/to/agent.yaml cameras:=true
+    pear-agent ros instruct "Raise both arms and lower them again."     # then: pear-agent ros judge yes
 
-I2RT's SimRobot has no table, objects or cameras: the agent gets the arms' joint states, and its
-images from whatever publishes the robot YAML's camera topics (`cameras:=true` starts the RealSense
-nodes as on the real robot; any other image publisher remapped to those topics does too).
+The same graph as plain modules (no `ros2 launch`) is in docs/yam-driver.md ("The desk graph"), which
+the tests run verbatim. I2RT's SimRobot has no table, objects or cameras; with real cameras on the
+desk, `cameras:=true agent_params:=<a file with observation: both>` starts the RealSense nodes.
 """
 
 from pathlib import Path
@@ -25,7 +26,7 @@ def generate_launch_description() -> LaunchDescription:
     return LaunchDescription(
         [
             DeclareLaunchArgument("driver_params", default_value=str(CONFIG / "yam_driver.yaml")),
-            DeclareLaunchArgument("agent_params", default_value=str(CONFIG / "agent_real.yaml")),
+            DeclareLaunchArgument("agent_params", default_value=str(CONFIG / "agent_i2rt_sim.yaml")),
             DeclareLaunchArgument("cameras", default_value="false"),
             IncludeLaunchDescription(
                 PythonLaunchDescriptionSource(str(HERE / "yam_real.launch.py")),

@@ -303,6 +303,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pear_agent.rl.cli import add_parser as add_rollouts_parser
 
     add_rollouts_parser(sub)
+    from pear_agent.ros2.operator_cli import add_parser as add_ros_parser  # `pear-agent ros ...`
+
+    add_ros_parser(sub)
     return p
 
 

@@ -40,6 +40,9 @@ EndReason = Literal[
     "error",
 ]
 END_REASONS: tuple[str, ...] = EndReason.__args__  # type: ignore[attr-defined]
+JUDGED_ENDINGS: tuple[str, ...] = ("success", "done", "turn_limit")
+"""The ends of a task attempt: only these are put to an outside judge (hardware: the operator), so
+a verdict never turns a stop, a refusal or a failure of the loop (a policy error...) into success."""
 
 
 @dataclass
@@ -396,7 +399,9 @@ class Episode:
                 break
         finally:
             env.set_frame_sink(None)
-        verdict = env.judge_success(result.end_reason, result.detail)
+        verdict = None
+        if result.end_reason in JUDGED_ENDINGS:
+            verdict = env.judge_success(result.end_reason, result.detail)
         if verdict is not None:
             result.success, result.judged = bool(verdict), True
         result.wall_time_s = time.perf_counter() - wall0

@@ -21,6 +21,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -95,29 +96,32 @@ def blocks(path: Path) -> list[Block]:
 
 
 def run_block(block: Block, timeout_s: float) -> tuple[bool, str, float]:
-    """Run one block; (ok, the tail of its output, seconds)."""
+    """Run one block; (ok, the tail of its output, seconds). The block ends when its shell does;
+    what it started in the background is stopped then (its output goes to a file, not a pipe, so a
+    background process that keeps it open cannot hold the block)."""
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
     t0 = time.monotonic()
-    proc = subprocess.Popen(
-        ["bash", "-euo", "pipefail", "-c", block.text],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        out, _ = proc.communicate(timeout=timeout_s)
-        ok = proc.returncode == 0
-        tail = out.decode(errors="replace")[-3000:]
-        if not ok:
-            tail += f"\n[exit {proc.returncode}]"
-    except subprocess.TimeoutExpired:
-        ok, tail = False, f"[timed out after {timeout_s:.0f} s]"
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # background servers the block started
-            os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
+    with tempfile.TemporaryFile() as out:
+        proc = subprocess.Popen(
+            ["bash", "-euo", "pipefail", "-c", block.text],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        try:
+            proc.wait(timeout=timeout_s)
+            ok = proc.returncode == 0
+            note = "" if ok else f"\n[exit {proc.returncode}]"
+        except subprocess.TimeoutExpired:
+            ok, note = False, f"\n[timed out after {timeout_s:.0f} s]"
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # background servers the block started
+                os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait()
+        out.seek(0)
+        tail = out.read().decode(errors="replace")[-3000:] + note
     return ok, tail, time.monotonic() - t0
 
 
@@ -128,6 +132,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="list the blocks and their markers, run nothing")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per block")
     args = ap.parse_args(argv)
+    # stopped from outside (a CI timeout): still stop what the running block started in the background
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     files = [Path(f).resolve() for f in args.files] or doc_files()
     todo = {"ci": ("ci",), "slow": ("ci", "slow")}[args.level]
     failed = 0

@@ -5,6 +5,7 @@
 #   bash scripts/setup.sh --dev    # + test and lint tools, and the ROS 2 Kilted wheels (DDS tests)
 #   bash scripts/setup.sh --ros2   # runtime + the ROS 2 Kilted wheels (agent_node, sim_robot_node)
 #   bash scripts/setup.sh --yam    # runtime + ROS 2 + I2RT's driver for a real YAM (yam_driver_node)
+#   bash scripts/setup.sh --colcon # runtime + ROS 2 + colcon (build ros2_ws as a ROS user would)
 #   bash scripts/setup.sh --llm-server  # + llama-cpp-python's server and Gemma 3 270M (model-client tests;
 #                                       #   builds llama.cpp from source: 4-10 min on 2 cores, then cached)
 # Environment: PEAR_VENV (default .venv), PEAR_SKIP_APT=1 to skip OS packages, PYTHON (python3).
@@ -14,7 +15,8 @@ cd "$(dirname "$0")/.."
 EXTRAS="sim"
 for arg in "$@"; do
   case "$arg" in
-    --dev) EXTRAS="$EXTRAS,dev,ros2,yam" ;;  # the tests include ROS 2 nodes over DDS and the YAM driver
+    --dev) EXTRAS="$EXTRAS,dev,ros2,yam,colcon" ;;  # the tests: ROS 2 nodes over DDS, the YAM driver, colcon
+    --colcon) EXTRAS="$EXTRAS,ros2,colcon" ;;  # build ros2_ws with colcon (ros2 launch needs a system ROS 2)
     --ros2) EXTRAS="$EXTRAS,ros2" ;;
     --yam) EXTRAS="$EXTRAS,ros2,yam" ;;  # a real YAM: the i2rt driver node and its dependencies
     --llm-server) EXTRAS="$EXTRAS,llm-server" ;;  # a real OpenAI-compatible server for the tests

@@ -255,3 +255,23 @@ def test_a_reset_the_backend_aborts_ends_without_a_decision(backend, panda_kin, 
     assert res.end_reason == "stopped" and "e-stopped" in res.detail and res.turns == 0 and not policy.seen
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["end_reason"] == "stopped" and summary["task"] == "pick_cube"
+
+
+class FailingPolicy(ListPolicy):
+    """A first reply, then no reply at all (an endpoint gone, a replay run out)."""
+
+    def act(self, messages, ctx: TurnContext) -> PolicyReply:
+        if ctx.turn > 1:
+            return PolicyReply("", error="replay has only 1 replies")
+        return super().act(messages, ctx)
+
+
+@pytest.mark.parametrize("verdict", [True, None])
+def test_a_judge_is_not_consulted_after_a_failure_of_the_loop(backend, panda_kin, verdict) -> None:
+    """Only the end of a task attempt (success, done, turn limit) goes to an outside judge: an
+    operator's "yes" never turns a policy error into a success."""
+    judged = Judged(backend, verdict)
+    policy = FailingPolicy(['{"action": {"arm": {"gripper": 1}}}'])
+    res = Episode(judged, panda_kin, policy, EpisodeConfig(max_turns=3)).run(0)
+    assert res.end_reason == "policy_error" and res.turns == 1
+    assert judged.calls == [] and res.success is False and res.judged is False

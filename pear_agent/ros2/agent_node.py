@@ -1,36 +1,53 @@
 """The agent as a ROS 2 node: runs one episode of the turn loop on the ROS 2 backend.
 
 The instruction comes from the `instruction` parameter, else from a simulated robot's task status,
-else from the first std_msgs/String on `instruction_topic`. Progress is published as JSON
-(std_msgs/String) on `status_topic`: one message per turn, and a final one with the result.
+else from the first std_msgs/String on `instruction_topic` (`pear-agent ros instruct "..."`). Progress
+is published as JSON (std_msgs/String) on `status_topic`: `start`, one `turn` per turn, each operator
+`question` and `answer`, and `done` with the result and the exit code (`pear-agent ros status`).
 
     python -m pear_agent.ros2.agent_node --ros-args --params-file agent.yaml
 
-Before anything moves it checks the stack (joint states, controllers, cameras) and refuses with one
-line naming what is missing. On a robot without a simulator's success check the operator judges
-each episode (std_srvs/SetBool on `operator_service`, or "success? [y/n]" on the terminal); a
-run folder with `episode.jsonl`, `summary.json` and `episode.mp4` (from `video_camera`) is written
-on every ending, crashes included.
+Before anything moves it checks the stack (joint states, drivers not latched, controllers, cameras)
+and refuses with one line naming what is missing. On a robot without a simulator's success check the
+operator judges an episode that reached the end of a task attempt (the model's `done`, the turn
+limit) through std_srvs/SetBool on `operator_service` (`pear-agent ros judge yes|no`) or "success?
+[y/n]" on the terminal. A run folder with `episode.jsonl`, `summary.json` (the same fields on every
+ending) and `episode.mp4` (from `video_camera`) is written on every ending, signals and crashes
+included.
 
-Exit codes:
+Exit codes (pear_agent.ros2.endings):
   0  success (the simulator's check, or the operator said yes)
-  1  failure (turn limit, the operator said no or did not answer, invalid action, policy error, crash)
-  2  configuration error (a parameter, the robot YAML, a policy that needs simulator facts)
-  3  stopped or refused (e-stop; stale or missing joint states, controllers or cameras)
-  130 interrupted (Ctrl-C: the arms are held at the measured pose first)
+  1  failure (turn limit or `done` judged no or unanswered, invalid actions, a policy error, a crash)
+  2  configuration error (a parameter, the robot YAML, a policy that needs simulator facts, no instruction)
+  3  stopped or refused (e-stop; a latched driver; stale or missing joint states, controllers or cameras)
+  130 interrupted by Ctrl-C (SIGINT), 143 by SIGTERM: the arms are held at the measured pose first
 """
 
 from __future__ import annotations
 
+import copy
 import json
+import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from pear_agent.ros2.backend import RosSettings
+from pear_agent.ros2.endings import (
+    EXIT_CONFIG,
+    EXIT_FAILURE,
+    EXIT_SIGINT,
+    EXIT_SIGTERM,
+    EXIT_STOPPED,
+    EXIT_SUCCESS,
+    exit_code,
+    result_from_log,
+    write_summary,
+)
 
-EXIT_SUCCESS, EXIT_FAILURE, EXIT_CONFIG, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+__all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_SIGINT", "EXIT_SIGTERM", "EXIT_STOPPED", "EXIT_SUCCESS"]
+EXIT_INTERRUPTED = EXIT_SIGINT
 
 PARAMS: dict[str, Any] = {
     "robot": "yam_bimanual",
@@ -42,6 +59,7 @@ PARAMS: dict[str, Any] = {
     "seed": 0,
     "policy": "scripted",
     "action_noise_cm": 0.0,
+    "bringup_height_cm": 3.0,
     "replay_path": "",
     "replay_delay_s": 0.0,
     "model": "",
@@ -51,11 +69,26 @@ PARAMS: dict[str, Any] = {
     "max_tokens": 0,
     "model_timeout_s": 120.0,
     "keep_images": 0,
+    "observation": "both",
     "video_fps": 10.0,
     "runs_dir": "runs",
     "status_topic": "/pear/agent/status",
     **{k: f.default for k, f in RosSettings.model_fields.items()},
 }
+POLICIES = ("scripted", "bringup", "replay", "openai")
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT (Ctrl-C) or SIGTERM in the middle of anything: hold the arms, write the records, exit
+    130 / 143."""
+
+    def __init__(self, signal_name: str) -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+
+
+def _on_signal(signum: int, frame: Any) -> None:
+    raise Interrupted(signal.Signals(signum).name)
 
 
 class ConfigError(ValueError):
@@ -87,11 +120,21 @@ def make_policy(p: dict[str, Any], task: str) -> Any:
             return ScriptedPolicy(task, action_noise_cm=float(p["action_noise_cm"]), seed=int(p["seed"]))
         except ValueError as exc:
             raise ConfigError(f"policy scripted: {exc}") from None
+    if kind == "bringup":
+        from pear_agent.policies.bringup import BringupPolicy
+
+        try:
+            return BringupPolicy(float(p["bringup_height_cm"]))
+        except ValueError as exc:
+            raise ConfigError(f"policy bringup: {exc}") from None
     if kind == "replay":
         from pear_agent.policies.replay import ReplayPolicy
 
         if not p["replay_path"]:
-            raise ConfigError("policy replay needs the `replay_path` parameter (an episode.jsonl)")
+            raise ConfigError(
+                "policy replay needs the `replay_path` parameter: an episode.jsonl recorded with "
+                "`pear-agent run --robot <robot> --task <task>`"
+            )
         path = Path(p["replay_path"])
         if not path.is_file():
             raise ConfigError(f"replay_path {path}: no such file")
@@ -113,7 +156,7 @@ def make_policy(p: dict[str, Any], task: str) -> Any:
                 keep_images=p["keep_images"] or None,
             )
         )
-    raise ConfigError(f"unknown policy {kind!r}; use scripted, replay or openai")
+    raise ConfigError(f"unknown policy {kind!r}; use one of {', '.join(POLICIES)}")
 
 
 def _wait_instruction(node: Any, p: dict[str, Any], backend: Any) -> tuple[str, dict[str, Any]]:
@@ -126,32 +169,73 @@ def _wait_instruction(node: Any, p: dict[str, Any], backend: Any) -> tuple[str, 
         return status["instruction"], status
     got: list[str] = []
     sub = node.create_subscription(String, p["instruction_topic"], lambda m: got.append(m.data), 10)
-    node.get_logger().info(f"waiting for an instruction on {p['instruction_topic']}")
+    node.get_logger().info(
+        f"waiting for an instruction on {p['instruction_topic']} "
+        f'(pear-agent ros instruct "..."; {p["instruction_timeout_s"]:g} s)'
+    )
     deadline = time.monotonic() + p["instruction_timeout_s"]
-    while not got and time.monotonic() < deadline:
-        time.sleep(0.05)
-    node.destroy_subscription(sub)
+    try:
+        while not got and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        node.destroy_subscription(sub)
     if not got:
         raise ConfigError(
-            f"no instruction: set the `instruction` parameter or publish a std_msgs/String on "
-            f"{p['instruction_topic']} within {p['instruction_timeout_s']:g} s"
+            f"no instruction: set the `instruction` parameter or send one within "
+            f'{p["instruction_timeout_s"]:g} s (pear-agent ros instruct "...": a std_msgs/String on '
+            f"{p['instruction_topic']})"
         )
     return got[0], backend.status()
 
 
-def _check_policy(p: dict[str, Any], settings: RosSettings) -> None:
-    """Refuse, before anything moves, a policy that needs simulator facts on a robot without them."""
+def _check_params(p: dict[str, Any], settings: RosSettings) -> None:
+    """Refuse, before anything moves, a policy that needs simulator facts on a robot without them,
+    and values no node could use."""
+    from pear_agent.protocol.prompts import OBSERVATION_MODES
+
     if p["policy"] == "scripted" and not settings.task_status_topic:
         raise ConfigError(
             "policy scripted reads simulator facts (object poses from task_status_topic), which a real "
-            "robot does not have: use policy replay or openai"
+            "robot does not have: use policy bringup (a short motion the operator judges), replay (an "
+            "episode recorded with `pear-agent run --robot yam_bimanual`) or openai"
         )
     if p["keep_images"] < 0:
         raise ConfigError("parameter keep_images: must be >= 0 (0 = keep every image)")
+    if p["observation"] not in OBSERVATION_MODES:
+        raise ConfigError(
+            f"parameter observation: one of {', '.join(OBSERVATION_MODES)}, not {p['observation']!r}"
+        )
 
 
-def _summary(result: Any) -> dict[str, Any]:
-    return result.to_json() if hasattr(result, "to_json") else dict(result)
+def _observation(p: dict[str, Any], cameras: dict[str, str], log: Any) -> str:
+    """What the model gets each turn: `observation`, except that with no camera in use `both` becomes
+    `state`, so the system prompt tells the model it gets no images (it would promise them)."""
+    if cameras or p["observation"] == "state":
+        return p["observation"]
+    if p["observation"] == "images":
+        raise ConfigError(
+            "observation images: no camera is in use (the robot YAML's cameras with a topic, less "
+            "disabled_cameras); use observation state or both"
+        )
+    log.info("no camera in use: the model gets the state only and is told so (observation: state)")
+    return "state"
+
+
+def _prompt_kinematics(kin: Any, robot: Any, cameras: dict[str, str]) -> Any:
+    """The kinematics the loop prompts from: the robot with only the cameras in use, so the model
+    is told of exactly the images it gets."""
+    if set(cameras) == set(robot.cameras):
+        return kin
+    out = copy.copy(kin)
+    out.robot = robot.model_copy(update={"cameras": {n: c for n, c in robot.cameras.items() if n in cameras}})
+    return out
+
+
+def _interrupted(signal_name: str, settings: RosSettings) -> str:
+    return (
+        f"{signal_name}: the arms were held at the measured pose and `true` went out on "
+        f"{settings.estop_topic} (yam drivers stay latched until `pear-agent ros release`)"
+    )
 
 
 def _hold_quietly(backend: Any, log: Any) -> None:
@@ -161,21 +245,15 @@ def _hold_quietly(backend: Any, log: Any) -> None:
         log.error(f"could not send the hold: {type(exc).__name__}: {exc}")
 
 
-def exit_code(success: bool, end_reason: str) -> int:
-    if success:
-        return EXIT_SUCCESS
-    if end_reason in ("stopped", "refused"):
-        return EXIT_STOPPED
-    return EXIT_FAILURE
-
-
 def run(node: Any, p: dict[str, Any]) -> int:
+    """One episode; returns the exit code. Raises ConfigError for a configuration the user must fix
+    (after writing the run folder's summary when one was started)."""
     from pydantic import ValidationError
     from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
     from pear_agent.backend import TaskInfo
-    from pear_agent.episode import Episode, EpisodeConfig, EpisodeResult
+    from pear_agent.episode import JUDGED_ENDINGS, Episode, EpisodeConfig
     from pear_agent.kinematics import Kinematics
     from pear_agent.records import RunWriter, new_run_dir
     from pear_agent.robot_config import load_robot
@@ -186,7 +264,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
     except ValidationError as exc:
         err = exc.errors()[0]
         raise ConfigError(f"parameter {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
-    _check_policy(p, settings)
+    _check_params(p, settings)
     robot = load_robot(p["robot"])
     kin = Kinematics(robot)
     qos = QoSProfile(
@@ -199,6 +277,8 @@ def run(node: Any, p: dict[str, Any]) -> int:
         status_pub.publish(String(data=json.dumps(event, default=str)))
 
     backend = RosBackend(robot, node, TaskInfo(p["task"] or "ros2", "", 30), settings, kin)
+    observation = _observation(p, backend.cameras, log)
+    prompt_kin = _prompt_kinematics(kin, robot, backend.cameras)
     status: dict[str, Any] = {}
     if settings.task_status_topic:
         backend._wait_status(3.0)
@@ -214,16 +294,17 @@ def run(node: Any, p: dict[str, Any]) -> int:
     video_fps = float(p["video_fps"]) if backend.video_camera and p["video_fps"] > 0 else None
     writer = RunWriter(new_run_dir(Path(p["runs_dir"]), task, seed), video_fps=video_fps)
     backend.log = writer.log
-    result: Any = {"success": False, "turns": 0, "end_reason": "error", "detail": "", "task": task}
-    summary_written = False
+    backend.video_fps = video_fps or backend.video_fps
+    backend.operator.on_event = publish
+    fields = {"task": task, "robot": robot.name, "seed": seed, "policy": getattr(policy, "name", p["policy"])}
+    fields |= {"observation": observation}
+    result: Any = None
+    loop_finished = False
+    signal_name = ""
+    config_error: ConfigError | None = None
 
-    def finish(res: Any) -> None:
-        nonlocal summary_written
-        summary = _summary(res) | {"run_dir": str(writer.run_dir), "robot": robot.name, "seed": seed}
-        if backend.operator_verdict:
-            summary["operator"] = backend.operator_verdict
-        writer.finish(summary)
-        summary_written = True
+    def unfinished(end_reason: str, detail: str) -> Any:
+        return result_from_log(writer.log_path, end_reason, detail, **fields)
 
     try:
         why = backend.check_stack()  # before waiting for an instruction: a missing robot is said at once
@@ -249,52 +330,64 @@ def run(node: Any, p: dict[str, Any]) -> int:
                 }
             )
 
-        episode = Episode(backend, kin, policy, EpisodeConfig(max_turns=max_turns), writer, on_turn)
+        cfg = EpisodeConfig(max_turns=max_turns, observation=observation)
+        episode = Episode(backend, prompt_kin, policy, cfg, writer, on_turn)
         result = episode.run(seed)
-        summary_written = (writer.run_dir / "summary.json").is_file()
+        loop_finished = True
         if not backend.judged:  # the loop did not call the hook (seam 2): ask here
             verdict = backend.judge_success(result.end_reason, result.detail)
             if verdict is not None:
-                result.success = verdict
-        if summary_written and backend.operator_verdict:
-            path = writer.run_dir / "summary.json"
-            on_disk = json.loads(path.read_text())
-            on_disk |= {"success": bool(result.success), "operator": backend.operator_verdict}
-            path.write_text(json.dumps(on_disk, indent=2))
+                result.success, result.judged = bool(verdict), True
+        if backend.stopped_reason and not result.success and result.end_reason in JUDGED_ENDINGS:
+            # an e-stop after the last turn (e.g. while the operator was asked): stopped, not judged
+            result.detail = (
+                f"{backend.stopped_reason} after the episode ended {result.end_reason} ({result.detail})"
+            )
+            result.end_reason = "stopped"
     except ResetAborted as exc:
-        result = EpisodeResult(False, 0, exc.status, exc.detail, task=task, robot=robot.name, seed=seed)
-        result.policy = getattr(policy, "name", p["policy"])
+        result = unfinished(exc.status, exc.detail)
         log.error(f"{exc.status}: {exc.detail}")
-    except ConfigError:
-        result = {"success": False, "turns": 0, "end_reason": "configuration", "task": task}
-        raise
-    except KeyboardInterrupt:
-        _hold_quietly(backend, log)  # Ctrl-C: hold at the measured pose first
-        result = {"success": False, "turns": 0, "end_reason": "interrupted", "detail": "Ctrl-C"}
-        raise
+    except ConfigError as exc:
+        result, config_error = unfinished("configuration", str(exc)), exc
+    except Interrupted as exc:
+        signal_name = exc.signal_name
+        _ignore_signals()  # the hold and the records come first: a second Ctrl-C must not cut them short
+        _hold_quietly(backend, log)
+        result = unfinished("interrupted", _interrupted(signal_name, settings))
+    except KeyboardInterrupt:  # raised by something else than our handler (e.g. a library)
+        signal_name = "SIGINT"
+        _ignore_signals()
+        _hold_quietly(backend, log)
+        result = unfinished("interrupted", _interrupted(signal_name, settings))
     except Exception as exc:
+        _ignore_signals()
         _hold_quietly(backend, log)  # a crash on hardware: hold at the measured pose first
-        result = {
-            "success": False,
-            "turns": 0,
-            "end_reason": "error",
-            "detail": f"{type(exc).__name__}: {exc}",
-        }
+        result = unfinished("error", f"{type(exc).__name__}: {exc}")
         log.error(f"episode crashed: {type(exc).__name__}: {exc}")
     finally:
-        if not summary_written:
-            finish(result)
-    summary = _summary(result)
-    publish(summary | {"event": "done", "final_status": backend.status(), "run_dir": str(writer.run_dir)})
+        _ignore_signals()  # the records are written whatever comes now
+        if result is None:  # a BaseException we do not handle (SystemExit): still leave the records
+            result = unfinished("error", "the agent exited in the middle of the episode")
+        summary = write_summary(writer, result, backend.operator_verdict or None, loop_finished)
+    code = exit_code(bool(summary.get("success")), str(summary.get("end_reason")), signal_name)
+    publish(summary | {"event": "done", "exit_code": code, "final_status": backend.status()})
     reason, detail = summary.get("end_reason"), summary.get("detail", "")
     line = (
         f"episode done: {reason} ({detail}) in {summary.get('turns', 0)} turns; run folder {writer.run_dir}"
     )
     (log.info if summary.get("success") else log.warning)(line)
-    if reason in ("stopped", "refused", "error"):
+    if reason in ("stopped", "refused", "error", "interrupted"):
         print(f"agent_node: {reason}: {detail}", file=sys.stderr, flush=True)
     time.sleep(0.5)  # let the final status reach subscribers
-    return exit_code(bool(summary.get("success")), str(reason))
+    if config_error is not None:
+        raise config_error
+    return code
+
+
+def _ignore_signals() -> None:
+    """From the first signal (or the episode's end) on, SIGINT and SIGTERM no longer interrupt."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -304,8 +397,11 @@ def main(argv: list[str] | None = None) -> int:
     from pear_agent.robot_config import RobotConfigError
     from pear_agent.ros2.backend import declare_params, spin_in_background
 
-    # Ctrl-C raises KeyboardInterrupt with the context still valid, so the arms can be held first
+    # SIGINT and SIGTERM raise Interrupted in this thread with the context still valid, so the arms
+    # can be held and the records written first
     rclpy.init(args=argv if argv is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_signal)
     node = rclpy.create_node("pear_agent")
     shutdown = spin_in_background(node)
     code = EXIT_CONFIG
@@ -314,9 +410,12 @@ def main(argv: list[str] | None = None) -> int:
         code = run(node, params)
     except (ConfigError, RobotConfigError, ValueError) as exc:
         print(f"agent_node: configuration error: {exc}", file=sys.stderr)
+    except Interrupted as exc:  # before the episode started: nothing moved, no run folder yet
+        code = exit_code(False, "interrupted", exc.signal_name)
     except KeyboardInterrupt:
-        code = EXIT_INTERRUPTED
+        code = EXIT_SIGINT
     finally:
+        _ignore_signals()
         shutdown()
     return code
 

@@ -93,6 +93,16 @@ class RosSettings(BaseModel):
     task_status_topic: str = Field(
         "", description="sim-only task status (success, privileged facts): '' on a real robot"
     )
+    driver_status_topic: str = Field(
+        "/pear/driver/{part}/status",
+        description="a driver's JSON status per part (yam_driver_node): a latched or faulted driver is "
+        "refused by name; '' = none (a ros2_control stack)",
+    )
+
+
+DRIVER_STATUS_MAX_AGE_S = 3.0
+"""A driver republishes its status every second; an older one tells nothing (the joint-state check
+speaks for a driver that is gone)."""
 
 
 def spin_in_background(node: Any) -> Any:
@@ -139,6 +149,29 @@ def declare_params(node: Any, defaults: dict[str, Any]) -> dict[str, Any]:
             )
         out[key] = value
     return out
+
+
+def controller_states(node: Any, controller_manager: str, timeout_s: float = 2.0) -> dict[str, str] | None:
+    """Controller name -> state from controller_manager's list_controllers, where its message package
+    is installed (it is not among the PyPI ROS wheels); None where it cannot be asked. `node` must be
+    spun by another thread."""
+    try:
+        from controller_manager_msgs.srv import ListControllers  # type: ignore[import-not-found]
+    except ImportError:
+        return None
+    client = node.create_client(ListControllers, f"{controller_manager}/list_controllers")
+    try:
+        if not client.wait_for_service(timeout_sec=min(1.0, timeout_s)):
+            return None
+        future = client.call_async(ListControllers.Request())
+        deadline = time.monotonic() + timeout_s
+        while not future.done() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        if not future.done() or future.result() is None:
+            return None
+        return {c.name: c.state for c in future.result().controller}
+    finally:
+        node.destroy_client(client)
 
 
 def trajectory_topic(controller: str) -> str:
@@ -191,7 +224,7 @@ class RosBackend:
         kinematics: Kinematics | None = None,
     ) -> None:
         from action_msgs.srv import CancelGoal
-        from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
         from sensor_msgs.msg import CompressedImage, Image, JointState
         from std_msgs.msg import Bool, String
         from std_srvs.srv import Trigger
@@ -217,6 +250,7 @@ class RosBackend:
         self._estop_reason: str | None = None
         self._gripper_target: dict[str, float] = {}  # part -> the last gripper position commanded
         self._stack_ok = False
+        self._drivers: dict[str, tuple[dict[str, Any], float]] = {}  # part -> (driver status, receipt)
         self._t0 = time.monotonic()
         self._JointTrajectory = JointTrajectory
         self._CancelGoal = CancelGoal
@@ -225,9 +259,12 @@ class RosBackend:
         self.operator_verdict: dict[str, Any] = {}
         self.log: Any = None
         """A callable taking a dict (RunWriter.log): image stamps per observation go there."""
+        self.video_fps = 10.0
+        """The rate video frames are handed over at: the mp4's (agent_node sets its `video_fps`)."""
         self._sink: FrameSink | None = None
         self._sink_period_s = 0.1
-        self._sink_last = (0.0, 0.0)  # (receipt time of the last frame sent, monotonic time sent)
+        self._sink_due = 0.0  # monotonic time the next video frame is due
+        self._sink_frame: tuple[float, np.ndarray] | None = None  # (receipt time, decoded) last sent
         self.cameras = self._active_cameras()
         self.video_camera = self._pick_video_camera(s.video_camera)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
@@ -257,7 +294,15 @@ class RosBackend:
         node.create_service(Trigger, s.estop_service, self._on_estop_srv)
         if s.task_status_topic:
             node.create_subscription(String, s.task_status_topic, self._on_status, reliable)
+        latched = QoSProfile(
+            depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL
+        )
+        for part in self.parts if s.driver_status_topic else ():
+            node.create_subscription(
+                String, self.driver_status_topic(part), lambda m, n=part: self._on_driver(n, m), latched
+            )
         self.operator = Operator(node, s.operator_service, s.operator_terminal)
+        self.operator.abort = lambda: self._estop_reason
 
     def _active_cameras(self) -> dict[str, str]:
         """Camera name -> topic: the robot YAML's cameras with a topic, less `disabled_cameras`."""
@@ -305,6 +350,15 @@ class RosBackend:
         with self._lock:
             self._status = status
             self._status_t = time.monotonic()
+
+    def _on_driver(self, part: str, msg: Any) -> None:
+        try:
+            status = json.loads(msg.data)
+        except ValueError:
+            return
+        if isinstance(status, dict):
+            with self._lock:
+                self._drivers[part] = (status, time.monotonic())
 
     def _on_estop_msg(self, msg: Any) -> None:
         if msg.data:
@@ -437,11 +491,69 @@ class RosBackend:
             time.sleep(0.02)
         return self.joint_check(self._required_joints()) is None
 
+    # -- the drivers' own state (yam_driver_node) -----------------------------------------
+    def driver_status_topic(self, part: str) -> str:
+        return self.settings.driver_status_topic.replace("{part}", part)
+
+    def _driver_node(self, part: str) -> str:
+        """The node publishing a part's driver status, e.g. /yam_right_driver ('' when unknown)."""
+        try:
+            infos = self.node.get_publishers_info_by_topic(self.driver_status_topic(part))
+        except Exception:  # the graph is shutting down
+            return ""
+        for info in infos:
+            if info.node_name.startswith("_NODE_NAME_UNKNOWN"):  # not discovered by name yet
+                continue
+            ns = info.node_namespace.rstrip("/")
+            return f"{ns}/{info.node_name}"
+        return ""
+
+    def driver_states(self) -> dict[str, dict[str, Any]]:
+        """Per part, its driver's last status if it is younger than DRIVER_STATUS_MAX_AGE_S."""
+        now = time.monotonic()
+        with self._lock:
+            items = dict(self._drivers)
+        return {p: st for p, (st, t) in items.items() if now - t <= DRIVER_STATUS_MAX_AGE_S}
+
+    def driver_check(self) -> str | None:
+        """A driver that is latched by an e-stop or faulted, in one line with what releases it; or
+        None (no driver status: a ros2_control stack, whose controllers say nothing of the kind)."""
+        for part, st in self.driver_states().items():
+            node = self._driver_node(part)
+            who = f"the {part} driver" + (f" ({node})" if node else "")
+            if st.get("state") == "fault":
+                fault = st.get("fault") or "no detail"
+                return f"{who} reports a fault ({fault}): fix it and restart that driver"
+            if st.get("state") == "estop":
+                how = f" (or call {node}/release_estop)" if node else ""
+                return (
+                    f"{who} is latched by an e-stop ({st.get('estop') or 'no reason given'}): release it "
+                    f"with `pear-agent ros release`{how}, then start the agent again"
+                )
+        return None
+
+    def _wait_driver_status(self, timeout_s: float) -> None:
+        """A driver that publishes a status (transient local) is heard before the check reads it."""
+        if not self.settings.driver_status_topic:
+            return
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                heard = set(self._drivers)
+            waiting = [
+                p
+                for p in self.parts
+                if p not in heard and self.node.count_publishers(self.driver_status_topic(p)) > 0
+            ]
+            if not waiting:
+                return
+            time.sleep(0.02)
+
     # -- the stack check ----------------------------------------------------------------
     def check_stack(self) -> str | None:
-        """Before anything moves: joint states of every joint, a controller behind every command
-        topic (active, where list_controllers can be asked), every camera publishing. One line
-        naming what is missing, or None. Bounded by the three wait settings."""
+        """Before anything moves: joint states of every joint, no driver latched or faulted, a
+        controller behind every command topic (active, where list_controllers can be asked), every
+        camera publishing. One line naming what is missing, or None. Bounded by the wait settings."""
         s = self.settings
         log = self.node.get_logger()
         domain = os.environ.get("ROS_DOMAIN_ID", "0")
@@ -465,6 +577,10 @@ class RosBackend:
                     "this domain?"
                 )
             return f"{why}: check the joint names in robots/{self.robot.name}.yaml against the robot's"
+        self._wait_driver_status(2.0)
+        why = self.driver_check()
+        if why is not None:
+            return why
         topics = {}
         for name, p in self.parts.items():
             topics[p.topic] = (name, self.robot.parts[name].controller)
@@ -504,27 +620,11 @@ class RosBackend:
         return any(not n.startswith(recorders) for n in names)
 
     def _inactive_controllers(self, names: list[str]) -> str | None:
-        """Ask controller_manager's list_controllers where its message package is installed (it
-        is not among the PyPI ROS wheels): the controllers that are not 'active', or None."""
-        try:
-            from controller_manager_msgs.srv import ListControllers  # type: ignore[import-not-found]
-        except ImportError:
+        """The controllers controller_manager does not report 'active', or None (also when it cannot
+        be asked)."""
+        states = controller_states(self.node, self.settings.controller_manager)
+        if states is None:
             return None
-        client = self.node.create_client(
-            ListControllers, f"{self.settings.controller_manager}/list_controllers"
-        )
-        try:
-            if not client.wait_for_service(timeout_sec=1.0):
-                return None
-            future = client.call_async(ListControllers.Request())
-            deadline = time.monotonic() + 2.0
-            while not future.done() and time.monotonic() < deadline:
-                time.sleep(0.01)
-            if not future.done() or future.result() is None:
-                return None
-            states = {c.name: c.state for c in future.result().controller}
-        finally:
-            self.node.destroy_client(client)
         bad = [f"{n} {states.get(n, 'not loaded')}" for n in names if states.get(n) != "active"]
         return ", ".join(bad) or None
 
@@ -575,7 +675,9 @@ class RosBackend:
         if s.go_home_on_reset:
             go = True
             if s.confirm_home:
-                answer, who = self.operator.ask("move both arms to the home pose now?", s.operator_timeout_s)
+                answer, who = self.operator.ask(
+                    "move both arms to the home pose now?", s.operator_timeout_s, "home"
+                )
                 go = bool(answer)
                 self.node.get_logger().info(f"home move {'confirmed' if go else 'skipped'} ({who})")
             if go:
@@ -686,22 +788,29 @@ class RosBackend:
         return {k: out[k] for k in self.robot.cameras if k in out}
 
     def _pump_video(self) -> None:
-        """Hand the video camera's newest frame to the sink, at most at the sink's rate (called
-        from the caller's thread while it waits on a motion and at each observation)."""
+        """Hand the sink one frame per period of its rate while the caller waits on a motion and at
+        each observation: the video camera's newest image, or the last one again when the camera is
+        slower than the video, so the mp4 plays the motion at its real speed."""
         if self._sink is None or self.video_camera is None:
             return
         now = time.monotonic()
-        last_t, last_sent = self._sink_last
-        if now - last_sent < self._sink_period_s:
+        if now < self._sink_due:
             return
         with self._lock:
             item = self._images.get(self.video_camera)
-        if item is None or item[2] <= last_t:
+        if item is None:
             return
-        img = self._decode(self.video_camera, item[0], item[1])
-        if img is not None:
-            self._sink(img)
-        self._sink_last = (item[2], now)
+        frame = self._sink_frame
+        if frame is None or item[2] > frame[0]:
+            img = self._decode(self.video_camera, item[0], item[1])
+            if img is not None:
+                frame = self._sink_frame = (item[2], img)
+        if frame is None:
+            return
+        self._sink(frame[1])
+        # on schedule; after a pause (the model deciding: nothing moved) start afresh
+        behind = now - self._sink_due > self._sink_period_s
+        self._sink_due = (now if behind else self._sink_due) + self._sink_period_s
 
     def _to_msg(self, plan: cv.TrajectoryPlan) -> Any:
         from builtin_interfaces.msg import Duration
@@ -739,6 +848,9 @@ class RosBackend:
             why = self.fresh_check(needed)
             if why is not None:
                 return Outcome("refused", f"{why}; no command was sent")
+        why = self.driver_check()
+        if why is not None:  # a latched driver rejects every trajectory: say why, not "stalled"
+            return Outcome("stopped", f"{why}; no command was sent")
         start = time.monotonic()
         plans: dict[str, cv.TrajectoryPlan] = {}
         gplans: dict[str, cv.TrajectoryPlan] = {}
@@ -861,6 +973,9 @@ class RosBackend:
                     self._hold_part(p, p.gripper_topic, [p.g_joint], p.gripper_vmax)
 
     def _blocked(self, name: str, plan: cv.TrajectoryPlan, t: float, why: str) -> Outcome:
+        latched = self.driver_check()
+        if latched is not None:  # the driver stopped the arm: a latch, not a stall
+            return Outcome("stopped", f"{latched}; the motion did not finish", t)
         p = self.parts[name]
         q, _ = self._read(p.joints)
         err = plan.positions[-1] - q
@@ -874,24 +989,32 @@ class RosBackend:
     def advance(self, duration_s: float) -> None:
         """A real robot's clock runs by itself: nothing to do."""
 
-    def set_frame_sink(self, sink: FrameSink | None, fps: float = 10.0) -> None:
-        """Frames of `video_camera` (resized like the model's images) go to `sink` at up to `fps`
-        while a motion runs and at each observation."""
+    def set_frame_sink(self, sink: FrameSink | None, fps: float | None = None) -> None:
+        """Frames of `video_camera` (resized like the model's images) go to `sink` at `fps` (default
+        `video_fps`, the rate the mp4 is written at) while a motion runs and at each observation."""
+        fps = fps or self.video_fps
         self._sink = sink
         self._sink_period_s = 1.0 / fps if fps > 0 else 0.1
-        self._sink_last = (0.0, 0.0)
+        self._sink_due = 0.0
+        self._sink_frame = None
 
     # -- the operator (seam 2) ----------------------------------------------------------
     def judge_success(self, end_reason: str, detail: str) -> bool | None:
-        """On a robot without a simulator's success check, the operator judges the episode
-        (std_srvs/SetBool on `operator_service`, or the terminal). Stopped, refused and errored
-        episodes are not asked about (None: the loop's failure stands); no answer = None."""
+        """On a robot without a simulator's success check, the operator judges an episode that
+        reached the end of a task attempt (the model's `done`, the turn limit: JUDGED_ENDINGS), through
+        std_srvs/SetBool on `operator_service` or the terminal. Stops, refusals and failures of the
+        loop (policy errors, invalid replies, the context budget) are not asked about: None, the
+        loop's failure stands. No answer = None."""
+        from pear_agent.episode import JUDGED_ENDINGS
+
         self.judged = True
-        if self.settings.task_status_topic or end_reason in ("stopped", "refused", "error"):
+        if self.settings.task_status_topic or end_reason not in JUDGED_ENDINGS:
             return None
         answer, who = self.operator.ask(
-            f"episode ended ({end_reason}: {detail}) - success?", self.settings.operator_timeout_s
+            f"episode ended ({end_reason}: {detail}) - success?", self.settings.operator_timeout_s, "success"
         )
+        if self._estop_reason is not None:  # stopped while (or before) the operator was asked: no verdict
+            answer, who = None, f"not asked any more: {self._estop_reason}"
         self.operator_verdict = {"success": answer, "by": who, "end_reason": end_reason}
         return answer
 

@@ -1,8 +1,11 @@
 """The operator in the loop: yes/no questions answered through a std_srvs/SetBool service or the
 terminal ("success? [y/n]"), whichever answers first.
 
-    ros2 service call /pear/operator/judge std_srvs/srv/SetBool "{data: true}"
+    pear-agent ros judge yes
+    ros2 service call /pear/operator/judge std_srvs/srv/SetBool "{data: true}"   # the same
 
+Each question and its answer are also announced (`on_event`: agent_node publishes them on its status
+topic), so a remote operator knows which question is open: the service carries only yes or no.
 rclpy is imported lazily; the terminal reader is one daemon thread for the node's lifetime.
 """
 
@@ -12,7 +15,11 @@ import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
+
+QUESTION_KINDS = ("success", "home")
+"""What a question is about: the episode's success, or the home move before the first turn."""
 
 
 def parse_answer(line: str) -> bool | None:
@@ -34,6 +41,11 @@ class Operator:
 
         self.node = node
         self.service = service
+        self.on_event: Callable[[dict[str, Any]], None] | None = None
+        """Called with {"event": "question", ...} when a question opens and {"event": "answer", ...}
+        when it closes (answered, timed out or aborted)."""
+        self.abort: Callable[[], str | None] = lambda: None
+        """Why an open question must close now without an answer (the backend: an e-stop), or None."""
         self._answers: queue.Queue[tuple[bool, str]] = queue.Queue()
         self._question: str | None = None
         self._lock = threading.Lock()
@@ -59,8 +71,18 @@ class Operator:
         response.message = f"answered {'yes' if request.data else 'no'} to: {open_question}"
         return response
 
-    def ask(self, question: str, timeout_s: float) -> tuple[bool | None, str]:
-        """(answer, who answered); (None, why) when nobody answered within `timeout_s`."""
+    def _announce(self, event: dict[str, Any]) -> None:
+        if self.on_event is not None:
+            try:
+                self.on_event(event)
+            except Exception as exc:  # an announcement must never cost the answer
+                self.node.get_logger().warning(f"operator: could not announce {event['event']}: {exc}")
+
+    def ask(self, question: str, timeout_s: float, kind: str = "success") -> tuple[bool | None, str]:
+        """(answer, who answered); (None, why) when nobody answered within `timeout_s`. `kind` is one
+        of QUESTION_KINDS, announced with the question."""
+        if kind not in QUESTION_KINDS:
+            raise ValueError(f"question kind {kind!r}: not one of {QUESTION_KINDS}")
         while not self._answers.empty():
             self._answers.get_nowait()
         while not self._lines.empty():
@@ -69,21 +91,35 @@ class Operator:
             self._question = question
         how = f"call {self.service} (std_srvs/SetBool)" + (" or answer here" if self.terminal else "")
         self.node.get_logger().warning(f"operator: {question} [y/n] ({how}, {timeout_s:g} s)")
+        self._announce(
+            {"event": "question", "kind": kind, "question": question, "timeout_s": timeout_s}
+            | {"service": self.service}
+        )
         if self.terminal:
             print(f"{question} [y/n] ", end="", file=sys.stderr, flush=True)
+        answer: tuple[bool | None, str] = (None, f"no operator answer within {timeout_s:g} s")
         deadline = time.monotonic() + timeout_s
         try:
             while time.monotonic() < deadline:
                 try:
-                    return self._answers.get(timeout=0.05)
+                    answer = self._answers.get(timeout=0.05)
+                    break
                 except queue.Empty:
                     pass
-                while not self._lines.empty():
-                    answer = parse_answer(self._lines.get_nowait())
-                    if answer is not None:
-                        return answer, "the terminal"
-                    print("please answer y or n: ", end="", file=sys.stderr, flush=True)
-            return None, f"no operator answer within {timeout_s:g} s"
+                why = self.abort()
+                if why is not None:  # nobody is asked about an episode that was stopped
+                    answer = (None, f"not asked any more: {why}")
+                    break
+                said = None
+                while said is None and not self._lines.empty():
+                    said = parse_answer(self._lines.get_nowait())
+                    if said is None:
+                        print("please answer y or n: ", end="", file=sys.stderr, flush=True)
+                if said is not None:
+                    answer = (said, "the terminal")
+                    break
+            return answer
         finally:
             with self._lock:
                 self._question = None
+            self._announce({"event": "answer", "kind": kind, "answer": answer[0], "by": answer[1]})

@@ -15,7 +15,9 @@ with `sim: true`) and exposes the topic contract the agent speaks, for the arm n
 
 At start it reads the arm where it is and holds there (i2rt's `zero_gravity_mode` off unless
 `zero_gravity_mode: true`). With no trajectory it keeps holding. On a CAN or motor error it stops
-commanding, publishes the reason, closes the robot and exits 1.
+commanding, publishes the reason, closes the robot and exits 1. On SIGINT or SIGTERM it brings the
+arm to rest, holds, stops its control loop, calls i2rt's `close()` (torque off: on hardware the arm
+then falls unless supported) and says each step in its log, then exits 0.
 
 One process per arm: each arm is its own CAN bus and i2rt runs its control loop as Python threads,
 so two arms in one process would share one interpreter lock between two 1 kHz motor loops; a fault
@@ -30,6 +32,7 @@ Exit code: 0 on a clean shutdown, 1 on a robot fault, 2 on a configuration or st
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import threading
 import time
@@ -79,6 +82,28 @@ class StartupError(RuntimeError):
 
 class RobotFault(RuntimeError):
     """The robot failed while running: stop commanding, report, exit 1."""
+
+
+class ShutdownRequest:
+    """SIGINT or SIGTERM, noted (not raised): the driver's main loop sees it and shuts down in
+    order, with the rclpy context still up so every step can be logged."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signal_name = ""
+
+    def handler(self, signum: int, frame: Any) -> None:
+        if self.event.is_set():  # a second one: the orderly shutdown is stuck (e.g. in i2rt's start-up)
+            raise KeyboardInterrupt
+        self.signal_name = signal.Signals(signum).name
+        self.event.set()
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, self.handler)
+
+    def is_set(self) -> bool:
+        return self.event.is_set()
 
 
 @dataclass
@@ -390,6 +415,24 @@ class YamDriver:
         if self._thread.is_alive():
             self._thread.join(timeout=2.0)
 
+    def come_to_rest(self, timeout_s: float = 1.0) -> np.ndarray:
+        """Ramp every moving reference to rest (the e-stop's ramp, without latching) and wait until
+        the control loop holds there; the arm's held reference."""
+        now = time.monotonic()
+        with self._lock:
+            for f in (self.arm, self.grip):
+                if f is not None and f.moving and not f.stopping and not self.floating:
+                    self._stop_follower(f, now)
+        deadline = now + timeout_s
+        while time.monotonic() < deadline and self._thread.is_alive():
+            with self._lock:
+                moving = self.arm.moving or (self.grip is not None and self.grip.moving)
+            if not moving:
+                break
+            time.sleep(0.01)
+        with self._lock:
+            return self.arm.reference(time.monotonic())[0]
+
     # -- callbacks (executor thread) ----------------------------------------------------
     def _on_trajectory(self, follower: _Follower, msg: Any) -> None:
         now = time.monotonic()
@@ -528,9 +571,12 @@ class YamDriver:
         self.diag_pub.publish(arr)
 
 
-def run(node: Any, p: dict[str, Any], robot_factory: Any = None) -> int:
+def run(
+    node: Any, p: dict[str, Any], robot_factory: Any = None, shutdown: ShutdownRequest | None = None
+) -> int:
     """Start the robot, drive it until shutdown or a fault; close it on every path. `robot_factory`
-    (channel, arm_type, gripper_type, sim, zero_gravity) -> robot; default I2RT's."""
+    (channel, arm_type, gripper_type, sim, zero_gravity) -> robot; default I2RT's. `shutdown`: the
+    signal that ends a clean run (else the rclpy context's end)."""
     if p["rate_hz"] <= 0:
         raise StartupError(f"parameter rate_hz must be > 0, got {p['rate_hz']}")
     spec = arm_spec(p["robot"], p["arm"], p["joint_velocity_max_rad_s"], p["gripper_velocity_max"])
@@ -540,32 +586,68 @@ def run(node: Any, p: dict[str, Any], robot_factory: Any = None) -> int:
     channel = p[f"can_{side}"]
     factory = robot_factory or make_i2rt_robot
     robot = factory(channel, p["arm_type"], p["gripper_type"], p["sim"], p["zero_gravity_mode"])
+    log = node.get_logger()
     driver: YamDriver | None = None
+    why = "the driver could not start"
     try:
         driver = YamDriver(node, p, spec, robot, channel)
         driver.start()
         while node.context.ok() and driver.fault is None and driver._thread.is_alive():
+            if shutdown is not None and shutdown.is_set():
+                break
             time.sleep(0.05)
         if driver.fault is not None:
+            why = "robot fault"
             time.sleep(0.3)  # let the fault status reach subscribers
             return 1
+        why = shutdown.signal_name if shutdown is not None and shutdown.is_set() else "shutdown"
+        if driver._thread.is_alive():
+            held = driver.come_to_rest()
+            log.info(
+                f"{spec.part}: {why}: at rest, holding at {np.round(held, 3).tolist()} (hold sent); "
+                "stopping the control loop"
+            )
         return 0
     finally:
         if driver is not None:
             driver.stop()
-        try:
-            robot.close()
-        except Exception as exc:
-            print(f"yam_driver_node: warning: {spec.part}: robot close() failed: {exc}", file=sys.stderr)
+        _close(robot, spec.part, bool(p["sim"]), why, log)
+
+
+def _close(robot: Any, part: str, sim: bool, why: str, log: Any) -> None:
+    """i2rt's close() on every exit path, said before and after: on hardware it turns the motors'
+    torque off and the arm falls unless it is supported."""
+    what = "I2RT SimRobot" if sim else "the motors' torque goes off: the arm falls unless it is supported"
+    _log_safely(log.warning, f"{part}: {why}: calling i2rt close() ({what})")
+    try:
+        robot.close()
+    except Exception as exc:
+        print(f"yam_driver_node: warning: {part}: robot close() failed: {exc}", file=sys.stderr, flush=True)
+        return
+    done = "SimRobot stopped" if sim else "torque off, the arm is no longer held"
+    _log_safely(log.warning, f"{part}: close() done: {done}")
+
+
+def _log_safely(say: Any, text: str) -> None:
+    """The node's logger, or stderr when rclpy's logging is gone (interpreter exit)."""
+    try:
+        say(text)
+    except Exception:
+        print(f"yam_driver_node: {text}", file=sys.stderr, flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
     import rclpy
+    from rclpy.signals import SignalHandlerOptions
 
     from pear_agent.robot_config import RobotConfigError
     from pear_agent.ros2.backend import declare_params, spin_in_background
 
-    rclpy.init(args=argv if argv is not None else sys.argv)
+    # SIGINT / SIGTERM are noted, not raised: the arm is brought to rest and closed, in order, while
+    # the node can still log; rclpy's own handlers would end the context first
+    rclpy.init(args=argv if argv is not None else sys.argv, signal_handler_options=SignalHandlerOptions.NO)
+    request = ShutdownRequest()
+    request.install()
     node = rclpy.create_node("yam_driver")
     shutdown = spin_in_background(node)
     code = 2
@@ -573,7 +655,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         params = declare_params(node, PARAMS)
         arm = params["arm"]
-        code = run(node, params)
+        code = run(node, params, shutdown=request)
     except (StartupError, RobotConfigError, ValueError) as exc:
         print(f"yam_driver_node: error: {arm}: {exc}", file=sys.stderr, flush=True)
     except RobotFault as exc:

@@ -65,3 +65,54 @@ def test_service_answers_only_an_open_question() -> None:
         executor.shutdown(timeout_sec=1)
         node.destroy_node()
         ctx.try_shutdown()
+
+
+def _node() -> tuple:
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node("pear_operator_abort_test", context=ctx)
+    executor = SingleThreadedExecutor(context=ctx)
+    executor.add_node(node)
+    stop = threading.Event()
+    spin = threading.Thread(
+        target=lambda: [executor.spin_once(0.05) for _ in iter(stop.is_set, True)], daemon=True
+    )
+    spin.start()
+
+    def close() -> None:
+        stop.set()
+        spin.join(timeout=2)
+        executor.shutdown(timeout_sec=1)
+        node.destroy_node()
+        ctx.try_shutdown()
+
+    return node, close
+
+
+def test_an_open_question_is_announced_and_closed_by_an_abort() -> None:
+    """Each question and its end go to `on_event` (agent_node's status topic: how `pear-agent ros
+    judge` knows a success question is open); an e-stop (`abort`) closes it at once, unanswered."""
+    from pear_agent.ros2.operator import Operator
+
+    node, close = _node()
+    try:
+        op = Operator(node, "/pear_test/judge_abort", terminal=False)
+        events: list = []
+        op.on_event = events.append
+        why: list = []
+        op.abort = lambda: why[0] if why else None
+        threading.Timer(0.3, lambda: why.append("e-stop on /pear/estop")).start()
+        t0 = time.monotonic()
+        answer = op.ask("episode ended (done: ...) - success?", 30.0, "success")
+        assert time.monotonic() - t0 < 5.0
+        assert answer == (None, "not asked any more: e-stop on /pear/estop")
+        assert [e["event"] for e in events] == ["question", "answer"]
+        assert events[0]["kind"] == "success" and events[0]["service"] == "/pear_test/judge_abort"
+        assert events[1] == {"event": "answer", "kind": "success", "answer": None, "by": answer[1]}
+        with pytest.raises(ValueError, match="question kind"):
+            op.ask("what?", 1.0, "other")
+    finally:
+        close()

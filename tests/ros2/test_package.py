@@ -1,8 +1,7 @@
-"""`colcon build` is not available here: check the ament_python package's metadata instead.
-
-package.xml, setup.py, setup.cfg, the resource marker, the entry points (importable, with a
-`main`), and the launch files (they name executables the package installs and parameter files
-that exist and hold parameters the nodes declare).
+"""The ament_python package's metadata: package.xml, setup.py, setup.cfg, the resource marker, the
+entry points (importable, with a `main`), and the launch files (they name executables the package
+installs and parameter files that exist and hold parameters the nodes declare). The package is also
+built with colcon from PyPI and run from its install space: test_desk_graph.py.
 """
 
 from __future__ import annotations
@@ -144,3 +143,22 @@ def test_launch_files_reference_executables_and_parameter_files() -> None:
             assert key in (node["name"], "/**"), f"{params_file.name}: top key must be the node name or /**"
             unknown = set(params[key]["ros__parameters"]) - declared[node["executable"]]
             assert not unknown, f"{params_file.name}: parameters the node does not declare: {unknown}"
+
+
+def test_colcon_comes_from_an_extra_that_dev_setup_installs() -> None:
+    cfg = ConfigParser()
+    cfg.read(REPO / "setup.cfg")
+    extra = cfg["options.extras_require"]["colcon"]
+    for dep in (
+        "colcon-core",
+        "colcon-ros",
+        "colcon-python-setup-py",
+        "colcon-bash",
+        "ros-kilted-ament-package",
+    ):
+        assert dep in extra, dep
+    setup_sh = (REPO / "scripts" / "setup.sh").read_text()
+    dev_line = next(x for x in setup_sh.splitlines() if x.strip().startswith("--dev)"))
+    assert "colcon" in dev_line
+    ignored = (REPO / ".gitignore").read_text().splitlines()
+    assert {"build/", "ros2_ws/install/", "ros2_ws/log/"} <= set(ignored)  # what colcon build writes

@@ -1,0 +1,80 @@
+"""A YAM driver latched by its own e-stop (`~/estop`, which the agent does not hear) in the middle of an
+episode: the agent ends it `stopped`, naming the driver, its latch and the command that releases it
+-- never "stalled". Both drivers on I2RT's real SimRobot, the agent and a probe, each a process
+over real DDS."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.ros2.conftest import NodeProcess
+
+pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
+pytest.importorskip("i2rt.robots.get_robot", reason="I2RT driver deps missing (pip install -e '.[yam]')")
+pytest.importorskip("can", reason="python-can missing (pip install -e '.[yam]')")
+pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs missing (pip install -e '.[yam]')")
+
+BOTH_UP = {"left_arm": {"move_cm": [0.0, 0.0, 3.0]}, "right_arm": {"move_cm": [0.0, 0.0, 3.0]}}
+BOTH_DOWN = {"left_arm": {"move_cm": [0.0, 0.0, -3.0]}, "right_arm": {"move_cm": [0.0, 0.0, -3.0]}}
+
+
+def test_a_driver_latched_mid_episode_ends_it_stopped_by_name(tmp_path: Path, probe: Any) -> None:
+    from std_srvs.srv import Trigger
+
+    procs: list[NodeProcess] = []
+    try:
+        for arm in ("left", "right"):
+            params = {"arm": f"{arm}_arm", "sim": True}
+            procs.append(
+                NodeProcess("pear_agent.ros2.yam_driver_node", f"yam_{arm}_driver", params, tmp_path, True)
+            )
+        replay = tmp_path / "replay.jsonl"
+        moves = [BOTH_UP, BOTH_DOWN] * 10
+        replay.write_text(
+            "".join(
+                json.dumps({"kind": "turn", "turn": i + 1, "reply": json.dumps({"action": m}), "outcome": {}})
+                + "\n"
+                for i, m in enumerate(moves)
+            )
+        )
+        agent_params = {
+            "policy": "replay",
+            "replay_path": str(replay),
+            "replay_delay_s": 0.5,
+            "max_turns": len(moves),
+            "instruction": "up and down",
+            "task": "latch",
+            "task_status_topic": "",
+            "disabled_cameras": "all",
+            "observation": "state",
+            "go_home_on_reset": True,
+            "confirm_home": False,
+            "operator_terminal": False,
+            "joint_state_max_age_s": 0.25,
+            "wait_for_joint_states_s": 60.0,
+            "wait_for_controllers_s": 30.0,
+            "runs_dir": str(tmp_path / "runs"),
+        }
+        agent = NodeProcess("pear_agent.ros2.agent_node", "pear_agent", agent_params, tmp_path)
+        procs.append(agent)
+        probe.wait_for(
+            lambda: len([e for e in probe.status if e.get("event") == "turn"]) >= 2, 120, "two turns"
+        )
+        client = probe.node.create_client(Trigger, "/yam_right_driver/estop")
+        assert client.wait_for_service(timeout_sec=20)
+        future = client.call_async(Trigger.Request())
+        probe.wait_for(future.done, 10, "the driver's e-stop reply")
+        assert agent.wait(60) == 3, agent.log()[-3000:]
+        summary = json.loads(next((tmp_path / "runs").glob("*/summary.json")).read_text())
+        assert summary["end_reason"] == "stopped", summary
+        detail = summary["detail"]
+        assert "right_arm driver" in detail and "latched by an e-stop" in detail, detail
+        assert "pear-agent ros release" in detail and "stalled" not in agent.log(), detail
+        print(f"latched mid-episode: {detail}")
+    finally:
+        for p in reversed(procs):
+            p.stop()
