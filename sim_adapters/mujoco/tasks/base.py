@@ -4,6 +4,7 @@ privileged facts (in protocol units: cm, rad) for the scripted expert."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import mujoco
@@ -12,43 +13,6 @@ import numpy as np
 from pear_agent.robot_config import ONE_ARM, TWO_ARMS, Requirement, RobotConfig
 
 __all__ = ["ONE_ARM", "TWO_ARMS", "Requirement"]
-
-
-class TaskArea:
-    """Maps placements written for a reference task area (the robot the task was first tuned on)
-    into this robot's `table.task_area_cm`, linearly per axis; heights are above its table top."""
-
-    def __init__(
-        self, robot: RobotConfig, ref_x_m: tuple[float, float], ref_y_m: tuple[float, float]
-    ) -> None:
-        t = robot.table_or_default()
-        assert t.task_area_cm is not None and t.surface_z_cm is not None
-        self.x_m = tuple(v / 100.0 for v in t.task_area_cm["x"])
-        self.y_m = tuple(v / 100.0 for v in t.task_area_cm["y"])
-        self.z_m = t.surface_z_cm / 100.0
-        self._ref = (ref_x_m, ref_y_m)
-
-    def _map(self, axis: int, v: float) -> float:
-        ref = self._ref[axis]
-        own = (self.x_m, self.y_m)[axis]
-        return own[0] + (v - ref[0]) * (own[1] - own[0]) / (ref[1] - ref[0])
-
-    def x(self, v: float) -> float:
-        return self._map(0, v)
-
-    def y(self, v: float) -> float:
-        return self._map(1, v)
-
-    def xr(self, lo: float, hi: float) -> tuple[float, float]:
-        return self.x(lo), self.x(hi)
-
-    def yr(self, lo: float, hi: float) -> tuple[float, float]:
-        return self.y(lo), self.y(hi)
-
-    def scale(self, axis: int) -> float:
-        """How much bigger this area is than the reference along an axis (1 = the same)."""
-        ref, own = self._ref[axis], (self.x_m, self.y_m)[axis]
-        return (own[1] - own[0]) / (ref[1] - ref[0])
 
 
 class MujocoTask(ABC):
@@ -120,13 +84,18 @@ def geoms_touch(model: mujoco.MjModel, data: mujoco.MjData, a: set[int], b: set[
 
 
 def tool_facts(robot: RobotConfig, part: str) -> dict[str, Any]:
-    """The gripper's geometry from the description, for the scripted experts (cm)."""
-    g = robot.parts[part].gripper
+    """What a scripted expert must honour of one arm (cm, rad): the gripper's geometry, the table
+    top, the per-turn caps and the workspace box its targets are clipped to."""
+    p = robot.parts[part]
+    g = p.gripper
     table = robot.table_or_default()
     return {
         "fingertip_below_tcp_cm": g.fingertip_below_tcp_cm if g else 0.0,
         "max_opening_cm": g.max_opening_cm if g else None,
         "table_z_cm": table.surface_z_cm,
+        "max_step_cm": p.limits.max_position_step_cm,
+        "max_turn_rad": p.limits.max_rotation_step_rad,
+        "workspace_cm": {a: list(r) for a, r in p.limits.workspace_cm.items()},
     }
 
 
@@ -157,15 +126,90 @@ def robot_geoms(model: mujoco.MjModel, root_body: str) -> set[int]:
     return ids
 
 
-def sample_xy(
-    rng: np.random.Generator,
-    x: tuple[float, float],
-    y: tuple[float, float],
-    avoid: list[np.ndarray],
-    min_dist: float,
+def sample_apart(
+    draw: Callable[[], np.ndarray], avoid: list[np.ndarray], min_dist: float, tries: int = 200
 ) -> np.ndarray:
-    for _ in range(200):
-        p = np.array([rng.uniform(*x), rng.uniform(*y)])
+    """A point from `draw` at least `min_dist` from every point in `avoid`."""
+    for _ in range(tries):
+        p = draw()
         if all(np.linalg.norm(p - a) >= min_dist for a in avoid):
             return p
-    raise RuntimeError("could not place objects apart; the sampling region is too small")
+    raise PlacementError(f"could not place objects {min_dist * 100:.0f} cm apart in {tries} tries")
+
+
+class PlacementError(RuntimeError):
+    """The task's region on this robot is too small to place its objects apart."""
+
+
+def first_body_pairs(robot: RobotConfig, spec: mujoco.MjSpec) -> list[tuple[str, str]]:
+    """(parent, body) of each arm's first moving body where the parent is welded to the world.
+
+    MuJoCo does not filter contacts between a body and its parent when the parent is welded to
+    the world, so an arm's first link and its base (whose meshes' hulls overlap at every pose)
+    would push each other apart."""
+    pairs = []
+    for part in robot.parts.values():
+        joint = spec.joint(part.joints[0])
+        if joint is None:
+            continue
+        body = joint.parent
+        parent = body.parent
+        if parent is None or parent.name in ("", "world"):
+            continue
+        welded, b = True, parent
+        while b is not None and b.name != "world":
+            welded &= not b.joints
+            b = b.parent
+        if welded:
+            pairs.append((parent.name, body.name))
+    return pairs
+
+
+# The i2rt YAM's finger meshes are L-shaped; MuJoCo collides their convex hulls, which fill the
+# space between the pads and wedge a held object out. A finger body whose collision mesh is one of
+# i2rt's tip meshes collides through a box on its pad instead (measured from the tip meshes, in
+# the tip body's frame; mirrored for the right tip); the mesh stays visual.
+I2RT_TIP_MESHES = {"tip_left.stl": 1.0, "tip_right.stl": -1.0}
+I2RT_PAD_CENTER_M = (0.024, -0.0495, -0.0731)
+I2RT_PAD_HALF_M = (0.02, 0.005, 0.017)
+
+
+def pad_i2rt_fingers(spec: mujoco.MjSpec, robot: RobotConfig) -> None:
+    for part in robot.parts.values():
+        g = part.gripper
+        if g is None:
+            continue
+        for joint_name in list(g.joints) + list(g.mimic_joints):
+            joint = spec.joint(joint_name)
+            if joint is None:
+                continue
+            body = joint.parent
+            sign = None
+            for geom in body.geoms:
+                mesh = spec.mesh(geom.meshname) if geom.type == mujoco.mjtGeom.mjGEOM_MESH else None
+                if mesh is not None and mesh.file.rsplit("/", 1)[-1] in I2RT_TIP_MESHES:
+                    sign = I2RT_TIP_MESHES[mesh.file.rsplit("/", 1)[-1]]
+            if sign is None:
+                continue
+            for geom in body.geoms:
+                geom.contype = 0
+                geom.conaffinity = 0
+            c = I2RT_PAD_CENTER_M
+            body.add_geom(
+                name=f"{body.name}_pad",
+                type=mujoco.mjtGeom.mjGEOM_BOX,
+                size=list(I2RT_PAD_HALF_M),
+                pos=[sign * c[0], sign * c[1], c[2]],
+                rgba=[0.2, 0.2, 0.2, 0.0],
+                friction=[1.5, 0.01, 0.001],
+                condim=4,
+                group=3,
+            )
+
+
+def prepare_robot(spec: mujoco.MjSpec, robot: RobotConfig) -> None:
+    """What every task does to the robot's part of the scene: no contacts between an arm's first
+    link and its world-welded base, and the i2rt finger pads."""
+    for parent, body in first_body_pairs(robot, spec):
+        spec.add_exclude(bodyname1=parent, bodyname2=body)
+    pad_i2rt_fingers(spec, robot)
