@@ -24,6 +24,7 @@ from pear_agent.kinematics import Kinematics
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
 from pear_agent.robot_config import load_robot
+from sim_adapters.mujoco.scene import camera_name
 
 TARGET_OVERHEAD = 0.10
 STATE = mujoco.mjtState.mjSTATE_INTEGRATION
@@ -76,7 +77,7 @@ def run_raw(
             mujoco.mj_step(model, data, nstep=ev[2])
         else:
             r = renderers[ev[1]]
-            r.update_scene(data, camera=ev[1])
+            r.update_scene(data, camera=camera_name(ev[1]))
             r.render()
     return time.perf_counter() - t0, time.process_time() - c0
 

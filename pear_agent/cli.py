@@ -111,10 +111,28 @@ def cmd_robots(args: argparse.Namespace) -> int:
     from pear_agent.kinematics import Kinematics
 
     paths = [Path(f) for f in args.files] if args.files else list_robots()
+    if args.suggest_home is not None:
+        from pear_agent.robots_check import suggest_home_lines
+
+        if len(paths) != 1:
+            raise CliError("--suggest-home needs exactly one robot FILE")
+        if len(args.suggest_home) not in (0, 3):
+            raise CliError(
+                "--suggest-home takes a tool position X Y Z in cm, or nothing (above the task area)"
+            )
+        lines, ok = suggest_home_lines(
+            load_robot(paths[0]), args.part, args.suggest_home or None, args.orientation_rad
+        )
+        print("\n".join(lines))
+        return 0 if ok else 1
     if args.check:
         from pear_agent.robots_check import check_robot
 
-        reports = [check_robot(p) for p in paths]
+        if args.seeds < 1 or not 0.0 <= args.min_success <= 1.0:
+            raise CliError("--seeds must be >= 1 and --min-success in [0, 1]")
+        reports = [
+            check_robot(p, tasks=args.tasks, seeds=args.seeds, min_success=args.min_success) for p in paths
+        ]
         for r in reports:
             print(r.line(), flush=True)
         if any(r.config_error for r in reports):
@@ -225,7 +243,42 @@ def build_parser() -> argparse.ArgumentParser:
     robots.add_argument(
         "--check",
         action="store_true",
-        help="build each as `run` does and try it: limits, FK/IK, gripper in sim, every camera",
+        help="build each as `run` does and try it: limits, FK/IK, gripper in sim, a grasp carried "
+        "sideways, every camera",
+    )
+    robots.add_argument(
+        "--tasks",
+        action="store_true",
+        help="with --check: also run each task the robot can do with its scripted expert and report "
+        "the success per task (a robot fails below --min-success)",
+    )
+    robots.add_argument(
+        "--seeds", type=int, default=5, help="with --tasks: seeds 0..N-1 per task (default 5)"
+    )
+    robots.add_argument(
+        "--min-success",
+        type=float,
+        default=0.8,
+        help="with --tasks: the least expert success per task that passes (default 0.8)",
+    )
+    robots.add_argument(
+        "--suggest-home",
+        nargs="*",
+        type=float,
+        metavar="XYZ_CM",
+        help="print home.joints_rad for a tool position X Y Z (cm; default: 15 cm above the middle of "
+        "the task area), solved by IK, to paste into the YAML",
+    )
+    robots.add_argument(
+        "--orientation-rad",
+        nargs=3,
+        type=float,
+        default=None,
+        metavar=("ROLL", "PITCH", "YAW"),
+        help="with --suggest-home: the tool's orientation (default: pointing down, yawed as the home is)",
+    )
+    robots.add_argument(
+        "--part", default=None, help="with --suggest-home: the part (default: every arm part)"
     )
     robots.set_defaults(func=cmd_robots)
 

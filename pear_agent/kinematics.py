@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pinocchio as pin
 
 from pear_agent.robot_config import Part, RobotConfig, RobotConfigError
+
+if TYPE_CHECKING:
+    import mujoco
 
 
 def rpy_to_matrix(rpy: np.ndarray) -> np.ndarray:
@@ -60,100 +63,114 @@ class IKResult:
 
 
 class _PartChain:
-    def __init__(self, model: pin.Model, part: Part, name: str, label: str = "") -> None:
+    """One arm part on the Pinocchio model: its joint columns, limits and tool frame. Values cross
+    the Pinocchio boundary shifted by MuJoCo's reference angle (`ref`), so callers see MuJoCo's."""
+
+    def __init__(self, built: _Built, mj: mujoco.MjModel, part: Part, name: str, label: str) -> None:
+        from pear_agent.robot_model import part_joint_limits, sample_range
+
+        model = built.model
         self.name = name
-        where = f"{label}: key parts.{name}" if label else f"part {name}"
-        missing = [j for j in part.joints if not model.existJointName(j)]
+        where = f"{label}: key parts.{name}"
+        missing = [j for j in part.joints if j not in built.joints]
         if missing:
-            raise RobotConfigError(f"{where}.joints: joints {missing} are not in the model file")
-        jids = [model.getJointId(j) for j in part.joints]
+            raise RobotConfigError(
+                f"{where}.joints: joints {missing} are not in the model (its joints: "
+                f"{', '.join(n for n in built.joints if not n.startswith('pear/')) or 'none'})"
+            )
+        odd = [j for j in part.joints if mj.jnt_type[mj.joint(j).id] not in (_HINGE, _SLIDE)]
+        if odd:
+            raise RobotConfigError(
+                f"{where}.joints: {odd} are ball or free joints; an arm joint turns or slides"
+            )
+        jids = [built.joints[j] for j in part.joints]
         self.idx_q = np.array([model.joints[j].idx_q for j in jids])
         self.idx_v = np.array([model.joints[j].idx_v for j in jids])
-        lo, hi = part.tighten_limits(
-            model.lowerPositionLimit[self.idx_q], model.upperPositionLimit[self.idx_q]
-        )
-        self.lower, self.upper = np.array(lo), np.array(hi)
+        self.ref = np.array([mj.qpos0[mj.joint(j).qposadr[0]] for j in part.joints])
+        lo, hi = part_joint_limits(part, mj)
+        self.lower, self.upper = lo - self.ref, hi - self.ref  # Pinocchio's coordinates
+        self.sample_lo, self.sample_hi = sample_range(self.lower, self.upper)
         ee = part.end_effector
-        if not model.existFrame(ee.parent_body):
+        body = built.bodies.get(ee.parent_body)
+        if body is None:
             raise RobotConfigError(
-                f"{where}.end_effector.parent_body: body {ee.parent_body!r} is not in model.mjcf (the "
-                "kinematics load only the main model file, not the attachments: name a body of the main "
-                "file, e.g. the attachment's parent_body, and put the offset in pos_m/quat_wxyz)"
+                f"{where}.end_effector.parent_body: body {ee.parent_body!r} is not in the model"
             )
-        parent = model.frames[model.getFrameId(ee.parent_body)]
+        parent = model.frames[body]
         offset = pin.SE3(quat_wxyz_to_matrix(ee.quat_wxyz), np.array(ee.pos_m, dtype=float))
         frame = pin.Frame(
-            f"{name}_{ee.name}",
-            parent.parentJoint,
-            model.getFrameId(ee.parent_body),
-            parent.placement * offset,
-            pin.FrameType.OP_FRAME,
+            f"{name}_{ee.name}", parent.parentJoint, body, parent.placement * offset, pin.FrameType.OP_FRAME
         )
         self.frame_id = model.addFrame(frame)
-        self.home = np.array(part.home.joints_rad, dtype=float)
+        if part.home.joints_rad is not None:
+            self.home = np.array(part.home.joints_rad, dtype=float) - self.ref
+        else:  # a home still to solve: start from the middle of the joint ranges
+            self.home = np.clip(0.0, self.lower, self.upper)
         self.table: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
 
-def _root_body_poses(path: Path, label: str) -> dict[str, pin.SE3]:
-    """The pose (`pos`, `quat`) of each jointless body directly under `<worldbody>` of an MJCF file."""
-    import xml.etree.ElementTree as ET
-
-    try:
-        world = ET.parse(path).getroot().find("worldbody")
-    except (ET.ParseError, OSError) as exc:
-        raise RobotConfigError(f"{label}: key model.mjcf ({path}): not readable XML: {exc}") from None
-    poses: dict[str, pin.SE3] = {}
-    for body in [] if world is None else world.findall("body"):
-        if body.find("joint") is not None or body.find("freejoint") is not None:
-            continue
-        odd = [a for a in ("euler", "axisangle", "xyaxes", "zaxes") if body.get(a) is not None]
-        name = body.get("name", "")
-        if odd:
-            raise RobotConfigError(
-                f"{label}: key model.mjcf ({path}): root body {name!r} is oriented by {odd[0]}; the "
-                "kinematics read a root body's orientation from quat only"
-            )
-        pos = [float(v) for v in (body.get("pos") or "0 0 0").split()]
-        quat = [float(v) for v in (body.get("quat") or "1 0 0 0").split()]
-        poses[name] = pin.SE3(quat_wxyz_to_matrix(quat), np.array(pos))
-    return poses
+_HINGE, _SLIDE, _BALL, _FREE = 3, 2, 1, 0  # mujoco.mjtJoint values
 
 
-def _place_root_bodies(model: pin.Model, path: Path, label: str) -> None:
-    """Pinocchio's MJCF parser (4.1) drops the pose of a jointless root body (a robot base turned
-    about z, as in MuJoCo Menagerie's UR5e: stack-of-tasks/pinocchio#2782), so FK would disagree
-    with MuJoCo. Compose it back onto what hangs from the universe, unless the parser kept it."""
-    poses = {n: p for n, p in _root_body_poses(path, label).items() if not p.isIdentity(1e-12)}
-    if not poses:
-        return
+@dataclass
+class _Built:
+    model: pin.Model
+    bodies: dict[str, int]  # MuJoCo body name -> Pinocchio frame id
+    joints: dict[str, int]  # MuJoCo joint name -> Pinocchio joint id
 
-    def root_of(frame_id: int) -> str | None:
-        while frame_id > 0:
-            frame = model.frames[frame_id]
-            if frame.parentJoint == 0 and frame.name in poses and frame.type == pin.FrameType.BODY:
-                return frame.name
-            frame_id = frame.parentFrame
-        return None
 
-    kept = [
-        n
-        for n in poses
-        if model.existBodyName(n) and not model.frames[model.getBodyId(n)].placement.isIdentity()
-    ]
-    if kept:  # a Pinocchio that places root bodies itself
-        return
-    for fid in range(1, len(model.frames)):
-        frame = model.frames[fid]
-        root = root_of(fid)
-        if frame.parentJoint == 0 and root is not None:
-            frame.placement = poses[root] * frame.placement
-            model.frames[fid] = frame
-    for jid in range(1, model.njoints):
-        if model.parents[jid] != 0:
-            continue
-        root = root_of(model.getFrameId(model.names[jid], pin.FrameType.JOINT))
-        if root is not None:
-            model.jointPlacements[jid] = poses[root] * model.jointPlacements[jid]
+def _se3(quat_wxyz: np.ndarray, pos: np.ndarray) -> pin.SE3:
+    w, x, y, z = (float(v) for v in quat_wxyz)
+    return pin.SE3(pin.Quaternion(w, x, y, z).normalized().toRotationMatrix(), np.array(pos, dtype=float))
+
+
+def pinocchio_from_mujoco(mj: mujoco.MjModel) -> _Built:
+    """A Pinocchio model of what MuJoCo compiled: every body with its pose, every joint at its
+    anchor about its axis, every body's inertia. MuJoCo has resolved includes, defaults, frames,
+    attachments and angle units, so nothing of the file is read twice. A body's joints compose in
+    order about their anchors, as in MuJoCo; bodies and joints without a name get `pear/body<i>`,
+    `pear/joint<i>`."""
+    import mujoco
+
+    model = pin.Model()
+    model.name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_BODY, 0) or "world"
+    joint_of = [0] * mj.nbody  # the Pinocchio joint each MuJoCo body hangs from
+    place = [pin.SE3.Identity()] * mj.nbody  # the body's frame in that joint's frame
+    frame_of = [0] * mj.nbody
+    bodies: dict[str, int] = {}
+    joints: dict[str, int] = {}
+    for b in range(1, mj.nbody):
+        p = int(mj.body_parentid[b])
+        jid, prev = joint_of[p], frame_of[p]
+        placement = place[p] * _se3(mj.body_quat[b], mj.body_pos[b])
+        first = int(mj.body_jntadr[b])
+        for j in range(first, first + int(mj.body_jntnum[b])) if first >= 0 else ():
+            kind = int(mj.jnt_type[j])
+            anchor = pin.SE3(np.eye(3), mj.jnt_pos[j].astype(float))
+            axis = mj.jnt_axis[j].astype(float)
+            if kind == _HINGE:
+                jm = pin.JointModelRevoluteUnaligned(axis)
+            elif kind == _SLIDE:
+                jm = pin.JointModelPrismaticUnaligned(axis)
+            elif kind == _BALL:
+                jm = pin.JointModelSpherical()
+            else:
+                jm, anchor = pin.JointModelFreeFlyer(), pin.SE3.Identity()
+            name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_JOINT, j) or f"pear/joint{j}"
+            jid = model.addJoint(jid, jm, placement * anchor, name)
+            prev = model.addJointFrame(jid, prev)
+            joints[name] = jid
+            placement = anchor.inverse()
+        rot = pin.Quaternion(*(float(v) for v in mj.body_iquat[b])).normalized().toRotationMatrix()
+        inertia = pin.Inertia(
+            float(mj.body_mass[b]), mj.body_ipos[b].astype(float), rot @ np.diag(mj.body_inertia[b]) @ rot.T
+        )
+        model.appendBodyToJoint(jid, inertia, placement)
+        name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_BODY, b) or f"pear/body{b}"
+        frame_of[b] = model.addBodyFrame(name, jid, placement, prev)
+        bodies[name] = frame_of[b]
+        joint_of[b], place[b] = jid, placement
+    return _Built(model, bodies, joints)
 
 
 class Kinematics:
@@ -170,17 +187,14 @@ class Kinematics:
         table_seeds: int = 4,
         table_size: int = 2000,
     ) -> None:
+        from pear_agent.robot_model import compile_robot
+
         self.robot = robot
-        path = robot.resolve(robot.model.mjcf)
-        try:
-            self.model = pin.buildModelFromMJCF(str(path))
-        except Exception as exc:  # Pinocchio raises ValueError/RuntimeError with its parser's text
-            raise RobotConfigError(
-                f"{robot.label}: key model.mjcf ({path}): Pinocchio: {' '.join(str(exc).split())}"
-            ) from None
-        _place_root_bodies(self.model, path, robot.label)
+        mj = compile_robot(robot)
+        built = pinocchio_from_mujoco(mj)
+        self.model = built.model
         self.chains = {
-            name: _PartChain(self.model, part, name, robot.label) for name, part in robot.parts.items()
+            name: _PartChain(built, mj, part, name, robot.label) for name, part in robot.parts.items()
         }
         self.data = self.model.createData()
         self.position_tolerance_m = position_tolerance_m
@@ -199,12 +213,16 @@ class Kinematics:
         self._damping = np.eye(6) * 1e-4
 
     def joint_limits(self, part: str) -> tuple[np.ndarray, np.ndarray]:
+        """Lower and upper limits of a part's joints (-inf/+inf for a continuous joint)."""
         c = self.chains[part]
-        return c.lower.copy(), c.upper.copy()
+        return c.lower + c.ref, c.upper + c.ref
 
     def fk(self, part: str, joints_rad: np.ndarray) -> Pose:
         chain = self.chains[part]
-        self._q[chain.idx_q] = joints_rad
+        self._q[chain.idx_q] = np.asarray(joints_rad, dtype=float) - chain.ref
+        return self._fk_pin(chain)
+
+    def _fk_pin(self, chain: _PartChain) -> Pose:
         pin.forwardKinematics(self.model, self.data, self._q)
         m = pin.updateFramePlacement(self.model, self.data, chain.frame_id)
         return Pose(m.translation.copy(), m.rotation.copy())
@@ -256,8 +274,11 @@ class Kinematics:
             return []
         if chain.table is None:
             rng = np.random.default_rng(1)
-            qs = rng.uniform(chain.lower, chain.upper, size=(self.table_size, chain.lower.size))
-            poses = [self.fk(chain.name, q) for q in qs]
+            qs = rng.uniform(chain.sample_lo, chain.sample_hi, size=(self.table_size, chain.lower.size))
+            poses = []
+            for q in qs:
+                self._q[chain.idx_q] = q
+                poses.append(self._fk_pin(chain))
             chain.table = (
                 qs,
                 np.array([p.position_m for p in poses]),
@@ -277,7 +298,7 @@ class Kinematics:
         """
         chain = self.chains[part]
         target = pin.SE3(np.asarray(rotation, dtype=float), np.asarray(position_m, dtype=float))
-        seed = np.clip(np.asarray(seed_rad, dtype=float), chain.lower, chain.upper)
+        seed = np.clip(np.asarray(seed_rad, dtype=float) - chain.ref, chain.lower, chain.upper)
         best: tuple[np.ndarray, float, float, int] | None = None
         total_it = 0
         near: list[np.ndarray] | None = None
@@ -289,7 +310,7 @@ class Kinematics:
                     near = self._table_seeds(chain, target, self.table_seeds)
                 start, patience = near[attempt - 2], self.patience
             else:
-                span = (chain.upper - chain.lower) * min(1.0, 0.1 * attempt)
+                span = (chain.sample_hi - chain.sample_lo) * min(1.0, 0.1 * attempt)
                 lo, hi = np.maximum(chain.lower, seed - span), np.minimum(chain.upper, seed + span)
                 start, patience = self._rng.uniform(lo, hi), self.patience
             q, pe, re, it = self._dls(chain, target, start, patience)
@@ -297,6 +318,28 @@ class Kinematics:
             if best is None or pe + 0.1 * re < best[1] + 0.1 * best[2]:
                 best = (q, pe, re, it)
             if pe < self.position_tolerance_m and re < self.rotation_tolerance_rad:
-                return IKResult(True, q, pe, re, total_it)
+                return IKResult(True, q + chain.ref, pe, re, total_it)
         assert best is not None
-        return IKResult(False, best[0], best[1], best[2], total_it)
+        return IKResult(False, best[0] + chain.ref, best[1], best[2], total_it)
+
+
+def solve_homes(robot: RobotConfig) -> RobotConfig:
+    """The description with every `home.tool_pose` solved into `home.joints_rad` (IK from the
+    middle of the joint ranges); a pose no joint values reach is one keyed line."""
+    kin = Kinematics(robot)
+    parts = dict(robot.parts)
+    for name, part in robot.parts.items():
+        pose = part.home.tool_pose
+        if part.home.joints_rad is not None or pose is None:
+            continue
+        res = kin.ik(
+            name,
+            np.array(pose.position_cm) / 100.0,
+            rpy_to_matrix(np.array(pose.orientation_rad)),
+            kin.chains[name].home + kin.chains[name].ref,
+        )
+        if not res.success:
+            raise RobotConfigError(f"{robot.label}: key parts.{name}.home.tool_pose: {res.reason}")
+        home = part.home.model_copy(update={"joints_rad": [round(float(q), 4) for q in res.joints_rad]})
+        parts[name] = part.model_copy(update={"home": home})
+    return robot.model_copy(update={"parts": parts})

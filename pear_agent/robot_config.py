@@ -8,12 +8,24 @@ from __future__ import annotations
 
 import importlib.metadata
 import math
+import types
+import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    StrictInt,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ROBOTS_DIR = REPO_ROOT / "robots"
@@ -32,25 +44,28 @@ class _Strict(BaseModel):
 
 
 class FrameConvention(_Strict):
-    origin: str
-    x: str
-    y: str
-    z: str
-    orientation: str = (
+    origin: str = Field(description="where the base frame is, in words (the prompt quotes it)")
+    x: str = Field(description="where +x points, in words")
+    y: str = Field(description="where +y points, in words")
+    z: str = Field(description="where +z points, in words")
+    orientation: str = Field(
         "roll, pitch, yaw in radians: extrinsic rotations about the fixed x, then y, then z axes "
-        "(R = Rz(yaw) Ry(pitch) Rx(roll)); reported angles wrap to (-pi, pi]"
+        "(R = Rz(yaw) Ry(pitch) Rx(roll)); reported angles wrap to (-pi, pi]",
+        description="the orientation convention, in words (the prompt quotes it)",
     )
 
 
 class Attachment(_Strict):
     """A second model file attached to a body of the main one (e.g. a gripper on a flange)."""
 
-    file: str
-    body: str
-    parent_body: str
-    prefix: str = ""
-    pos_m: Vec3 = [0.0, 0.0, 0.0]
-    quat_wxyz: Quat = [1.0, 0.0, 0.0, 0.0]
+    file: str = Field(
+        description="the attached MJCF file: pkg://<distribution>/<path> or a path beside the YAML"
+    )
+    body: str = Field(description="the body of that file to attach (with everything below it)")
+    parent_body: str = Field(description="the body of the main model it is fixed to")
+    prefix: str = Field("", description="put before every name of the attached file (e.g. `gripper_`)")
+    pos_m: Vec3 = Field([0.0, 0.0, 0.0], description="its position in the parent body's frame")
+    quat_wxyz: Quat = Field([1.0, 0.0, 0.0, 0.0], description="its orientation in the parent body's frame")
     angle_unit: Literal["file", "radian", "degree"] = Field(
         "file",
         description="angle unit of the attached file's numbers; 'file' = what its <compiler> says "
@@ -63,23 +78,59 @@ class ModelFiles(_Strict):
         description="MJCF file; pkg://<distribution>/<path> or a path relative to the YAML's own folder "
         "(robots/ for the shipped ones) that stays inside it"
     )
-    attachments: list[Attachment] = []
+    attachments: list[Attachment] = Field(
+        [], description="more files fixed to bodies of the main one, in order"
+    )
 
 
 class EndEffector(_Strict):
-    name: str
-    parent_body: str
-    pos_m: Vec3 = [0.0, 0.0, 0.0]
-    quat_wxyz: Quat = [1.0, 0.0, 0.0, 0.0]
-    description: str = "the tool point between the gripper fingers"
+    name: str = Field(description="a name for the tool point")
+    parent_body: str = Field(description="the body it is fixed to (of the main file or an attachment)")
+    pos_m: Vec3 = Field([0.0, 0.0, 0.0], description="its position in the parent body's frame")
+    quat_wxyz: Quat = Field(
+        [1.0, 0.0, 0.0, 0.0], description="its orientation: z out of the fingers, y along their closing"
+    )
+    description: str = Field("the tool point between the gripper fingers", description="for the prompt")
+
+
+class ActuatorTarget(_Strict):
+    """An actuator of the model named by what it drives (makers' files often leave actuators unnamed)."""
+
+    joint: str | None = Field(None, description="the joint the actuator drives", examples=["elbow_joint"])
+    tendon: str | None = Field(None, description="the tendon the actuator pulls", examples=["split"])
+
+    @model_validator(mode="after")
+    def _one(self) -> ActuatorTarget:
+        if (self.joint is None) == (self.tendon is None):
+            raise ValueError("give exactly one of joint or tendon")
+        return self
+
+
+def _actuator_ref_kind(v: object) -> str:
+    if isinstance(v, dict | ActuatorTarget):
+        return "<target>"
+    return "<index>" if isinstance(v, int) and not isinstance(v, bool) else "<name>"
+
+
+ActuatorRef = Annotated[
+    Annotated[StrictInt, Tag("<index>")]
+    | Annotated[str, Tag("<name>")]
+    | Annotated[ActuatorTarget, Tag("<target>")],
+    Discriminator(_actuator_ref_kind),
+    Field(
+        description="an actuator of the model file: its name, its index (0-based, in the order "
+        "MuJoCo compiles them: the main file's, then each attachment's), or {joint: <name>} / "
+        "{tendon: <name>} for the one that drives it"
+    ),
+]
 
 
 class GripperActuator(_Strict):
     """One actuator of the model file that drives the gripper, with its ctrl at closed and open."""
 
-    name: str
-    ctrl_closed: float
-    ctrl_open: float
+    name: ActuatorRef
+    ctrl_closed: float = Field(description="its ctrl when the gripper is closed")
+    ctrl_open: float = Field(description="its ctrl when the gripper is open")
 
     @model_validator(mode="after")
     def _distinct(self) -> GripperActuator:
@@ -88,9 +139,42 @@ class GripperActuator(_Strict):
         return self
 
 
+class Pad(_Strict):
+    """A box a finger collides through, in place of the finger body's own collision geoms."""
+
+    body: str = Field(description="the finger body the box is fixed to")
+    pos_m: Vec3 = Field(description="the box's centre in the body's frame")
+    half_size_m: Vec3 = Field(description="half the box's extent along the body's x, y, z")
+    friction: float = Field(1.5, gt=0, description="sliding friction coefficient", examples=[1.0])
+
+
+class GripperSim(_Strict):
+    """Overrides of the gripper's drive in simulation; unset keeps the file's values (or, for an
+    actuator the simulator creates, its defaults: kp 3000, kv 150, force limit 60)."""
+
+    kp: float | None = Field(
+        None,
+        gt=0,
+        description="position gain (force per unit of ctrl): for a servo whose ctrl is in joint units",
+        examples=[4.0],
+    )
+    kv: float | None = Field(None, ge=0, description="velocity damping of the servo", examples=[20.0])
+    force_limit: float | None = Field(
+        None,
+        gt=0,
+        description="the most force (N, or N m for a hinge) each actuator may apply",
+        examples=[20.0],
+    )
+    pads: list[Pad] = Field(
+        default_factory=list,
+        description="finger collision boxes: each named body collides through its box only (MuJoCo "
+        "collides a mesh by its convex hull, which can fill the gap between L-shaped fingers)",
+    )
+
+
 class JointRange(_Strict):
-    closed: float
-    open: float
+    closed: float = Field(description="the joint's position when closed")
+    open: float = Field(description="the joint's position when open")
 
 
 class Gripper(_Strict):
@@ -104,15 +188,22 @@ class Gripper(_Strict):
     (the i2rt YAM) says `create_actuator: true` and the simulator adds one (a tendon averaging the
     finger joints); otherwise every named actuator must exist in the model file."""
 
-    description: str = "0 = closed, 1 = open; the value you give is the absolute command"
+    description: str = Field(
+        "0 = closed, 1 = open; the value you give is the absolute command", description="for the prompt"
+    )
     joints: list[str] = Field(min_length=1, description="finger joints: their positions give the opening")
     mimic_joints: list[str] = Field(
         default_factory=list, description="linkage joints the model's own couplings move (not measured)"
     )
-    actuator: str | None = Field(None, description="the one sim actuator, driven with ctrl in [closed, open]")
-    ctrl_closed: float = 0.0
-    ctrl_open: float = 1.0
-    actuators: list[GripperActuator] = Field(default_factory=list)
+    actuator: ActuatorRef | None = Field(
+        None, description="the one sim actuator (name, index or {joint:}), driven with ctrl in [closed, open]"
+    )
+    ctrl_closed: float = Field(0.0, description="`actuator`'s ctrl when closed")
+    ctrl_open: float = Field(1.0, description="`actuator`'s ctrl when open")
+    actuators: list[GripperActuator] = Field(
+        default_factory=list,
+        description="several actuators, each with its own ctrl range (instead of `actuator`)",
+    )
     create_actuator: bool = Field(
         False, description="the model has no gripper actuator: the simulator adds `actuator` itself"
     )
@@ -131,17 +222,22 @@ class Gripper(_Strict):
         le=10.0,
         description="the sim ramps the actuators' ctrl from open to closed over this time (0 = a step); "
         "robosuite's Robotiq fingers snap unevenly on a step and knock the object away",
+        examples=[0.8],
     )
     still_velocity: float = Field(
-        0.004, gt=0.0, description="finger joint speed (m/s or rad/s) under which the gripper is at rest"
+        0.004,
+        gt=0.0,
+        description="finger joint speed (m/s or rad/s) under which the gripper is at rest",
+        examples=[0.01],
     )
     controller: str | None = Field(None, description="ROS 2 trajectory controller for the gripper")
+    sim: GripperSim | None = Field(None, description="the simulator's gripper drive: gains, force limit")
 
     @model_validator(mode="after")
     def _consistent(self) -> Gripper:
         if self.actuator is not None and self.actuators:
             raise ValueError("give either actuator (one) or actuators (a list), not both")
-        if self.create_actuator and self.actuator is None:
+        if self.create_actuator and not isinstance(self.actuator, str):
             raise ValueError("create_actuator needs the name of the actuator to create in `actuator`")
         if self.actuator is not None and self.ctrl_closed == self.ctrl_open:
             raise ValueError(f"ctrl_closed equals ctrl_open ({self.ctrl_open}): the gripper could not move")
@@ -182,12 +278,16 @@ class Gripper(_Strict):
 
 
 class StepLimits(_Strict):
-    workspace_cm: dict[Literal["x", "y", "z"], Range]
-    max_position_step_cm: float = Field(gt=0)
-    max_rotation_step_rad: float = Field(gt=0)
-    joint_velocity_rad_s: float = Field(gt=0)
+    workspace_cm: dict[Literal["x", "y", "z"], Range] = Field(
+        description="the box the tool point must stay in (targets outside are clipped into it)"
+    )
+    max_position_step_cm: float = Field(gt=0, description="the most the tool point moves in one turn")
+    max_rotation_step_rad: float = Field(gt=0, description="the most it turns in one turn, per axis")
+    joint_velocity_rad_s: float = Field(gt=0, description="joint speed cap of every motion")
     joint_limits_rad: dict[str, Range] = Field(
-        default_factory=dict, description="tighter joint limits than the model's, by joint name"
+        default_factory=dict,
+        description="tighter joint limits than the model's, by joint name",
+        examples=[{"Actuator1": [-3.14, 3.14]}],
     )
 
     @field_validator("workspace_cm")
@@ -202,43 +302,126 @@ class StepLimits(_Strict):
         return v
 
 
+class ToolPose(_Strict):
+    """A pose of a part's tool point in the base frame, in the protocol's units."""
+
+    position_cm: Vec3 = Field(description="x, y, z of the tool point", examples=[[42.0, 0.0, 25.0]])
+    orientation_rad: Vec3 = Field(
+        [math.pi, 0.0, 0.0],
+        description="roll, pitch, yaw (default: pointing straight down)",
+        examples=[[3.14159, 0.0, 1.5708]],
+    )
+
+
 class Home(_Strict):
-    joints_rad: list[float]
-    gripper: float = Field(1.0, ge=0.0, le=1.0)
+    """Where a part starts each episode: joint values, or a tool pose that IK solves when the file
+    is loaded (`pear-agent robots FILE --suggest-home` prints the joint values to paste instead)."""
+
+    joints_rad: list[float] | None = Field(None, description="one value per joint, in the joints' order")
+    tool_pose: ToolPose | None = Field(None, description="the tool point's pose, solved by IK at load")
+    gripper: float = Field(1.0, ge=0.0, le=1.0, description="0 = closed .. 1 = open")
+
+    @model_validator(mode="after")
+    def _one(self) -> Home:
+        if (self.joints_rad is None) == (self.tool_pose is None):
+            raise ValueError("give exactly one of joints_rad or tool_pose")
+        return self
+
+
+PerJoint = float | list[float]
 
 
 class ArmSim(_Strict):
-    """The simulator's joint position servos: one gain pair per joint. Without `actuators` the sim
-    adds a servo per joint; a model file that ships its own position actuators for the arm names
-    them here (in joint order) and the sim drives those, with `kp`/`kv` as their gains."""
+    """The simulator's joint position servos and joint dynamics.
 
-    kp: list[float]
-    kv: list[float]
-    actuators: list[str] = Field(
+    Three ways to drive the joints: `actuators` lists the model's own position actuators (in joint
+    order; each by name, index or {joint: ...}) and the sim drives those, with `kp`/`kv` as their
+    gains if given; without `actuators`, `kp` and `kv` make the sim add a servo per joint; with
+    neither, the sim drives the model's own position servo of each joint (found by its joint).
+    `frictionloss`, `damping`, `armature` override the file's joint values (one number for every
+    joint, or one per joint): a maker's file tuned for torque control may carry joint friction that
+    the servos cannot overcome."""
+
+    kp: list[float] | None = Field(None, description="position gain per joint (N m/rad)")
+    kv: list[float] | None = Field(None, description="velocity gain per joint (N m s/rad)")
+    actuators: list[ActuatorRef] = Field(
         default_factory=list, description="the model's own position actuators of the joints, in order"
+    )
+    frictionloss: PerJoint | None = Field(
+        None, description="joint dry friction (N m); unset: the file's", examples=[0.5]
+    )
+    damping: PerJoint | None = Field(
+        None, description="joint damping (N m s/rad); unset: the file's", examples=[[2.0, 2.0, 1.0, 0.5]]
+    )
+    armature: PerJoint | None = Field(
+        None, description="joint armature (kg m^2); unset: the file's", examples=[0.01]
+    )
+
+    @model_validator(mode="after")
+    def _gains(self) -> ArmSim:
+        if (self.kp is None) != (self.kv is None):
+            raise ValueError("give kp and kv together")
+        for attr in ("frictionloss", "damping", "armature"):
+            v = getattr(self, attr)
+            if v is not None and min(v if isinstance(v, list) else [v]) < 0:
+                raise ValueError(f"{attr} must not be negative")
+        return self
+
+    def per_joint(self, attr: str, n: int) -> list[float] | None:
+        """`frictionloss`/`damping`/`armature` as one value per joint (None: keep the file's)."""
+        v = getattr(self, attr)
+        if v is None:
+            return None
+        return [float(v)] * n if not isinstance(v, list) else [float(x) for x in v]
+
+
+class SimOptions(_Strict):
+    """The few MuJoCo options a robot may need; unset keeps the runtime's defaults (timestep
+    0.002 s, implicitfast, 2 noslip iterations) or, for cone and impratio, the robot files' own."""
+
+    timestep_s: float | None = Field(None, gt=0, le=0.01, description="physics step", examples=[0.001])
+    integrator: Literal["Euler", "RK4", "implicit", "implicitfast"] | None = Field(
+        None, description="MuJoCo's integrator", examples=["implicitfast"]
+    )
+    cone: Literal["pyramidal", "elliptic"] | None = Field(None, description="friction cone")
+    impratio: float | None = Field(None, ge=1, description="frictional-to-normal constraint impedance ratio")
+    noslip_iterations: int | None = Field(
+        None, ge=0, le=100, description="noslip solver iterations", examples=[5]
+    )
+    iterations: int | None = Field(None, ge=1, le=1000, description="main solver iterations", examples=[100])
+    exclude_contacts: list[Annotated[list[str], Field(min_length=2, max_length=2)]] = Field(
+        default_factory=list,
+        description="pairs of bodies that never collide (e.g. a base welded to the world and its first "
+        "link, whose meshes overlap at every pose: MuJoCo filters only parent-child pairs)",
     )
 
 
 class Part(_Strict):
-    kind: Literal["arm"] = "arm"
-    description: str
-    joints: list[str] = Field(min_length=1)
-    end_effector: EndEffector
-    gripper: Gripper | None = None
-    home: Home
-    limits: StepLimits
-    sim: ArmSim | None = None
+    kind: Literal["arm"] = Field("arm", description="what the part is (arms only, so far)")
+    description: str = Field(description="for the prompt: what `position` and `orientation` mean for it")
+    joints: list[str] = Field(
+        min_length=1, description="the arm's joints from the base out (the model's names)"
+    )
+    end_effector: EndEffector = Field(description="the tool point whose pose the protocol moves")
+    gripper: Gripper | None = Field(None, description="its gripper, if it has one")
+    home: Home = Field(description="where it starts each episode")
+    limits: StepLimits = Field(description="safety limits, applied on every backend")
+    sim: ArmSim | None = Field(None, description="how the simulator drives the joints")
     controller: str | None = Field(None, description="ROS 2 joint_trajectory_controller name")
 
     @model_validator(mode="after")
     def _shapes(self) -> Part:
         n = len(self.joints)
-        if len(self.home.joints_rad) != n:
+        if self.home.joints_rad is not None and len(self.home.joints_rad) != n:
             raise ValueError(f"home.joints_rad has {len(self.home.joints_rad)} values for {n} joints")
-        if self.sim and (len(self.sim.kp) != n or len(self.sim.kv) != n):
+        if self.sim and self.sim.kp is not None and (len(self.sim.kp) != n or len(self.sim.kv or []) != n):
             raise ValueError(f"sim.kp and sim.kv need one gain per joint ({n})")
         if self.sim and self.sim.actuators and len(self.sim.actuators) != n:
             raise ValueError(f"sim.actuators needs one actuator per joint ({n}), or none")
+        for attr in ("frictionloss", "damping", "armature"):
+            v = getattr(self.sim, attr, None)
+            if isinstance(v, list) and len(v) != n:
+                raise ValueError(f"sim.{attr} needs one value per joint ({n}), or one number for all")
         unknown = set(self.limits.joint_limits_rad) - set(self.joints)
         if unknown:
             raise ValueError(f"limits.joint_limits_rad names joints not in this part: {sorted(unknown)}")
@@ -267,10 +450,12 @@ class Part(_Strict):
 class CameraSim(_Strict):
     """Where the simulator puts the camera: fixed in the world, or mounted on a body."""
 
-    pos_m: Vec3
-    look_at_m: Vec3 | None = None
-    mount_body: str | None = None
-    quat_wxyz: Quat | None = None
+    pos_m: Vec3 = Field(description="its position: in the base frame, or in `mount_body`'s frame")
+    look_at_m: Vec3 | None = Field(None, description="a point it looks at, +z up (fixed cameras)")
+    mount_body: str | None = Field(None, description="the body it rides on (e.g. a wrist camera)")
+    quat_wxyz: Quat | None = Field(
+        None, description="its orientation (MuJoCo camera: looks along -z, image up is +y)"
+    )
     fovy_deg: float = Field(45.0, gt=0.0, lt=180.0, description="vertical field of view")
 
     @model_validator(mode="after")
@@ -285,11 +470,11 @@ class CameraSim(_Strict):
 
 
 class Camera(_Strict):
-    description: str
-    width: int = Field(256, gt=0, le=4096)
-    height: int = Field(256, gt=0, le=4096)
-    sim: CameraSim | None = None
-    topic: str | None = None
+    description: str = Field(description="for the prompt: where it looks from, what is left and right")
+    width: int = Field(256, gt=0, le=4096, description="image width (px)")
+    height: int = Field(256, gt=0, le=4096, description="image height (px)")
+    sim: CameraSim | None = Field(None, description="where the simulator puts it (none: not simulated)")
+    topic: str | None = Field(None, description="ROS 2 image topic on the real robot")
 
 
 class Table(_Strict):
@@ -301,8 +486,12 @@ class Table(_Strict):
     task_area_cm: dict[Literal["x", "y"], Range] | None = Field(
         None, description="where tasks put objects (default: the middle of the workspace boxes)"
     )
-    center_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
-    half_size_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    center_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = Field(
+        None, description="x, y of the table's centre (default: the workspace boxes' centre)"
+    )
+    half_size_cm: Annotated[list[float], Field(min_length=2, max_length=2)] | None = Field(
+        None, description="half its extent in x, y (default: the workspace boxes + 10 cm)"
+    )
 
     @field_validator("task_area_cm")
     @classmethod
@@ -328,19 +517,24 @@ class Table(_Strict):
 class Render(_Strict):
     """What the cameras do not show: e.g. robosuite's visual markers (site group 1)."""
 
-    hide_geom_groups: list[Annotated[int, Field(ge=0, le=5)]] = []
-    hide_site_groups: list[Annotated[int, Field(ge=0, le=5)]] = []
+    hide_geom_groups: list[Annotated[int, Field(ge=0, le=5)]] = Field(
+        [], description="geom groups not rendered", examples=[[3]]
+    )
+    hide_site_groups: list[Annotated[int, Field(ge=0, le=5)]] = Field(
+        [], description="site groups not rendered"
+    )
 
 
 class RobotConfig(_Strict):
-    name: str
-    description: str
-    frame: FrameConvention
-    model: ModelFiles
-    parts: dict[str, Part] = Field(min_length=1)
-    cameras: dict[str, Camera] = {}
-    table: Table = Table()
-    render: Render = Render()
+    name: str = Field(description="the robot's name (logs, reports)")
+    description: str = Field(description="for the prompt: what the robot is and how it stands")
+    frame: FrameConvention = Field(description="the base frame every pose is given in")
+    model: ModelFiles = Field(description="the model files MuJoCo and the kinematics load")
+    parts: dict[str, Part] = Field(min_length=1, description="the parts the protocol moves, by name")
+    cameras: dict[str, Camera] = Field({}, description="the cameras the model sees, by name")
+    table: Table = Field(Table(), description="where the tasks put their objects")
+    render: Render = Field(Render(), description="what the cameras do not show")
+    sim: SimOptions = Field(SimOptions(), description="simulator options for this robot")
     source: Path | None = Field(None, exclude=True)
 
     @field_validator("parts", "cameras")
@@ -489,7 +683,78 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def _loc(err: dict) -> str:
-    return ".".join(str(p) for p in err["loc"]) or "<top level>"
+    return ".".join(str(p) for p in err["loc"] if not _is_tag(p)) or "<top level>"
+
+
+_UNION_TAGS: dict[str, object] = {"<target>": ActuatorTarget, "<index>": int, "<name>": str}
+
+
+def _is_tag(p: object) -> bool:
+    """Pydantic puts the member's tag in the location of an error inside a tagged union."""
+    return isinstance(p, str) and p in _UNION_TAGS
+
+
+def _model_at(loc: Sequence[object]) -> type[BaseModel] | None:
+    """The model class whose keys are allowed at `loc` (a pydantic error location), or None."""
+    current: object = RobotConfig
+    for p in loc:
+        if _is_tag(p):
+            current = _UNION_TAGS[str(p)]
+            continue
+        current = _unwrap(current)
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(str(p))
+            if field is None:
+                return None
+            current = field.annotation
+        else:
+            args = typing.get_args(current)
+            if typing.get_origin(current) is dict and len(args) == 2:
+                current = args[1]
+            elif typing.get_origin(current) is list and args:
+                current = args[0]
+            else:
+                return None
+    current = _unwrap(current)
+    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
+
+
+def _unwrap(tp: object) -> object:
+    """Strip Annotated and Optional; a union with one model member becomes that model."""
+    while True:
+        origin = typing.get_origin(tp)
+        if origin is Annotated:
+            tp = typing.get_args(tp)[0]
+        elif origin in (typing.Union, types.UnionType):
+            members = [a for a in typing.get_args(tp) if a is not type(None)]
+            models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
+            if len(members) == 1:
+                tp = members[0]
+            elif len(models) == 1:
+                tp = models[0]
+            else:
+                return tp
+        else:
+            return tp
+
+
+def allowed_keys(model: type[BaseModel]) -> list[str]:
+    return [name for name, f in model.model_fields.items() if not f.exclude]
+
+
+def _error_line(path: Path, err: dict) -> str:
+    """One validation error: the file, the key, what is wrong; an unknown key lists the allowed."""
+    loc = _loc(err)
+    if err["type"] == "extra_forbidden":
+        where = [p for p in err["loc"][:-1]]
+        model = _model_at(where)
+        if model is not None:
+            parent = ".".join(str(p) for p in where if not _is_tag(p)) or "the top level"
+            return (
+                f"{path}: key {loc}: unknown key {err['loc'][-1]!r} in {parent}; "
+                f"allowed: {', '.join(allowed_keys(model))}"
+            )
+    return f"{path}: key {loc}: {err['msg']}"
 
 
 def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> RobotConfig:
@@ -519,7 +784,7 @@ def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> Robot
     try:
         cfg = RobotConfig.model_validate({**raw, "source": path})
     except ValidationError as exc:
-        lines = [f"{path}: key {_loc(e)}: {e['msg']}" for e in exc.errors()]
+        lines = [_error_line(path, e) for e in exc.errors()]
         raise RobotConfigError("\n".join(lines)) from None
     for part_name, part in cfg.parts.items():
         for axis, (lo, hi) in part.limits.workspace_cm.items():
@@ -527,6 +792,10 @@ def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> Robot
                 raise RobotConfigError(
                     f"{path}: key parts.{part_name}.limits.workspace_cm.{axis}: not finite"
                 )
+    if any(p.home.joints_rad is None for p in cfg.parts.values()):
+        from pear_agent.kinematics import solve_homes  # Pinocchio and MuJoCo only when needed
+
+        cfg = solve_homes(cfg)
     return cfg
 
 

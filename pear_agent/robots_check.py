@@ -47,12 +47,16 @@ def _task_for(robot: RobotConfig) -> str | None:
     return None
 
 
-def check_robot(path: Path) -> CheckReport:
+def check_robot(path: Path, tasks: bool = False, seeds: int = 5, min_success: float = 0.8) -> CheckReport:
+    """Everything `run` builds, tried; with `tasks`, each task the robot can do run by its scripted
+    expert on seeds 0..seeds-1 (a task below `min_success` is a problem)."""
     report = CheckReport(path)
     try:
         robot = load_robot(path)
         report.name = robot.name
         _check(robot, report)
+        if tasks:
+            _check_tasks(robot, report, seeds, min_success)
     except RobotConfigError as exc:
         report.config_error = str(exc)
     except Exception as exc:  # a failure we did not foresee must still be one line, naming the file
@@ -131,6 +135,12 @@ def _check_sim(robot: RobotConfig, task: str, report: CheckReport) -> None:
                 )
             else:
                 report.notes.append(f"{name}: gripper closes ({closed:.2f}) and opens ({opened:.2f})")
+        for name in robot.gripper_parts():
+            problem, note = _grasp_and_carry(backend, robot, name)
+            if problem:
+                report.problems.append(f"{name}: {problem}")
+            else:
+                report.notes.append(f"{name}: {note}")
         backend.reset(0)
         for cam_name, cam in robot.cameras.items():
             if cam.sim is None:
@@ -142,9 +152,183 @@ def _check_sim(robot: RobotConfig, task: str, report: CheckReport) -> None:
         backend.close()
 
 
+CARRY_CM = 15.0
+LIFT_CM = 12.0
+
+
+def _task_point_cm(robot: RobotConfig, part: str) -> tuple[float, float] | None:
+    """The middle of the task area's part inside the part's workspace box (None: they miss)."""
+    table, box = robot.table_or_default(), robot.parts[part].limits.workspace_cm
+    x0, x1 = max(table.task_area_cm["x"][0], box["x"][0]), min(table.task_area_cm["x"][1], box["x"][1])
+    y0, y1 = max(table.task_area_cm["y"][0], box["y"][0]), min(table.task_area_cm["y"][1], box["y"][1])
+    return None if x0 >= x1 or y0 >= y1 else ((x0 + x1) / 2, (y0 + y1) / 2)
+
+
+def _grasp_and_carry(backend, robot: RobotConfig, part: str) -> tuple[str | None, str]:  # noqa: ANN001
+    """Close on the task's 4 cm cube in the middle of the part's task area, lift it, carry it
+    sideways and back at the part's joint speed cap, hold: the cube must stay between the fingers.
+    (A gripper that closes but cannot hold what the tasks carry passed --check before.)"""
+    import mujoco
+
+    from pear_agent.backend import PartCommand
+    from pear_agent.kinematics import Kinematics, rpy_to_matrix
+    from sim_adapters.mujoco.scene import ee_site_name
+    from sim_adapters.mujoco.tasks.base import set_free_pose
+    from sim_adapters.mujoco.tasks.pick_place import CUBE_HALF_M
+
+    kin = Kinematics(robot)
+    m, d = backend.model, backend.data
+    spec = robot.parts[part]
+    g = spec.gripper
+    assert g is not None
+    point = _task_point_cm(robot, part)
+    if point is None:
+        return "workspace_cm does not overlap the table's task area", ""
+    table_z = float(robot.table_or_default().surface_z_cm)
+    backend.reset(0)
+    cube = np.array([point[0] / 100, point[1] / 100, table_z / 100 + CUBE_HALF_M])
+    set_free_pose(m, d, "cube", cube, 0.0)
+    mujoco.mj_forward(m, d)
+    backend.advance(0.3)
+    cube_cm = d.body("cube").xpos * 100
+    # as low as the fingertips may go (0.5 cm above the table): the most pad on the cube
+    grasp_z = table_z + g.fingertip_below_tcp_cm + 0.5
+    io = backend.parts[part]
+    yaw = float(kin.fk(part, io.home).rpy[2])
+    yaw = round(yaw / (np.pi / 2)) * (np.pi / 2)  # square with the cube's faces
+    rot = rpy_to_matrix(np.array([np.pi, 0.0, yaw]))
+    # sideways: towards the middle of the part's workspace box in y
+    box = spec.limits.workspace_cm
+    side = CARRY_CM if (box["y"][0] + box["y"][1]) / 2 >= cube_cm[1] else -CARRY_CM
+    lift_z = grasp_z + LIFT_CM
+    steps = [
+        ("above the cube", [cube_cm[0], cube_cm[1], lift_z], 1.0),
+        ("around the cube", [cube_cm[0], cube_cm[1], grasp_z], 1.0),
+        ("closed on the cube", None, 0.0),
+        ("lifted", [cube_cm[0], cube_cm[1], lift_z], 0.0),
+        ("carried sideways", [cube_cm[0], cube_cm[1] + side, lift_z], 0.0),
+        ("carried back", [cube_cm[0], cube_cm[1], lift_z], 0.0),
+    ]
+    q = io.home.copy()
+    here = kin.fk(part, q).position_m * 100
+    cap = spec.limits.max_position_step_cm
+    for what, target, grip in steps:
+        if target is None:
+            backend.execute({part: PartCommand(gripper=grip)})
+            continue
+        # no move longer than the part's per-turn cap, as a policy would move
+        n = max(1, int(np.ceil(np.linalg.norm(np.array(target) - here) / cap)))
+        for point in np.linspace(here, target, n + 1)[1:]:
+            res = kin.ik(part, point / 100, rot, q)
+            if not res.success:
+                return f"grasp-and-carry: IK fails {what} at {np.round(point, 1).tolist()} cm", ""
+            q = res.joints_rad
+            out = backend.execute({part: PartCommand(joints_rad=q)})
+            if out.status == "blocked" and what in ("above the cube", "around the cube"):
+                return f"grasp-and-carry: blocked moving {what} ({out.detail})", ""
+        here = np.array(target, dtype=float)
+        if what in ("lifted", "carried sideways", "carried back"):
+            held = _holds(d, part, table_z, ee_site_name(part))
+            if not held:
+                drop = "could not lift" if what == "lifted" else f"dropped it when {what}"
+                return (
+                    f"grasp-and-carry: closed on the {2 * CUBE_HALF_M * 100:.0f} cm cube but {drop} "
+                    "(a gripper too weak or slippery for what the tasks carry)",
+                    "",
+                )
+    backend.advance(1.0)
+    if not _holds(d, part, table_z, ee_site_name(part)):
+        return "grasp-and-carry: the cube slipped out while held still after the carry", ""
+    return None, f"grasp-and-carry ok (held the cube through a {CARRY_CM:.0f} cm carry sideways and back)"
+
+
+def _holds(d, part: str, table_z_cm: float, site: str) -> bool:  # noqa: ANN001
+    """The cube is off the table and within 3 cm (sideways) and 5 cm (height) of the tool point."""
+    cube, tool = d.body("cube").xpos * 100, d.site(site).xpos * 100
+    return bool(
+        cube[2] > table_z_cm + 5.0
+        and np.linalg.norm(cube[:2] - tool[:2]) < 3.0
+        and abs(cube[2] - tool[2]) < 5.0
+    )
+
+
+def _check_tasks(robot: RobotConfig, report: CheckReport, seeds: int, min_success: float) -> None:
+    """Each MuJoCo task the robot can do, run by its scripted expert on seeds 0..seeds-1."""
+    from pear_agent.episode import Episode
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.policies.scripted import ScriptedPolicy
+    from pear_agent.registry import TASKS, make_backend
+
+    kin = Kinematics(robot)
+    results = []
+    for task, entry in TASKS.items():
+        if entry.backend != "mujoco" or entry.refusal(task, robot) is not None:
+            continue
+        try:
+            policy = ScriptedPolicy(task)
+        except ValueError:  # no expert for this task
+            continue
+        backend = make_backend(task, robot, render=False)
+        try:
+            wins = sum(bool(Episode(backend, kin, policy).run(seed).success) for seed in range(seeds))
+        finally:
+            backend.close()
+        results.append(f"{task} {wins}/{seeds}")
+        if wins < min_success * seeds:
+            report.problems.append(
+                f"task {task}: its expert succeeds {wins}/{seeds} (want >= {min_success:.0%})"
+            )
+    if not results:
+        report.problems.append("no task with a scripted expert fits it")
+    report.notes.append("tasks: " + ", ".join(results))
+
+
+def suggest_home_lines(
+    robot: RobotConfig,
+    part: str | None,
+    position_cm: list[float] | None,
+    orientation_rad: list[float] | None,
+) -> tuple[list[str], bool]:
+    """`home.joints_rad` for a tool pose per part, to paste into the YAML (and whether all solved).
+    Without a position: above the middle of the part's task area, 15 cm over the table."""
+    from pear_agent.kinematics import Kinematics, rpy_to_matrix
+
+    kin = Kinematics(robot)
+    names = [part] if part else list(robot.parts)
+    unknown = [n for n in names if n not in robot.parts]
+    if unknown:
+        raise RobotConfigError(f"{robot.label}: no part {unknown[0]!r} (its parts: {', '.join(robot.parts)})")
+    if position_cm is not None and len(names) > 1:
+        raise RobotConfigError(f"{robot.label} has {len(names)} parts: say which with --part")
+    lines, ok = [], True
+    for name in names:
+        chain_home = kin.chains[name].home + kin.chains[name].ref
+        # default: pointing down, turned about the vertical as the current home turns it
+        yaw = float(kin.fk(name, chain_home).rpy[2])
+        rpy = np.array(orientation_rad if orientation_rad is not None else [np.pi, 0.0, yaw], dtype=float)
+        pos = position_cm
+        if pos is None:
+            point = _task_point_cm(robot, name)
+            if point is None:
+                lines.append(f"parts.{name}: workspace_cm does not overlap the task area; give X Y Z")
+                ok = False
+                continue
+            pos = [point[0], point[1], float(robot.table_or_default().surface_z_cm) + 15.0]
+        res = kin.ik(name, np.array(pos) / 100.0, rpy_to_matrix(rpy), chain_home)
+        where = f"tool at {np.round(pos, 1).tolist()} cm, orientation {np.round(rpy, 3).tolist()} rad"
+        if not res.success:
+            lines.append(f"parts.{name}.home: {where}: {res.reason}")
+            ok = False
+            continue
+        joints = ", ".join(f"{q:.4f}" for q in res.joints_rad)
+        lines.append(f"parts.{name}.home.joints_rad: [{joints}]  # {where}")
+    return lines, ok
+
+
 def _check_camera(backend, robot: RobotConfig, cam_name: str) -> tuple[list[str], list[str]]:  # noqa: ANN001
     import mujoco
 
+    from sim_adapters.mujoco.scene import camera_name
     from sim_adapters.mujoco.tasks.base import finger_geoms
 
     m, d = backend.model, backend.data
@@ -156,19 +340,19 @@ def _check_camera(backend, robot: RobotConfig, cam_name: str) -> tuple[list[str]
     renderer = mujoco.Renderer(m, height=cam.height, width=cam.width)
     try:
         renderer.enable_depth_rendering()
-        renderer.update_scene(d, camera=cam_name, scene_option=backend._scene_opt)
+        renderer.update_scene(d, camera=camera_name(cam_name), scene_option=backend._scene_opt)
         depth = renderer.render()
         renderer.disable_depth_rendering()
         near = float(np.mean(depth < 0.01))
         if near > 0.5:
             problems.append(f"inside geometry ({near:.0%} of the image is closer than 1 cm)")
         renderer.enable_segmentation_rendering()
-        renderer.update_scene(d, camera=cam_name, scene_option=backend._scene_opt)
+        renderer.update_scene(d, camera=camera_name(cam_name), scene_option=backend._scene_opt)
         seg = renderer.render()
         renderer.disable_segmentation_rendering()
     finally:
         renderer.close()
-    cid = m.camera(cam_name).id
+    cid = m.camera(camera_name(cam_name)).id
     pos, rot = d.cam_xpos[cid], d.cam_xmat[cid].reshape(3, 3)
     up_z = float(rot[2, 1])
     if cam.sim is not None and cam.sim.mount_body is None and up_z < 0:

@@ -124,3 +124,45 @@ def test_sim_actuators_need_one_per_joint(tmp_path: Path) -> None:
         RobotConfigError, match=r"parts\.arm: .*sim\.actuators needs one actuator per joint \(7\)"
     ):
         load_robot(path)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "line"),
+    [
+        (
+            lambda r: r["parts"]["arm"]["limits"].update(joint_limit_rad={}),
+            "key parts.arm.limits.joint_limit_rad: unknown key 'joint_limit_rad' in parts.arm.limits; "
+            "allowed: workspace_cm, max_position_step_cm, max_rotation_step_rad, joint_velocity_rad_s, "
+            "joint_limits_rad",
+        ),
+        (
+            lambda r: r.update(simulator={}),
+            "key simulator: unknown key 'simulator' in the top level; allowed: name, description, frame, "
+            "model, parts, cameras, table, render, sim",
+        ),
+        (
+            lambda r: r["cameras"]["front"]["sim"].update(fov=40),
+            "key cameras.front.sim.fov: unknown key 'fov' in cameras.front.sim; allowed: pos_m, look_at_m, "
+            "mount_body, quat_wxyz, fovy_deg",
+        ),
+        (
+            lambda r: r["parts"]["arm"]["sim"].update(actuators=[{"jiont": "panda_joint1"}] + [0] * 6),
+            "key parts.arm.sim.actuators.0.jiont: unknown key 'jiont' in parts.arm.sim.actuators.0; "
+            "allowed: joint, tendon",
+        ),
+    ],
+    ids=["limits", "top level", "camera sim", "actuator by joint"],
+)
+def test_unknown_key_lists_the_keys_allowed_there(tmp_path: Path, mutate, line: str) -> None:
+    with pytest.raises(RobotConfigError) as exc:
+        load_robot(_write(tmp_path, mutate))
+    assert str(exc.value) == f"{tmp_path / 'broken.yaml'}: {line}"
+
+
+def test_actuator_references_by_name_index_or_joint(tmp_path: Path) -> None:
+    refs = ["a", 3, {"joint": "panda_joint3"}, {"tendon": "split"}, 0, 1, 2]
+    robot = load_robot(_write(tmp_path, lambda r: r["parts"]["arm"]["sim"].update(actuators=refs)))
+    got = robot.parts["arm"].sim.actuators
+    assert got[:2] == ["a", 3] and got[2].joint == "panda_joint3" and got[3].tendon == "split"
+    with pytest.raises(RobotConfigError, match=r"parts.arm.sim.actuators.0: Input should be a valid"):
+        load_robot(_write(tmp_path, lambda r: r["parts"]["arm"]["sim"].update(actuators=[True, *refs[1:]])))

@@ -63,11 +63,6 @@ MALFORMED = [
         "parts.arm.end_effector.parent_body",
     ),
     (
-        "end effector on an attached body",
-        lambda r: _arm(r)["end_effector"].update(parent_body="hand_panda_hand"),
-        "parts.arm.end_effector.parent_body",
-    ),
-    (
         "open position = closed position",
         lambda r: _arm(r)["gripper"].update(open_joint_pos=0.0),
         "parts.arm.gripper",
@@ -228,6 +223,7 @@ def test_check_passes_the_shipped_panda_and_sees_the_fingertips(path: Path) -> N
     assert f"{path}  ok" in p.stdout
     assert "camera wrist: gripper visible" in p.stdout
     assert "gripper closes" in p.stdout
+    assert "arm: grasp-and-carry ok" in p.stdout
 
 
 def test_listing_prints_one_line_per_file_with_its_path(tmp_path: Path) -> None:
@@ -272,3 +268,241 @@ def test_task_refused_only_for_what_the_robot_lacks(tmp_path: Path) -> None:
         "run", "--robot", str(PANDA), "--task", "bimanual_pickup", "--no-video", "--runs-dir", str(tmp_path)
     )
     assert p.returncode == 2 and "needs 2 arm parts with grippers" in p.stderr
+
+
+# -- makers' files as they ship (issue 18): each failure a new user met, now working or one keyed line
+
+KINOVA3 = Path(__file__).resolve().parent / "robots" / "kinova3_continuous.yaml"
+PANDA_DIR = "pkg://dm-robotics-panda/dm_robotics/panda/assets/panda"
+
+
+def test_continuous_joints_check_ok() -> None:
+    """robosuite's Kinova Gen3, unmodified: joints 1, 3, 5, 7 have no range. They were read as
+    limits [0, 0] (`Actuator1 = -0.0686 not in [0, 0]`); now they turn without limit."""
+    p = _cli("robots", "--check", str(KINOVA3))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"{KINOVA3}  ok" in p.stdout and "home, FK, IK ok" in p.stdout
+
+
+def _stand_robot(tmp_path: Path, stand_xml: str, mutate=lambda r: None) -> Path:
+    """The shipped Panda YAML on a base file of our own (`stand.xml`, what a maker's file might
+    hold besides the arm): the unmodified panda.xml and hand attached to its `stand` body."""
+    (tmp_path / "stand.xml").write_text(stand_xml)
+
+    def change(raw: dict) -> None:
+        hand = raw["model"]["attachments"][0]
+        raw["model"] = {
+            "mjcf": "stand.xml",
+            "attachments": [
+                {"file": f"{PANDA_DIR}/panda.xml", "body": "panda_link0", "parent_body": "stand"},
+                {**hand, "file": f"{PANDA_DIR}/panda_hand.xml"},
+            ],
+        }
+        mutate(raw)
+
+    return _variant(tmp_path, change, "stand_panda.yaml")
+
+
+STAND = """<mujoco model="stand">
+  <!-- a maker's compiler settings: without inertia from geoms, a task's cube would have no mass -->
+  <compiler angle="degree" inertiafromgeom="false"/>
+  <worldbody>
+    <light name="key" pos="0 0 3"/>
+    <camera name="front" pos="2 0 1" euler="0 60 90"/>
+    <geom name="table" type="box" size="0.2 0.2 0.01" pos="0 0 -0.6" contype="0" conaffinity="0"/>
+    <geom name="floor" type="plane" size="2 2 0.1" pos="0 0 -0.8" contype="0" conaffinity="0"/>
+    <body name="stand"/>
+  </worldbody>
+  {actuators}
+</mujoco>"""
+
+
+def _run(path: Path, tmp_path: Path, task: str = "pick_cube") -> subprocess.CompletedProcess:
+    return _cli(
+        "run",
+        "--robot",
+        str(path),
+        "--task",
+        task,
+        "--json",
+        "--no-video",
+        "--runs-dir",
+        str(tmp_path / "runs"),
+    )
+
+
+def test_model_names_like_the_runtimes_and_its_compiler_stay_apart(tmp_path: Path) -> None:
+    """A model with a geom `table`, a `floor`, a light `key` and a camera `front` (the names the
+    runtime gave its own table, floor, light and camera: `repeated name 'table' in geom`), and a
+    `<compiler inertiafromgeom="false">` (which reached the task's cube: `mass and inertia of
+    moving bodies must be larger than mjMINVAL Element name 'cube'`): pick_cube now runs."""
+    path = _stand_robot(tmp_path, STAND.format(actuators=""))
+    p = _run(path, tmp_path)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(p.stdout.strip().splitlines()[-1])["success"] is True
+
+
+def test_model_name_a_task_uses_is_one_keyed_line(tmp_path: Path) -> None:
+    stand = STAND.format(actuators="").replace(
+        '<body name="stand"/>', '<body name="stand"/><body name="cube"/>'
+    )
+    path = _stand_robot(tmp_path, stand)
+    p = _run(path, tmp_path)
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    line = p.stderr.strip()
+    assert "\n" not in line and str(path) in line
+    assert "key model.mjcf: the model has a body named 'cube', and the task 'pick_cube' adds one" in line
+
+
+UNNAMED_SERVOS = "<actuator>{}</actuator>".format(
+    "".join(
+        f'<position joint="panda_joint{i}" kp="{kp}" kv="{kp / 10:g}"/>'
+        for i, kp in enumerate([4500, 4500, 3500, 3500, 2000, 2000, 2000], 1)
+    )
+)
+
+
+def test_unnamed_actuators_by_index_joint_or_found_by_joint(tmp_path: Path) -> None:
+    """A file whose arm servos have no names: the YAML names them by index or by joint (or says
+    nothing and the sim finds each joint's servo); `''` could not be referred to before."""
+    refs = [0, 1, {"joint": "panda_joint3"}, 3, {"joint": "panda_joint5"}, 5, 6]
+    by_ref = _stand_robot(
+        tmp_path, STAND.format(actuators=UNNAMED_SERVOS), lambda r: _arm(r)["sim"].update(actuators=refs)
+    )
+    p = _run(by_ref, tmp_path)
+    assert p.returncode == 0 and json.loads(p.stdout.strip().splitlines()[-1])["success"] is True, p.stderr
+    found = _stand_robot(tmp_path, STAND.format(actuators=UNNAMED_SERVOS), lambda r: _arm(r).pop("sim"))
+    p = _run(found, tmp_path)
+    assert p.returncode == 0 and json.loads(p.stdout.strip().splitlines()[-1])["success"] is True, p.stderr
+
+
+def test_unnamed_servo_the_yaml_would_double_is_one_keyed_line(tmp_path: Path) -> None:
+    path = _stand_robot(tmp_path, STAND.format(actuators=UNNAMED_SERVOS))  # sim.kp/kv: servos added
+    p = _cli("robots", "--check", str(path))
+    assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
+    line = p.stdout.strip()
+    assert "\n" not in line and str(path) in line
+    assert "key parts.arm.sim.actuators: the model's actuator 'pear/actuator0' already servos joint " in line
+    assert "by name, index or {joint: ...}" in line
+
+
+@pytest.mark.parametrize(
+    ("ref", "what"),
+    [
+        (9, "actuator index 9 is out of range (the model has 8 actuators)"),
+        ({"joint": "panda_joint9"}, "no actuator of the model drives joint 'panda_joint9'"),
+        ({"joint": "panda_joint1", "tendon": "t"}, "give exactly one of joint or tendon"),
+    ],
+    ids=["index out of range", "no actuator on the joint", "joint and tendon"],
+)
+def test_bad_actuator_reference_is_one_keyed_line(tmp_path: Path, ref, what: str) -> None:
+    refs = [ref, 1, 2, 3, 4, 5, 6]
+    path = _stand_robot(
+        tmp_path, STAND.format(actuators=UNNAMED_SERVOS), lambda r: _arm(r)["sim"].update(actuators=refs)
+    )
+    p = _cli("robots", "--check", str(path))
+    assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr
+    line = p.stdout.strip()
+    assert "\n" not in line and "parts.arm.sim.actuators.0" in line and what in line, line
+
+
+def test_includes_and_two_top_level_arms_list_ok(tmp_path: Path) -> None:
+    """A dual-arm file with `<include>`s and two top-level arm bodies: the kinematics read all of
+    what MuJoCo compiles (they read the first top-level body only: `joints [...] are not in the
+    model file`)."""
+    from tests.test_kinematics import (
+        INCLUDE_DEFAULTS,
+        INCLUDE_LEFT,
+        INCLUDE_MAIN,
+        TWO_ARMS_PART,
+        TWO_ARMS_YAML,
+    )
+
+    (tmp_path / "two_arms.xml").write_text(INCLUDE_MAIN)
+    (tmp_path / "defaults.xml").write_text(INCLUDE_DEFAULTS)
+    (tmp_path / "arm_left.xml").write_text(INCLUDE_LEFT)
+    path = tmp_path / "two_arms.yaml"
+    path.write_text(TWO_ARMS_YAML + TWO_ARMS_PART.format(side="left") + TWO_ARMS_PART.format(side="right"))
+    p = _cli("robots", str(path))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert f"{path}  ok  two_arms: parts: left (2 joints), right (2 joints)" in p.stdout
+
+
+ROBOTIQ140 = Path(__file__).resolve().parent / "robots" / "ur5e_robotiq140.yaml"
+
+
+def _weak_grip(tmp_path: Path) -> Path:
+    return _variant(tmp_path, lambda r: _arm(r)["gripper"].update(sim={"force_limit": 2.0}), "weak.yaml")
+
+
+def test_check_fails_a_gripper_that_cannot_hold_the_cube(tmp_path: Path) -> None:
+    """A gripper that closes and opens but cannot carry what the tasks carry used to pass
+    (a UR5e with another hand: ok, then place_in_bowl 1/5). The grasp-and-carry step closes on
+    the tasks' 4 cm cube, lifts it and carries it sideways: robosuite's 2F-140 lets it slip out,
+    and a Panda hand limited to 2 N cannot lift it."""
+    weak = _weak_grip(tmp_path)
+    p = _cli("robots", "--check", str(ROBOTIQ140), str(weak))
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    lines = p.stdout.strip().splitlines()
+    assert len(lines) == 2
+    for path, line in zip((ROBOTIQ140, weak), lines, strict=True):
+        assert (
+            line.startswith(f"{path}  FAIL") and "arm: grasp-and-carry: closed on the 4 cm cube but" in line
+        )
+
+
+def test_check_tasks_reports_the_expert_success_per_task(tmp_path: Path) -> None:
+    p = _cli("robots", "--check", "--tasks", "--seeds", "1", str(PANDA), str(_weak_grip(tmp_path)))
+    assert p.returncode == 1, p.stdout + p.stderr
+    ok, weak = p.stdout.strip().splitlines()
+    assert (
+        ok.startswith(f"{PANDA}  ok") and "tasks: pick_cube 1/1, place_in_bowl 1/1, push_to_target 1/1" in ok
+    )
+    assert "FAIL" in weak and "task pick_cube: its expert succeeds 0/1 (want >= 80%)" in weak
+    assert "task push_to_target" not in weak  # pushing needs no grip
+
+
+def test_suggest_home_prints_joints_that_reach_the_pose() -> None:
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.robot_config import load_robot
+
+    p = _cli("robots", str(PANDA), "--suggest-home", "45", "5", "25")
+    assert p.returncode == 0, p.stdout + p.stderr
+    line = p.stdout.strip()
+    assert line.startswith("parts.arm.home.joints_rad: [") and "# tool at [45.0, 5.0, 25.0] cm" in line
+    joints = json.loads(line.split(": ", 1)[1].split("  #")[0])
+    pose = Kinematics(load_robot(PANDA)).fk("arm", np.array(joints))
+    assert np.linalg.norm(pose.position_m * 100 - [45.0, 5.0, 25.0]) < 0.1
+    assert abs(abs(pose.rpy[0]) - np.pi) < 0.01 and abs(pose.rpy[1]) < 0.01  # pointing down
+    p = _cli("robots", str(PANDA), "--suggest-home", "150", "0", "25")
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert "parts.arm.home: tool at [150.0, 0.0, 25.0] cm" in p.stdout and "cm and" in p.stdout
+
+
+def test_home_as_a_tool_pose_is_solved_when_loaded(tmp_path: Path) -> None:
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.robot_config import RobotConfigError, load_robot
+
+    pose = {"position_cm": [42.0, -5.0, 22.0], "orientation_rad": [3.14159, 0.0, 0.3]}
+    path = _variant(tmp_path, lambda r: _arm(r).update(home={"tool_pose": pose, "gripper": 1.0}))
+    robot = load_robot(path)
+    joints = robot.parts["arm"].home.joints_rad
+    assert joints is not None and len(joints) == 7
+    got = Kinematics(robot).fk("arm", np.array(joints))
+    assert np.linalg.norm(got.position_m * 100 - pose["position_cm"]) < 0.1
+    assert abs(got.rpy[2] - 0.3) < 0.01
+    far = _variant(
+        tmp_path, lambda r: _arm(r).update(home={"tool_pose": {"position_cm": [150, 0, 20]}}), "far.yaml"
+    )
+    with pytest.raises(
+        RobotConfigError, match=r"far.yaml: key parts.arm.home.tool_pose: no joint configuration"
+    ):
+        load_robot(far)
+    both = _variant(
+        tmp_path, lambda r: _arm(r)["home"].update(tool_pose={"position_cm": [45, 0, 20]}), "both.yaml"
+    )
+    p = _cli("robots", str(both))
+    assert (
+        p.returncode == 2
+        and "key parts.arm.home: Value error, give exactly one of joints_rad or tool_pose" in p.stdout
+    )

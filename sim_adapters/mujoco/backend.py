@@ -32,9 +32,12 @@ configure_gl()
 
 import mujoco  # noqa: E402
 
+from pear_agent.robot_model import part_joint_limits  # noqa: E402
 from sim_adapters.mujoco.scene import (  # noqa: E402
-    arm_actuator_names,
-    build_robot_spec,
+    PartDrive,
+    add_task,
+    build_scene,
+    camera_name,
     compile_spec,
     scene_option,
 )
@@ -51,19 +54,17 @@ class ControllerSettings:
 
 
 class _PartIO:
-    def __init__(self, model: mujoco.MjModel, robot: RobotConfig, name: str) -> None:
+    def __init__(self, model: mujoco.MjModel, robot: RobotConfig, name: str, drive: PartDrive) -> None:
         part = robot.parts[name]
         self.name = name
         self.joint_names = list(part.joints)
         self.qadr = np.array([model.joint(j).qposadr[0] for j in part.joints])
         self.dadr = np.array([model.joint(j).dofadr[0] for j in part.joints])
-        self.act = np.array([model.actuator(a).id for a in arm_actuator_names(part)])
+        self.act = np.array([model.actuator(a).id for a in drive.arm])
         self.home = np.array(part.home.joints_rad)
         self.home_gripper = part.home.gripper
         self.vmax = part.limits.joint_velocity_rad_s
-        jnt_range = model.jnt_range[[model.joint(j).id for j in part.joints]]
-        lo, hi = part.tighten_limits(jnt_range[:, 0], jnt_range[:, 1])
-        self.lower, self.upper = np.array(lo), np.array(hi)
+        self.lower, self.upper = part_joint_limits(part, model)
         outside = [
             f"{j} = {q:g} not in [{a:.4g}, {b:.4g}]"
             for j, q, a, b in zip(part.joints, self.home, self.lower, self.upper, strict=True)
@@ -82,7 +83,7 @@ class _PartIO:
             ranges = np.array([g.joint_range(j) for j in g.joints])
             self.g_closed, self.g_open = ranges[:, 0], ranges[:, 1]
             drives = g.drives
-            self.g_act = np.array([model.actuator(a.name).id for a in drives], dtype=int)
+            self.g_act = np.array([model.actuator(a).id for a in drive.gripper], dtype=int)
             self.g_ctrl_closed = np.array([a.ctrl_closed for a in drives])
             self.g_ctrl_open = np.array([a.ctrl_open for a in drives])
             self.g_ramp_s = g.move_time_s
@@ -128,11 +129,11 @@ class MujocoBackend:
         self.robot = robot
         self._task = task
         self.settings = settings or ControllerSettings()
-        spec = build_robot_spec(robot)
-        task.build(spec, robot)
-        self.model = compile_spec(robot, spec)
+        spec, drives = build_scene(robot)
+        add_task(robot, spec, task)
+        self.model = compile_spec(robot, spec, task.name)
         self.data = mujoco.MjData(self.model)
-        self.parts = {name: _PartIO(self.model, robot, name) for name in robot.parts}
+        self.parts = {name: _PartIO(self.model, robot, name, drives[name]) for name in robot.parts}
         self.render_enabled = render
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
         self._scene_opt = scene_option(robot)
@@ -296,5 +297,5 @@ class MujocoBackend:
         if renderer is None:
             renderer = mujoco.Renderer(self.model, height=cam.height, width=cam.width)
             self._renderers[key] = renderer
-        renderer.update_scene(self.data, camera=camera, scene_option=self._scene_opt)
+        renderer.update_scene(self.data, camera=camera_name(camera), scene_option=self._scene_opt)
         return renderer.render().copy()

@@ -6,6 +6,7 @@ import pytest
 
 from pear_agent.backend import PartCommand
 from pear_agent.registry import make_backend
+from sim_adapters.mujoco.scene import ee_site_name
 from sim_adapters.mujoco.tasks.base import set_free_pose
 from sim_adapters.mujoco.tasks.bimanual import BAR_HALF_M, BLOCK_HALF_M, BLOCK_NAMES, LINE_X_M
 
@@ -20,7 +21,7 @@ def test_fk_matches_mujoco_and_cameras_render(yam, kin) -> None:
     try:
         obs = backend.reset(0)
         for part in yam.parts:
-            site = backend.data.site(f"{part}_ee").xpos
+            site = backend.data.site(ee_site_name(part)).xpos
             fk = kin.fk(part, obs.joints_rad[part]).position_m
             assert np.linalg.norm(site - fk) < 1e-3
             assert obs.gripper[part] == pytest.approx(1.0, abs=0.02)
