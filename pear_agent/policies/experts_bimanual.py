@@ -31,10 +31,22 @@ PARK_CM = {"left_arm": np.array([22.0, -10.0, 12.0]), "right_arm": np.array([22.
 MIDDLE_BAND_CM = 9.0
 
 
-def _yaw_mod_pi(target: float, preferred: float) -> float:
-    """Of `target + k*pi`, the yaw closest to the preferred one (a two-finger grip is pi-periodic)."""
+YAW_MARGIN_RAD = 0.25
+"""How close to the end of its wrist's room an arm is asked to turn."""
+
+
+def _yaw_mod_pi(target: float, preferred: float, offsets: list[float] | None = None) -> float:
+    """Of `target + k*pi` (a two-finger grip is pi-periodic), the yaw closest to the preferred one
+    among those the wrist can turn to (`offsets`: its room below and above the preferred yaw)."""
     options = target + np.arange(-3, 4) * np.pi
-    return float(options[np.argmin(np.abs(wrap(options - preferred)))])
+    dist = np.abs(wrap(options - preferred))
+    if offsets is not None:
+        lo, hi = offsets[0] + YAW_MARGIN_RAD, offsets[1] - YAW_MARGIN_RAD
+        d = wrap(options - preferred)
+        inside = np.array([any(lo <= v + k * 2 * np.pi <= hi for k in (-1, 0, 1)) for v in d])
+        if inside.any():
+            dist = np.where(inside, dist, np.inf)
+    return float(options[np.argmin(dist)])
 
 
 def _near(arm: dict[str, Any], point: np.ndarray, xy_cm: float = 2.5, z_cm: float = 3.0) -> bool:
@@ -53,6 +65,7 @@ def _grasp_bar_end(
     half_h: float,
     preferred_yaw: float,
     tool: dict[str, Any],
+    offsets: list[float] | None = None,
 ) -> tuple[str, dict]:
     """Open gripper: above the grasp point, fingers across the bar, descend, close."""
     p = np.asarray(arm["position"], float)
@@ -61,7 +74,7 @@ def _grasp_bar_end(
     grasp_z = max(point[2] - half_h + 0.8, _lowest_tcp_cm(tool, _table_z(tool)))
     # fingers close along the tool's y axis, which is (-sin yaw, cos yaw) when pointing down; the
     # bar's long axis is its own y: a tool yaw of bar_yaw + pi/2 puts the fingers across the bar
-    yaw = _yaw_mod_pi(bar_yaw + np.pi / 2, preferred_yaw)
+    yaw = _yaw_mod_pi(bar_yaw + np.pi / 2, preferred_yaw, offsets)
     rot = _rot_delta(arm, yaw)
     dxy = point[:2] - p[:2]
     g = float(arm.get("gripper", 1.0))
@@ -104,6 +117,10 @@ def _preferred_yaw(priv: dict[str, Any], role: str) -> float:
     return float((priv.get("preferred_yaw_rad") or PREFERRED_YAW)[role])
 
 
+def _yaw_offsets(priv: dict[str, Any], role: str) -> list[float] | None:
+    return (priv.get("yaw_offsets_rad") or {}).get(role)
+
+
 def _bimanual_pickup_by_part(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     by_role, roles = _by_role(state, priv)
     why, action = _bimanual_pickup(by_role, priv)
@@ -139,7 +156,13 @@ def _bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str,
             notes.append(f"{a}: holding, waiting for the other hand")
             continue
         why, act = _grasp_bar_end(
-            state[a], points[a], float(obj["yaw_rad"]), half_h, _preferred_yaw(priv, a), _tool(priv, a)
+            state[a],
+            points[a],
+            float(obj["yaw_rad"]),
+            half_h,
+            _preferred_yaw(priv, a),
+            _tool(priv, a),
+            _yaw_offsets(priv, a),
         )
         notes.append(f"{a}: {why}")
         if act:
@@ -153,6 +176,7 @@ def _push(
     target_xy: np.ndarray,
     preferred_yaw: float,
     tool: dict[str, Any],
+    offsets: list[float] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """One pushing move of a block's centre towards `target_xy` with the closed fingers."""
     p = np.asarray(arm["position"], float)
@@ -172,7 +196,7 @@ def _push(
     g = float(arm.get("gripper", 1.0))
     grip = 0.0 if g > 0.2 else None
     # push with the broad outside face of the closed fingers: the tool's y axis along the push
-    yaw = _yaw_mod_pi(float(np.arctan2(u[1], u[0])) + np.pi / 2, preferred_yaw)
+    yaw = _yaw_mod_pi(float(np.arctan2(u[1], u[0])) + np.pi / 2, preferred_yaw, offsets)
     rot = _rot_delta(arm, yaw)
     in_line = lateral < 1.0 and -(standoff + 1.5) < along < -(size / 2 - 0.5)
     if in_line and p[2] < push_z + 1.0:
@@ -246,7 +270,7 @@ def _align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
         name, obj = job
         o = np.asarray(obj["position_cm"], float)[:2]
         target = o - float((o - point) @ across) * across  # the block's foot on the line
-        why, act = _push(arm, obj, target, _preferred_yaw(priv, a), tool)
+        why, act = _push(arm, obj, target, _preferred_yaw(priv, a), tool, _yaw_offsets(priv, a))
         notes.append(f"{a} ({name.replace('_', ' ')}): {why}")
         if act:
             action[a] = act

@@ -10,7 +10,6 @@ from pear_agent.robot_config import load_robot
 from sim_adapters.mujoco.tasks import bimanual, pick_place
 from sim_adapters.mujoco.tasks.layout import ArmPlace, single_arm_frame, two_arm_layout
 
-
 FACING = Path(__file__).resolve().parents[1] / "robots" / "yam_facing.yaml"
 
 

@@ -22,7 +22,6 @@ from sim_adapters.mujoco.tasks.base import (
     body_yaw,
     finger_geoms,
     geoms_touch,
-    prepare_robot,
     set_free_pose,
     tool_facts,
 )
@@ -52,13 +51,9 @@ class _BimanualTask(MujocoTask):
             raise ValueError(f"task {self.name}: {missing}")
         self.robot = robot
         self.z0 = robot.table_or_default().surface_z_cm / 100.0
-        prepare_robot(spec, robot)
         for site in spec.sites:  # the i2rt model's tcp markers would show in the wrist images
             if site.name.startswith("tcp_"):
                 site.rgba = [0, 0, 0, 0]
-        # elliptic friction cones with a high impratio: held objects do not creep out of the grip
-        spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-        spec.option.impratio = 10.0
         self._layout: TwoArmLayout | None = None
         self._fingers: dict[str, set[int]] | None = None
 
@@ -84,8 +79,8 @@ class _BimanualTask(MujocoTask):
         return self._fingers
 
     def _arm_facts(self) -> dict[str, Any]:
-        """Per role: the part, its tool facts (caps, gripper geometry), where it parks and the yaw
-        its wrist is most at ease with (its home yaw)."""
+        """Per role: the part, its tool facts (caps, gripper geometry), where it parks, the yaw its
+        wrist is most at ease with (its home yaw) and how far the wrist can turn from it."""
         lay = self._layout
         assert lay is not None
         return {
@@ -95,6 +90,10 @@ class _BimanualTask(MujocoTask):
                 role: [*_cm(lay.place_of(role).home_tool_m[:2]), self.z0 * 100 + 12.0] for role in ARMS
             },
             "preferred_yaw_rad": {role: round(lay.place_of(role).home_yaw_rad, 4) for role in ARMS},
+            "yaw_offsets_rad": {
+                role: None if (o := lay.place_of(role).yaw_offsets_rad) is None else [round(v, 4) for v in o]
+                for role in ARMS
+            },
         }
 
 

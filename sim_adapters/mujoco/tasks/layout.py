@@ -56,6 +56,9 @@ class ArmPlace:
     home_tool_m: np.ndarray
     home_yaw_rad: float
     workspace_m: np.ndarray  # (3, 2): x, y, z lower and upper bounds
+    yaw_offsets_rad: tuple[float, float] | None = None
+    """How far the tool's yaw can turn from its home yaw, down and up, by the last joint alone
+    where that joint rolls the tool about its axis and is limited (None: unlimited or unknown)."""
 
     def reach_box(self) -> Box:
         w = self.workspace_m
@@ -80,8 +83,28 @@ def arm_places(model: mujoco.MjModel, data: mujoco.MjData, robot: RobotConfig) -
             home_tool_m=np.array(site.xpos, dtype=float),
             home_yaw_rad=float(np.arctan2(rot[1, 0], rot[0, 0])),
             workspace_m=np.array([box[a] for a in "xyz"], dtype=float) / 100.0,
+            yaw_offsets_rad=_wrist_yaw_offsets(model, data, part.joints[-1], rot[:, 2]),
         )
     return out
+
+
+def _wrist_yaw_offsets(
+    model: mujoco.MjModel, data: mujoco.MjData, joint: str, tool_z: np.ndarray
+) -> tuple[float, float] | None:
+    """The last joint's room, as tool yaw: when it turns the tool about the tool's own axis (a
+    wrist roll) and has limits, turning it by dq turns a pointing-down tool's yaw by -+dq."""
+    j = model.joint(joint)
+    if not j.limited[0] or j.type[0] != mujoco.mjtJoint.mjJNT_HINGE:
+        return None
+    align = float(data.xaxis[j.id] @ tool_z)
+    if abs(align) < 0.95:
+        return None
+    q = float(data.qpos[j.qposadr[0]])
+    lo, hi = (float(v) for v in j.range)
+    # a pointing-down tool (z down) turns its yaw against a rotation about its own z
+    sign = -float(np.sign(align)) * float(np.sign(-tool_z[2]) or 1.0)
+    a, b = sign * (lo - q), sign * (hi - q)
+    return (min(a, b), max(a, b))
 
 
 @dataclass(frozen=True)

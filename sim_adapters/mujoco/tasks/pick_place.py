@@ -17,7 +17,6 @@ from sim_adapters.mujoco.tasks.base import (
     body_yaw,
     finger_geoms,
     geoms_touch,
-    prepare_robot,
     sample_apart,
     set_free_pose,
     tool_facts,
@@ -53,7 +52,6 @@ class _SingleArmTask(MujocoTask):
         self._frame: TableFrame | None = None
         self.z0 = robot.table_or_default().surface_z_cm / 100.0
         self._tool = tool_facts(robot, self.part)
-        prepare_robot(spec, robot)
 
     def frame(self, model: mujoco.MjModel, data: mujoco.MjData) -> TableFrame:
         """This arm's region of the table, from the model at home (the first reset computes it)."""
