@@ -385,10 +385,13 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
         return "I lower the open gripper onto the belt just ahead of the cube.", {
             part: _act(np.array([d[0], d[1], grasp_z - p[2]]), None)
         }
-    off = o + v * 0.3 - p
-    if abs(off[0]) < 0.8 and np.linalg.norm(off[:2]) < 1.0:
+    # a gripper that takes a while to close (its move_time_s) meets the cube further along the belt
+    lead_s = 0.3 + 0.5 * float((priv.get("tool") or {}).get("close_time_s") or 0.0)
+    off = o + v * lead_s - p
+    across = off[:2] - (off[:2] @ u[:2]) * u[:2]  # off the belt's line
+    if np.linalg.norm(across) < 0.8 and np.linalg.norm(off[:2]) < 1.0:
         return "The cube is between the fingers; I close the gripper.", {part: _act(None, None, 0.0)}
-    d = o + v * 0.7 - p
+    d = o + v * (lead_s + 0.4) - p
     return "I slide along the belt to meet the cube.", {
         part: _act(np.array([d[0], d[1], grasp_z - p[2]]), None)
     }

@@ -92,6 +92,7 @@ def tool_facts(robot: RobotConfig, part: str) -> dict[str, Any]:
     return {
         "fingertip_below_tcp_cm": g.fingertip_below_tcp_cm if g else 0.0,
         "max_opening_cm": g.max_opening_cm if g else None,
+        "close_time_s": g.move_time_s if g else 0.0,
         "table_z_cm": table.surface_z_cm,
         "max_step_cm": p.limits.max_position_step_cm,
         "max_turn_rad": p.limits.max_rotation_step_rad,
