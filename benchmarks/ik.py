@@ -16,6 +16,7 @@ from _common import emit, machine, stats_ms, verdict
 
 from pear_agent.kinematics import Kinematics, matrix_to_rpy, rpy_to_matrix
 from pear_agent.robot_config import list_robots, load_robot
+from pear_agent.robot_model import sample_range
 
 SMALL_POS_M = 0.02
 SMALL_ROT_RAD = 0.1
@@ -30,7 +31,7 @@ def _sample_q(rng: np.random.Generator, lo: np.ndarray, hi: np.ndarray, margin: 
 
 def bench_part(kin: Kinematics, part: str, n_small: int, n_random: int, seed: int) -> dict:
     rng = np.random.default_rng(seed)
-    lo, hi = kin.joint_limits(part)
+    lo, hi = sample_range(*kin.joint_limits(part))  # a continuous joint: one turn
     home = kin.chains[part].home.copy()
     # warm up (first calls allocate)
     p = kin.fk(part, home)

@@ -1,7 +1,8 @@
-"""The robot as MuJoCo compiles it: the description's model file with its attachments and the YAML's
-joint overrides. The kinematics and the simulator both start from this one spec, so a file MuJoCo
-loads (includes, several top-level bodies, defaults, frames, attached files) is a file the
-kinematics load, and IK solves for exactly what the simulator moves.
+"""The robot as MuJoCo compiles it: the description's model file with its attachments. The
+kinematics and the simulator both start from this one spec, so a file MuJoCo loads (includes,
+several top-level bodies, defaults, frames, attached files) is a file the kinematics load, and IK
+solves for exactly what the simulator moves. Also: joint limits (continuous joints), the YAML's
+joint overrides, and finding an actuator by name, index or what it drives.
 
 MuJoCo is imported lazily (inside the functions): importing this module costs nothing.
 """
@@ -59,9 +60,25 @@ def load_spec(robot: RobotConfig, ref: str, key: str) -> mujoco.MjSpec:
     path = robot.resolve(ref, key)
     try:
         with quiet_mujoco():
-            return mujoco.MjSpec.from_file(str(path))
+            return _spec_from_file(mujoco, str(path))
     except Exception as exc:  # MuJoCo raises ValueError with its own multi-line text
         raise RobotConfigError(f"{robot.label}: key {key} ({path}): MuJoCo: {one_line(exc)}") from None
+
+
+def _spec_from_file(mujoco: object, path: str) -> mujoco.MjSpec:
+    """`MjSpec.from_file`: a constructor since MuJoCo 3.3, a method of an empty spec before (the
+    LIBERO environment pins 3.2.3)."""
+    try:
+        return mujoco.MjSpec.from_file(path)  # type: ignore[attr-defined]
+    except TypeError:
+        spec = mujoco.MjSpec()  # type: ignore[attr-defined]
+        spec.from_file(path)
+        return spec
+
+
+def find_body(spec: mujoco.MjSpec, name: str) -> mujoco.MjsBody | None:
+    """A body of a spec by name (`spec.body` since MuJoCo 3.3, `find_body` before)."""
+    return spec.body(name) if hasattr(spec, "body") else spec.find_body(name)
 
 
 CONTACT_OPTIONS = ("cone", "impratio")
@@ -73,7 +90,10 @@ def _adopt_contact_options(spec: mujoco.MjSpec, child: mujoco.MjSpec) -> None:
     file says. MuJoCo's attach would keep the parent's value and warn."""
     import mujoco
 
-    default = mujoco.MjSpec().option
+    try:
+        default = mujoco.MjSpec().option
+    except TypeError:  # MuJoCo < 3.3 cannot read a spec's options from Python: attach as they are
+        return
     for name in CONTACT_OPTIONS:
         base = getattr(default, name)
         if getattr(spec.option, name) == base and getattr(child.option, name) != base:
@@ -82,25 +102,27 @@ def _adopt_contact_options(spec: mujoco.MjSpec, child: mujoco.MjSpec) -> None:
 
 
 def load_robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
-    """The model file with its attachments (each keeps its own `<compiler>` settings), every
-    unnamed actuator named `pear/actuator<i>`, and the YAML's joint overrides applied."""
+    """The model file with its attachments (each keeps its own `<compiler>` settings) and every
+    unnamed actuator named `pear/actuator<i>`. The simulator then applies the YAML's joint
+    overrides (`apply_joint_overrides`); the kinematics need none of them."""
     label = robot.label
     spec = load_spec(robot, robot.model.mjcf, "model.mjcf")
     for i, att in enumerate(robot.model.attachments):
         key = f"model.attachments.{i}"
         child = load_spec(robot, att.file, f"{key}.file")
         if att.angle_unit != "file":
-            child.compiler.degree = att.angle_unit == "degree"
+            getattr(child, "compiler", child).degree = att.angle_unit == "degree"  # MuJoCo < 3.3: on the spec
         _adopt_contact_options(spec, child)
-        parent = spec.body(att.parent_body)
+        parent = find_body(spec, att.parent_body)
         if parent is None:
             raise RobotConfigError(
                 f"{label}: key {key}.parent_body: body {att.parent_body!r} is not in the model"
             )
-        body = child.body(att.body)
+        body = find_body(child, att.body)
         if body is None:
             raise RobotConfigError(f"{label}: key {key}.body: body {att.body!r} is not in {att.file}")
-        frame = parent.add_frame(pos=att.pos_m, quat=att.quat_wxyz)
+        frame = parent.add_frame()
+        frame.pos, frame.quat = att.pos_m, att.quat_wxyz
         try:
             with quiet_mujoco():
                 frame.attach_body(body, att.prefix, "")
@@ -109,11 +131,10 @@ def load_robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
     for i, act in enumerate(spec.actuators):
         if not act.name:
             act.name = f"{RUNTIME_PREFIX}actuator{i}"
-    _apply_joint_overrides(robot, spec)
     return spec
 
 
-def _apply_joint_overrides(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
+def apply_joint_overrides(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
     """`parts.<p>.sim.frictionloss/damping/armature`: one value for every joint of the part, or
     one per joint; unset keeps the file's."""
     for name, part in robot.parts.items():
@@ -153,8 +174,37 @@ def compile_model(robot: RobotConfig, spec: mujoco.MjSpec, what: str = "the robo
 
 
 def compile_robot(robot: RobotConfig) -> mujoco.MjModel:
-    """The robot alone (no table, no task), compiled: what the kinematics are built from."""
-    return compile_model(robot, load_robot_spec(robot))
+    """The robot alone (no table, no task), compiled without its mesh and texture files: what the
+    kinematics are built from. Bodies, joints and their poses are exactly what MuJoCo simulates;
+    only the shapes are stand-ins, so the kinematics build where a file's meshes are missing (the
+    LIBERO Panda's generated file points into another environment) and skip reading them."""
+    return compile_model(robot, _without_asset_files(load_robot_spec(robot)))
+
+
+_TETRA = [0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.0, 0.01, 0.0, 0.0, 0.0, 0.01]
+
+
+def _without_asset_files(spec: mujoco.MjSpec) -> mujoco.MjSpec:
+    """Every mesh a 1 cm tetrahedron (unscaled), every texture a flat colour: nothing read from disk. Geoms
+    keep their bodies and poses (a body's frame never depends on its geoms' shapes). MuJoCo < 3.3
+    cannot list a spec's assets: its spec is returned as it is."""
+    import mujoco
+
+    if not hasattr(spec, "meshes"):
+        return spec
+    for mesh in spec.meshes:
+        mesh.file = ""
+        mesh.uservert = _TETRA
+        mesh.userface = []
+        mesh.scale = [1.0, 1.0, 1.0]
+    for tex in spec.textures:
+        tex.file = ""
+        tex.cubefiles = [""] * len(tex.cubefiles)
+        tex.builtin = mujoco.mjtBuiltin.mjBUILTIN_FLAT
+        tex.width = tex.height = 2
+    for skin in list(spec.skins):
+        spec.delete(skin)
+    return spec
 
 
 def model_joint_limits(model: mujoco.MjModel, joints: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:

@@ -290,3 +290,52 @@ def test_end_effector_on_an_attached_body(panda) -> None:
     qs = np.random.default_rng(2).uniform(-1.5, 1.5, (30, 7))
     qs[:, 3] = np.clip(qs[:, 3], -3.0, -0.1)
     _assert_fk_matches_mujoco(robot, "arm", qs)
+
+
+def test_kinematics_need_no_mesh_files(tmp_path) -> None:
+    """The kinematics compile the robot with stand-ins for its meshes: a model whose mesh file is
+    missing (LIBERO's generated Panda points into another environment) still has kinematics, and
+    they agree with MuJoCo's once the mesh is there."""
+    import mujoco
+
+    mjcf = ROOT_MJCF.replace("<worldbody>", '<asset><mesh name="m" file="link.stl"/></asset><worldbody>')
+    mjcf = mjcf.replace('<geom size="0.03"/>\n      </body>', '<geom type="mesh" mesh="m"/>\n      </body>')
+    assert 'mesh="m"' in mjcf
+    (tmp_path / "arm.xml").write_text(mjcf)
+    (tmp_path / "arm.yaml").write_text(ROOT_YAML)
+    with pytest.raises(ValueError, match=r"link\.stl"):
+        mujoco.MjModel.from_xml_path(str(tmp_path / "arm.xml"))
+    robot = load_robot(tmp_path / "arm.yaml")
+    kin = Kinematics(robot)
+    (tmp_path / "link.stl").write_bytes(_box_stl(0.05))  # now MuJoCo itself can compile it
+    _assert_fk_matches_mujoco(robot, "arm", np.random.default_rng(4).uniform(-3, 3, (20, 2)))
+    assert kin.joint_limits("arm")[1].tolist() == pytest.approx([3.0, 3.0])
+
+
+def _box_stl(half_m: float) -> bytes:
+    """A binary STL of a cube (12 triangles)."""
+    import struct
+
+    h = half_m
+    v = [[x, y, z] for x in (-h, h) for y in (-h, h) for z in (-h, h)]
+    faces = [(0, 1, 3), (0, 3, 2), (4, 6, 7), (4, 7, 5), (0, 4, 5), (0, 5, 1)]
+    faces += [(2, 3, 7), (2, 7, 6), (0, 2, 6), (0, 6, 4), (1, 5, 7), (1, 7, 3)]
+    out = b"\0" * 80 + struct.pack("<I", len(faces))
+    for a, b, c in faces:
+        out += struct.pack("<3f", 0, 0, 0) + b"".join(struct.pack("<3f", *v[i]) for i in (a, b, c)) + b"\0\0"
+    return out
+
+
+def test_libero_panda_kinematics_build_in_the_core_environment() -> None:
+    """sim_adapters/libero/libero_panda.yaml: its model is robosuite's Panda as LIBERO mounts it;
+    the core environment loads the YAML and builds its kinematics (FK, IK round trip)."""
+    from pear_agent.registry import LIBERO_ROBOT
+
+    robot = load_robot(LIBERO_ROBOT)
+    kin = Kinematics(robot)
+    home = np.array(robot.parts["arm"].home.joints_rad)
+    pose = kin.fk("arm", home)
+    target = pose.position_m + np.array([0.03, -0.02, 0.02])
+    res = kin.ik("arm", target, pose.rotation, home)
+    assert res.success, res.reason
+    assert np.linalg.norm(kin.fk("arm", res.joints_rad).position_m - target) < 1e-3

@@ -133,7 +133,11 @@ MALFORMED = [
         "parts.arm.home.joints_rad",
     ),
     ("home pose of the wrong length", lambda r: _arm(r)["home"].update(joints_rad=[0.0]), "has 1 values"),
-    ("unknown key", lambda r: _arm(r).update(gripr={}), "parts.arm.gripr"),
+    (
+        "unknown key (the keys allowed there listed)",
+        lambda r: _arm(r).update(gripr={}),
+        "key parts.arm.gripr: unknown key 'gripr' in parts.arm; allowed: kind, description, joints,",
+    ),
     (
         "wrong type",
         lambda r: _arm(r)["limits"].update(max_position_step_cm="far"),
@@ -506,3 +510,16 @@ def test_home_as_a_tool_pose_is_solved_when_loaded(tmp_path: Path) -> None:
         p.returncode == 2
         and "key parts.arm.home: Value error, give exactly one of joints_rad or tool_pose" in p.stdout
     )
+
+
+def test_joint_friction_the_servos_cannot_overcome_fails_the_check(tmp_path: Path) -> None:
+    """A maker's joint friction (30-60 N m in the file the issue met) overpowers the servos: the
+    arm stalls. `parts.<part>.sim.frictionloss` sets it (tests/sim_adapters/test_scene.py: a file
+    carrying 60 N m, stalled, then freed by the YAML); here the check names the stall."""
+    raw = yaml.safe_load(KINOVA3.read_text())
+    raw["parts"]["arm"]["sim"]["frictionloss"] = 60.0
+    path = tmp_path / "stiff.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    p = _cli("robots", "--check", str(path))
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    assert "FAIL" in p.stdout and "arm: grasp-and-carry: blocked moving above the cube" in p.stdout

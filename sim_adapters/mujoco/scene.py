@@ -19,6 +19,7 @@ from pear_agent.robot_config import ArmSim, GripperSim, Part, RobotConfig, Robot
 from pear_agent.robot_model import (
     CONTACT_OPTIONS,
     RUNTIME_PREFIX,
+    apply_joint_overrides,
     find_actuator,
     load_robot_spec,
     one_line,
@@ -268,6 +269,7 @@ def build_scene(robot: RobotConfig) -> tuple[mujoco.MjSpec, dict[str, PartDrive]
     label = robot.label
     robot_spec = load_robot_spec(robot)
     check_names(robot, robot_spec)
+    apply_joint_overrides(robot, robot_spec)
     drives: dict[str, PartDrive] = {}
     for name, part in robot.parts.items():
         key = f"parts.{name}"
