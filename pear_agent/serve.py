@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from pear_agent.policies.expert_registry import EXPERTS
+from pear_agent.policies.experts import Stop
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
 from pear_agent.protocol.actions import reply_text, wire_action
 
@@ -64,7 +65,7 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
         reasoning, action = EXPERTS[task](priv["state"], priv["facts"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed {PRIVILEGED_KEY}: {type(exc).__name__}: {exc}") from None
-    return reasoning, reply_text(reasoning, wire_action(action))
+    return reasoning, reply_text(reasoning, wire_action(action, done=isinstance(action, Stop)))
 
 
 STREAM_PIECE_CHARS = 16

@@ -2,11 +2,18 @@
 same words and JSON a model would. Each is stateless: it decides its phase from the geometry it
 sees, so a fumbled grasp or a slipped block is simply retried.
 
+Their replies are training data, so they honour the robot as a model should: every move stays
+within the arm's per-turn caps and workspace box (`within_caps`: a long move is split over turns),
+heights come from the gripper's geometry and the table top, and when the object has left the table
+or every arm's reach the expert stops (`Stop`: the reply declares the episode done) instead of
+asking for a move it cannot make.
+
 Units are the protocol's: cm and rad, robot base frame.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -17,6 +24,115 @@ State = dict[str, dict[str, Any]]
 Expert = Callable[[State, dict[str, Any]], tuple[str, dict[str, Any]]]
 
 DOWN_ROLL = math.pi
+FALLEN_BELOW_TABLE_CM = 3.0
+"""An object whose centre is this far below the table top has fallen off it."""
+OUT_OF_REACH_CM = 5.0
+"""An object whose centre is this far outside every arm's workspace box cannot be handled."""
+
+
+class Stop(dict):
+    """An expert's last action (by part, possibly empty): the reply declares the episode done.
+    Experts stop when nothing they can do would succeed: the object has left the table or every
+    arm's reach, or no grasp fits it."""
+
+
+def _tools(priv: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each part's tool facts (caps, workspace, gripper geometry), by part name: single-arm tasks
+    give `part` + `tool`, two-arm tasks `arms` (role -> part) + `tool` by role."""
+    tool = priv.get("tool") or {}
+    if "part" in priv:
+        return {priv["part"]: tool}
+    roles = priv.get("arms") or {}
+    return {part: tool.get(role) or {} for role, part in roles.items()}
+
+
+def _cap_part(
+    move: np.ndarray | None, turn: np.ndarray | None, pos: np.ndarray, tool: dict[str, Any]
+) -> tuple[np.ndarray | None, np.ndarray | None, float | None]:
+    """The move kept inside the workspace box and shortened to the per-turn cap, the turn clipped
+    per axis to its cap (a hair under each, so rounding cannot cross it); and the length of the
+    move asked for when it was shortened."""
+    asked = None
+    if move is not None:
+        box = tool.get("workspace_cm")
+        if box:
+            lo = np.array([box[a][0] for a in "xyz"], float)
+            hi = np.array([box[a][1] for a in "xyz"], float)
+            move = np.clip(pos + move, lo, hi) - pos
+        cap = tool.get("max_step_cm")
+        norm = float(np.linalg.norm(move))
+        if cap and norm > cap:
+            move = move * (float(cap) - 0.01) / norm
+            asked = norm
+    if turn is not None and tool.get("max_turn_rad"):
+        cap = float(tool["max_turn_rad"]) - 0.001
+        turn = np.clip(turn, -cap, cap)
+    return move, turn, asked
+
+
+def cap_action(state: State, priv: dict[str, Any], action: dict[str, Any]) -> list[str]:
+    """Shortens, in place, every part's move and turn to that part's caps and workspace box (from
+    the privileged tool facts; parts without them pass unchanged). Returns a note per move that
+    was longer than one turn allows."""
+    tools = _tools(priv)
+    notes = []
+    for part, act in action.items():
+        tool = tools.get(part)
+        if not tool or part not in state:
+            continue
+        pos = np.asarray(state[part]["position"], float)
+        move = np.asarray(act["position"], float) if "position" in act else None
+        turn = np.asarray(act["orientation"], float) if "orientation" in act else None
+        move, turn, asked = _cap_part(move, turn, pos, tool)
+        if move is not None:
+            act["position"] = [round(float(v), 2) for v in move]
+        if turn is not None:
+            act["orientation"] = [round(float(v), 3) for v in turn]
+        if asked is not None:
+            step = float(tool["max_step_cm"])
+            who = "" if len(action) == 1 else f"{part}: "
+            notes.append(f"{who}{asked:.1f} cm is more than one turn's {step:g} cm: I go part of the way now")
+    return notes
+
+
+def within_caps(expert: Expert) -> Expert:
+    """Wraps an expert so every move it asks for honours the caps (`cap_action`). A long move
+    becomes its first step, which the stateless expert continues next turn; the reasoning says so."""
+
+    @functools.wraps(expert)
+    def capped(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        why, action = expert(state, priv)
+        notes = cap_action(state, priv, action)
+        if notes:
+            why = f"{why.rstrip('.')}. {'; '.join(notes)}."
+        return why, action
+
+    return capped
+
+
+def object_lost(position_cm: Any, priv: dict[str, Any], what: str = "object") -> str | None:
+    """Why the object cannot be handled any more (fallen off the table, or outside every arm's
+    workspace box), or None."""
+    o = np.asarray(position_cm, float)
+    tools = list(_tools(priv).values())
+    tables = [float(t["table_z_cm"]) for t in tools if t.get("table_z_cm") is not None]
+    if tables and o[2] < min(tables) - FALLEN_BELOW_TABLE_CM:
+        return f"The {what} has fallen off the table ({min(tables) - o[2]:.0f} cm below its top)"
+    boxes = [t["workspace_cm"] for t in tools if t.get("workspace_cm")]
+    if boxes:
+        outside = min(
+            float(np.linalg.norm([max(b[a][0] - o[i], 0.0, o[i] - b[a][1]) for i, a in enumerate("xy")]))
+            for b in boxes
+        )
+        if outside > OUT_OF_REACH_CM:
+            arms = "arms" if len(boxes) > 1 else "arm"
+            return f"The {what} is {outside:.0f} cm beyond the reach of the {arms}"
+    return None
+
+
+def stop(reason: str, parts: list[str]) -> tuple[str, Stop]:
+    """Declare the episode over, holding every part still."""
+    return f"{reason}: nothing I can do will finish the task, so I stop here.", Stop({p: {} for p in parts})
 
 
 def wrap(a: np.ndarray | float) -> np.ndarray:
@@ -99,10 +215,30 @@ def _approach_and_grasp(
     return "The object is between the fingers; I close the gripper.", _act(None, None, 0.0)
 
 
+def _cannot_grasp(obj: dict[str, Any], tool: dict[str, Any] | None, what: str) -> str | None:
+    """Why the gripper cannot close around the object (wider than it opens), or None."""
+    opening = (tool or {}).get("max_opening_cm")
+    size = float(obj["size_cm"])
+    if opening is not None and size > float(opening) - 0.5:
+        return f"The {what} is {size:g} cm wide and the gripper opens only {float(opening):g} cm"
+    return None
+
+
+def _lost_or_ungraspable(
+    obj: dict[str, Any], priv: dict[str, Any], what: str, grasp: bool = True
+) -> str | None:
+    return object_lost(obj["position_cm"], priv, what) or (
+        _cannot_grasp(obj, priv.get("tool"), what) if grasp else None
+    )
+
+
 def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     part = priv.get("part", "arm")
     arm = state[part]
     obj = priv["object"]
+    reason = _lost_or_ungraspable(obj, priv, "cube")
+    if reason:
+        return stop(reason, [part])
     if _holding(arm, obj):
         goal_z = priv["object_start_z_cm"] + priv["lift_cm"] + 3.0
         dz = goal_z - float(obj["position_cm"][2])
@@ -121,6 +257,9 @@ def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     o = np.asarray(obj["position_cm"], float)
     b = np.asarray(bowl["position_cm"], float)
     size = float(obj["size_cm"])
+    reason = _lost_or_ungraspable(obj, priv, "cube")
+    if reason:
+        return stop(reason, [part])
     if priv.get("object_inside"):
         return (
             "The cube is in the bowl; I open the gripper and move away upwards.",
@@ -153,6 +292,9 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     part = priv.get("part", "arm")
     arm = state[part]
     obj, target = priv["object"], priv["target"]
+    reason = _lost_or_ungraspable(obj, priv, "block", grasp=False)
+    if reason:
+        return stop(reason, [part])
     p = np.asarray(arm["position"], float)
     o = np.asarray(obj["position_cm"], float)
     t = np.asarray(target["position_cm"], float)
@@ -210,8 +352,10 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     part = priv.get("part", "arm")
     arm = state[part]
     obj = priv["object"]
+    reason = _lost_or_ungraspable(obj, priv, "cube")
+    if reason:
+        return stop(reason, [part])
     p, o = np.asarray(arm["position"], float), np.asarray(obj["position_cm"], float)
-    o = np.clip(o, p - 40.0, p + 40.0)  # a cube carried out of reach: still a valid (short) action
     v = np.asarray(priv["belt"]["velocity_cm_s"], float)
     u = v / max(float(np.linalg.norm(v)), 1e-6)
     size = float(obj["size_cm"])
@@ -241,18 +385,21 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
         return "I lower the open gripper onto the belt just ahead of the cube.", {
             part: _act(np.array([d[0], d[1], grasp_z - p[2]]), None)
         }
-    off = o + v * 0.3 - p
-    if abs(off[0]) < 0.8 and np.linalg.norm(off[:2]) < 1.0:
+    # a gripper that takes a while to close (its move_time_s) meets the cube further along the belt
+    lead_s = 0.3 + 0.5 * float((priv.get("tool") or {}).get("close_time_s") or 0.0)
+    off = o + v * lead_s - p
+    across = off[:2] - (off[:2] @ u[:2]) * u[:2]  # off the belt's line
+    if np.linalg.norm(across) < 0.8 and np.linalg.norm(off[:2]) < 1.0:
         return "The cube is between the fingers; I close the gripper.", {part: _act(None, None, 0.0)}
-    d = o + v * 0.7 - p
+    d = o + v * (lead_s + 0.4) - p
     return "I slide along the belt to meet the cube.", {
         part: _act(np.array([d[0], d[1], grasp_z - p[2]]), None)
     }
 
 
 SINGLE_ARM_EXPERTS: dict[str, Expert] = {
-    "pick_cube": pick_cube,
-    "place_in_bowl": place_in_bowl,
-    "push_to_target": push_to_target,
-    "conveyor_pick": conveyor_pick,
+    "pick_cube": within_caps(pick_cube),
+    "place_in_bowl": within_caps(place_in_bowl),
+    "push_to_target": within_caps(push_to_target),
+    "conveyor_pick": within_caps(conveyor_pick),
 }

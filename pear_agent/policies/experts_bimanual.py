@@ -1,6 +1,9 @@
-"""Scripted experts for the dual-arm YAM tasks. Like the single-arm ones they are stateless: each
-turn every arm's phase is read from the geometry (privileged facts), so a slipped grasp or a
-block knocked askew is simply retried. Units are the protocol's: cm and rad, robot base frame.
+"""Scripted experts for the dual-arm tasks. Like the single-arm ones they are stateless: each turn
+every arm's phase is read from the geometry (privileged facts), so a slipped grasp or a block
+knocked askew is simply retried. They think in roles (left_arm, right_arm; the task says which
+part plays which), take every height from the table top and each gripper's geometry, keep each
+arm's moves within its caps (`within_caps`), and stop when the object has left the table or both
+arms' reach. Units are the protocol's: cm and rad, robot base frame.
 """
 
 from __future__ import annotations
@@ -9,20 +12,41 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.policies.experts import State, _act, _rot_delta, wrap
+from pear_agent.policies.experts import (
+    State,
+    _act,
+    _lowest_tcp_cm,
+    _rot_delta,
+    object_lost,
+    stop,
+    within_caps,
+    wrap,
+)
 
 ARMS = ("left_arm", "right_arm")
-# Pointing down, these yaws leave each wrist (joint 6) mid-range: grasps pick the option nearest
+# Without the task's own figures: the YAM station's (pointing down, these yaws leave each wrist
+# mid-range; the idle arms wait near home)
 PREFERRED_YAW = {"left_arm": np.pi / 2, "right_arm": -np.pi / 2}
-# where an idle arm waits: near its home, clear of the middle of the table
 PARK_CM = {"left_arm": np.array([22.0, -10.0, 12.0]), "right_arm": np.array([22.0, -51.0, 12.0])}
 MIDDLE_BAND_CM = 9.0
 
 
-def _yaw_mod_pi(target: float, preferred: float) -> float:
-    """Of `target + k*pi`, the yaw closest to the preferred one (a two-finger grip is pi-periodic)."""
+YAW_MARGIN_RAD = 0.25
+"""How close to the end of its wrist's room an arm is asked to turn."""
+
+
+def _yaw_mod_pi(target: float, preferred: float, offsets: list[float] | None = None) -> float:
+    """Of `target + k*pi` (a two-finger grip is pi-periodic), the yaw closest to the preferred one
+    among those the wrist can turn to (`offsets`: its room below and above the preferred yaw)."""
     options = target + np.arange(-3, 4) * np.pi
-    return float(options[np.argmin(np.abs(wrap(options - preferred)))])
+    dist = np.abs(wrap(options - preferred))
+    if offsets is not None:
+        lo, hi = offsets[0] + YAW_MARGIN_RAD, offsets[1] - YAW_MARGIN_RAD
+        d = wrap(options - preferred)
+        inside = np.array([any(lo <= v + k * 2 * np.pi <= hi for k in (-1, 0, 1)) for v in d])
+        if inside.any():
+            dist = np.where(inside, dist, np.inf)
+    return float(options[np.argmin(dist)])
 
 
 def _near(arm: dict[str, Any], point: np.ndarray, xy_cm: float = 2.5, z_cm: float = 3.0) -> bool:
@@ -30,16 +54,27 @@ def _near(arm: dict[str, Any], point: np.ndarray, xy_cm: float = 2.5, z_cm: floa
     return bool(np.linalg.norm(p[:2] - point[:2]) < xy_cm and abs(p[2] - point[2]) < z_cm)
 
 
+def _table_z(tool: dict[str, Any]) -> float:
+    return float(tool.get("table_z_cm") or 0.0)
+
+
 def _grasp_bar_end(
-    arm: dict[str, Any], point: np.ndarray, bar_yaw: float, half_h: float, preferred_yaw: float
+    arm: dict[str, Any],
+    point: np.ndarray,
+    bar_yaw: float,
+    half_h: float,
+    preferred_yaw: float,
+    tool: dict[str, Any],
+    offsets: list[float] | None = None,
 ) -> tuple[str, dict]:
     """Open gripper: above the grasp point, fingers across the bar, descend, close."""
     p = np.asarray(arm["position"], float)
     hover_z = point[2] + half_h + 7.0
-    grasp_z = point[2] - half_h + 0.8  # fingertips just above the table: the pads cover the bar
+    # the pads cover the bar with the fingertips just above the table
+    grasp_z = max(point[2] - half_h + 0.8, _lowest_tcp_cm(tool, _table_z(tool)))
     # fingers close along the tool's y axis, which is (-sin yaw, cos yaw) when pointing down; the
     # bar's long axis is its own y: a tool yaw of bar_yaw + pi/2 puts the fingers across the bar
-    yaw = _yaw_mod_pi(bar_yaw + np.pi / 2, preferred_yaw)
+    yaw = _yaw_mod_pi(bar_yaw + np.pi / 2, preferred_yaw, offsets)
     rot = _rot_delta(arm, yaw)
     dxy = point[:2] - p[:2]
     g = float(arm.get("gripper", 1.0))
@@ -70,17 +105,33 @@ def _by_role(state: State, priv: dict[str, Any]) -> tuple[State, dict[str, str]]
 
 
 def _named(action: dict[str, Any], roles: dict[str, str]) -> dict[str, Any]:
-    return {roles[a]: act for a, act in action.items()}
+    out = {roles[a]: act for a, act in action.items()}
+    return type(action)(out) if type(action) is not dict else out
 
 
-def bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    state, roles = _by_role(state, priv)
-    why, action = _bimanual_pickup(state, priv)
+def _tool(priv: dict[str, Any], role: str) -> dict[str, Any]:
+    return (priv.get("tool") or {}).get(role) or {}
+
+
+def _preferred_yaw(priv: dict[str, Any], role: str) -> float:
+    return float((priv.get("preferred_yaw_rad") or PREFERRED_YAW)[role])
+
+
+def _yaw_offsets(priv: dict[str, Any], role: str) -> list[float] | None:
+    return (priv.get("yaw_offsets_rad") or {}).get(role)
+
+
+def _bimanual_pickup_by_part(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    by_role, roles = _by_role(state, priv)
+    why, action = _bimanual_pickup(by_role, priv)
     return why, _named(action, roles)
 
 
 def _bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     obj = priv["object"]
+    lost = object_lost(obj["position_cm"], priv, "bar")
+    if lost:
+        return stop(lost, list(ARMS))
     half_h = float(obj["size_cm"][2]) / 2
     points = {a: np.asarray(p, float) for a, p in priv["grasp_points_cm"].items()}
     holding = {
@@ -91,7 +142,9 @@ def _bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str,
     }
     if all(holding.values()):
         goal_z = priv["object_start_z_cm"] + priv["lift_cm"] + 3.0
-        dz = float(np.clip(goal_z - float(obj["position_cm"][2]), 0.0, 6.0))
+        # both hands by the same height, within the tighter of the two caps, so the bar stays level
+        caps = [float(_tool(priv, a).get("max_step_cm") or 99.0) - 0.01 for a in ARMS]
+        dz = float(np.clip(goal_z - float(obj["position_cm"][2]), 0.0, min(6.0, *caps)))
         return (
             f"Both hands hold the bar; I lift both by {dz:.1f} cm together so it stays level.",
             {a: _act(np.array([0.0, 0.0, dz]), None, 0.0) for a in ARMS},
@@ -102,7 +155,15 @@ def _bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str,
         if holding[a]:
             notes.append(f"{a}: holding, waiting for the other hand")
             continue
-        why, act = _grasp_bar_end(state[a], points[a], float(obj["yaw_rad"]), half_h, PREFERRED_YAW[a])
+        why, act = _grasp_bar_end(
+            state[a],
+            points[a],
+            float(obj["yaw_rad"]),
+            half_h,
+            _preferred_yaw(priv, a),
+            _tool(priv, a),
+            _yaw_offsets(priv, a),
+        )
         notes.append(f"{a}: {why}")
         if act:
             action[a] = act
@@ -110,24 +171,32 @@ def _bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str,
 
 
 def _push(
-    arm: dict[str, Any], obj: dict[str, Any], target_xy: np.ndarray, preferred_yaw: float
+    arm: dict[str, Any],
+    obj: dict[str, Any],
+    target_xy: np.ndarray,
+    preferred_yaw: float,
+    tool: dict[str, Any],
+    offsets: list[float] | None = None,
 ) -> tuple[str, dict[str, Any]]:
     """One pushing move of a block's centre towards `target_xy` with the closed fingers."""
     p = np.asarray(arm["position"], float)
     o = np.asarray(obj["position_cm"], float)
     size = float(obj["size_cm"])
+    table_z = _table_z(tool)
     to_target = target_xy - o[:2]
     dist = float(np.linalg.norm(to_target))
     u = to_target / max(dist, 1e-6)
     standoff = size / 2 + 3.0
-    push_z, hover_z = 2.0, size + 3.5
+    # the fingertips sweep just above the table: at least 1 cm of clearance below the tool point
+    push_z = table_z + max(2.0, float(tool.get("fingertip_below_tcp_cm", 1.0)) + 1.0)
+    hover_z = table_z + size + 3.5
     r = p[:2] - o[:2]
     along = float(r @ u)
     lateral = float(np.linalg.norm(r - along * u))
     g = float(arm.get("gripper", 1.0))
     grip = 0.0 if g > 0.2 else None
     # push with the broad outside face of the closed fingers: the tool's y axis along the push
-    yaw = _yaw_mod_pi(float(np.arctan2(u[1], u[0])) + np.pi / 2, preferred_yaw)
+    yaw = _yaw_mod_pi(float(np.arctan2(u[1], u[0])) + np.pi / 2, preferred_yaw, offsets)
     rot = _rot_delta(arm, yaw)
     in_line = lateral < 1.0 and -(standoff + 1.5) < along < -(size / 2 - 0.5)
     if in_line and p[2] < push_z + 1.0:
@@ -136,7 +205,7 @@ def _push(
         return f"behind the block, {dist:.1f} cm to go; I push {step:.1f} cm", _act(
             np.append(u * step, 0.0), None, grip
         )
-    if p[2] < size + 3.0:
+    if p[2] < table_z + size + 3.0:
         return "low but not lined up behind the block; I rise", _act(
             np.array([0, 0, hover_z - p[2]]), None, grip
         )
@@ -151,43 +220,62 @@ def _push(
     )
 
 
-def align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    state, roles = _by_role(state, priv)
-    why, action = _align_blocks(state, priv)
+def _align_blocks_by_part(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    by_role, roles = _by_role(state, priv)
+    why, action = _align_blocks(by_role, priv)
     return why, _named(action, roles)
 
 
 def _align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    line = priv["line"]
+    point = np.asarray(line["point_cm"], float)[:2]
+    along = np.asarray(line["direction"], float)  # from the right arm's side to the left's
+    across = np.asarray(line["normal"], float)
+    tol = float(line["tolerance_cm"]) * 0.5
     park = {a: np.asarray(p, float) for a, p in (priv.get("park_cm") or PARK_CM).items()}
-    line_x = float(priv["line"]["x_cm"])
-    tol = float(priv["line"]["tolerance_cm"]) * 0.5
-    centre_y = float(priv["center_y_cm"])
     todo: dict[str, list[tuple[str, dict[str, Any]]]] = {a: [] for a in ARMS}
-    for name, obj in sorted(priv["objects"].items(), key=lambda kv: -kv[1]["position_cm"][1]):
-        if abs(float(obj["position_cm"][0]) - line_x) > tol:
-            todo["left_arm" if obj["position_cm"][1] > centre_y else "right_arm"].append((name, obj))
+    objects = priv["objects"]
+    for name, obj in objects.items():
+        lost = object_lost(obj["position_cm"], priv, name.replace("_", " "))
+        if lost:
+            return stop(lost, list(ARMS))
+
+    def along_line(obj: dict[str, Any]) -> float:
+        return float((np.asarray(obj["position_cm"], float)[:2] - point) @ along)
+
+    for name, obj in sorted(objects.items(), key=lambda kv: -along_line(kv[1])):  # left to right
+        o = np.asarray(obj["position_cm"], float)[:2]
+        if abs(float((o - point) @ across)) > tol:
+            todo["left_arm" if (o - point) @ along > 0 else "right_arm"].append((name, obj))
     action: dict[str, Any] = {}
     notes = []
     for a in ARMS:
         arm = state[a]
+        tool = _tool(priv, a)
+        table_z = _table_z(tool)
         other = ARMS[1 - ARMS.index(a)]
         # the block nearest my own base first, so the arms stay apart
         job = (todo[a][0] if a == "left_arm" else todo[a][-1]) if todo[a] else None
-        if job is not None and abs(job[1]["position_cm"][1] - centre_y) < MIDDLE_BAND_CM and todo[other]:
+        if job is not None and todo[other] and abs(along_line(job[1])) < MIDDLE_BAND_CM:
             job = None  # the middle of the table is shared: wait until the other arm is done
         if job is None:
             p = np.asarray(arm["position"], float)
             d = park[a] - p
             if np.linalg.norm(d) > 1.5:
-                if p[2] < 6.0:
-                    d = np.array([0.0, 0.0, 8.0 - p[2]])
-                action[a] = _act(d, _rot_delta(arm, PREFERRED_YAW[a]))
+                if p[2] < table_z + 6.0:
+                    d = np.array([0.0, 0.0, table_z + 8.0 - p[2]])
+                action[a] = _act(d, _rot_delta(arm, _preferred_yaw(priv, a)))
                 notes.append(f"{a}: nothing for me to push now; I move out of the way")
             continue
         name, obj = job
-        o = np.asarray(obj["position_cm"], float)
-        why, act = _push(arm, obj, np.array([line_x, o[1]]), PREFERRED_YAW[a])
+        o = np.asarray(obj["position_cm"], float)[:2]
+        target = o - float((o - point) @ across) * across  # the block's foot on the line
+        why, act = _push(arm, obj, target, _preferred_yaw(priv, a), tool, _yaw_offsets(priv, a))
         notes.append(f"{a} ({name.replace('_', ' ')}): {why}")
         if act:
             action[a] = act
     return "; ".join(notes) + ".", action
+
+
+bimanual_pickup = within_caps(_bimanual_pickup_by_part)
+align_blocks = within_caps(_align_blocks_by_part)

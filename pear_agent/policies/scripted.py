@@ -8,6 +8,7 @@ import numpy as np
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.expert_registry import EXPERTS
+from pear_agent.policies.experts import Stop, cap_action
 from pear_agent.protocol.actions import reply_text, wire_action
 from pear_agent.protocol.prompts import Message
 
@@ -40,5 +41,6 @@ class ScriptedPolicy:
                 if "position" in part:
                     noise = self._rng.normal(0.0, self.action_noise_cm, 3)
                     part["position"] = [round(v + n, 2) for v, n in zip(part["position"], noise, strict=True)]
-        text = reply_text(reasoning, wire_action(action))
+            cap_action(ctx.state, ctx.observation.privileged or {}, action)  # noise stays within the caps
+        text = reply_text(reasoning, wire_action(action, done=isinstance(action, Stop)))
         return PolicyReply(text=text, latency_s=time.perf_counter() - t0)

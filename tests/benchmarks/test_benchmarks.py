@@ -20,6 +20,7 @@ CASES = {
     "ros2_latency": ["--messages", "5", "--rate-hz", "50", "--timeout", "30"],
     "parser_fuzz": ["--examples", "300"],
     "abandoned_decision": ["--reps", "1", "--max-tokens", "200"],
+    "expert_success": ["--robots", "panda", "--tasks", "pick_cube,bimanual_pickup", "--seeds", "1"],
 }
 
 
@@ -57,6 +58,10 @@ def test_benchmark_script_prints_json(name: str) -> None:
     elif name == "parser_fuzz":
         assert out["examples"] == 300 and out["foreign_exceptions"] == 0
         assert out["outcomes"]["ActionError"] > 0 and out["outcomes"]["action"] > 0
+    elif name == "expert_success":  # the Panda cannot do a two-arm task: one cell
+        (cell,) = out["cells"]
+        assert cell["task"] == "pick_cube" and cell["seeds"] == 1 and cell["replies"] >= 1
+        assert cell["replies_over_cap"] == 0 and cell["max_move_cm"] <= 10.0
     elif name == "turn_overhead":
         assert set(out["pieces"]) >= {"jpeg", "ik", "parse", "total"}
         assert out["pieces"]["total"]["median_ms"] >= out["pieces"]["jpeg"]["median_ms"] > 0

@@ -2,12 +2,17 @@
 
 import math
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pear_agent.episode import Episode
-from pear_agent.policies.experts import wrap
+from pear_agent.policies.experts import SINGLE_ARM_EXPERTS, Stop, wrap
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
+from pear_agent.robot_config import load_robot
+from sim_adapters.mujoco.tasks.base import set_free_pose
 from tests.policies.rates import expert_success_rate
 
 SEEDS = range(50)
@@ -37,3 +42,137 @@ def test_wrap() -> None:
     assert abs(abs(float(wrap(3 * math.pi))) - math.pi) < 1e-6  # wraps onto +-pi
     assert float(wrap(-2.5 * math.pi)) == pytest.approx(-0.5 * math.pi)
     assert float(wrap(0.5)) == pytest.approx(0.5)
+
+
+# -- the experts honour the robot (pure: synthetic facts, no simulator) -----------------------------
+TOOL = {
+    "fingertip_below_tcp_cm": 1.0,
+    "max_opening_cm": 8.0,
+    "table_z_cm": 0.0,
+    "max_step_cm": 10.0,
+    "max_turn_rad": 0.5,
+    "workspace_cm": {"x": [20, 80], "y": [-40, 40], "z": [0.5, 60]},
+}
+
+
+def arm_state(pos, yaw=0.0, gripper=1.0):
+    return {"arm": {"position": list(pos), "orientation": [math.pi, 0.0, yaw], "gripper": gripper}}
+
+
+def cube_facts(pos, yaw=0.0, tool=None, size=4.0):
+    return {
+        "task": "pick_cube",
+        "part": "arm",
+        "tool": tool or TOOL,
+        "object": {"position_cm": list(pos), "yaw_rad": yaw, "size_cm": size},
+        "object_start_z_cm": 2.0,
+        "lift_cm": 10.0,
+    }
+
+
+def within(act: dict, tool: dict) -> bool:
+    move = np.asarray(act.get("position", [0, 0, 0]), float)
+    turn = np.asarray(act.get("orientation", [0, 0, 0]), float)
+    return np.linalg.norm(move) <= tool["max_step_cm"] and np.all(np.abs(turn) <= tool["max_turn_rad"])
+
+
+def test_a_long_move_is_split_over_turns_within_the_caps() -> None:
+    state = arm_state([30, 30, 40], yaw=1.4)
+    why, action = SINGLE_ARM_EXPERTS["pick_cube"](state, cube_facts([60, -25, 2], yaw=0.0))
+    assert within(action["arm"], TOOL), action
+    assert np.linalg.norm(action["arm"]["position"]) == pytest.approx(10.0, abs=0.02)
+    assert "more than one turn's 10 cm" in why
+    # it heads where the uncapped move went: towards the cube, and down
+    move = np.asarray(action["arm"]["position"])
+    assert move[0] > 0 and move[1] < 0 and move[2] < 0
+
+
+def test_moves_stay_inside_the_workspace_box() -> None:
+    tool = TOOL | {"workspace_cm": {"x": [20, 80], "y": [-40, 40], "z": [0.5, 12]}}
+    state = arm_state([50, 0, 11], gripper=0.5)  # holding: lift to 15 cm above the table
+    facts = cube_facts([50, 0, 3], tool=tool)
+    _, action = SINGLE_ARM_EXPERTS["pick_cube"](state, facts)
+    assert 11 + action["arm"]["position"][2] <= 12 + 1e-9
+
+
+@given(
+    pos=st.tuples(st.floats(20, 80), st.floats(-40, 40), st.floats(1, 60)),
+    obj=st.tuples(st.floats(20, 80), st.floats(-40, 40)),
+    yaw=st.floats(-math.pi, math.pi),
+    grip=st.floats(0, 1),
+    step=st.floats(1, 15),
+    turn=st.floats(0.05, 1.0),
+    task=st.sampled_from(["pick_cube", "place_in_bowl", "push_to_target", "conveyor_pick"]),
+)
+@settings(max_examples=300, deadline=None, database=None)
+def test_no_single_arm_expert_asks_beyond_the_caps(pos, obj, yaw, grip, step, turn, task) -> None:
+    tool = TOOL | {"max_step_cm": step, "max_turn_rad": turn}
+    facts = cube_facts([obj[0], obj[1], 2.0], tool=tool) | {
+        "container": {"position_cm": [50, 0, 0], "radius_cm": 7.5, "rim_height_cm": 3.5},
+        "object_inside": False,
+        "target": {"position_cm": [45, 10, 0], "radius_cm": 4.0},
+        "belt": {"velocity_cm_s": [0, -3, 0], "top_cm": 1.0},
+    }
+    _, action = SINGLE_ARM_EXPERTS[task](arm_state(pos, yaw, grip), facts)
+    assert within(action.get("arm", {}), tool), action
+
+
+def test_a_cube_on_the_floor_ends_the_episode_with_done() -> None:
+    from pear_agent.backend import Observation
+    from pear_agent.policies.base import TurnContext
+    from pear_agent.protocol.actions import parse_reply
+
+    state = arm_state([50, 0, 20])
+    facts = cube_facts([50, 0, -293])
+    why, action = SINGLE_ARM_EXPERTS["pick_cube"](state, facts)
+    assert isinstance(action, Stop) and "fallen off the table" in why
+    obs = Observation(joints_rad={}, gripper={}, images={}, time_s=0.0, success=False, privileged=facts)
+    reply = ScriptedPolicy("pick_cube").act([], TurnContext(1, "pick_cube", state, obs))
+    parsed = parse_reply(reply.text, load_robot("panda"))
+    arm = parsed.parts["arm"]  # a hold: nothing moves
+    assert parsed.done and arm.position_cm is None and arm.orientation_rad is None and arm.gripper is None
+
+
+def test_a_cube_beyond_reach_or_wider_than_the_gripper_stops() -> None:
+    _, action = SINGLE_ARM_EXPERTS["pick_cube"](arm_state([50, 0, 20]), cube_facts([50, -60, 2]))
+    assert isinstance(action, Stop)
+    why, action = SINGLE_ARM_EXPERTS["pick_cube"](
+        arm_state([50, 0, 20]), cube_facts([50, 0, 2], tool=TOOL | {"max_opening_cm": 3.0})
+    )
+    assert isinstance(action, Stop) and "opens only 3 cm" in why
+
+
+@pytest.mark.parametrize("fingertip_cm", [0.2, 1.0, 3.0])
+def test_the_grasp_height_keeps_the_fingertips_off_the_table(fingertip_cm: float) -> None:
+    tool = TOOL | {"fingertip_below_tcp_cm": fingertip_cm, "table_z_cm": 5.0}
+    state = arm_state([50, 0, 15])
+    _, action = SINGLE_ARM_EXPERTS["pick_cube"](state, cube_facts([50, 0, 7], tool=tool))
+    target_z = 15 + action["arm"]["position"][2]
+    assert target_z == pytest.approx(max(7 + 0.3, 5.0 + fingertip_cm + 0.5), abs=0.02)
+
+
+def test_an_episode_whose_cube_falls_off_ends_done_not_invalid(panda, panda_kin) -> None:
+    """The real loop: the cube is swept onto the floor after the expert's first move; the expert
+    says it is done on the next turn instead of asking for moves it cannot make."""
+    backend = make_backend("pick_cube", panda, render=False)
+    inner = ScriptedPolicy("pick_cube")
+
+    class Sweeper:
+        name = "sweeper"
+
+        def reset(self, seed: int) -> None:
+            inner.reset(seed)
+
+        def act(self, messages, ctx):
+            if ctx.turn == 2:
+                set_free_pose(backend.model, backend.data, "cube", np.array([0.5, 0.9, -0.7]), 0.0)
+            return inner.act(messages, ctx)
+
+    try:
+        episode = Episode(backend, panda_kin, Sweeper())
+        result = episode.run(0)
+    finally:
+        backend.close()
+    assert result.end_reason == "done" and not result.success and result.invalid_replies == 0
+    assert result.turns == 3
+    assert "fallen off the table" in episode.messages[-1]["content"]

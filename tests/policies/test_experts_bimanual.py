@@ -1,11 +1,17 @@
-"""The dual-arm scripted experts must solve each YAM task on >= 80% of seeds 0-49."""
+"""The dual-arm scripted experts must solve each YAM task on >= 80% of seeds 0-49, and honour the
+robot: any layout of the two arms, the per-turn caps, the gripper geometry, a bar off the table."""
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from pear_agent.episode import Episode
 from pear_agent.policies.expert_registry import EXPERTS
+from pear_agent.policies.experts import Stop
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
+from sim_adapters.mujoco.tasks.base import set_free_pose
 from tests.policies.rates import expert_success_rate
 
 SEEDS = range(50)
@@ -45,3 +51,132 @@ def test_two_arm_tasks_take_any_part_names(tmp_path) -> None:
     robot = load_robot(path)
     rate, failures = expert_success_rate("bimanual_pickup", robot, Kinematics(robot), range(3))
     assert rate == 1.0, failures
+
+
+# -- the experts honour the robot: layout, caps, gripper geometry, a bar that has left the table ------
+FACING = Path(__file__).resolve().parents[1] / "robots" / "yam_facing.yaml"
+
+
+@pytest.mark.parametrize("task", ["bimanual_pickup", "align_blocks"])
+def test_arms_facing_each_other_solve_the_two_arm_tasks(task: str) -> None:
+    """A layout the tasks were not written for (YAML only): two YAMs facing each other."""
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.robot_config import load_robot
+
+    robot = load_robot(FACING)
+    rate, failures = expert_success_rate(task, robot, Kinematics(robot), range(5))
+    assert rate >= 0.8, failures
+
+
+TOOL = {
+    "fingertip_below_tcp_cm": 0.2,
+    "table_z_cm": 0.0,
+    "max_step_cm": 10.0,
+    "max_turn_rad": 0.5,
+    "workspace_cm": {"x": [8, 45], "y": [-86, 25], "z": [0.5, 30]},
+}
+
+
+def bar_facts(centre, tool=None, touching=(False, False)) -> dict:
+    c = np.asarray(centre, float)
+    return {
+        "task": "bimanual_pickup",
+        "object": {"name": "bar", "position_cm": list(c), "yaw_rad": 0.0, "size_cm": [4.0, 36.0, 4.0]},
+        "arms": {"left_arm": "left_arm", "right_arm": "right_arm"},
+        "tool": {"left_arm": tool or TOOL, "right_arm": tool or TOOL},
+        "preferred_yaw_rad": {"left_arm": np.pi / 2, "right_arm": -np.pi / 2},
+        "yaw_offsets_rad": {"left_arm": [-0.95, 3.24], "right_arm": [-3.24, 0.95]},
+        "grasp_points_cm": {
+            "left_arm": list(c + np.array([0, 13, 0])),
+            "right_arm": list(c - np.array([0, 13, 0])),
+        },
+        "touching": {"left_arm": touching[0], "right_arm": touching[1]},
+        "object_start_z_cm": 2.0,
+        "lift_cm": 10.0,
+    }
+
+
+def arms(left, right, g=1.0, yaw=(np.pi / 2, -np.pi / 2)) -> dict:
+    return {
+        "left_arm": {"position": list(left), "orientation": [np.pi, 0.0, yaw[0]], "gripper": g},
+        "right_arm": {"position": list(right), "orientation": [np.pi, 0.0, yaw[1]], "gripper": g},
+    }
+
+
+def test_a_bar_off_the_table_stops_both_arms_with_done() -> None:
+    """The issue's episode: the bar fell off the table and the expert sent move_cm -293."""
+    from pear_agent.backend import Observation
+    from pear_agent.policies.base import TurnContext
+    from pear_agent.protocol.actions import parse_reply
+    from pear_agent.robot_config import load_robot
+
+    state = arms([22, -10, 14], [22, -51, 14])
+    facts = bar_facts([24, -30, -293])
+    why, action = EXPERTS["bimanual_pickup"](state, facts)
+    assert isinstance(action, Stop) and "fallen off the table" in why
+    obs = Observation(joints_rad={}, gripper={}, images={}, time_s=0.0, success=False, privileged=facts)
+    reply = ScriptedPolicy("bimanual_pickup").act([], TurnContext(1, "bimanual_pickup", state, obs))
+    parsed = parse_reply(reply.text, load_robot("yam_bimanual"))
+    assert parsed.done and all(p.position_cm is None for p in parsed.parts.values())
+
+
+def test_far_grasp_points_are_approached_within_the_caps() -> None:
+    state = arms([40, 20, 28], [10, -80, 28])
+    _, action = EXPERTS["bimanual_pickup"](state, bar_facts([24, -30, 2]))
+    for part in ("left_arm", "right_arm"):
+        move = np.asarray(action[part]["position"])
+        assert np.linalg.norm(move) <= 10.0 and np.linalg.norm(move) > 9.9
+        assert np.all(np.abs(action[part].get("orientation", [0, 0, 0])) <= 0.5)
+
+
+@pytest.mark.parametrize("fingertip_cm", [0.2, 2.0])
+def test_the_bar_grasp_keeps_the_fingertips_off_the_table(fingertip_cm: float) -> None:
+    c = np.array([24.0, -30.0, 2.0])
+    state = arms(
+        c + np.array([0, 13, 8]), c - np.array([0, 13, -8])
+    )  # above each grasp point, fingers across the bar
+    _, action = EXPERTS["bimanual_pickup"](
+        state, bar_facts(c, TOOL | {"fingertip_below_tcp_cm": fingertip_cm})
+    )
+    for part in ("left_arm", "right_arm"):
+        target_z = 10.0 + action[part]["position"][2]
+        assert target_z == pytest.approx(max(0.8, fingertip_cm + 0.5), abs=0.02)
+
+
+def test_the_fingers_turn_across_the_bar_the_way_the_wrist_can() -> None:
+    """Across a bar along x, yaw 0 and pi are both a quarter turn from the left arm's home yaw
+    (pi/2); its wrist can turn 0.95 rad down and 3.24 up, so it turns up, to pi."""
+    c = np.array([30.0, -30.0, 2.0])
+    facts = bar_facts(c) | {"object": bar_facts(c)["object"] | {"yaw_rad": -np.pi / 2}}
+    facts["grasp_points_cm"] = {
+        "left_arm": list(c + np.array([13, 0, 0])),
+        "right_arm": list(c - np.array([13, 0, 0])),
+    }
+    state = arms(c + np.array([13, 0, 10]), c - np.array([13, 0, -10]))
+    _, action = EXPERTS["bimanual_pickup"](state, facts)
+    assert action["left_arm"]["orientation"][2] == pytest.approx(0.5, abs=0.01)  # towards pi, capped
+    assert action["right_arm"]["orientation"][2] == pytest.approx(-0.5, abs=0.01)  # towards -pi
+
+
+def test_an_episode_whose_bar_falls_off_ends_done_not_invalid(yam, yam_kin) -> None:
+    backend = make_backend("bimanual_pickup", yam, render=False)
+    inner = ScriptedPolicy("bimanual_pickup")
+
+    class Sweeper:
+        name = "sweeper"
+
+        def reset(self, seed: int) -> None:
+            inner.reset(seed)
+
+        def act(self, messages, ctx):
+            if ctx.turn == 2:
+                set_free_pose(backend.model, backend.data, "bar", np.array([0.3, 0.9, -0.7]), 0.0)
+            return inner.act(messages, ctx)
+
+    try:
+        episode = Episode(backend, yam_kin, Sweeper())
+        result = episode.run(0)
+    finally:
+        backend.close()
+    assert result.end_reason == "done" and not result.success and result.invalid_replies == 0
+    assert result.turns == 3

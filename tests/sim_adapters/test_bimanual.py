@@ -1,4 +1,7 @@
-"""The YAM station in MuJoCo: model, cameras, gripper, and the dual-arm tasks' success checks."""
+"""The YAM station in MuJoCo: model, cameras, gripper, and the dual-arm tasks' success checks; the
+same tasks on two arms in another layout."""
+
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -75,6 +78,49 @@ def test_align_blocks_success_from_physics(yam) -> None:
             mujoco.mj_step(m, d)
         assert task.success(m, d)
         set_free_pose(m, d, BLOCK_NAMES[1], np.array([LINE_X_M + 0.03, -0.3, BLOCK_HALF_M]), 0.0)
+        mujoco.mj_forward(m, d)
+        assert not task.success(m, d)
+    finally:
+        backend.close()
+
+
+FACING = Path(__file__).resolve().parents[1] / "robots" / "yam_facing.yaml"
+
+
+def test_two_arm_tasks_lie_between_arms_facing_each_other() -> None:
+    """Two YAMs 80 cm apart, facing each other (YAML only): the bar lies along the line between
+    their bases in the middle of the table, each role's grasp point on its own arm's side; the
+    blocks' line runs along the same line and success measures the distance across it."""
+    from pear_agent.robot_config import load_robot
+
+    robot = load_robot(FACING)
+    backend = make_backend("bimanual_pickup", robot, render=False)
+    try:
+        for seed in range(3):
+            priv = backend.reset(seed).privileged
+            bar = np.array(priv["object"]["position_cm"])
+            assert abs(bar[0] - 40.0) < 6.0 and abs(bar[1]) < 7.0
+            axis = backend.data.body("bar").xmat.reshape(3, 3)[:, 1]
+            assert abs(axis[0]) > 0.97  # along x, the line between the bases
+            bases = {"arm_a": 0.0, "arm_b": 80.0}
+            for role, part in priv["arms"].items():
+                mine = abs(priv["grasp_points_cm"][role][0] - bases[part])
+                other = min(abs(priv["grasp_points_cm"][role][0] - x) for p, x in bases.items() if p != part)
+                assert mine < other
+    finally:
+        backend.close()
+    backend = make_backend("align_blocks", robot, render=False)
+    m, d, task = backend.model, backend.data, backend._task
+    try:
+        priv = backend.reset(0).privileged
+        assert np.allclose(np.abs(priv["line"]["direction"]), [1.0, 0.0])
+        for i, name in enumerate(BLOCK_NAMES):  # on the line: across it (y) within tolerance
+            set_free_pose(m, d, name, np.array([0.3 + 0.1 * i, 0.005, BLOCK_HALF_M]), 0.0)
+        mujoco.mj_forward(m, d)
+        for _ in range(50):
+            mujoco.mj_step(m, d)
+        assert task.success(m, d)
+        set_free_pose(m, d, BLOCK_NAMES[1], np.array([0.4, 0.03, BLOCK_HALF_M]), 0.0)
         mujoco.mj_forward(m, d)
         assert not task.success(m, d)
     finally:

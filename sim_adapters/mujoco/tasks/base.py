@@ -4,6 +4,7 @@ privileged facts (in protocol units: cm, rad) for the scripted expert."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 import mujoco
@@ -12,43 +13,6 @@ import numpy as np
 from pear_agent.robot_config import ONE_ARM, TWO_ARMS, Requirement, RobotConfig
 
 __all__ = ["ONE_ARM", "TWO_ARMS", "Requirement"]
-
-
-class TaskArea:
-    """Maps placements written for a reference task area (the robot the task was first tuned on)
-    into this robot's `table.task_area_cm`, linearly per axis; heights are above its table top."""
-
-    def __init__(
-        self, robot: RobotConfig, ref_x_m: tuple[float, float], ref_y_m: tuple[float, float]
-    ) -> None:
-        t = robot.table_or_default()
-        assert t.task_area_cm is not None and t.surface_z_cm is not None
-        self.x_m = tuple(v / 100.0 for v in t.task_area_cm["x"])
-        self.y_m = tuple(v / 100.0 for v in t.task_area_cm["y"])
-        self.z_m = t.surface_z_cm / 100.0
-        self._ref = (ref_x_m, ref_y_m)
-
-    def _map(self, axis: int, v: float) -> float:
-        ref = self._ref[axis]
-        own = (self.x_m, self.y_m)[axis]
-        return own[0] + (v - ref[0]) * (own[1] - own[0]) / (ref[1] - ref[0])
-
-    def x(self, v: float) -> float:
-        return self._map(0, v)
-
-    def y(self, v: float) -> float:
-        return self._map(1, v)
-
-    def xr(self, lo: float, hi: float) -> tuple[float, float]:
-        return self.x(lo), self.x(hi)
-
-    def yr(self, lo: float, hi: float) -> tuple[float, float]:
-        return self.y(lo), self.y(hi)
-
-    def scale(self, axis: int) -> float:
-        """How much bigger this area is than the reference along an axis (1 = the same)."""
-        ref, own = self._ref[axis], (self.x_m, self.y_m)[axis]
-        return (own[1] - own[0]) / (ref[1] - ref[0])
 
 
 class MujocoTask(ABC):
@@ -120,13 +84,19 @@ def geoms_touch(model: mujoco.MjModel, data: mujoco.MjData, a: set[int], b: set[
 
 
 def tool_facts(robot: RobotConfig, part: str) -> dict[str, Any]:
-    """The gripper's geometry from the description, for the scripted experts (cm)."""
-    g = robot.parts[part].gripper
+    """What a scripted expert must honour of one arm (cm, rad): the gripper's geometry, the table
+    top, the per-turn caps and the workspace box its targets are clipped to."""
+    p = robot.parts[part]
+    g = p.gripper
     table = robot.table_or_default()
     return {
         "fingertip_below_tcp_cm": g.fingertip_below_tcp_cm if g else 0.0,
         "max_opening_cm": g.max_opening_cm if g else None,
+        "close_time_s": g.move_time_s if g else 0.0,
         "table_z_cm": table.surface_z_cm,
+        "max_step_cm": p.limits.max_position_step_cm,
+        "max_turn_rad": p.limits.max_rotation_step_rad,
+        "workspace_cm": {a: list(r) for a, r in p.limits.workspace_cm.items()},
     }
 
 
@@ -157,15 +127,16 @@ def robot_geoms(model: mujoco.MjModel, root_body: str) -> set[int]:
     return ids
 
 
-def sample_xy(
-    rng: np.random.Generator,
-    x: tuple[float, float],
-    y: tuple[float, float],
-    avoid: list[np.ndarray],
-    min_dist: float,
+def sample_apart(
+    draw: Callable[[], np.ndarray], avoid: list[np.ndarray], min_dist: float, tries: int = 200
 ) -> np.ndarray:
-    for _ in range(200):
-        p = np.array([rng.uniform(*x), rng.uniform(*y)])
+    """A point from `draw` at least `min_dist` from every point in `avoid`."""
+    for _ in range(tries):
+        p = draw()
         if all(np.linalg.norm(p - a) >= min_dist for a in avoid):
             return p
-    raise RuntimeError("could not place objects apart; the sampling region is too small")
+    raise PlacementError(f"could not place objects {min_dist * 100:.0f} cm apart in {tries} tries")
+
+
+class PlacementError(RuntimeError):
+    """The task's region on this robot is too small to place its objects apart."""

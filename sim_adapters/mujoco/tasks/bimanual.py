@@ -17,69 +17,29 @@ from pear_agent.robot_config import RobotConfig
 from sim_adapters.mujoco.tasks.base import (
     TWO_ARMS,
     MujocoTask,
-    TaskArea,
     add_free_box,
     body_speed,
     body_yaw,
+    finger_geoms,
     geoms_touch,
     set_free_pose,
+    tool_facts,
 )
+from sim_adapters.mujoco.tasks.layout import Box, TwoArmLayout, arm_places, two_arm_layout
 
 ARMS = ("left_arm", "right_arm")
-"""Roles; a robot's two gripper arms take them by where their workspaces lie (left = larger y)."""
-CENTER_Y_M = -0.305  # halfway between the two bases
-# The placements below were written for the YAM station's task area; `TaskArea` maps them into
-# any two-arm robot's `table.task_area_cm` (identity for the YAM station).
+"""Roles; a robot's first two gripper arms take them from where their bases stand (see
+`layout.two_arm_layout`): the left arm is on the left looking across the table."""
+# The placements below were written for the YAM station (x forward, y left, metres; the arms'
+# bases at y = 0 and -0.61): `TableFrame.place` maps them into the frame between any two arms,
+# whatever their layout and heading (identity for the YAM station).
 REF_X_M, REF_Y_M = (0.16, 0.32), (-0.55, -0.06)
+REF_AREA: Box = (REF_X_M, REF_Y_M)
+CENTER_X_M, CENTER_Y_M = 0.24, -0.305  # the reference area's centre, halfway between the bases
 
 
 def _cm(v: np.ndarray) -> list[float]:
     return [round(float(x) * 100.0, 2) for x in v]
-
-
-def _finger_geoms(model: mujoco.MjModel, joints: list[str]) -> set[int]:
-    bodies = {int(model.joint(j).bodyid[0]) for j in joints}
-    return {g for g in range(model.ngeom) if int(model.geom_bodyid[g]) in bodies}
-
-
-# The i2rt finger meshes are L-shaped; MuJoCo collides their convex hulls, which fill the space
-# between the pads and wedge a held object out. Each finger collides through a box on its pad
-# instead (measured from the tip meshes, in the tip body's frame), the mesh stays visual.
-PAD_CENTER_M = (0.024, -0.0495, -0.0731)
-PAD_HALF_M = (0.02, 0.005, 0.017)
-
-
-def _pad_fingers(spec: mujoco.MjSpec, side: str) -> None:
-    for tip, sign in (("tip_left", 1.0), ("tip_right", -1.0)):
-        body = spec.body(f"{side}_{tip}")
-        if body is None:
-            continue
-        for geom in body.geoms:
-            geom.contype = 0
-            geom.conaffinity = 0
-        body.add_geom(
-            name=f"{side}_{tip}_pad",
-            type=mujoco.mjtGeom.mjGEOM_BOX,
-            size=list(PAD_HALF_M),
-            pos=[sign * PAD_CENTER_M[0], sign * PAD_CENTER_M[1], PAD_CENTER_M[2]],
-            rgba=[0.2, 0.2, 0.2, 0.0],
-            friction=[1.5, 0.01, 0.001],
-            condim=4,
-            group=3,
-        )
-
-
-def arm_roles(robot: RobotConfig) -> dict[str, str]:
-    """Role (left_arm / right_arm) -> part name: of the first two gripper arms, the one whose
-    workspace box lies further to +y is the left one."""
-    parts = robot.gripper_parts()[:2]
-
-    def y_mid(n: str) -> float:
-        lo, hi = robot.parts[n].limits.workspace_cm["y"]
-        return (lo + hi) / 2
-
-    left, right = sorted(parts, key=y_mid, reverse=True)
-    return {"left_arm": left, "right_arm": right}
 
 
 class _BimanualTask(MujocoTask):
@@ -89,33 +49,52 @@ class _BimanualTask(MujocoTask):
         missing = self.requires.missing(robot)
         if missing:
             raise ValueError(f"task {self.name}: {missing}")
-        self.roles = arm_roles(robot)
-        self.area = TaskArea(robot, REF_X_M, REF_Y_M)
-        self.z0 = self.area.z_m
-        self.center_y = self.area.y(CENTER_Y_M)
-        # The base is welded to the world, so MuJoCo's parent filter does not apply to link1:
-        # their meshes' convex hulls overlap at every pose.
-        for side in ("left", "right"):
-            if spec.body(f"{side}_base") is not None and spec.body(f"{side}_link1") is not None:
-                spec.add_exclude(bodyname1=f"{side}_base", bodyname2=f"{side}_link1")
-        for side in ("left", "right"):
-            _pad_fingers(spec, side)
+        self.robot = robot
+        self.z0 = robot.table_or_default().surface_z_cm / 100.0
         for site in spec.sites:  # the i2rt model's tcp markers would show in the wrist images
             if site.name.startswith("tcp_"):
                 site.rgba = [0, 0, 0, 0]
-        # elliptic friction cones with a high impratio: held objects do not creep out of the grip
-        spec.option.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
-        spec.option.impratio = 10.0
-        self._gripper_joints = {
-            a: list(robot.parts[p].gripper.joints) + list(robot.parts[p].gripper.mimic_joints)
-            for a, p in self.roles.items()
-        }
+        self._layout: TwoArmLayout | None = None
         self._fingers: dict[str, set[int]] | None = None
+
+    def layout(self, model: mujoco.MjModel, data: mujoco.MjData) -> TwoArmLayout:
+        """The arms' roles and the frame between them, from the model at home (first reset)."""
+        if self._layout is None:
+            self._layout = two_arm_layout(self.robot, arm_places(model, data, self.robot), REF_AREA)
+        return self._layout
+
+    @property
+    def roles(self) -> dict[str, str]:
+        assert self._layout is not None, "reset the task first"
+        return self._layout.roles
 
     def fingers(self, model: mujoco.MjModel) -> dict[str, set[int]]:
         if self._fingers is None:
-            self._fingers = {a: _finger_geoms(model, j) for a, j in self._gripper_joints.items()}
+            out = {}
+            for role, part in self.roles.items():
+                g = self.robot.parts[part].gripper
+                assert g is not None
+                out[role] = finger_geoms(model, list(g.joints) + list(g.mimic_joints))
+            self._fingers = out
         return self._fingers
+
+    def _arm_facts(self) -> dict[str, Any]:
+        """Per role: the part, its tool facts (caps, gripper geometry), where it parks, the yaw its
+        wrist is most at ease with (its home yaw) and how far the wrist can turn from it."""
+        lay = self._layout
+        assert lay is not None
+        return {
+            "arms": dict(lay.roles),
+            "tool": {role: tool_facts(self.robot, part) for role, part in lay.roles.items()},
+            "park_cm": {
+                role: [*_cm(lay.place_of(role).home_tool_m[:2]), self.z0 * 100 + 12.0] for role in ARMS
+            },
+            "preferred_yaw_rad": {role: round(lay.place_of(role).home_yaw_rad, 4) for role in ARMS},
+            "yaw_offsets_rad": {
+                role: None if (o := lay.place_of(role).yaw_offsets_rad) is None else [round(v, 4) for v in o]
+                for role in ARMS
+            },
+        }
 
 
 BAR_HALF_M = (0.02, 0.18, 0.02)
@@ -136,15 +115,14 @@ class BimanualPickup(_BimanualTask):
         )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        a = self.area
-        pos = np.array(
-            [
-                rng.uniform(*a.xr(0.20, 0.28)),
-                self.center_y + rng.uniform(-0.03, 0.03),
-                self.z0 + BAR_HALF_M[2],
-            ]
+        """The bar lies along the line between the arms' bases, in the middle of the task area."""
+        f = self.layout(model, data).frame
+        u = f.uv(f.place(rng.uniform(0.20, 0.28), CENTER_Y_M))[0]
+        xy = f.at(u, rng.uniform(-0.03, 0.03))
+        # the bar's long axis is its own y: along the frame's left at local yaw 0
+        set_free_pose(
+            model, data, "bar", np.array([*xy, self.z0 + BAR_HALF_M[2]]), f.yaw(rng.uniform(-0.2, 0.2))
         )
-        set_free_pose(model, data, "bar", pos, rng.uniform(-0.2, 0.2))
         self._start_z = self.z0 + BAR_HALF_M[2]
 
     def tilt(self, data: mujoco.MjData) -> float:
@@ -160,10 +138,11 @@ class BimanualPickup(_BimanualTask):
         return bool(lifted and self.tilt(data) < BAR_MAX_TILT_RAD and all(self.held_by(model, data).values()))
 
     def grasp_points(self, data: mujoco.MjData) -> dict[str, np.ndarray]:
-        """Near each end of the bar: the left arm takes the +y end, the right arm the -y end."""
+        """Near each end of the bar: the left arm takes the end on its side, the right arm the other."""
+        assert self._layout is not None
         centre = data.body("bar").xpos
         axis = data.body("bar").xmat.reshape(3, 3)[:, 1]
-        if axis[1] < 0:
+        if axis[:2] @ self._layout.frame.left < 0:
             axis = -axis
         return {
             "left_arm": centre + BAR_GRASP_OFFSET_M * axis,
@@ -180,7 +159,7 @@ class BimanualPickup(_BimanualTask):
                 "size_cm": [round(2 * h * 100, 2) for h in BAR_HALF_M],
                 "tilt_rad": round(self.tilt(data), 4),
             },
-            "arms": self.roles,
+            **self._arm_facts(),
             "grasp_points_cm": {a: _cm(p) for a, p in self.grasp_points(data).items()},
             "touching": self.held_by(model, data),
             "object_start_z_cm": self._start_z * 100,
@@ -189,7 +168,7 @@ class BimanualPickup(_BimanualTask):
 
 
 BLOCK_HALF_M = 0.02
-LINE_X_M = 0.24
+LINE_X_M = 0.24  # in the reference frame: the line runs along y (between the bases) at this x
 LINE_TOL_M = 0.015
 BLOCK_NAMES = ("red_block", "green_block", "blue_block")
 BLOCK_RGBA = ([0.85, 0.15, 0.12, 1], [0.15, 0.7, 0.2, 1], [0.15, 0.3, 0.9, 1])
@@ -205,31 +184,41 @@ class AlignBlocks(_BimanualTask):
         super().build(spec, robot)
         for name, rgba in zip(BLOCK_NAMES, BLOCK_RGBA, strict=True):
             add_free_box(spec, name, [BLOCK_HALF_M] * 3, rgba, mass_kg=0.1, friction=0.5)
-        spec.worldbody.add_geom(
+        spec.worldbody.add_geom(  # placed along the line between the bases at reset
             name="line",
             type=mujoco.mjtGeom.mjGEOM_BOX,
             size=[0.004, 0.3, 0.0005],
-            pos=[self.area.x(LINE_X_M), self.center_y, self.z0 + 0.0005],
+            pos=[0.0, 0.0, self.z0 + 0.0005],
             rgba=[0.95, 0.95, 0.95, 1],
             contype=0,
             conaffinity=0,
         )
+        self._line_xy = np.zeros(2)
         self.instruction = (
             "Push the red, green and blue blocks along the table so that all three centres end on the "
             "white line (a straight row across the table). Do not pick them up."
         )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        a = self.area
-        lanes = [sorted(a.yr(*lane)) for lane in BLOCK_LANES_Y_M]
+        f = self.layout(model, data).frame
+        self._line_xy = f.place(LINE_X_M, CENTER_Y_M)
+        line = model.geom("line").id
+        model.geom_pos[line][:2] = self._line_xy
+        model.geom_quat[line] = [np.cos(f.heading_rad / 2), 0.0, 0.0, np.sin(f.heading_rad / 2)]
+        lanes = [sorted(f.uv(f.place(LINE_X_M, y))[1] for y in lane) for lane in BLOCK_LANES_Y_M]
         order = rng.permutation(len(BLOCK_NAMES))
         for k, name in zip(order, BLOCK_NAMES, strict=True):
-            y = rng.uniform(*lanes[k])
-            x = a.x(LINE_X_M) + rng.choice([-1.0, 1.0]) * rng.uniform(0.03, 0.08)
-            set_free_pose(model, data, name, np.array([x, y, self.z0 + BLOCK_HALF_M]), rng.uniform(-0.3, 0.3))
+            v = rng.uniform(*lanes[k])
+            u = rng.choice([-1.0, 1.0]) * rng.uniform(0.03, 0.08)
+            xy = self._line_xy + u * f.forward + v * f.left
+            pos = np.array([*xy, self.z0 + BLOCK_HALF_M])
+            set_free_pose(model, data, name, pos, f.yaw(rng.uniform(-0.3, 0.3)))
 
     def offsets(self, data: mujoco.MjData) -> dict[str, float]:
-        return {n: float(data.body(n).xpos[0] - self.area.x(LINE_X_M)) for n in BLOCK_NAMES}
+        """Each block's distance from the line, along the frame's forward."""
+        assert self._layout is not None
+        fwd = self._layout.frame.forward
+        return {n: float((data.body(n).xpos[:2] - self._line_xy) @ fwd) for n in BLOCK_NAMES}
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
         return all(
@@ -240,6 +229,7 @@ class AlignBlocks(_BimanualTask):
         )
 
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]:
+        assert self._layout is not None
         return {
             "task": self.name,
             "objects": {
@@ -250,11 +240,12 @@ class AlignBlocks(_BimanualTask):
                 }
                 for n in BLOCK_NAMES
             },
-            "arms": self.roles,
-            "line": {"x_cm": self.area.x(LINE_X_M) * 100, "tolerance_cm": LINE_TOL_M * 100},
-            "center_y_cm": self.center_y * 100,
-            "park_cm": {
-                "left_arm": [self.area.x(0.22) * 100, self.area.y(-0.10) * 100, self.z0 * 100 + 12.0],
-                "right_arm": [self.area.x(0.22) * 100, self.area.y(-0.51) * 100, self.z0 * 100 + 12.0],
+            **self._arm_facts(),
+            "line": {
+                "point_cm": [*_cm(self._line_xy), round(self.z0 * 100, 2)],
+                # along the line (from the right arm's side to the left's), and across it
+                "direction": [round(float(v), 4) for v in self._layout.frame.left],
+                "normal": [round(float(v), 4) for v in self._layout.frame.forward],
+                "tolerance_cm": LINE_TOL_M * 100,
             },
         }

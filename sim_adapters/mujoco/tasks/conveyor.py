@@ -57,28 +57,33 @@ class ConveyorPick(_SingleArmTask):
             conaffinity=1 | BELT_BITS,
         )
         self.instruction = (
-            "A conveyor belt carries a red cube towards the robot's right (-y). Pick the cube off the "
+            "A conveyor belt carries a red cube towards the robot's right. Pick the cube off the "
             "belt and lift it at least 5 cm above the belt before it leaves your reach."
         )
         self._speed = 0.03
+        self._left = np.array([0.0, 1.0])
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        a = self.area
-        x = rng.uniform(*a.xr(0.46, 0.56))
+        # the belt runs across the robot's front (along the region's width), towards its right
+        f = self.frame(model, data)
+        x_ref = rng.uniform(0.46, 0.56)
         self._speed = float(rng.uniform(0.025, 0.035))
-        model.body_pos[model.body("belt").id] = [x, a.y(0.0), self.z0]
-        y0 = rng.uniform(*a.yr(0.14, 0.22))
+        belt = model.body("belt").id
+        model.body_pos[belt] = [*f.place(x_ref, 0.0), self.z0]
+        model.body_quat[belt] = [np.cos(f.heading_rad / 2), 0.0, 0.0, np.sin(f.heading_rad / 2)]
+        cube = f.place(x_ref, rng.uniform(0.14, 0.22))
         set_free_pose(
             model,
             data,
             "cube",
-            np.array([x, y0, self.z0 + BELT_TOP_M + CUBE_HALF_M]),
-            rng.uniform(-0.15, 0.15),
+            np.array([*cube, self.z0 + BELT_TOP_M + CUBE_HALF_M]),
+            f.yaw(rng.uniform(-0.15, 0.15)),
         )
         data.qpos[model.joint("belt_slide").qposadr[0]] = 0.0
         data.qvel[model.joint("belt_slide").dofadr[0]] = -self._speed
         dadr = model.joint("cube_free").dofadr[0]
-        data.qvel[dadr + 1] = -self._speed
+        data.qvel[dadr : dadr + 2] = -self._speed * f.left
+        self._left = f.left
         self._rest_z = self.z0 + BELT_TOP_M + CUBE_HALF_M
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
@@ -95,11 +100,9 @@ class ConveyorPick(_SingleArmTask):
                 "velocity_cm_s": _cm(data.qvel[dadr : dadr + 3]),
             },
             "belt": {
-                "velocity_cm_s": [
-                    0.0,
-                    round(float(data.qvel[model.joint("belt_slide").dofadr[0]]) * 100, 2),
-                    0.0,
-                ],
+                "velocity_cm_s": _cm(
+                    np.append(self._left * float(data.qvel[model.joint("belt_slide").dofadr[0]]), 0.0)
+                ),
                 "top_cm": (self.z0 + BELT_TOP_M) * 100,
             },
             "object_start_z_cm": self._rest_z * 100,

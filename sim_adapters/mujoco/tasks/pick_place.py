@@ -11,16 +11,17 @@ from pear_agent.robot_config import RobotConfig
 from sim_adapters.mujoco.tasks.base import (
     ONE_ARM,
     MujocoTask,
-    TaskArea,
+    PlacementError,
     add_free_box,
     body_speed,
     body_yaw,
     finger_geoms,
     geoms_touch,
-    sample_xy,
+    sample_apart,
     set_free_pose,
     tool_facts,
 )
+from sim_adapters.mujoco.tasks.layout import Box, TableFrame, arm_places, single_arm_frame
 
 CUBE_HALF_M = 0.02
 
@@ -29,9 +30,10 @@ def _cm(v: np.ndarray) -> list[float]:
     return [round(float(x) * 100.0, 2) for x in v]
 
 
-# The placements below were written for the Panda's task area; `TaskArea` maps them into any
-# robot's `table.task_area_cm` (identity for the Panda).
+# The placements below were written for the Panda's task area (x forward, y left, metres);
+# `TableFrame.place` maps them into the region of any arm (identity for the Panda): see `layout`.
 REF_X_M, REF_Y_M = (0.40, 0.62), (-0.22, 0.22)
+REF_AREA: Box = (REF_X_M, REF_Y_M)
 
 
 class _SingleArmTask(MujocoTask):
@@ -41,14 +43,23 @@ class _SingleArmTask(MujocoTask):
         missing = self.requires.missing(robot)
         if missing:
             raise ValueError(f"task {self.name}: {missing}")
+        self.robot = robot
         self.part = robot.gripper_parts()[0]
         g = robot.parts[self.part].gripper
         assert g is not None
         self._gripper_joints = list(g.joints) + list(g.mimic_joints)
         self._finger_ids: set[int] | None = None
-        self.area = TaskArea(robot, REF_X_M, REF_Y_M)
-        self.z0 = self.area.z_m
+        self._frame: TableFrame | None = None
+        self.z0 = robot.table_or_default().surface_z_cm / 100.0
         self._tool = tool_facts(robot, self.part)
+
+    def frame(self, model: mujoco.MjModel, data: mujoco.MjData) -> TableFrame:
+        """This arm's region of the table, from the model at home (the first reset computes it)."""
+        if self._frame is None:
+            self._frame = single_arm_frame(
+                self.robot, arm_places(model, data, self.robot), self.part, REF_AREA
+            )
+        return self._frame
 
     def _fingers(self, model: mujoco.MjModel) -> set[int]:
         if self._finger_ids is None:
@@ -76,14 +87,14 @@ class PickCube(_SingleArmTask):
         self.instruction = "Pick up the red cube and lift it at least 10 cm above the table."
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        a = self.area
-        xy = sample_xy(rng, a.xr(0.40, 0.62), a.yr(-0.2, 0.2), [], 0.0)
+        f = self.frame(model, data)
+        xy = f.sample(rng, (0.40, 0.62), (-0.2, 0.2))
         set_free_pose(
             model,
             data,
             "cube",
             np.array([xy[0], xy[1], self.z0 + CUBE_HALF_M]),
-            rng.uniform(-np.pi / 4, np.pi / 4),
+            f.yaw(rng.uniform(-np.pi / 4, np.pi / 4)),
         )
         self._start_z = self.z0 + CUBE_HALF_M
 
@@ -134,16 +145,23 @@ class PlaceInBowl(_SingleArmTask):
         self.instruction = "Put the red cube into the blue bowl."
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        a = self.area
-        bowl_xy = sample_xy(rng, a.xr(0.42, 0.62), a.yr(-0.22, 0.22), [], 0.0)
-        cube_xy = sample_xy(rng, a.xr(0.40, 0.62), a.yr(-0.22, 0.22), [bowl_xy], 0.17)
+        f = self.frame(model, data)
+        for _ in range(20):  # a bowl in the middle of a small region may leave no room for the cube
+            bowl_xy = f.sample(rng, (0.42, 0.62), (-0.22, 0.22))
+            try:
+                cube_xy = sample_apart(lambda: f.sample(rng, (0.40, 0.62), (-0.22, 0.22)), [bowl_xy], 0.17)
+                break
+            except PlacementError:
+                continue
+        else:
+            raise PlacementError(f"task {self.name}: this arm's region is too small for a bowl and a cube")
         model.body_pos[model.body("bowl").id] = [bowl_xy[0], bowl_xy[1], self.z0]
         set_free_pose(
             model,
             data,
             "cube",
             np.array([*cube_xy, self.z0 + CUBE_HALF_M]),
-            rng.uniform(-np.pi / 4, np.pi / 4),
+            f.yaw(rng.uniform(-np.pi / 4, np.pi / 4)),
         )
 
     def _inside(self, data: mujoco.MjData) -> bool:
@@ -201,14 +219,15 @@ class PushToTarget(_SingleArmTask):
         )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        a = self.area
-        (tx0, tx1), (ty0, ty1) = a.xr(0.38, 0.65), a.yr(-0.25, 0.25)
+        f = self.frame(model, data)
+        (u0, v0), (u1, v1) = f.uv(f.place(0.38, -0.25)), f.uv(f.place(0.65, 0.25))
         for _ in range(200):
-            block_xy = sample_xy(rng, a.xr(0.42, 0.58), a.yr(-0.15, 0.15), [], 0.0)
+            block_xy = f.sample(rng, (0.42, 0.58), (-0.15, 0.15))
             ang = rng.uniform(-np.pi, np.pi)
             dist = rng.uniform(0.12, 0.2)
             target_xy = block_xy + dist * np.array([np.cos(ang), np.sin(ang)])
-            if tx0 <= target_xy[0] <= tx1 and ty0 <= target_xy[1] <= ty1:
+            u, v = f.uv(target_xy)
+            if u0 <= u <= u1 and v0 <= v <= v1:
                 break
         model.body_pos[model.body("target").id] = [target_xy[0], target_xy[1], self.z0]
         set_free_pose(
@@ -216,7 +235,7 @@ class PushToTarget(_SingleArmTask):
             data,
             "block",
             np.array([*block_xy, self.z0 + BLOCK_HALF_M]),
-            rng.uniform(-np.pi / 4, np.pi / 4),
+            f.yaw(rng.uniform(-np.pi / 4, np.pi / 4)),
         )
 
     def _distance(self, data: mujoco.MjData) -> float:

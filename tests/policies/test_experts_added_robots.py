@@ -1,0 +1,52 @@
+"""Three robots added by YAML alone, their model files as their packages ship them (issue 18):
+robosuite's Kinova Gen3 with continuous joints and Menagerie's Robotiq 2F-85 (`robots/kinova3.yaml`),
+robosuite's dual-arm Baxter with Rethink's parallel grippers (`robots/baxter.yaml`), and robosuite's
+Kinova Jaco with its three-finger hand (`robots/jaco.yaml`). The scripted experts solve every task
+each can do on >= 80% of seeds 0-19 (the success table is in docs/robots.md), but one."""
+
+import pytest
+
+from pear_agent.kinematics import Kinematics
+from pear_agent.registry import TASKS
+from pear_agent.robot_config import load_robot
+from tests.policies.rates import expert_success_rate
+
+SEEDS = range(20)
+ROBOTS = ["kinova3", "baxter", "jaco"]
+MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
+# The gap left open (docs/robots.md): the Jaco's three fingertips hold a cube by its upper half,
+# and a cube riding the belt slips past them about half the time.
+KNOWN_GAPS = {
+    ("jaco", "conveyor_pick"): "the three-finger hand catches a moving cube on 11 of 20 seeds",
+}
+CASES = [
+    pytest.param(r, t, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[(r, t)]))
+    if (r, t) in KNOWN_GAPS
+    else (r, t)
+    for r in ROBOTS
+    for t in MUJOCO_TASKS
+    if TASKS[t].refusal(t, load_robot(r)) is None
+]
+
+
+@pytest.fixture(scope="module")
+def robots() -> dict:
+    out = {}
+    for name in ROBOTS:
+        robot = load_robot(name)
+        out[name] = (robot, Kinematics(robot))
+    return out
+
+
+def test_every_task_a_robot_can_do_is_tested() -> None:
+    cases = [c.values if hasattr(c, "values") else c for c in CASES]
+    assert {t for r, t in cases if r == "baxter"} == set(MUJOCO_TASKS)  # one arm or two
+    one_arm = {t for t in MUJOCO_TASKS if TASKS[t].requires.arms_with_gripper == 1}
+    assert {t for r, t in cases if r == "jaco"} == one_arm
+
+
+@pytest.mark.parametrize(("robot_name", "task"), CASES)
+def test_added_robot_expert_success_rate(robots, robot_name: str, task: str) -> None:
+    robot, kin = robots[robot_name]
+    rate, failures = expert_success_rate(task, robot, kin, SEEDS)
+    assert rate >= 0.8, failures
