@@ -266,8 +266,9 @@ class RosBackend:
             p.gripper_vmax = s.gripper_speed
         self._lock = threading.Lock()
         self._pub_lock = threading.RLock()  # an e-stop and a send never interleave
-        self._joints: dict[str, tuple[float, float, float, float]] = {}
-        """name -> (position, velocity, receipt time (monotonic), transit: receipt - header stamp)"""
+        self._joints: dict[str, tuple[float, float, float, float, float | None]] = {}
+        """name -> (position, velocity, receipt time (monotonic), transit counted in its age, raw
+        receipt - header stamp on the system clock or None when unstamped)"""
         self._clock_note = ""
         self._active: dict[str, tuple[cv.TrajectoryPlan, float]] = {}
         """topic -> (the last trajectory sent, monotonic time sent): where the controller is going"""
@@ -348,12 +349,14 @@ class RosBackend:
     # -- callbacks (executor thread) ----------------------------------------------------
     def _on_joint_state(self, msg: Any) -> None:
         now = time.monotonic()
-        transit = self._transit_s(msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9)
+        stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        transit = self._transit_s(stamp_s)
+        raw = time.time() - stamp_s if stamp_s > 0 else None
         with self._lock:
             for i, name in enumerate(msg.name):
                 pos = float(msg.position[i]) if i < len(msg.position) else float("nan")
                 vel = float(msg.velocity[i]) if i < len(msg.velocity) else float("nan")
-                self._joints[name] = (pos, vel, now, transit)
+                self._joints[name] = (pos, vel, now, transit, raw)
 
     def _transit_s(self, stamp_s: float) -> float:
         """How old a message already was when it arrived: receipt (system clock) - header stamp.
@@ -430,28 +433,56 @@ class RosBackend:
 
     def _stop_msg(self, p: _PartSpec, topic: str, names: list[str]) -> Any:
         """A braking trajectory to rest from the arm's state now (None when nothing is known):
-        from the fresh measured state, predicted `command_latency_s` ahead; from a stale one, the
-        state of the trajectory the controller is following (it keeps following it), never the
-        stale measurement; at rest, one point where the arm is (never clipped into the limits)."""
+        from the fresh measured state, carried forward by its age at its measured velocity; from a
+        stale one, the state of the trajectory the controller is following (it keeps following
+        it), never the stale measurement; at rest, one point where the arm is (never clipped into
+        the limits).
+
+        Timing: the controller starts it from the state it measures when it takes it, some
+        milliseconds later, when the arm has moved on (speed x that latency). Where the robot's
+        clock is ours (joint-state stamps agree with it), the stop carries header.stamp = now, so
+        the controller places its points in time as planned and its first cubic joins the arm's
+        state on the profile; elsewhere it starts on receipt, planned `command_latency_s` ahead."""
         s = self.settings
         q, v, age = self._read_aged(names)
         arm = names == p.joints
         decel = s.stop_deceleration_rad_s2 if arm else 10 * p.gripper_vmax
         jerk = s.stop_jerk_rad_s3 if arm else 100 * p.gripper_vmax
         active = self._active.get(topic)
+        synced = self._clocks_agree(names)
+        ahead = 0.0 if synced else s.command_latency_s
         if age <= s.joint_state_max_age_s and not np.any(np.isnan(q)):
-            q, v = cv.predict_state(q, v, age + s.command_latency_s, s.joint_state_max_age_s + 0.1)
+            q, v = cv.predict_state(q, v, age + ahead, s.joint_state_max_age_s + 0.1)
         elif active is not None:
             plan, sent = active
-            q, v = plan.state(time.monotonic() - sent + s.command_latency_s)
+            q, v = plan.state(time.monotonic() - sent + ahead)
         elif np.any(np.isnan(q)):
             return None
         else:  # stale and nothing commanded by us: one point where it was last seen, slowly
             duration = cv.hold_time_s(age, v, decel, s.hold_time_s)
             return self._to_msg(cv.hold_plan(names, q, q, q, duration))
         plan = cv.brake_plan(names, q, v, decel, jerk, s.trajectory_dt_s, hold_s=s.hold_time_s)
+        if synced and float(np.max(np.abs(np.nan_to_num(v)))) >= 1e-3:  # braking, not at rest
+            plan = cv.TrajectoryPlan(
+                plan.joint_names,
+                np.append(plan.times_s, plan.duration_s + cv.BRAKE_SETTLE_S),
+                np.vstack([plan.positions, plan.positions[-1:]]),
+                np.vstack([plan.velocities, np.zeros((1, len(names)))]),
+                stamp_s=time.time(),
+            )
         self._active[topic] = (plan, time.monotonic())
         return self._to_msg(plan)
+
+    def _clocks_agree(self, names: list[str]) -> bool:
+        """The last joint states of `names` were stamped by a clock that agrees with ours: they
+        arrived 0..50 ms after their stamps (a later arrival or a stamp from the future is a
+        clock of its own, or a late message: no stamped stop then)."""
+        with self._lock:
+            rows = [self._joints.get(n) for n in names]
+        if any(r is None for r in rows):
+            return False
+        transits = [r[4] for r in rows]  # type: ignore[index]
+        return all(t is not None and -0.005 <= t <= 0.05 for t in transits)
 
     def _stop_part(self, p: _PartSpec, topic: str, names: list[str]) -> bool:
         """Publish a braking trajectory to rest (False when there is no state to stop from)."""
@@ -567,12 +598,13 @@ class RosBackend:
         deadline = time.monotonic() + s.wait_for_controllers_s
         missing = list(topics)
         while missing and time.monotonic() < deadline:
-            # ... and our own publisher matched with it: a message sent before DDS has matched the
-            # two is lost (reliable or not)
+            # ... and our own publisher matched with every subscriber the graph shows (a message sent
+            # before DDS has matched the two is lost, reliable or not)
             missing = [
                 t
                 for t in topics
-                if not self._controller_listens(t, topics[t][1]) or self._pubs[t].get_subscription_count() < 1
+                if not self._controller_listens(t, topics[t][1])
+                or self._pubs[t].get_subscription_count() < len(self.node.get_subscriptions_info_by_topic(t))
             ]
             if missing:
                 time.sleep(0.05)
@@ -1003,8 +1035,8 @@ class RosBackend:
             stale_since = None
             errors = {}
             for name, plan in plans.items():
-                q, _ = self._read(plan.joint_names)
-                ref = plan.reference(t)
+                q, _, age = self._read_aged(plan.joint_names)
+                ref = plan.reference(t - age)  # where the arm should have been when measured
                 track = np.abs(q - ref)
                 if t <= plan.duration_s and float(np.max(track)) > s.stall_tracking_error_rad:
                     return self._blocked(name, plan, t, "stalled during the motion")

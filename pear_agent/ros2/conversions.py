@@ -17,6 +17,10 @@ import numpy as np
 MIN_SEGMENT_S = 0.1
 """Shortest trajectory we send: a zero-length move still becomes one point 0.1 s ahead."""
 
+BRAKE_SETTLE_S = 1.0
+"""A braking trajectory ends with its rest point repeated this long after the stop: a stamped
+stop that arrives late is still accepted (the controller rejects one that ends in the past)."""
+
 BRAKE_FIRST_POINT_S = 0.15
 """The first point of a braking trajectory lies at least this far ahead. The controller fits a
 cubic from the state it measures when the message takes effect to the first point; the arm has
@@ -106,6 +110,8 @@ class TrajectoryPlan:
     """N x J"""
     velocities: np.ndarray
     """N x J; the last row is zero."""
+    stamp_s: float = 0.0
+    """header.stamp (system time) the times count from; 0 = from when the controller takes it."""
 
     @property
     def duration_s(self) -> float:
@@ -219,22 +225,30 @@ def brake_plan(
     inp.current_acceleration = [0.0] * n
     inp.target_velocity, inp.target_acceleration = [0.0] * n, [0.0] * n
     inp.max_velocity = [max(1e-6, float(np.max(np.abs(v))))] * n
-    inp.max_acceleration, inp.max_jerk = [float(deceleration)] * n, [float(jerk)] * n
+    # the jerk phase that starts the brake lasts at least `first_point_s`: a cubic (constant jerk)
+    # the controller reproduces exactly from the state it measures to the first point
+    jerk = min(float(jerk), float(deceleration) / max(first_point_s, 1e-3))
+    inp.max_acceleration, inp.max_jerk = [float(deceleration)] * n, [jerk] * n
     traj = Trajectory(n)
     result = Ruckig(n).calculate(inp, traj)
     if result not in (Result.Working, Result.Finished):
         raise ValueError(f"no braking profile within the limits ({result})")
     duration = float(traj.duration)
+    # points at the fastest joint's phase boundaries (each phase is a polynomial of degree <= 3,
+    # which the controller's cubics reproduce), filled in every `dt`, from `first_point_s` on
+    fastest = int(np.argmax(np.abs(v)))
+    knots = [float(b) for b in np.cumsum(traj.profiles[0][fastest].t) if 1e-6 < b < duration - 1e-6]
     steps = max(1, math.ceil(duration / dt - 1e-9))
-    times = np.arange(1, steps + 1) / steps * duration
-    pos = np.empty((steps, n))
-    vel = np.empty((steps, n))
+    grid = [duration * k / steps for k in range(1, steps)]
+    times = sorted({*knots, *(g for g in grid if all(abs(g - k) > 0.2 * dt for k in knots)), duration})
+    times = [t for t in times if t >= min(first_point_s, duration) - 1e-6]
+    pos = np.empty((len(times), n))
+    vel = np.empty((len(times), n))
     for i, t in enumerate(times):
-        p, dp, _ = traj.at_time(float(t))
+        p, dp, _ = traj.at_time(t)
         pos[i], vel[i] = p, dp
     vel[-1] = 0.0
-    keep = times >= min(first_point_s, duration) - 1e-9
-    return TrajectoryPlan(list(joint_names), times[keep], pos[keep], vel[keep])
+    return TrajectoryPlan(list(joint_names), np.array(times), pos, vel)
 
 
 def predict_state(
@@ -315,6 +329,9 @@ def jtc_rejection(msg: Any, controller_joints: list[str], now_s: float | None = 
 def fill_trajectory(msg: Any, plan: TrajectoryPlan, point_cls: type, duration_cls: type) -> Any:
     """Fill a trajectory_msgs/JointTrajectory from a plan (header stamp zero = start on receipt)."""
     msg.joint_names = list(plan.joint_names)
+    if plan.stamp_s > 0:
+        ns = round(plan.stamp_s * 1e9)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
     points = []
     for t, p, v in zip(plan.times_s, plan.positions, plan.velocities, strict=True):
         pt = point_cls()

@@ -23,7 +23,8 @@ controller.cpp) and ros2_control's controller_manager, not from this project's c
   last point the controller holds it.
 - The hardware is a position servo with a lag: each joint follows the controller's command
   (position and velocity) as a critically damped second-order system of natural frequency
-  `servo_omega_rad_s` (50), integrated every millisecond. So overshoot, braking and reversal are
+  `servo_omega_rad_s` (50), integrated every millisecond; the controller samples its trajectory
+  every 2 ms, whenever this process wakes up. So overshoot, braking and reversal are
   the hardware's, measured from /joint_states.
 - joint_state_broadcaster: sensor_msgs/JointState on /joint_states (reliable) with name, position,
   velocity, effort, and header.stamp = the time the state was read, every update (`rate_hz`).
@@ -204,12 +205,18 @@ class Controller:
         return Point(self.servo.q.copy(), self.servo.v.copy() if self.velocity_state else None, None)
 
     def update(self, now_s: float, dt: float) -> None:
-        self.servo.advance(dt, *self.command)
-        if self.pending is not None:
-            self.trajectory, self.pending = self.pending, None
-            self.trajectory.first_sample(now_s, self.measured())
-        if self.trajectory is not None:
-            self.command = self.trajectory.sample(now_s)
+        """Advance to `now_s`: the controller samples its trajectory every 2 ms in between (as a
+        real-time loop would, so a late wake-up of this process is not a jump of the reference),
+        a new trajectory from the first of those samples on."""
+        n = max(1, int(np.ceil(dt / 0.002)))
+        for k in range(1, n + 1):
+            t = now_s - dt + dt * k / n
+            if self.pending is not None:
+                self.trajectory, self.pending = self.pending, None
+                self.trajectory.first_sample(t, self.measured())
+            if self.trajectory is not None:
+                self.command = self.trajectory.sample(t)
+            self.servo.advance(dt / n, *self.command)
 
 
 class Double:
@@ -320,11 +327,12 @@ class Double:
         """One controller_manager update: read the hardware, update every active controller,
         then the broadcaster publishes the state it read."""
         now = time.monotonic()
+        ros_now = self.nodes["controller_manager"].get_clock().now().nanoseconds * 1e-9
         with self.lock:
-            dt = min(0.05, now - self.t_update)
+            dt = min(1.0, now - self.t_update)
             self.t_update = now
             for c in self.controllers.values():
-                c.update(now, dt)
+                c.update(ros_now, dt)  # the controllers' time is ROS time, as header stamps are
             state = {
                 j: (float(q), float(v))
                 for c in self.controllers.values()
@@ -344,7 +352,8 @@ class Double:
         if not self.publish_js:
             return
         msg = self._JointState()
-        msg.header.stamp = self.nodes["joint_state_broadcaster"].get_clock().now().to_msg()
+        ns = round(ros_now * 1e9)  # when the state was read
+        msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
         omit = set(cfg.get("omit_joints", []))
         names = [j for j in state if j not in omit]
         msg.name = names

@@ -153,15 +153,16 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     along = q[k_stop:] * s[None, :]
     back = np.maximum.accumulate(along, axis=0) - along
     reversal = float(np.max(back[:, moving]))
-    print(
-        f"reversal {1000 * reversal:.2f} mrad; stopping distance {np.abs(q[-1] - q[k_stop]).round(3).tolist()}"
-    )
+    print(f"reversal {1000 * reversal:.2f} mrad; stopping distance {np.abs(q[-1] - q[k_stop]).round(3)}")
     assert reversal <= REVERSAL_LIMIT_RAD, f"reversed by {1000 * reversal:.1f} mrad"
     # at rest, short of the move's target and in the direction it was going
     assert np.max(np.abs(v[-5:])) < 0.01, v[-5:]
     dist = (q[-1] - q[k_stop]) * s
     assert np.all(dist[moving] > 0), dist
-    assert np.all(dist[moving] < 1.25 * v_at_stop[moving] ** 2 / (2 * decel / DECEL_SLACK) + 0.05), dist
+    # every joint comes to rest at the same time (braking along the path): about speed x T / 2,
+    # T = (fastest speed / deceleration + the 0.15 s jerk ramp)
+    brake_s = float(np.max(np.abs(v_at_stop))) / decel + 0.15
+    assert np.all(dist[moving] < DECEL_SLACK * np.abs(v_at_stop[moving]) * brake_s / 2 + 0.01), dist
     # one braking trajectory per controller, multi-point on the moving arm, ending at rest, accepted
     stops = [e for e in double.trajectories(LEFT) if e["t"] > marks[0]]
     assert len(stops) == 1 and stops[0]["accepted"] and stops[0]["points"] >= 2, stops
