@@ -207,21 +207,43 @@ class _Follower:
         self.hold, self.spline, self.stopping = np.asarray(q, float).copy(), None, False
 
 
-def robot_fault(robot: Any, fault_timeout_s: float) -> str | None:
-    """Why i2rt's real robot is no longer under control (its threads stopped, its motor feedback is
-    stale), or None. SimRobot has none of these attributes."""
+class FeedbackWatch:
+    """The age of the motors' own feedback. i2rt's DM motor chain runs a CAN thread that replaces
+    `motor_chain.state` (the feedback frames) with a new list on every bus cycle; its
+    `read_states()`, and so `MotorChainRobot._joint_state.timestamp`, stamps whenever it is
+    called, from whatever feedback is cached. So a stalled CAN thread (a bus that stops answering
+    while `running` stays True) shows only here: the frames stop being replaced."""
+
+    def __init__(self) -> None:
+        self._frames: Any = None
+        self._seen_mono = time.monotonic()
+        self.seen_wall: float | None = None
+        """system time the current feedback frames were first seen (the joint states' stamp)"""
+
+    def age_s(self, robot: Any) -> float | None:
+        """Seconds since the feedback frames last changed; None where the robot has no motor
+        chain (I2RT's SimRobot)."""
+        chain = getattr(robot, "motor_chain", None)
+        if chain is None or not hasattr(chain, "state"):
+            return None
+        frames = chain.state
+        if frames is not self._frames:
+            self._frames, self._seen_mono, self.seen_wall = frames, time.monotonic(), time.time()
+        return time.monotonic() - self._seen_mono
+
+
+def robot_fault(robot: Any, fault_timeout_s: float, watch: FeedbackWatch | None = None) -> str | None:
+    """Why i2rt's real robot is no longer under control (its threads stopped, its motors' feedback
+    stopped changing), or None. SimRobot has none of these attributes."""
     thread = getattr(robot, "_server_thread", None)
     if thread is not None and not thread.is_alive():
         return "i2rt's robot control thread stopped (motor error or joint limit; see the log above)"
     chain = getattr(robot, "motor_chain", None)
     if chain is not None and getattr(chain, "running", True) is False:
         return "i2rt's motor chain stopped running"
-    js = getattr(robot, "_joint_state", None)
-    stamp = getattr(js, "timestamp", None)
-    if isinstance(stamp, float) and stamp > 1e9:
-        age = time.time() - stamp
-        if age > fault_timeout_s:
-            return f"motor feedback is {age:.2f} s old (limit {fault_timeout_s:g} s)"
+    age = watch.age_s(robot) if watch is not None else None
+    if age is not None and age > fault_timeout_s:
+        return f"motor feedback (CAN) has not changed for {age:.2f} s (limit {fault_timeout_s:g} s)"
     return None
 
 
@@ -249,6 +271,7 @@ class YamDriver:
         """the last positions read (7: arm + gripper in YAML units)"""
         self.last_rejection = ""
         self.floating = bool(p["zero_gravity_mode"])
+        self.feedback = FeedbackWatch()
         try:
             q = self._read()[0]
         except Exception as exc:
@@ -324,7 +347,7 @@ class YamDriver:
         if not floating:
             self._command(arm_q, grip_q)
         if not self.p["sim"]:
-            why = robot_fault(self.robot, self.p["fault_timeout_s"])
+            why = robot_fault(self.robot, self.p["fault_timeout_s"], self.feedback)
             if why:
                 raise RobotFault(why)
         pos, vel = self._read()
@@ -338,13 +361,11 @@ class YamDriver:
         self._publish_joints(pos, vel, self._stamp_s(wall))
 
     def _stamp_s(self, tick_wall_s: float) -> float:
-        """When the published state was true: the motor feedback's own time on the real robot; on
-        SimRobot (which is where it was commanded) this tick's time."""
-        if not self.p["sim"]:
-            feedback = getattr(getattr(self.robot, "_joint_state", None), "timestamp", None)
-            if isinstance(feedback, float) and feedback > 1e9:
-                return feedback
-        return tick_wall_s
+        """When the published state was true: when the motors' current feedback frames first
+        appeared (not when i2rt's loop re-read them); on SimRobot, which has no motor chain, this
+        tick's time."""
+        seen = self.feedback.seen_wall
+        return seen if seen is not None else tick_wall_s
 
     def _publish_joints(self, pos: np.ndarray, vel: np.ndarray, stamp_s: float) -> None:
         msg = self._JointState()
