@@ -56,7 +56,7 @@ def test_ruckig_plan_respects_cap_acceleration_limits_and_ends_at_rest() -> None
     q0 = np.array([0.0, 0.5, 1.0])
     v0 = np.array([0.4, 0.0, -0.2])  # planned from the measured state, moving
     plan = cv.ruckig_plan(names, q0, np.array([0.9, -3.0, 1.0]), 1.5, 4.0, 40.0, lo, hi, dt=0.05, v0=v0)
-    assert plan.positions[-1].tolist() == [0.9, -1.0, 1.0]  # the target is clipped into the limits
+    np.testing.assert_allclose(plan.positions[-1], [0.9, -1.0, 1.0])  # the target is clipped into the limits
     assert np.all(np.diff(plan.times_s) > 0) and plan.times_s[0] > 0
     assert np.all(plan.velocities[-1] == 0)
     assert np.max(np.abs(plan.velocities)) <= 1.5 + 1e-9
@@ -85,7 +85,8 @@ def test_a_hold_from_an_old_measurement_lasts_long_enough() -> None:
     # never clipped into the limits: an arm outside them (b = 2.0 > 1.0) is held where it is
     plan = cv.hold_plan(["a", "b"], np.array([0.1, 2.0]), np.array([-1, -1]), np.array([1, 1]), 0.3)
     msg = cv.fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
-    assert len(msg.points) == 1 and msg.points[0].positions.tolist() == [0.1, 2.0]
+    assert len(msg.points) == 1
+    np.testing.assert_allclose(msg.points[0].positions, [0.1, 2.0])
     assert cv.jtc_rejection(msg, ["a", "b"]) is None
 
 
@@ -134,7 +135,9 @@ def test_a_brake_is_followed_by_the_controller_within_the_deceleration_and_never
 def test_a_brake_from_rest_is_one_point_where_the_arm_is_and_predictions_are_bounded() -> None:
     q = np.array([3.5, -0.1])  # outside any limits: held there, never moved into them
     plan = cv.brake_plan(["a", "b"], q, np.zeros(2), 8.0, 100.0)
-    assert plan.positions.tolist() == [q.tolist()] and plan.times_s.tolist() == [cv.MIN_SEGMENT_S]
+    assert plan.positions.shape == (1, 2) and len(plan.times_s) == 1
+    np.testing.assert_allclose(plan.positions[0], q)
+    assert plan.times_s[0] == pytest.approx(cv.MIN_SEGMENT_S)
     qp, vp = cv.predict_state(np.array([0.0]), np.array([1.0]), 0.02, 0.1)
     assert qp[0] == pytest.approx(0.02) and vp[0] == pytest.approx(1.0)
     qp, _ = cv.predict_state(np.array([0.0]), np.array([1.0]), 5.0, 0.1)
