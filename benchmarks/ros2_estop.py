@@ -44,6 +44,7 @@ def one_run(workdir: Path, robot: Any) -> dict[str, Any]:
         "task": "bench",
         "max_turns": 1,
         "operator_terminal": False,
+        "wait_for_joint_states_s": 30.0,  # the stand-in starts after the e-stop has matched
         "runs_dir": str(workdir / "runs"),
     }
     # the agent first (it waits for joint states); the stand-in stack once DDS has matched the
