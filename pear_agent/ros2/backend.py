@@ -608,11 +608,17 @@ class RosBackend:
             ]
             if missing:
                 time.sleep(0.05)
-        if missing:
-            names = ", ".join(f"{t} (controller {topics[t][1]} of {topics[t][0]})" for t in missing)
+        absent = [t for t in missing if not self._controller_listens(t, topics[t][1])]
+        if absent:
+            names = ", ".join(f"{t} (controller {topics[t][1]} of {topics[t][0]})" for t in absent)
             return (
                 f"no controller subscribes to {names} within {s.wait_for_controllers_s:g} s: is it loaded "
                 f"and active under that name (robots/{self.robot.name}.yaml)?"
+            )
+        if missing:
+            return (
+                f"the subscribers of {', '.join(missing)} did not match this node's publisher within "
+                f"{s.wait_for_controllers_s:g} s (DDS discovery, or a QoS the publisher cannot serve)"
             )
         managed = [c for t, (_, c) in topics.items() if c and self._controller_node_listens(t, c)]
         inactive = self._inactive_controllers(managed)

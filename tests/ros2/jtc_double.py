@@ -39,6 +39,7 @@ JSON line per event to `log`.
 
 config.json: controllers {name: [joints]}, initial {joint: rad}, vmax {controller: rad/s},
 rate_hz, omit_joints [...], inactive [controllers], servo_omega_rad_s, velocity_state_interface,
+stamp_offset_s (joint states stamped by a clock this far off the system's),
 cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s, stop_joint_states_after_trajectory_s /
 stop_joint_states_after_trajectory_end_s (stop publishing joint states this long after the first
 accepted trajectory arrived / ended; < 0 never), log. Service /jtc_double/joint_states
@@ -316,6 +317,7 @@ class Double:
             "speed_rad_s": peak,
             "over_cap": bool(peak > c.vmax * 1.001 + 1e-6),
             "kind": "linear" if points[0].vel is None else "cubic" if points[0].acc is None else "quintic",
+            "stamp_s": _secs(msg.header.stamp),
         }
         with self.lock:
             c.pending = Trajectory(_secs(msg.header.stamp), times, points)
@@ -352,7 +354,7 @@ class Double:
         if not self.publish_js:
             return
         msg = self._JointState()
-        ns = round(ros_now * 1e9)  # when the state was read
+        ns = round((ros_now + float(cfg.get("stamp_offset_s", 0.0))) * 1e9)  # when the state was read
         msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
         omit = set(cfg.get("omit_joints", []))
         names = [j for j in state if j not in omit]

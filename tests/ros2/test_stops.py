@@ -81,7 +81,7 @@ def motion(t: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 
 
 def run_to_full_speed_then_stop(
-    agent: Any, probe: Probe, joints: list[str], target: np.ndarray, stop: Any
+    agent: Any, probe: Probe, joints: list[str], target: np.ndarray, stop: Any, clock_offset_s: float = 0.0
 ) -> tuple[float, float]:
     """Start a move to `target` in a thread; once some joint moves at >= 95 % of the cap (from
     /joint_states), call `stop`. Returns (time of the stop, the speed then)."""
@@ -107,7 +107,7 @@ def run_to_full_speed_then_stop(
         return speed if speed >= 0.95 * cap else None
 
     speed = probe.wait_for(fast, 30, "the left arm at full speed")
-    t_stop = time.time()
+    t_stop = time.time() + clock_offset_s
     stop()
     mover.join(timeout=30)
     assert outcome and outcome[0].status == "stopped", outcome
@@ -168,3 +168,44 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     assert len(stops) == 1 and stops[0]["accepted"] and stops[0]["points"] >= 2, stops
     assert stops[0]["kind"] == "cubic", stops[0]
     np.testing.assert_allclose(stops[0]["last"], q[-1], atol=0.01)
+
+
+def test_where_the_robot_clock_disagrees_the_stop_starts_on_receipt_and_still_brakes(
+    start_double, probe: Probe, agent, yam
+) -> None:
+    """Joint states stamped by a clock 5 s ahead: ages count from receipt (noted once), and a
+    stamped stop would land 5 s off, so the stop is unstamped (the controller starts it on
+    receipt, planned `command_latency_s` ahead). It is accepted and brakes without turning back."""
+    double = start_double(double_config(yam, cameras={}, stamp_offset_s=5.0))
+    a = agent()
+    assert a.backend.check_stack() is None
+    assert "5.00 s off" in a.backend._clock_note or "+5.0" in a.backend._clock_note, a.backend._clock_note
+    joints = list(yam.parts["left_arm"].joints)
+    start = np.array([home_joints(yam)[j] for j in joints])
+    part = a.backend.parts["left_arm"]
+    target = np.clip(start + np.array([1.2, 0.9, -0.9, 0.8, 0.0, 0.0]), part.lower + 0.05, part.upper - 0.05)
+    marks: list[float] = []
+
+    def estop() -> None:
+        marks.append(time.monotonic())
+        a.backend.emergency_stop("test")
+
+    # the probe's stamped series is 5 s ahead too: read it in the robot's clock
+    t_stop, speed = run_to_full_speed_then_stop(a, probe, joints, target, estop, clock_offset_s=5.0)
+    time.sleep(1.5)
+    stops = [e for e in double.trajectories(LEFT) if e["t"] > marks[0]]
+    assert len(stops) == 1 and stops[0]["accepted"] and stops[0]["stamp_s"] == pytest.approx(0.0), stops
+    t, q = stamped_series(probe, joints, t_stop - 0.2)
+    tv, v, acc = motion(t, q)
+    k0 = int(np.searchsorted(tv, t_stop))
+    v_at_stop = v[max(0, k0 - 1)]
+    moving = np.abs(v_at_stop) > 0.2
+    peak = float(np.max((-acc[k0:] * np.sign(v_at_stop))[:, moving]))
+    k_stop = int(np.searchsorted(t, t_stop))
+    along = q[k_stop:] * np.sign(v_at_stop)[None, :]
+    reversal = float(np.max((np.maximum.accumulate(along, axis=0) - along)[:, moving]))
+    print(
+        f"unstamped stop at {speed:.2f} rad/s: peak {peak:.2f} rad/s2, reversal {1000 * reversal:.2f} mrad"
+    )
+    assert reversal <= REVERSAL_LIMIT_RAD, f"reversed by {1000 * reversal:.1f} mrad"
+    assert np.max(np.abs(v[-5:])) < 0.01, v[-5:]
