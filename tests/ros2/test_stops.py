@@ -204,8 +204,6 @@ def test_where_the_robot_clock_disagrees_the_stop_starts_on_receipt_and_still_br
     k_stop = int(np.searchsorted(t, t_stop))
     along = q[k_stop:] * np.sign(v_at_stop)[None, :]
     reversal = float(np.max((np.maximum.accumulate(along, axis=0) - along)[:, moving]))
-    print(
-        f"unstamped stop at {speed:.2f} rad/s: peak {peak:.2f} rad/s2, reversal {1000 * reversal:.2f} mrad"
-    )
+    print(f"unstamped stop at {speed:.2f} rad/s: peak {peak:.2f} rad/s2, reversal {1000 * reversal:.2f} mrad")
     assert reversal <= REVERSAL_LIMIT_RAD, f"reversed by {1000 * reversal:.1f} mrad"
     assert np.max(np.abs(v[-5:])) < 0.01, v[-5:]
