@@ -42,6 +42,9 @@ from pear_agent.motion import SettleJudge
 from pear_agent.robot_config import RobotConfig
 from pear_agent.ros2 import conversions as cv
 
+UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
+"""The node name the ROS graph gives an endpoint before its node's discovery info has arrived."""
+
 LIMIT_SLACK_RAD = 1e-3
 """An arm joint this far outside its limits still counts as inside (encoder noise at a stop)."""
 
@@ -657,9 +660,13 @@ class RosBackend:
         """A subscriber on the command topic from a node named after the controller (as
         ros2_control names each controller's node), or, for single-node drivers (sim_robot_node, a
         YAM driver), from any node that is not only a recorder: `ros2 topic echo` and `ros2 bag`
-        nodes do not count."""
+        nodes do not count. A subscriber whose node DDS has not named yet (the graph reports
+        `_NODE_NAME_UNKNOWN_` until the node's discovery info arrives) counts as not yet seen: it
+        may be a controller whose activity must be asked."""
         infos = self.node.get_subscriptions_info_by_topic(topic)
         names = [i.node_name for i in infos]
+        if any(n == UNKNOWN_NODE for n in names):
+            return False
         if controller and controller.strip("/").split("/")[-1] in names:
             return True
         recorders = ("_ros2cli_", "rosbag2")
