@@ -58,6 +58,9 @@ from typing import Any
 import numpy as np
 
 FLOAT_EPS = float(np.finfo(np.float32).eps)
+GAP_S = 0.1
+"""a pause between two joint-state messages longer than this is logged (`js_gap`): the stand-in
+itself was late (a starved process), so a refusal then is for a real reason"""
 
 
 def _secs(d: Any) -> float:
@@ -256,6 +259,7 @@ class Double:
         self.first_end: float | None = None
         self.t_start = time.monotonic()
         self.t_update = time.monotonic()
+        self.last_js: float | None = None
 
     def write(self, event: dict[str, Any]) -> None:
         self.log_file.write(json.dumps(event) + "\n")
@@ -363,6 +367,9 @@ class Double:
         msg.velocity = [state[j][1] for j in names]
         msg.effort = [0.0] * len(names)
         self.js_pub.publish(msg)
+        if self.last_js is not None and now - self.last_js > GAP_S:  # this process was late itself
+            self.write({"event": "js_gap", "from": self.last_js, "to": now})
+        self.last_js = now
 
     def publish_diagnostics(self) -> None:
         from diagnostic_msgs.msg import DiagnosticStatus, KeyValue

@@ -1,7 +1,9 @@
 """Robust under load: 20 episodes of the real turn loop on the ROS backend (in this process, spun as
 agent_node spins it) against the JTC stand-in with its cameras, while busy-loop processes keep every
-core of the machine busy. They end only for real reasons (the turn limit); then joint states that
-genuinely stop are still refused, naming the topic and the age."""
+core of the machine busy. They end only for real reasons: the turn limit, or a refusal while the
+stand-in robot itself had stopped publishing (its own log of pauses between joint states: on a
+machine shared by others it can starve too), never for the agent's own lateness; then joint states
+that genuinely stop are still refused, naming the topic and the age."""
 
 from __future__ import annotations
 
@@ -59,7 +61,7 @@ def _replay(path: Path) -> Path:
 def test_twenty_episodes_under_full_cpu_load_end_only_for_real_reasons(
     tmp_path: Path, start_double, probe: Probe, yam, busy_cores: int
 ) -> None:
-    start_double(double_config(yam))
+    double = start_double(double_config(yam))
     agent = InProcessAgent(yam, disabled_cameras="", wait_for_images_s=10.0, operator_timeout_s=0.1)
     try:
         assert agent.backend.check_stack() is None
@@ -69,12 +71,26 @@ def test_twenty_episodes_under_full_cpu_load_end_only_for_real_reasons(
         for i in range(EPISODES):
             writer = RunWriter(tmp_path / f"ep{i}", video_fps=None)
             agent.backend.log = writer.log
-            result = Episode(
-                agent.backend, kin, ReplayPolicy(replay), EpisodeConfig(max_turns=2), writer
-            ).run(i)
-            ends.append((result.end_reason, result.detail))
-        print(f"{EPISODES} episodes with {busy_cores} busy cores: {sorted({e for e, _ in ends})}")
-        assert all(e == "turn_limit" for e, _ in ends), [x for x in ends if x[0] != "turn_limit"]
+            t0 = time.monotonic()
+            try:
+                result = Episode(
+                    agent.backend, kin, ReplayPolicy(replay), EpisodeConfig(max_turns=2), writer
+                ).run(i)
+                end = (result.end_reason, result.detail)
+            except ResetAborted as exc:  # agent_node ends such an episode `refused`
+                end = (exc.status, exc.detail)
+            ends.append((*end, t0, time.monotonic()))
+        print(f"{EPISODES} episodes with {busy_cores} busy cores: {[e[0] for e in ends]}")
+        # a refusal is for a real reason only where the stand-in robot itself stopped publishing
+        # for longer than the agent waits (its js_gap log): never for the agent's own lateness
+        gaps = [g for g in double.events("js_gap") if g["to"] - g["from"] > 0.3]
+        spurious = [
+            (reason, detail)
+            for reason, detail, t0, t1 in ends
+            if reason != "turn_limit" and not any(g["from"] < t1 and g["to"] > t0 for g in gaps)
+        ]
+        assert not spurious, spurious
+        assert sum(e[0] == "turn_limit" for e in ends) >= EPISODES // 2, ends  # the test tests something
 
         # a genuinely stale state is still refused, load or not
         from std_srvs.srv import SetBool
