@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,35 @@ from tests.ros2.test_stops import InProcessAgent
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 EPISODES = 20
+GRACE_S = 0.3
+"""how long the agent waits for a fresh joint state before it refuses (wait_for_fresh_state_s)"""
+
+
+class Descheduled:
+    """Windows in which the operating system ran this whole process for less than a fifth of a
+    core for longer than GRACE_S (a thread of it ticking every 20 ms notices, and compares the
+    process's CPU time with the wall clock): then no design of the agent's threads could have read
+    a joint state. Lateness from inside the process (the interpreter lock held by image work or a
+    policy call) is not counted: the process was using the CPU then."""
+
+    def __init__(self) -> None:
+        self.windows: list[tuple[float, float]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        wall, cpu = time.monotonic(), time.process_time()
+        while not self._stop.is_set():
+            time.sleep(0.02)
+            w, c = time.monotonic(), time.process_time()
+            if w - wall > GRACE_S and c - cpu < 0.2 * (w - wall):
+                self.windows.append((wall, w))
+            wall, cpu = w, c
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=1)
 
 
 @pytest.fixture
@@ -68,6 +98,7 @@ def test_twenty_episodes_under_full_cpu_load_end_only_for_real_reasons(
         kin = Kinematics(yam)
         replay = _replay(tmp_path / "replay.jsonl")
         ends = []
+        descheduled = Descheduled()
         for i in range(EPISODES):
             writer = RunWriter(tmp_path / f"ep{i}", video_fps=None)
             agent.backend.log = writer.log
@@ -80,16 +111,22 @@ def test_twenty_episodes_under_full_cpu_load_end_only_for_real_reasons(
             except ResetAborted as exc:  # agent_node ends such an episode `refused`
                 end = (exc.status, exc.detail)
             ends.append((*end, t0, time.monotonic()))
-        print(f"{EPISODES} episodes with {busy_cores} busy cores: {[e[0] for e in ends]}")
+        descheduled.stop()
         # a refusal is for a real reason only where the stand-in robot itself stopped publishing
-        # for longer than the agent waits (its js_gap log): never for the agent's own lateness
-        gaps = [g for g in double.events("js_gap") if g["to"] - g["from"] > 0.3]
+        # for longer than the agent waits (its js_gap log), or where the OS did not run this
+        # process at all for that long: never for lateness of the agent's own making
+        gaps = [(g["from"], g["to"]) for g in double.events("js_gap") if g["to"] - g["from"] > GRACE_S]
+        real = gaps + descheduled.windows
         spurious = [
             (reason, detail)
             for reason, detail, t0, t1 in ends
-            if reason != "turn_limit" and not any(g["from"] < t1 and g["to"] > t0 for g in gaps)
+            if reason != "turn_limit" and not any(a < t1 and b > t0 for a, b in real)
         ]
-        assert not spurious, spurious
+        print(
+            f"{EPISODES} episodes with {busy_cores} busy cores: {[e[0] for e in ends]}; the stand-in "
+            f"paused > {GRACE_S} s {len(gaps)} times, off the CPU {len(descheduled.windows)} times"
+        )
+        assert not spurious, (spurious, gaps, descheduled.windows)
         assert sum(e[0] == "turn_limit" for e in ends) >= EPISODES // 2, ends  # the test tests something
 
         # a genuinely stale state is still refused, load or not
