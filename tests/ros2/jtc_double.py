@@ -39,7 +39,8 @@ JSON line per event to `log`.
 
 config.json: controllers {name: [joints]}, initial {joint: rad}, vmax {controller: rad/s},
 rate_hz, omit_joints [...], inactive [controllers], servo_omega_rad_s, velocity_state_interface,
-stamp_offset_s (joint states stamped by a clock this far off the system's),
+stamp_offset_s (joint states stamped by a clock this far off the system's), stuck_joints [...]
+(held by an obstacle: they do not move),
 cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s, stop_joint_states_after_trajectory_s /
 stop_joint_states_after_trajectory_end_s (stop publishing joint states this long after the first
 accepted trajectory arrived / ended; < 0 never), log. Service /jtc_double/joint_states
@@ -179,8 +180,10 @@ class Servo:
     """Position servos with a lag: each joint follows (q_ref, v_ref) as a critically damped
     second-order system (natural frequency omega), integrated in 1 ms steps."""
 
-    def __init__(self, q: np.ndarray, omega: float) -> None:
+    def __init__(self, q: np.ndarray, omega: float, stuck: np.ndarray | None = None) -> None:
         self.q, self.v, self.omega = q.astype(float).copy(), np.zeros(len(q)), omega
+        self.free = np.ones(len(q)) if stuck is None else (~stuck).astype(float)
+        """0 for a joint held by an obstacle: it does not move whatever it is commanded"""
 
     def advance(self, dt: float, q_ref: np.ndarray, v_ref: np.ndarray) -> None:
         n = max(1, int(np.ceil(dt / 0.001)))
@@ -188,7 +191,7 @@ class Servo:
         w = self.omega
         for _ in range(n):
             acc = w * w * (q_ref - self.q) + 2 * w * (v_ref - self.v)
-            self.v = self.v + acc * h
+            self.v = (self.v + acc * h) * self.free
             self.q = self.q + self.v * h
 
 
@@ -200,7 +203,8 @@ class Controller:
         self.name, self.joints, self.vmax = name, joints, vmax
         self.active = name not in cfg.get("inactive", [])
         self.velocity_state = bool(cfg.get("velocity_state_interface", True))
-        self.servo = Servo(q, float(cfg.get("servo_omega_rad_s", 50.0)))
+        stuck = np.array([j in cfg.get("stuck_joints", []) for j in joints])
+        self.servo = Servo(q, float(cfg.get("servo_omega_rad_s", 50.0)), stuck)
         self.command = (q.astype(float).copy(), np.zeros(len(q)))
         self.trajectory: Trajectory | None = None
         self.pending: Trajectory | None = None

@@ -208,3 +208,20 @@ def test_where_the_robot_clock_disagrees_the_stop_starts_on_receipt_and_still_br
     print(f"unstamped stop at {speed:.2f} rad/s: peak {peak:.2f} rad/s2, reversal {1000 * reversal:.2f} mrad")
     assert reversal <= REVERSAL_LIMIT_RAD, f"reversed by {1000 * reversal:.1f} mrad"
     assert np.max(np.abs(v[-5:])) < 0.01, v[-5:]
+
+
+def test_a_stalled_arm_is_blocked_and_stopped_where_it_is(start_double, probe: Probe, agent, yam) -> None:
+    """A joint held by an obstacle (the stand-in's `stuck_joints`): the move ends `blocked` naming
+    it, and the arm gets one stop where it is (at rest: one point at the measured pose)."""
+    double = start_double(double_config(yam, cameras={}, stuck_joints=["left_joint2"]))
+    a = agent()
+    assert a.backend.check_stack() is None
+    joints = list(yam.parts["left_arm"].joints)
+    start = np.array([home_joints(yam)[j] for j in joints])
+    target = start + np.array([0.0, 0.6, 0.0, 0.0, 0.0, 0.0])
+    outcome = a.backend.execute({"left_arm": PartCommand(joints_rad=target)})
+    assert outcome.status == "blocked" and outcome.blocked_joints == ["left_joint2"], outcome
+    assert "stalled during the motion" in outcome.detail
+    sent = [e for e in double.trajectories(LEFT) if e["accepted"]]
+    assert len(sent) == 2 and sent[1]["points"] == 1, sent  # the move, then one stop at rest
+    np.testing.assert_allclose(sent[1]["last"], sent[1]["actual"], atol=1e-3)
