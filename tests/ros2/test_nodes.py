@@ -27,6 +27,12 @@ POSE_TOLERANCE_CM = 2.0
 from the measured joints, so the two runs are not bit-identical)."""
 
 
+def _wait_for_sim(probe: Probe) -> None:
+    """sim_robot_node builds its MuJoCo scene before it publishes: on a loaded machine that takes
+    longer than agent_node waits for a task status (3 s), so the agent starts once it is there."""
+    probe.wait_for(lambda: probe.sim_status, 90, "sim_robot_node's task status")
+
+
 def _limits(yam, kin: Kinematics) -> dict[str, tuple[list[str], np.ndarray, np.ndarray, float]]:
     """topic -> (joints, lower, upper, speed cap)"""
     out = {}
@@ -71,6 +77,7 @@ def test_replay_through_ros2_matches_in_process(
     start_node(
         SIM, "pear_sim_robot", {"task": task, "seed": seed, "publish_images": True, "image_rate_hz": 1.0}
     )
+    _wait_for_sim(probe)
     agent = start_node(
         AGENT,
         "pear_agent",
@@ -102,6 +109,7 @@ def test_randomized_run_respects_limits_and_speed_cap(
 ) -> None:
     seed = int(np.random.default_rng().integers(0, 1000))
     start_node(SIM, "pear_sim_robot", {"task": "align_blocks", "seed": seed, "publish_images": False})
+    _wait_for_sim(probe)
     agent = start_node(
         AGENT,
         "pear_agent",
@@ -133,6 +141,7 @@ def test_estop_mid_motion_holds_and_ends(
         "pear_sim_robot",
         {"task": "align_blocks", "seed": 0, "publish_images": False, "joint_states_rate_hz": 100.0},
     )
+    _wait_for_sim(probe)
     agent = start_node(
         AGENT,
         "pear_agent",

@@ -222,6 +222,11 @@ def test_a_stalled_arm_is_blocked_and_stopped_where_it_is(start_double, probe: P
     outcome = a.backend.execute({"left_arm": PartCommand(joints_rad=target)})
     assert outcome.status == "blocked" and outcome.blocked_joints == ["left_joint2"], outcome
     assert "stalled during the motion" in outcome.detail
-    sent = [e for e in double.trajectories(LEFT) if e["accepted"]]
+    sent = probe.wait_for(
+        lambda: [e for e in double.trajectories(LEFT) if e["accepted"]][1:] and double.trajectories(LEFT),
+        10,
+        "the stop at the stand-in",
+    )
+    sent = [e for e in sent if e["accepted"]]
     assert len(sent) == 2 and sent[1]["points"] == 1, sent  # the move, then one stop at rest
     np.testing.assert_allclose(sent[1]["last"], sent[1]["actual"], atol=1e-3)
