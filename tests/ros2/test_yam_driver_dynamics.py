@@ -57,8 +57,8 @@ def test_motion_and_the_estop_are_physical(procs, probe: Probe) -> None:  # noqa
     probe.send(
         "left_arm_controller", fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
     )
-    # the e-stop once the arm runs at >= 0.9 rad/s (measured), whenever the driver got the move
-    probe.wait_for(lambda: probe.speed_now(LEFT[:1]) > 0.9, 20, "joint 1 at speed")
+    # the e-stop once the arm runs at >= 1.1 rad/s (measured), whenever the driver got the move
+    probe.wait_for(lambda: probe.speed_now(LEFT[:1]) > 1.1, 20, "joint 1 at speed")
     probe.estop()
     st = probe.wait_for(lambda: (probe.driver_status.get("left_arm") or {}).get("estop_at"), 5, "the e-stop")
     time.sleep(1.5)
