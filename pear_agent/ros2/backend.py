@@ -7,14 +7,20 @@ blocked from the joint states it reads back. Safety, in the controller's own ter
 - It checks the stack before moving (joint states of every joint, a subscriber on every
   controller's command topic, every camera publishing) and refuses with one line naming what
   is missing; the policy is never called on a made-up state.
-- It plans, holds and judges stalls only from joint states younger than `joint_state_max_age_s`
-  (default 0.1 s at 50 Hz); every trajectory (holds and the home move too) is a ruckig
-  time-optimal, jerk-limited profile from the measured state within the speed cap and the
-  acceleration limit, or a one-point hold whose duration keeps the requested speed under the cap.
-- An e-stop (a `std_msgs/Bool` topic or a `std_srvs/Trigger` service) sends every controller a
-  one-point trajectory at the measured pose (which the JTC accepts and holds; it rejects an empty
-  one), cancels any FollowJointTrajectory goal, and latches: nothing is sent until the node
-  restarts. It is not a hardware e-stop: the robot's own button is.
+- It plans and judges stalls only from joint states younger than `joint_state_max_age_s`
+  (default 0.1 s at 50 Hz; the age is the header stamp's, so a late delivery counts); every move
+  (the home move too) is a ruckig time-optimal, jerk-limited profile from the measured state
+  within the speed cap and the acceleration limit. Joint states and the e-stop are served by a
+  node and executor of their own in a thread of their own, so image work and policy calls cannot
+  delay them.
+- Every stop (the e-stop, a stall, joint states going stale mid-motion) is a braking profile
+  (ruckig, within `stop_deceleration_rad_s2` and `stop_jerk_rad_s3`) from the arm's state now to
+  rest, sent as a multi-point trajectory on the controller's topic that ends where the arm comes
+  to rest: the stock joint_trajectory_controller starts every new trajectory from the position
+  AND velocity it measures, so a one-point "hold" at an older pose would overshoot and come back.
+  At rest it is one point where the arm is. Nothing is ever clipped into the limits to hold.
+- An e-stop (a `std_msgs/Bool` topic or a `std_srvs/Trigger` service) latches: nothing is sent
+  until the node restarts. It is not a hardware e-stop: the robot's own button is.
 
 rclpy is imported here and in the nodes only; the turn loop never imports this module.
 """
@@ -35,6 +41,16 @@ from pear_agent.kinematics import Kinematics
 from pear_agent.motion import SettleJudge
 from pear_agent.robot_config import RobotConfig
 from pear_agent.ros2 import conversions as cv
+
+START_LATENESS_S = 0.25
+"""A controller may start a trajectory this much after it was sent (DDS and a busy machine)
+before falling behind the reference counts as a stall."""
+
+UNKNOWN_NODE = "_NODE_NAME_UNKNOWN_"
+"""The node name the ROS graph gives an endpoint before its node's discovery info has arrived."""
+
+LIMIT_SLACK_RAD = 1e-3
+"""An arm joint this far outside its limits still counts as inside (encoder noise at a stop)."""
 
 
 class ResetAborted(Exception):
@@ -75,6 +91,17 @@ class RosSettings(BaseModel):
     joint_jerk_rad_s3: float = Field(40.0, gt=0, description="jerk limit of every move")
     trajectory_dt_s: float = Field(0.05, gt=0, description="spacing of trajectory points")
     hold_time_s: float = Field(0.1, gt=0, description="shortest time_from_start of a one-point hold")
+    stop_deceleration_rad_s2: float = Field(
+        8.0, gt=0, description="deceleration limit of every stop (e-stop, stall, stale state mid-motion)"
+    )
+    stop_jerk_rad_s3: float = Field(100.0, gt=0, description="jerk limit of every stop")
+    command_latency_s: float = Field(
+        0.005,
+        ge=0,
+        le=0.1,
+        description="send -> the controller acting on it (DDS + half an update period): a stop starts "
+        "from the state predicted that far ahead",
+    )
     go_home_on_reset: bool = Field(False, description="drive to the home pose before the first turn")
     confirm_home: bool = Field(True, description="ask the operator before the home move")
     wait_for_images_s: float = Field(3.0, ge=0, description="stack check: wait this long for every camera")
@@ -128,9 +155,46 @@ def spin_in_background(node: Any) -> Any:
         rclpy.try_shutdown()
         thread.join(timeout=2.0)
         executor.shutdown(timeout_sec=1.0)
+        while _EXTRA_SPINNERS:
+            _EXTRA_SPINNERS.pop()()
         node.destroy_node()
 
     return shutdown
+
+
+_EXTRA_SPINNERS: list[Any] = []
+"""Stops of the nodes a RosBackend spins itself (its joint-state / e-stop node): run by
+spin_in_background's shutdown after rclpy's, before the caller's node is destroyed."""
+
+
+def spin_own_node(node: Any) -> Any:
+    """Spin `node` in a daemon thread of its own (its callbacks never queue behind another node's);
+    returns its stop function, also registered to run at spin_in_background's shutdown."""
+    import contextlib
+
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+    executor = SingleThreadedExecutor(context=node.context)
+    executor.add_node(node)
+
+    def spin() -> None:
+        with contextlib.suppress(ExternalShutdownException, KeyboardInterrupt):
+            executor.spin()
+
+    thread = threading.Thread(target=spin, daemon=True, name=f"spin {node.get_name()}")
+    thread.start()
+    done = threading.Event()
+
+    def stop() -> None:
+        if done.is_set():
+            return
+        done.set()
+        executor.shutdown(timeout_sec=1.0)
+        thread.join(timeout=2.0)
+        node.destroy_node()
+
+    _EXTRA_SPINNERS.append(stop)
+    return stop
 
 
 def declare_params(node: Any, defaults: dict[str, Any]) -> dict[str, Any]:
@@ -223,7 +287,7 @@ class RosBackend:
         settings: RosSettings | None = None,
         kinematics: Kinematics | None = None,
     ) -> None:
-        from action_msgs.srv import CancelGoal
+        import rclpy
         from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
         from sensor_msgs.msg import CompressedImage, Image, JointState
         from std_msgs.msg import Bool, String
@@ -242,7 +306,12 @@ class RosBackend:
             p.gripper_vmax = s.gripper_speed
         self._lock = threading.Lock()
         self._pub_lock = threading.RLock()  # an e-stop and a send never interleave
-        self._joints: dict[str, tuple[float, float, float]] = {}  # name -> (pos, vel, receipt time)
+        self._joints: dict[str, tuple[float, float, float, float, float | None]] = {}
+        """name -> (position, velocity, receipt time (monotonic), transit counted in its age, raw
+        receipt - header stamp on the system clock or None when unstamped)"""
+        self._clock_note = ""
+        self._active: dict[str, tuple[cv.TrajectoryPlan, float]] = {}
+        """topic -> (the last trajectory sent, monotonic time sent): where the controller is going"""
         self._images: dict[str, tuple[Any, bool, float]] = {}  # camera -> (msg, compressed, receipt)
         self._decoded: dict[str, np.ndarray] = {}
         self._status: dict[str, Any] = {}
@@ -253,7 +322,6 @@ class RosBackend:
         self._drivers: dict[str, tuple[dict[str, Any], float]] = {}  # part -> (driver status, receipt)
         self._t0 = time.monotonic()
         self._JointTrajectory = JointTrajectory
-        self._CancelGoal = CancelGoal
         self.judged = False
         """Set once judge_success() has run (so agent_node knows whether the loop called it)."""
         self.operator_verdict: dict[str, Any] = {}
@@ -268,16 +336,17 @@ class RosBackend:
         self.cameras = self._active_cameras()
         self.video_camera = self._pick_video_camera(s.video_camera)
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        # joint states, the e-stop and the trajectory publishers live on a node of their own, spun
+        # by an executor in a thread of their own: image callbacks, service calls and the caller's
+        # work (decoding, the policy) never queue in front of them
+        self.safety_node = rclpy.create_node(f"{node.get_name()}_safety", context=node.context)
         self._pubs: dict[str, Any] = {}
-        self._cancel: dict[str, Any] = {}
         for p in self.parts.values():
             for topic in filter(None, (p.topic, p.gripper_topic)):
-                self._pubs[topic] = node.create_publisher(JointTrajectory, topic, reliable)
-                action = topic.rsplit("/", 1)[0] + "/follow_joint_trajectory/_action/cancel_goal"
-                self._cancel[topic] = node.create_client(CancelGoal, action)
+                self._pubs[topic] = self.safety_node.create_publisher(JointTrajectory, topic, reliable)
         self.published: list[tuple[float, str, Any]] = []
         """(monotonic time, topic, message) of every trajectory sent: for logs and tests."""
-        node.create_subscription(
+        self.safety_node.create_subscription(
             JointState, s.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
         )
         for cam_name, cam_topic in self.cameras.items():
@@ -288,10 +357,11 @@ class RosBackend:
                 lambda msg, n=cam_name, c=compressed: self._on_image(n, msg, c),
                 qos_profile_sensor_data,
             )
-        node.create_subscription(Bool, s.estop_topic, self._on_estop_msg, reliable)
-        self._estop_pub = node.create_publisher(Bool, s.estop_topic, reliable)
+        self.safety_node.create_subscription(Bool, s.estop_topic, self._on_estop_msg, reliable)
+        self._estop_pub = self.safety_node.create_publisher(Bool, s.estop_topic, reliable)
         self._Bool = Bool
-        node.create_service(Trigger, s.estop_service, self._on_estop_srv)
+        self.safety_node.create_service(Trigger, s.estop_service, self._on_estop_srv)
+        self._stop_safety_spin = spin_own_node(self.safety_node)
         if s.task_status_topic:
             node.create_subscription(String, s.task_status_topic, self._on_status, reliable)
         latched = QoSProfile(
@@ -331,11 +401,30 @@ class RosBackend:
     # -- callbacks (executor thread) ----------------------------------------------------
     def _on_joint_state(self, msg: Any) -> None:
         now = time.monotonic()
+        stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        transit = self._transit_s(stamp_s)
+        raw = time.time() - stamp_s if stamp_s > 0 else None
         with self._lock:
             for i, name in enumerate(msg.name):
                 pos = float(msg.position[i]) if i < len(msg.position) else float("nan")
                 vel = float(msg.velocity[i]) if i < len(msg.velocity) else float("nan")
-                self._joints[name] = (pos, vel, now)
+                self._joints[name] = (pos, vel, now, transit, raw)
+
+    def _transit_s(self, stamp_s: float) -> float:
+        """How old a message already was when it arrived: receipt (system clock) - header stamp.
+        0 for an unstamped message; a stamp more than 1 s off is a clock not shared with the
+        robot (noted once in the log) and counts from receipt."""
+        if stamp_s <= 0.0:
+            return 0.0
+        transit = time.time() - stamp_s
+        if -0.05 <= transit <= 1.0:
+            return max(0.0, transit)
+        if not self._clock_note:
+            self._clock_note = f"joint state stamps are {transit:+.2f} s off this computer's clock"
+            self.node.get_logger().warning(
+                f"{self._clock_note}: synchronise the clocks (chrony/PTP); ages count from receipt"
+            )
+        return 0.0
 
     def _on_image(self, camera: str, msg: Any, compressed: bool) -> None:
         with self._lock:
@@ -370,60 +459,98 @@ class RosBackend:
         response.message = "stopped: holding the last pose; no further commands will be sent"
         return response
 
-    # -- e-stop -------------------------------------------------------------------------
+    # -- e-stop and stops ---------------------------------------------------------------
     def emergency_stop(self, reason: str) -> None:
-        """Latching: every controller gets a one-point trajectory at the measured pose (the stock
-        JTC accepts and holds it), any FollowJointTrajectory goal is cancelled, and nothing is
-        sent again until the node restarts. The hold lasts long enough that it requests no more
-        than the speed cap even from an old measurement."""
+        """Latching: every controller gets a braking trajectory from the arm's state now to rest
+        (see `_stop_msg`), built first and then sent back to back, and nothing is sent again
+        until the node restarts. On the topic interface there is no goal to cancel: a new
+        trajectory replaces whatever the controller was following."""
         with self._pub_lock:
             if self._estop_reason is not None:
                 return
             self._estop_reason = reason
-            missing, holds = [], []
-            for p in self.parts.values():  # every message built first, then sent back to back
-                targets = [(p.topic, p.joints, p.vmax)]
-                if p.gripper is not None and p.gripper_topic:
-                    targets.append((p.gripper_topic, [p.g_joint], p.gripper_vmax))
-                for topic, names, vmax in targets:
-                    msg = self._hold_msg(p, names, vmax)
+            missing, stops = [], []
+            for p in self.parts.values():
+                for topic, names in self._targets(p):
+                    msg = self._stop_msg(p, topic, names)
                     if msg is None:
                         missing.append(topic)
                     else:
-                        holds.append((topic, msg))
-            for topic, msg in holds:
+                        stops.append((topic, msg))
+            for topic, msg in stops:
                 self._publish_msg(topic, msg)
-            self._cancel_goals()
             if not reason.startswith(f"e-stop on {self.settings.estop_topic}"):
                 # a service call or a crash: latch whatever else listens to the e-stop topic (the
-                # i2rt driver nodes hold by themselves then); our own subscription returns early
+                # i2rt driver nodes stop by themselves then); our own subscription returns early
                 self._estop_pub.publish(self._Bool(data=True))
-        extra = f"; no joint states to hold at for {', '.join(missing)}" if missing else ""
-        self.node.get_logger().warning(f"{reason}: holding the measured pose, sending nothing more{extra}")
+        extra = f"; no joint states to stop from for {', '.join(missing)}" if missing else ""
+        self.node.get_logger().warning(f"{reason}: braking to rest, sending nothing more{extra}")
 
-    def _hold_msg(self, p: _PartSpec, names: list[str], vmax: float) -> Any:
-        """A one-point hold at the measured pose (None when there is no measurement)."""
+    def _targets(self, p: _PartSpec) -> list[tuple[str, list[str]]]:
+        out = [(p.topic, p.joints)]
+        if p.gripper is not None and p.gripper_topic:
+            out.append((p.gripper_topic, [p.g_joint]))
+        return out
+
+    def _stop_msg(self, p: _PartSpec, topic: str, names: list[str]) -> Any:
+        """A braking trajectory to rest from the arm's state now (None when nothing is known):
+        from the fresh measured state, carried forward by its age at its measured velocity; from a
+        stale one, the state of the trajectory the controller is following (it keeps following
+        it), never the stale measurement; at rest, one point where the arm is (never clipped into
+        the limits).
+
+        Timing: the controller starts it from the state it measures when it takes it, some
+        milliseconds later, when the arm has moved on (speed x that latency). Where the robot's
+        clock is ours (joint-state stamps agree with it), the stop carries header.stamp = now, so
+        the controller places its points in time as planned and its first cubic joins the arm's
+        state on the profile; elsewhere it starts on receipt, planned `command_latency_s` ahead."""
+        s = self.settings
         q, v, age = self._read_aged(names)
-        if np.any(np.isnan(q)):
+        arm = names == p.joints
+        decel = s.stop_deceleration_rad_s2 if arm else 10 * p.gripper_vmax
+        jerk = s.stop_jerk_rad_s3 if arm else 100 * p.gripper_vmax
+        active = self._active.get(topic)
+        synced = self._clocks_agree(names)
+        ahead = 0.0 if synced else s.command_latency_s
+        if age <= s.joint_state_max_age_s and not np.any(np.isnan(q)):
+            q, v = cv.predict_state(q, v, age + ahead, s.joint_state_max_age_s + 0.1)
+        elif active is not None:
+            plan, sent = active
+            q, v = plan.state(time.monotonic() - sent + ahead)
+        elif np.any(np.isnan(q)):
             return None
-        lo, hi = (p.lower, p.upper) if names == p.joints else (np.array([p.g_lo]), np.array([p.g_hi]))
-        amax = self.settings.joint_acceleration_rad_s2 if names == p.joints else 10 * vmax
-        duration = cv.hold_time_s(age, v, amax, self.settings.hold_time_s)
-        return self._to_msg(cv.hold_plan(names, q, lo, hi, duration))
+        else:  # stale and nothing commanded by us: one point where it was last seen, slowly
+            duration = cv.hold_time_s(age, v, decel, s.hold_time_s)
+            return self._to_msg(cv.hold_plan(names, q, q, q, duration))
+        plan = cv.brake_plan(names, q, v, decel, jerk, s.trajectory_dt_s, hold_s=s.hold_time_s)
+        if synced and float(np.max(np.abs(np.nan_to_num(v)))) >= 1e-3:  # braking, not at rest
+            plan = cv.TrajectoryPlan(
+                plan.joint_names,
+                np.append(plan.times_s, plan.duration_s + cv.BRAKE_SETTLE_S),
+                np.vstack([plan.positions, plan.positions[-1:]]),
+                np.vstack([plan.velocities, np.zeros((1, len(names)))]),
+                stamp_s=time.time(),
+            )
+        self._active[topic] = (plan, time.monotonic())
+        return self._to_msg(plan)
 
-    def _hold_part(self, p: _PartSpec, topic: str, names: list[str], vmax: float) -> bool:
-        """Publish a one-point hold at the measured pose (False when there is none)."""
-        msg = self._hold_msg(p, names, vmax)
+    def _clocks_agree(self, names: list[str]) -> bool:
+        """The last joint states of `names` were stamped by a clock that agrees with ours: they
+        arrived 0..50 ms after their stamps (a later arrival or a stamp from the future is a
+        clock of its own, or a late message: no stamped stop then)."""
+        with self._lock:
+            rows = [self._joints.get(n) for n in names]
+        if any(r is None for r in rows):
+            return False
+        transits = [r[4] for r in rows]  # type: ignore[index]
+        return all(t is not None and -0.005 <= t <= 0.05 for t in transits)
+
+    def _stop_part(self, p: _PartSpec, topic: str, names: list[str]) -> bool:
+        """Publish a braking trajectory to rest (False when there is no state to stop from)."""
+        msg = self._stop_msg(p, topic, names)
         if msg is not None:
             self._publish_msg(topic, msg)
         return msg is not None
-
-    def _cancel_goals(self) -> None:
-        """Cancel every FollowJointTrajectory goal where the controller offers the action (a zero
-        goal id and stamp = all goals). Fire and forget: the hold above already stops the arm."""
-        for client in self._cancel.values():
-            if client.service_is_ready():
-                client.call_async(self._CancelGoal.Request())
 
     @property
     def stopped_reason(self) -> str | None:
@@ -435,7 +562,9 @@ class RosBackend:
             return dict(self._status)
 
     def _read_aged(self, names: list[str]) -> tuple[np.ndarray, np.ndarray, float]:
-        """Positions, velocities and the age of the oldest of them (inf when one is missing)."""
+        """Positions, velocities and the age of the oldest of them (inf when one is missing): the
+        time since its header stamp (since receipt where the clocks disagree), so a message that
+        arrived late counts as old as it is."""
         now = time.monotonic()
         with self._lock:
             rows = [self._joints.get(n) for n in names]
@@ -443,7 +572,7 @@ class RosBackend:
             return np.full(len(names), np.nan), np.full(len(names), np.nan), float("inf")
         pos = np.array([r[0] for r in rows])
         vel = np.array([r[1] for r in rows])
-        return pos, vel, now - min(r[2] for r in rows)
+        return pos, vel, max(now - r[2] + r[3] for r in rows)
 
     def _read(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         pos, vel, _ = self._read_aged(names)
@@ -455,7 +584,7 @@ class RosBackend:
         now = time.monotonic()
         with self._lock:
             missing = [n for n in names if n not in self._joints]
-            ages = [now - self._joints[n][2] for n in names if n in self._joints]
+            ages = [now - self._joints[n][2] + self._joints[n][3] for n in names if n in self._joints]
         if len(missing) == len(names):
             return f"no joint states on {topic}"
         if missing:
@@ -578,7 +707,7 @@ class RosBackend:
                 )
             return f"{why}: check the joint names in robots/{self.robot.name}.yaml against the robot's"
         self._wait_driver_status(2.0)
-        why = self.driver_check()
+        why = self.driver_check() or self.limits_check()
         if why is not None:
             return why
         topics = {}
@@ -589,44 +718,133 @@ class RosBackend:
         deadline = time.monotonic() + s.wait_for_controllers_s
         missing = list(topics)
         while missing and time.monotonic() < deadline:
-            missing = [t for t in topics if not self._controller_listens(t, topics[t][1])]
+            # ... and our own publisher matched with every subscriber the graph shows (a message sent
+            # before DDS has matched the two is lost, reliable or not)
+            missing = [
+                t
+                for t in topics
+                if not self._controller_listens(t, topics[t][1])
+                or self._pubs[t].get_subscription_count() < len(self.node.get_subscriptions_info_by_topic(t))
+            ]
             if missing:
                 time.sleep(0.05)
-        if missing:
-            names = ", ".join(f"{t} (controller {topics[t][1]} of {topics[t][0]})" for t in missing)
+        absent = [t for t in missing if not self._controller_listens(t, topics[t][1])]
+        if absent:
+            names = ", ".join(f"{t} (controller {topics[t][1]} of {topics[t][0]})" for t in absent)
             return (
                 f"no controller subscribes to {names} within {s.wait_for_controllers_s:g} s: is it loaded "
                 f"and active under that name (robots/{self.robot.name}.yaml)?"
             )
-        inactive = self._inactive_controllers([c for _, c in topics.values()])
+        if missing:
+            return (
+                f"the subscribers of {', '.join(missing)} did not match this node's publisher within "
+                f"{s.wait_for_controllers_s:g} s (DDS discovery, or a QoS the publisher cannot serve)"
+            )
+        managed = [c for t, (_, c) in topics.items() if c and self._controller_node_listens(t, c)]
+        inactive = self._inactive_controllers(managed)
         if inactive:
-            return f"controller_manager reports {inactive}: activate them before running the agent"
+            return (
+                f"controllers not active: {inactive}: activate them (controller_manager's "
+                "switch_controllers) before running the agent"
+            )
         why = self._wait_images(s.wait_for_images_s)
         if why is not None:
             return why
         self._stack_ok = True
         return None
 
+    def limits_check(self) -> str | None:
+        """An arm joint outside the limits the agent plans within (the model's, from the robot
+        YAML): it would not start from there (a hold clipped into the limits would move it)."""
+        for name, p in self.parts.items():
+            q, _ = self._read(p.joints)
+            for j, x, lo, hi in zip(p.joints, q, p.lower, p.upper, strict=True):
+                if x < lo - LIMIT_SLACK_RAD or x > hi + LIMIT_SLACK_RAD:
+                    side = f"below its lower limit {lo:.4f}" if x < lo else f"above its upper limit {hi:.4f}"
+                    return (
+                        f"{name}: {j} is at {x:.4f} rad, {side} (robots/{self.robot.name}.yaml): move the "
+                        "arm inside its limits before starting; the agent does not start outside them"
+                    )
+        return None
+
+    def _controller_node_listens(self, topic: str, controller: str) -> bool:
+        """The command topic's subscriber is a node named after the controller: a ros2_control
+        controller (it subscribes once configured, but acts only once active)."""
+        names = [i.node_name for i in self.node.get_subscriptions_info_by_topic(topic)]
+        return controller.strip("/").split("/")[-1] in names
+
     def _controller_listens(self, topic: str, controller: str | None) -> bool:
         """A subscriber on the command topic from a node named after the controller (as
         ros2_control names each controller's node), or, for single-node drivers (sim_robot_node, a
         YAM driver), from any node that is not only a recorder: `ros2 topic echo` and `ros2 bag`
-        nodes do not count."""
+        nodes do not count. A subscriber whose node DDS has not named yet (the graph reports
+        `_NODE_NAME_UNKNOWN_` until the node's discovery info arrives) counts as not yet seen: it
+        may be a controller whose activity must be asked."""
         infos = self.node.get_subscriptions_info_by_topic(topic)
         names = [i.node_name for i in infos]
+        if any(n == UNKNOWN_NODE for n in names):
+            return False
         if controller and controller.strip("/").split("/")[-1] in names:
             return True
         recorders = ("_ros2cli_", "rosbag2")
         return any(not n.startswith(recorders) for n in names)
 
     def _inactive_controllers(self, names: list[str]) -> str | None:
-        """The controllers controller_manager does not report 'active', or None (also when it cannot
-        be asked)."""
+        """ros2_control controllers that are not 'active', or None when all are. A configured but
+        inactive controller subscribes to its command topic yet ignores what arrives there, so a
+        subscriber proves nothing. The state comes from controller_manager: its list_controllers
+        service where controller_manager_msgs is installed (not among the PyPI wheels), else the
+        'Controllers Activity' status it publishes on /diagnostics (diagnostic_msgs; once a second)
+        with one `<controller>.state` value per controller (`<controller>` before 2024). No word
+        on a controller within `wait_for_controllers_s` refuses too: nothing would move."""
+        if not names:
+            return None
         states = controller_states(self.node, self.settings.controller_manager)
         if states is None:
-            return None
-        bad = [f"{n} {states.get(n, 'not loaded')}" for n in names if states.get(n) != "active"]
+            states = self._diagnosed_controller_states(names, self.settings.wait_for_controllers_s)
+        bad = []
+        wait = self.settings.wait_for_controllers_s
+        for n in names:
+            state = states.get(n)
+            if state is None:
+                bad.append(
+                    f"{n} with no state (no list_controllers answer and no 'Controllers Activity' "
+                    f"diagnostics naming it on /diagnostics within {wait:g} s)"
+                )
+            elif state != "active":
+                bad.append(f"{n} {state}")
         return ", ".join(bad) or None
+
+    def _diagnosed_controller_states(self, names: list[str], timeout_s: float) -> dict[str, str]:
+        """controller -> state from controller_manager's /diagnostics, waiting until every one of
+        `names` is named or `timeout_s` passes."""
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        states: dict[str, str] = {}
+        lock = threading.Lock()
+
+        def on_diag(msg: Any) -> None:
+            for st in msg.status:
+                if not st.name.endswith("Controllers Activity"):
+                    continue
+                with lock:
+                    for kv in st.values:
+                        key = kv.key[: -len(".state")] if kv.key.endswith(".state") else kv.key
+                        if key in names:
+                            states[key] = kv.value
+
+        sub = self.node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, 10)
+        try:
+            deadline = time.monotonic() + timeout_s
+            while time.monotonic() < deadline:
+                with lock:
+                    if all(n in states for n in names):
+                        break
+                time.sleep(0.02)
+        finally:
+            self.node.destroy_subscription(sub)
+        with lock:
+            return dict(states)
 
     def _wait_images(self, timeout_s: float) -> str | None:
         """Every camera with a topic publishing fresh images, or why not."""
@@ -831,6 +1049,7 @@ class RosBackend:
             if self._estop_reason is not None:
                 return False
             self._publish_raw(topic, plan)
+            self._active[topic] = (plan, time.monotonic())
             return True
 
     def execute(self, commands: dict[str, PartCommand]) -> Outcome:
@@ -913,26 +1132,38 @@ class RosBackend:
         s = self.settings
         judge = SettleJudge(duration, s.reach_tolerance_rad, s.settle_timeout_s)
         watched = self._required_joints()
+        stale_since: float | None = None
         while True:
             time.sleep(0.005)
             self._pump_video()
             t = time.monotonic() - start
             if self._estop_reason is not None:
-                return Outcome("stopped", f"{self._estop_reason}; holding the measured pose", t)
+                return Outcome("stopped", f"{self._estop_reason}; braked to rest", t)
             why = self.joint_check(watched)
             if why is not None:
+                # the controller follows the trajectory meanwhile: wait for a fresh state as
+                # long as before a command (wait_for_fresh_state_s), judge nothing from a stale one
+                now = time.monotonic()
+                stale_since = now if stale_since is None else stale_since
+                if now - stale_since < s.wait_for_fresh_state_s:
+                    continue
                 self._hold_all(plans, gplans)
                 return Outcome(
                     "refused",
-                    f"{why} during the motion; held at the last measured pose, sending nothing more",
+                    f"{why} during the motion; braked to rest along the trajectory, sending nothing more",
                     t,
                 )
+            stale_since = None
             errors = {}
             for name, plan in plans.items():
-                q, _ = self._read(plan.joint_names)
-                ref = plan.reference(t)
-                track = np.abs(q - ref)
-                if t <= plan.duration_s and float(np.max(track)) > s.stall_tracking_error_rad:
+                q, _, age = self._read_aged(plan.joint_names)
+                # where the arm should have been when measured, allowing the controller to have
+                # started the trajectory up to START_LATENESS_S late (delivery on a loaded machine)
+                track = min(
+                    float(np.max(np.abs(q - plan.reference(t - age - lag))))
+                    for lag in np.linspace(0.0, START_LATENESS_S, 6)
+                )
+                if t <= plan.duration_s and track > s.stall_tracking_error_rad:
                     return self._blocked(name, plan, t, "stalled during the motion")
                 errors[name] = np.abs(q - plan.positions[-1])
             verdict = judge.verdict(t, {n: float(np.max(e)) for n, e in errors.items()}, self._is_still())
@@ -958,19 +1189,19 @@ class RosBackend:
         return True
 
     def _hold_all(self, plans: dict[str, cv.TrajectoryPlan], gplans: dict[str, cv.TrajectoryPlan]) -> None:
-        """A one-point hold at the last measured pose for every part in motion; its duration
-        keeps the requested speed under the cap however old that measurement is."""
+        """Brake every part in motion to rest (from the trajectory it follows when the joint
+        states are stale: see `_stop_msg`)."""
         with self._pub_lock:
             if self._estop_reason is not None:
                 return
             for name in plans:
                 p = self.parts[name]
-                self._hold_part(p, p.topic, p.joints, p.vmax)
+                self._stop_part(p, p.topic, p.joints)
             for name in gplans:
                 p = self.parts[name]
                 self._gripper_target.pop(name, None)
                 if p.gripper_topic:
-                    self._hold_part(p, p.gripper_topic, [p.g_joint], p.gripper_vmax)
+                    self._stop_part(p, p.gripper_topic, [p.g_joint])
 
     def _blocked(self, name: str, plan: cv.TrajectoryPlan, t: float, why: str) -> Outcome:
         latched = self.driver_check()
@@ -982,7 +1213,7 @@ class RosBackend:
         bad = [p.joints[i] for i in np.flatnonzero(np.abs(err) >= self.settings.reach_tolerance_rad)]
         with self._pub_lock:
             if self._estop_reason is None:
-                self._hold_part(p, p.topic, p.joints, p.vmax)  # hold where it is
+                self._stop_part(p, p.topic, p.joints)  # to rest where it is
         detail = f"{name} {why}; joints short of target: {', '.join(bad)} (max {np.max(np.abs(err)):.3f} rad)"
         return Outcome("blocked", detail, t, bad)
 

@@ -17,6 +17,17 @@ import numpy as np
 MIN_SEGMENT_S = 0.1
 """Shortest trajectory we send: a zero-length move still becomes one point 0.1 s ahead."""
 
+BRAKE_SETTLE_S = 1.0
+"""A braking trajectory ends with its rest point repeated this long after the stop: a stamped
+stop that arrives late is still accepted (the controller rejects one that ends in the past)."""
+
+BRAKE_FIRST_POINT_S = 0.15
+"""The first point of a braking trajectory lies at least this far ahead. The controller fits a
+cubic from the state it measures when the message takes effect to the first point; the arm has
+moved on by (speed x the command's unknown latency) meanwhile, which that cubic absorbs as an
+extra deceleration of about 6 x offset / (first point's time)^2: 15 mrad over 0.15 s is 4 rad/s2,
+over the 0.02 s of a dense trajectory it would be 225 rad/s2."""
+
 
 class ImageDecodeError(ValueError):
     pass
@@ -99,6 +110,8 @@ class TrajectoryPlan:
     """N x J"""
     velocities: np.ndarray
     """N x J; the last row is zero."""
+    stamp_s: float = 0.0
+    """header.stamp (system time) the times count from; 0 = from when the controller takes it."""
 
     @property
     def duration_s(self) -> float:
@@ -111,6 +124,28 @@ class TrajectoryPlan:
         return np.array(
             [np.interp(t, self.times_s, self.positions[:, j]) for j in range(self.positions.shape[1])]
         )
+
+    def state(self, t: float, start: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, velocities) the controller commands at time t after the send: cubic Hermite
+        through the points (as joint_trajectory_controller interpolates points that carry
+        velocities), from `start` (position, at rest before the first point) when given."""
+        n = self.positions.shape[1]
+        if t >= self.times_s[-1]:
+            return self.positions[-1].copy(), np.zeros(n)
+        times = np.concatenate([[0.0], self.times_s])
+        first = self.positions[0] if start is None else np.asarray(start, float)
+        pos = np.vstack([first[None, :], self.positions])
+        vel = np.vstack([np.zeros((1, n)) if start is not None else self.velocities[:1], self.velocities])
+        t = max(0.0, t)
+        i = int(np.clip(np.searchsorted(times, t, side="right") - 1, 0, len(times) - 2))
+        h = float(times[i + 1] - times[i])
+        s = (t - times[i]) / h
+        p0, p1, m0, m1 = pos[i], pos[i + 1], vel[i] * h, vel[i + 1] * h
+        q = (2 * s**3 - 3 * s**2 + 1) * p0 + (s**3 - 2 * s**2 + s) * m0 + (-2 * s**3 + 3 * s**2) * p1
+        q = q + (s**3 - s**2) * m1
+        dq = (6 * s**2 - 6 * s) * p0 + (3 * s**2 - 4 * s + 1) * m0 + (-6 * s**2 + 6 * s) * p1
+        dq = (dq + (3 * s**2 - 2 * s) * m1) / h
+        return q, dq
 
 
 def ruckig_plan(
@@ -126,12 +161,15 @@ def ruckig_plan(
     v0: np.ndarray | None = None,
 ) -> TrajectoryPlan:
     """A time-optimal, jerk-limited move (ruckig) from the measured state (q0, v0) to rest at q1,
-    within the speed cap and acceleration limit, sampled every `dt`, clipped into [lower, upper]."""
+    within the speed cap and acceleration limit, sampled every `dt`. The target is clipped into
+    [lower, upper]; the start never is (a plan starts where the arm is), and the samples are
+    clipped only when the start lies within the limits."""
     from ruckig import InputParameter, Result, Ruckig, Trajectory
 
     lower, upper = np.asarray(lower, float), np.asarray(upper, float)
-    q0 = np.clip(np.asarray(q0, float), lower, upper)
+    q0 = np.asarray(q0, float)
     q1 = np.clip(np.asarray(q1, float), lower, upper)
+    inside = bool(np.all(q0 >= lower) and np.all(q0 <= upper))
     n = q0.size
     v0 = np.zeros(n) if v0 is None else np.clip(np.nan_to_num(np.asarray(v0, float)), -vmax, vmax)
     inp = InputParameter(n)
@@ -150,10 +188,76 @@ def ruckig_plan(
     for i, t in enumerate(times):
         p, v, _ = traj.at_time(min(float(t), float(traj.duration)))
         pos[i], vel[i] = p, v
-    pos = np.clip(pos, lower, upper)
+    if inside:
+        pos = np.clip(pos, lower, upper)
     vel = np.clip(vel, -vmax, vmax)
     pos[-1], vel[-1] = q1, 0.0
     return TrajectoryPlan(list(joint_names), times, pos, vel)
+
+
+def brake_plan(
+    joint_names: list[str],
+    q: np.ndarray,
+    v: np.ndarray,
+    deceleration: float,
+    jerk: float,
+    dt: float = 0.05,
+    at_rest_speed: float = 1e-3,
+    hold_s: float = MIN_SEGMENT_S,
+    first_point_s: float = BRAKE_FIRST_POINT_S,
+) -> TrajectoryPlan:
+    """Bring the arm from (q, v) to rest within `deceleration` and `jerk` (ruckig, velocity
+    interface: the target is zero velocity, wherever that is), as points every `dt` from
+    `first_point_s` on, carrying positions and velocities (the stock controller fits cubics through
+    them, starting from the state it measures), ending at rest where the arm stops: never back at
+    an older pose. At rest already (every |v| below `at_rest_speed`): one point at `q`, `hold_s`
+    ahead."""
+    from ruckig import ControlInterface, InputParameter, Result, Ruckig, Trajectory
+
+    q = np.asarray(q, float)
+    v = np.nan_to_num(np.asarray(v, float))
+    n = q.size
+    if float(np.max(np.abs(v), initial=0.0)) < at_rest_speed:
+        return TrajectoryPlan(list(joint_names), np.array([hold_s]), q[None, :].copy(), np.zeros((1, n)))
+    inp = InputParameter(n)
+    inp.control_interface = ControlInterface.Velocity
+    inp.current_position, inp.current_velocity = q.tolist(), v.tolist()
+    inp.current_acceleration = [0.0] * n
+    inp.target_velocity, inp.target_acceleration = [0.0] * n, [0.0] * n
+    inp.max_velocity = [max(1e-6, float(np.max(np.abs(v))))] * n
+    # the jerk phase that starts the brake lasts at least `first_point_s`: a cubic (constant jerk)
+    # the controller reproduces exactly from the state it measures to the first point
+    jerk = min(float(jerk), float(deceleration) / max(first_point_s, 1e-3))
+    inp.max_acceleration, inp.max_jerk = [float(deceleration)] * n, [jerk] * n
+    traj = Trajectory(n)
+    result = Ruckig(n).calculate(inp, traj)
+    if result not in (Result.Working, Result.Finished):
+        raise ValueError(f"no braking profile within the limits ({result})")
+    duration = float(traj.duration)
+    # points at the fastest joint's phase boundaries (each phase is a polynomial of degree <= 3,
+    # which the controller's cubics reproduce), filled in every `dt`, from `first_point_s` on
+    fastest = int(np.argmax(np.abs(v)))
+    knots = [float(b) for b in np.cumsum(traj.profiles[0][fastest].t) if 1e-6 < b < duration - 1e-6]
+    steps = max(1, math.ceil(duration / dt - 1e-9))
+    grid = [duration * k / steps for k in range(1, steps)]
+    times = sorted({*knots, *(g for g in grid if all(abs(g - k) > 0.2 * dt for k in knots)), duration})
+    times = [t for t in times if t >= min(first_point_s, duration) - 1e-6]
+    pos = np.empty((len(times), n))
+    vel = np.empty((len(times), n))
+    for i, t in enumerate(times):
+        p, dp, _ = traj.at_time(t)
+        pos[i], vel[i] = p, dp
+    vel[-1] = 0.0
+    return TrajectoryPlan(list(joint_names), np.array(times), pos, vel)
+
+
+def predict_state(
+    q: np.ndarray, v: np.ndarray, age_s: float, max_age_s: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Where an arm measured at (q, v) `age_s` ago is now, at constant velocity: a plan sent now
+    starts from there, not from the past. Ages beyond `max_age_s` are not extrapolated."""
+    age = min(max(0.0, age_s), max_age_s)
+    return np.asarray(q, float) + np.nan_to_num(np.asarray(v, float)) * age, np.asarray(v, float)
 
 
 def hold_time_s(
@@ -174,8 +278,9 @@ def hold_plan(
     duration_s: float = MIN_SEGMENT_S,
 ) -> TrajectoryPlan:
     """One point at `q` (the measured pose), zero velocity, `duration_s` ahead: what
-    joint_trajectory_controller accepts and holds (it rejects an empty trajectory)."""
-    q = np.clip(np.asarray(q, float), lower, upper)
+    joint_trajectory_controller accepts and holds (it rejects an empty trajectory). Never clipped
+    into [lower, upper]: an arm outside its limits is held where it is, not moved."""
+    q = np.asarray(q, float)
     return TrajectoryPlan(list(joint_names), np.array([duration_s]), q[None, :], np.zeros((1, q.size)))
 
 
@@ -224,6 +329,9 @@ def jtc_rejection(msg: Any, controller_joints: list[str], now_s: float | None = 
 def fill_trajectory(msg: Any, plan: TrajectoryPlan, point_cls: type, duration_cls: type) -> Any:
     """Fill a trajectory_msgs/JointTrajectory from a plan (header stamp zero = start on receipt)."""
     msg.joint_names = list(plan.joint_names)
+    if plan.stamp_s > 0:
+        ns = round(plan.stamp_s * 1e9)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
     points = []
     for t, p, v in zip(plan.times_s, plan.positions, plan.velocities, strict=True):
         pt = point_cls()

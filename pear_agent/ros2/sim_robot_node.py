@@ -6,7 +6,10 @@ follows trajectory_msgs/JointTrajectory on `/<controller>/joint_trajectory` like
 joint_trajectory_controller: it rejects what the JTC rejects (an empty trajectory, a partial or
 unknown joint set, times not increasing, a non-zero final velocity, ...: see
 `conversions.jtc_rejection`) and keeps its current motion then; a valid trajectory replaces the
-active one, starting from the measured state; a one-point trajectory at the current pose holds.
+active one, starting from the measured position AND velocity (the JTC in closed loop with a velocity
+state interface), interpolated like the JTC's splines (linear with positions only, cubic with
+velocities, quintic with accelerations), from its header stamp when it has one; the MuJoCo position
+servos track that reference with their own lag; a one-point trajectory at the current pose holds.
 It also publishes the task's status as JSON (success, privileged facts, object poses) on
 `task_status_topic`: that is sim-only, for tests and the scripted expert.
 
@@ -42,15 +45,41 @@ PARAMS: dict[str, Any] = {
 class _Active:
     joints: list[str]
     start_t: float
-    start_q: np.ndarray
-    times: np.ndarray
-    positions: np.ndarray
+    """sim time of the spline's time 0"""
+    spline: Any
+    """pear_agent.ros2.yam_trajectory.Spline: the JTC's interpolation"""
+    end_t: float
 
     def reference(self, t: float) -> np.ndarray:
-        tt = np.concatenate([[0.0], self.times])
-        qq = np.vstack([self.start_q[None, :], self.positions])
-        s = t - self.start_t
-        return np.array([np.interp(s, tt, qq[:, j]) for j in range(qq.shape[1])])
+        return self.spline.sample(t - self.start_t)[0]
+
+
+def jtc_spline(
+    q0: np.ndarray,
+    v0: np.ndarray,
+    times: np.ndarray,
+    pos: np.ndarray,
+    vel: np.ndarray | None,
+    acc: np.ndarray | None,
+    offset_s: float,
+) -> tuple[Any, float]:
+    """The reference joint_trajectory_controller follows: from the measured state (q0, v0) now
+    through the points at `offset_s` + time_from_start (offset < 0: a stamp in the past), cubic
+    where the points carry velocities (zero-filled at the start when the state lacks them), quintic
+    with accelerations. A first point already past starts inside the trajectory, as the JTC
+    does. Returns (spline, its time 0 relative to now)."""
+    from pear_agent.ros2.yam_trajectory import Spline
+
+    t = offset_s + times
+    if t[0] > 0:
+        kt = np.concatenate([[0.0], t])
+        kp = np.vstack([q0[None, :], pos])
+        kv = None if vel is None else np.vstack([v0[None, :], vel])
+        ka = None if acc is None or kv is None else np.vstack([np.zeros((1, q0.size)), acc])
+        return Spline(kt, kp, kv, ka), 0.0
+    if len(t) == 1 or t[-1] <= 0:
+        return Spline(np.array([0.0]), pos[-1:].copy()), 0.0
+    return Spline(t - t[0], pos, vel, acc if vel is not None else None), float(t[0])
 
 
 class SimRobot:
@@ -136,19 +165,33 @@ class SimRobot:
             if why is not None:
                 self.node.get_logger().error(f"{topic}: {why} (rejected, like joint_trajectory_controller)")
                 continue
-            names, times, pos, _ = trajectory_arrays(msg)
+            names, times, pos, vel = trajectory_arrays(msg)
             order = [names.index(j) for j in expected]
+            has_vel = all(len(p.velocities) for p in msg.points)
+            has_acc = has_vel and all(len(p.accelerations) for p in msg.points)
+            acc = np.array([list(p.accelerations) for p in msg.points], float)[:, order] if has_acc else None
             io = self.sim.parts[part_name]
             gripper = expected == [self.robot.parts[part_name].gripper.joints[0]] if io.gripper else False
-            current = self._measured(part_name, gripper)
-            self._active[topic] = _Active(expected, float(self.d.time), current, times, pos[:, order])
+            q0, v0 = self._measured(part_name, gripper)
+            stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+            offset = 0.0
+            if stamp > 0:
+                factor = float(self.p["realtime_factor"])
+                offset = (stamp - self.node.get_clock().now().nanoseconds * 1e-9) * factor
+            spline, t0 = jtc_spline(
+                q0, v0, times, pos[:, order], vel[:, order] if has_vel else None, acc, offset
+            )
+            now = float(self.d.time)
+            self._active[topic] = _Active(expected, now + t0, spline, now + offset + float(times[-1]))
 
-    def _measured(self, part: str, gripper: bool) -> np.ndarray:
-        """Where a new trajectory starts: the measured state, as the JTC does (open_loop_control off)."""
+    def _measured(self, part: str, gripper: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Where a new trajectory starts: the measured position and velocity, as the JTC does in
+        closed loop with a velocity state interface."""
         io = self.sim.parts[part]
         if gripper:
-            return np.array([float(self.d.qpos[io.g_qadr[0]])])
-        return self.d.qpos[io.qadr].copy()
+            return np.array([float(self.d.qpos[io.g_qadr[0]])]), np.array([float(self.d.qvel[io.g_dadr[0]])])
+        dadr = [int(self.m.joint(j).dofadr[0]) for j in self.robot.parts[part].joints]
+        return self.d.qpos[io.qadr].copy(), self.d.qvel[dadr].copy()
 
     def _set_gripper(self, part: str, position: float) -> None:
         io = self.sim.parts[part]
@@ -165,7 +208,7 @@ class SimRobot:
                 self._set_gripper(part_name, float(ref[0]))
             else:
                 self.d.ctrl[io.act] = ref
-            if t - act.start_t > act.times[-1]:
+            if t > act.end_t + 1.0:
                 del self._active[topic]
 
     # -- publishing -----------------------------------------------------------------------

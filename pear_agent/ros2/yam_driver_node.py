@@ -57,6 +57,7 @@ PARAMS: dict[str, Any] = {
     "arm_type": "yam",
     "gripper_type": "linear_4310",
     "sim": False,
+    "sim_physics": False,
     "zero_gravity_mode": False,
     "rate_hz": 100.0,
     "joint_states_topic": "/joint_states",
@@ -64,13 +65,15 @@ PARAMS: dict[str, Any] = {
     "status_topic": "",
     "joint_velocity_max_rad_s": 0.0,
     "gripper_velocity_max": 0.25,
-    "stop_deceleration_rad_s2": 150.0,
-    "stop_jerk_rad_s3": 30000.0,
+    "stop_deceleration_rad_s2": 20.0,
+    "stop_jerk_rad_s3": 400.0,
     "command_timeout_s": 0.0,
     "max_start_lateness_s": 0.1,
     "fault_timeout_s": 0.25,
 }
 """ROS parameters and their defaults. `status_topic` '' = /pear/driver/<arm>/status;
+`sim_physics` (with `sim`): I2RT's MotorChainRobot over a physics stand-in for the CAN bus and
+motors (pear_agent.ros2.yam_physics) instead of I2RT's kinematic SimRobot;
 `joint_velocity_max_rad_s` 0 = the YAML's `limits.joint_velocity_rad_s`; `command_timeout_s` 0 =
 finish a trajectory even when no further message comes (the stock controller's behaviour), > 0 =
 ramp to rest and hold when no trajectory arrived for that long."""
@@ -175,6 +178,23 @@ def make_i2rt_robot(channel: str, arm_type: str, gripper_type: str, sim: bool, z
         raise StartupError(f"cannot start {what}: {text}") from None
 
 
+def physics_factory(robot_name: str, part: str) -> Any:
+    """A robot factory for `sim_physics`: I2RT's MotorChainRobot on the physics chain, starting at
+    the part's home pose from the robot YAML."""
+
+    def make(channel: str, arm_type: str, gripper_type: str, sim: bool, zero_gravity: bool) -> Any:
+        from pear_agent.robot_config import load_robot
+        from pear_agent.ros2.yam_physics import make_physics_yam
+
+        home = np.array(load_robot(robot_name).parts[part].home.joints_rad, float)
+        try:
+            return make_physics_yam(home, zero_gravity, arm_type, gripper_type)
+        except Exception as exc:
+            raise StartupError(f"cannot start the physics YAM: {type(exc).__name__}: {exc}") from None
+
+    return make
+
+
 class _Follower:
     """The reference of one trajectory topic's joints: holding, following a spline, or stopping."""
 
@@ -232,21 +252,43 @@ class _Follower:
         self.hold, self.spline, self.stopping = np.asarray(q, float).copy(), None, False
 
 
-def robot_fault(robot: Any, fault_timeout_s: float) -> str | None:
-    """Why i2rt's real robot is no longer under control (its threads stopped, its motor feedback is
-    stale), or None. SimRobot has none of these attributes."""
+class FeedbackWatch:
+    """The age of the motors' own feedback. i2rt's DM motor chain runs a CAN thread that replaces
+    `motor_chain.state` (the feedback frames) with a new list on every bus cycle; its
+    `read_states()`, and so `MotorChainRobot._joint_state.timestamp`, stamps whenever it is
+    called, from whatever feedback is cached. So a stalled CAN thread (a bus that stops answering
+    while `running` stays True) shows only here: the frames stop being replaced."""
+
+    def __init__(self) -> None:
+        self._frames: Any = None
+        self._seen_mono = time.monotonic()
+        self.seen_wall: float | None = None
+        """system time the current feedback frames were first seen (the joint states' stamp)"""
+
+    def age_s(self, robot: Any) -> float | None:
+        """Seconds since the feedback frames last changed; None where the robot has no motor
+        chain (I2RT's SimRobot)."""
+        chain = getattr(robot, "motor_chain", None)
+        if chain is None or not hasattr(chain, "state"):
+            return None
+        frames = chain.state
+        if frames is not self._frames:
+            self._frames, self._seen_mono, self.seen_wall = frames, time.monotonic(), time.time()
+        return time.monotonic() - self._seen_mono
+
+
+def robot_fault(robot: Any, fault_timeout_s: float, watch: FeedbackWatch | None = None) -> str | None:
+    """Why i2rt's real robot is no longer under control (its threads stopped, its motors' feedback
+    stopped changing), or None. SimRobot has none of these attributes."""
     thread = getattr(robot, "_server_thread", None)
     if thread is not None and not thread.is_alive():
         return "i2rt's robot control thread stopped (motor error or joint limit; see the log above)"
     chain = getattr(robot, "motor_chain", None)
     if chain is not None and getattr(chain, "running", True) is False:
         return "i2rt's motor chain stopped running"
-    js = getattr(robot, "_joint_state", None)
-    stamp = getattr(js, "timestamp", None)
-    if isinstance(stamp, float) and stamp > 1e9:
-        age = time.time() - stamp
-        if age > fault_timeout_s:
-            return f"motor feedback is {age:.2f} s old (limit {fault_timeout_s:g} s)"
+    age = watch.age_s(robot) if watch is not None else None
+    if age is not None and age > fault_timeout_s:
+        return f"motor feedback (CAN) has not changed for {age:.2f} s (limit {fault_timeout_s:g} s)"
     return None
 
 
@@ -274,6 +316,7 @@ class YamDriver:
         """the last positions read (7: arm + gripper in YAML units)"""
         self.last_rejection = ""
         self.floating = bool(p["zero_gravity_mode"])
+        self.feedback = FeedbackWatch()
         try:
             q = self._read()[0]
         except Exception as exc:
@@ -301,7 +344,11 @@ class YamDriver:
         node.create_service(Trigger, "~/release_estop", self._on_release_srv)
         self._status_dirty = True
         self._thread = threading.Thread(target=self._loop, name="yam_driver_control", daemon=True)
-        where = "I2RT SimRobot" if p["sim"] else f"CAN {channel}"
+        where = (
+            ("I2RT MotorChainRobot on physics" if p["sim_physics"] else "I2RT SimRobot")
+            if p["sim"]
+            else f"CAN {channel}"
+        )
         self.log.info(
             f"{spec.part} on {where}: holding at {np.round(q, 3).tolist()} "
             f"(speed cap {spec.arm.vmax[0]:g} rad/s, {p['rate_hz']:g} Hz)"
@@ -323,12 +370,21 @@ class YamDriver:
         vel[6] = vel[6] * span
         return pos, vel
 
-    def _command(self, arm_q: np.ndarray, grip_q: float | None) -> None:
+    def _command(self, arm_q: np.ndarray, grip_q: float | None, arm_v: np.ndarray | None = None) -> None:
+        """Position, and while following a trajectory on I2RT's motor robot the reference velocity
+        as the motors' MIT-mode velocity target (`command_joint_state`): without it their kd
+        brakes every motion and the arm lags kd x speed / kp behind (75 mrad at 1.2 rad/s on a YAM
+        shoulder). Stops and holds send positions only: then that kd damps the arm to rest."""
         cmd = np.empty(7)
         cmd[:6] = arm_q
         cmd[6] = self.spec.gripper_to_i2rt(grip_q) if grip_q is not None else 0.0
         n = self.robot.num_dofs() if hasattr(self.robot, "num_dofs") else 7
-        self.robot.command_joint_pos(cmd[:n].copy())
+        if arm_v is not None and hasattr(self.robot, "motor_chain"):
+            vel = np.zeros(7)
+            vel[:6] = arm_v
+            self.robot.command_joint_state({"pos": cmd[:n].copy(), "vel": vel[:n]})
+        else:
+            self.robot.command_joint_pos(cmd[:n].copy())
 
     def _tick(self) -> None:
         now, wall = time.monotonic(), time.time()
@@ -343,16 +399,17 @@ class YamDriver:
                         f"(command_timeout_s {timeout:g}): stopping and holding"
                     )
                     self._stop_follower(f, now)
-            arm_q, _ = self.arm.reference(now)
+            arm_q, arm_v = self.arm.reference(now)
+            if self.arm.stopping or not self.arm.moving:
+                arm_v = None  # braking and holding: position only, the motors' kd damps the stop
             grip_q = self.grip.reference(now)[0][0] if self.grip is not None else None
             floating = self.floating
         if not floating:
-            self._command(arm_q, grip_q)
-        if not self.p["sim"]:
-            why = robot_fault(self.robot, self.p["fault_timeout_s"])
-            if why:
-                raise RobotFault(why)
-        pos, vel = self._read()
+            self._command(arm_q, grip_q, arm_v)
+        why = robot_fault(self.robot, self.p["fault_timeout_s"], self.feedback)  # SimRobot: never
+        if why:
+            raise RobotFault(why)
+        pos, vel, read_s = self._read_consistent()
         with self._lock:
             self.measured = pos.copy()
         if floating:
@@ -360,16 +417,33 @@ class YamDriver:
                 self.arm.set_hold(pos[:6])
                 if self.grip is not None:
                     self.grip.set_hold(pos[6:7])
-        self._publish_joints(pos, vel, self._stamp_s(wall))
+        self._publish_joints(pos, vel, self._stamp_s(wall, read_s))
 
-    def _stamp_s(self, tick_wall_s: float) -> float:
-        """When the published state was true: the motor feedback's own time on the real robot; on
-        SimRobot (which is where it was commanded) this tick's time."""
-        if not self.p["sim"]:
-            feedback = getattr(getattr(self.robot, "_joint_state", None), "timestamp", None)
-            if isinstance(feedback, float) and feedback > 1e9:
-                return feedback
-        return tick_wall_s
+    def _read_timestamp(self) -> float | None:
+        read = getattr(getattr(self.robot, "_joint_state", None), "timestamp", None)
+        return read if isinstance(read, float) and read > 1e9 else None
+
+    def _read_consistent(self) -> tuple[np.ndarray, np.ndarray, float | None]:
+        """Positions and velocities with the time I2RT read them: its loop replaces its joint
+        state concurrently, so read until the timestamp is the same before and after."""
+        for _ in range(3):
+            before = self._read_timestamp()
+            pos, vel = self._read()
+            after = self._read_timestamp()
+            if before == after:
+                break
+        return pos, vel, after
+
+    def _stamp_s(self, tick_wall_s: float, read_s: float | None = None) -> float:
+        """When the published state was true. I2RT stamps its joint state when its loop read the
+        cached feedback (`_joint_state.timestamp`): the positions belong to that read, and the
+        feedback is no newer. Its frames unchanged since an earlier time make it that old: the
+        stamp is the earlier of the two, so a stalled CAN thread shows as an aging state. On
+        SimRobot, which has no motor chain, this tick's time."""
+        seen = self.feedback.seen_wall
+        if seen is None:
+            return tick_wall_s
+        return min(seen, read_s) if read_s is not None else seen
 
     def _publish_joints(self, pos: np.ndarray, vel: np.ndarray, stamp_s: float) -> None:
         msg = self._JointState()
@@ -585,6 +659,8 @@ def run(
         raise StartupError(f"arm {spec.part!r}: cannot tell which CAN channel (can_left / can_right) is its")
     channel = p[f"can_{side}"]
     factory = robot_factory or make_i2rt_robot
+    if robot_factory is None and p["sim"] and p["sim_physics"]:
+        factory = physics_factory(p["robot"], spec.part)
     robot = factory(channel, p["arm_type"], p["gripper_type"], p["sim"], p["zero_gravity_mode"])
     log = node.get_logger()
     driver: YamDriver | None = None

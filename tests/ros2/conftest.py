@@ -127,6 +127,8 @@ class Probe:
         self.lock = threading.Lock()
         self.trajectories: list[tuple[float, str, Any, dict[str, float] | None]] = []
         self.joint_states: list[tuple[float, dict[str, float]]] = []
+        self.stamped: list[tuple[float, dict[str, float]]] = []
+        """(header stamp, positions) of every joint state: for speeds and decelerations"""
         self.status: list[dict[str, Any]] = []
         self.sim_status: dict[str, Any] = {}
         reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
@@ -177,10 +179,14 @@ class Probe:
             self.trajectories.append((time.monotonic(), topic, msg, last))
 
     def _on_js(self, msg: Any) -> None:
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         with self.lock:
             self.joint_states.append((time.monotonic(), dict(zip(msg.name, msg.position, strict=False))))
+            self.stamped.append((stamp, dict(zip(msg.name, msg.position, strict=False))))
             if len(self.joint_states) > 2000:
                 del self.joint_states[:1000]
+            if len(self.stamped) > 6000:
+                del self.stamped[:3000]
 
     def _on_status(self, msg: Any) -> None:
         with self.lock:

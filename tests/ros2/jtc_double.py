@@ -1,38 +1,50 @@
-"""A strict stand-in for a stock ros2_control stack, in its own process: joint_trajectory_controller
-(JTC) per controller + joint_state_broadcaster + plain camera drivers, over real DDS.
+"""A strict stand-in for a stock ros2_control stack, in its own process, over real DDS:
+controller_manager + one joint_trajectory_controller (JTC) per controller + joint_state_broadcaster
++ plain camera drivers, each ros2_control part a node of its own named as ros2_control names it.
 
-Written from ros2_controllers' documented behaviour (humble .. kilted,
-joint_trajectory_controller.cpp), not from this project's code:
+Written from ros2_controllers' joint_trajectory_controller (trajectory.cpp, joint_trajectory_
+controller.cpp) and ros2_control's controller_manager, not from this project's code:
 
-- `~/joint_trajectory` (trajectory_msgs/JointTrajectory, SystemDefaultsQoS = reliable, depth 10).
-  `validate_trajectory_msg` rejects, logging one line and leaving the active trajectory running:
-  a joint set whose size differs from the controller's (allow_partial_joints_goal off), empty
-  joint names, no points ("Empty trajectory received."), an unknown joint, a non-zero velocity
-  in the last point (allow_nonzero_velocity_at_trajectory_end off), a non-zero header stamp whose
-  trajectory ends in the past, time_from_start not strictly increasing (the first point may be 0),
-  positions of the wrong size, velocities / accelerations neither empty nor of the joints' size,
-  effort fields (position interface).
-- A valid trajectory always replaces the active one ("always replace old msg with new one"); it
-  starts from the measured state at receipt (header stamp 0 = now) and is interpolated by splines
-  (cubic with velocities, linear with positions only); after the last point the controller holds
-  it. So a one-point trajectory at the current pose holds there.
-- The FollowJointTrajectory action's cancel service (action_msgs/srv/CancelGoal on
-  `~/follow_joint_trajectory/_action/cancel_goal`): cancelling holds the current position.
+- `/<controller>/joint_trajectory` (trajectory_msgs/JointTrajectory, reliable, depth 10), subscribed
+  by the node `<controller>` once configured. `validate_trajectory_msg` rejects, logging one line
+  and leaving the active trajectory running: a joint set whose size differs from the controller's
+  (allow_partial_joints_goal off), empty joint names, no points, an unknown joint, a non-zero
+  velocity in the last point, a non-zero header stamp whose trajectory ends in the past,
+  time_from_start not strictly increasing, positions of the wrong size, velocities /
+  accelerations neither empty nor of the joints' size, effort fields (position interface).
+- Only an *active* controller acts on a valid message (`subscriber_is_active_`); an inactive one
+  (`inactive` in the config) is subscribed and ignores it.
+- A valid trajectory replaces the active one at the next update. Its first sample sets the
+  state before it to the state the controller measures then (closed loop: position, and
+  velocity where the hardware has a velocity state interface; with points that carry velocities
+  or accelerations and a state that has none, zeros: trajectory.cpp
+  `set_point_before_trajectory_msg`); header stamp 0 = that update. Segments are linear with
+  positions only, cubic with velocities on both ends, quintic with accelerations too; after the
+  last point the controller holds it.
+- The hardware is a position servo with a lag: each joint follows the controller's command
+  (position and velocity) as a critically damped second-order system of natural frequency
+  `servo_omega_rad_s` (50), integrated every millisecond; the controller samples its trajectory
+  every 2 ms, whenever this process wakes up. So overshoot, braking and reversal are
+  the hardware's, measured from /joint_states.
 - joint_state_broadcaster: sensor_msgs/JointState on /joint_states (reliable) with name, position,
-  velocity, effort and header.stamp = now, every update.
+  velocity, effort, and header.stamp = the time the state was read, every update (`rate_hz`).
+- controller_manager: diagnostic_msgs/DiagnosticArray on /diagnostics once a second, status
+  "controller_manager: Controllers Activity" with one `<controller>.state` = active / inactive each.
 
-The hardware is ideal (it follows the reference exactly). For the tests the double also checks
-every message it receives against the speed cap (mean speed from the measured pose to the first
-point, between points, and the velocity fields) and writes one JSON line per event to `log`.
+For the tests the double checks every message it receives against the speed cap (mean speed from
+the measured pose to the first point, between points, and the velocity fields) and writes one
+JSON line per event to `log`.
 
     python -m tests.ros2.jtc_double config.json
 
 config.json: controllers {name: [joints]}, initial {joint: rad}, vmax {controller: rad/s},
-rate_hz, omit_joints [...], cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s,
-stop_joint_states_after_trajectory_s / stop_joint_states_after_trajectory_end_s (stop publishing
-joint states this long after the first accepted trajectory arrived / ended; < 0 never), log.
-Service /jtc_double/joint_states (std_srvs/SetBool):
-publish joint states or not.
+rate_hz, omit_joints [...], inactive [controllers], servo_omega_rad_s, velocity_state_interface,
+stamp_offset_s (joint states stamped by a clock this far off the system's), stuck_joints [...]
+(held by an obstacle: they do not move),
+cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s, stop_joint_states_after_trajectory_s /
+stop_joint_states_after_trajectory_end_s (stop publishing joint states this long after the first
+accepted trajectory arrived / ended; < 0 never), log. Service /jtc_double/joint_states
+(std_srvs/SetBool): publish joint states or not.
 """
 
 from __future__ import annotations
@@ -47,6 +59,9 @@ from typing import Any
 import numpy as np
 
 FLOAT_EPS = float(np.finfo(np.float32).eps)
+GAP_S = 0.1
+"""a pause between two joint-state messages longer than this is logged (`js_gap`): the stand-in
+itself was late (a starved process), so a refusal then is for a real reason"""
 
 
 def _secs(d: Any) -> float:
@@ -86,69 +101,142 @@ def validate(msg: Any, joints: list[str], now_s: float) -> str | None:
     return None
 
 
-class Segmented:
-    """The reference from the state at receipt through the points, then holding the last."""
+class Point:
+    """A trajectory point: positions, and velocities / accelerations or None (empty fields)."""
 
-    def __init__(
-        self,
-        t0: float,
-        q0: np.ndarray,
-        v0: np.ndarray,
-        times: np.ndarray,
-        pos: np.ndarray,
-        vel: np.ndarray | None,
-    ) -> None:
-        self.t0 = t0
-        self.times = np.concatenate([[0.0], times])
-        self.pos = np.vstack([q0[None], pos])
-        self.vel = None if vel is None else np.vstack([v0[None], vel])
+    def __init__(self, pos: np.ndarray, vel: np.ndarray | None, acc: np.ndarray | None) -> None:
+        self.pos, self.vel, self.acc = pos, vel, acc
 
-    def sample(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        s = t - self.t0
-        if s >= self.times[-1]:
-            return self.pos[-1].copy(), np.zeros(self.pos.shape[1])
-        i = max(0, int(np.searchsorted(self.times, s, side="right")) - 1)
-        h = self.times[i + 1] - self.times[i]
-        if h <= 0:
-            return self.pos[i + 1].copy(), np.zeros(self.pos.shape[1])
-        u = (s - self.times[i]) / h
-        p0, p1 = self.pos[i], self.pos[i + 1]
-        if self.vel is None:
-            return p0 + u * (p1 - p0), (p1 - p0) / h
-        m0, m1 = self.vel[i] * h, self.vel[i + 1] * h
-        q = (
-            (2 * u**3 - 3 * u**2 + 1) * p0
-            + (u**3 - 2 * u**2 + u) * m0
-            + (-2 * u**3 + 3 * u**2) * p1
-            + (u**3 - u**2) * m1
-        )
-        dq = (
-            (6 * u**2 - 6 * u) * p0
-            + (3 * u**2 - 4 * u + 1) * m0
-            + (-6 * u**2 + 6 * u) * p1
-            + (3 * u**2 - 2 * u) * m1
-        ) / h
-        return q, dq
+
+def interpolate(a: Point, b: Point, h: float, t: float) -> tuple[np.ndarray, np.ndarray]:
+    """trajectory.cpp `interpolate_between_points`: linear without velocities on both ends, cubic
+    with them, quintic with accelerations too; outside [0, h] clamped, and linear."""
+    has_vel = a.vel is not None and b.vel is not None
+    has_acc = has_vel and a.acc is not None and b.acc is not None
+    if t < 0.0:
+        t, has_vel, has_acc = 0.0, False, False
+    if t > h:
+        t, has_vel, has_acc = h, False, False
+    if not has_vel:
+        slope = (b.pos - a.pos) / h if h != 0.0 else np.zeros_like(a.pos)
+        return a.pos + slope * t, slope
+    assert a.vel is not None and b.vel is not None
+    if not has_acc:
+        c0, c1 = a.pos, a.vel
+        c2 = (-3 * a.pos + 3 * b.pos - 2 * a.vel * h - b.vel * h) / h**2
+        c3 = (2 * a.pos - 2 * b.pos + a.vel * h + b.vel * h) / h**3
+        return c0 + c1 * t + c2 * t**2 + c3 * t**3, c1 + 2 * c2 * t + 3 * c3 * t**2
+    assert a.acc is not None and b.acc is not None
+    c0, c1, c2 = a.pos, a.vel, 0.5 * a.acc
+    c3 = (-20 * a.pos + 20 * b.pos - 3 * a.acc * h**2 + b.acc * h**2 - 12 * a.vel * h - 8 * b.vel * h) / (
+        2 * h**3
+    )
+    c4 = (30 * a.pos - 30 * b.pos + 3 * a.acc * h**2 - 2 * b.acc * h**2 + 16 * a.vel * h + 14 * b.vel * h) / (
+        2 * h**4
+    )
+    c5 = (-12 * a.pos + 12 * b.pos - a.acc * h**2 + b.acc * h**2 - 6 * a.vel * h - 6 * b.vel * h) / (2 * h**5)
+    q = c0 + c1 * t + c2 * t**2 + c3 * t**3 + c4 * t**4 + c5 * t**5
+    dq = c1 + 2 * c2 * t + 3 * c3 * t**2 + 4 * c4 * t**3 + 5 * c5 * t**4
+    return q, dq
+
+
+class Trajectory:
+    """trajectory.cpp `Trajectory`: the state before the message (set at its first sample), then
+    the message's points at start + time_from_start."""
+
+    def __init__(self, stamp_s: float, times: np.ndarray, points: list[Point]) -> None:
+        self.stamp_s, self.times, self.points = stamp_s, times, points
+        self.start_s: float | None = None
+        self.before: Point | None = None
+        self.before_s = 0.0
+
+    def first_sample(self, now_s: float, measured: Point) -> None:
+        """`set_point_before_trajectory_msg` with the measured state (closed loop), zero-filling
+        velocities / accelerations the state lacks but the first point has."""
+        first = self.points[0]
+        vel = measured.vel
+        if vel is None and first.vel is not None:
+            vel = np.zeros_like(measured.pos)
+        acc = measured.acc
+        if acc is None and first.acc is not None:
+            acc = np.zeros_like(measured.pos)
+        self.before, self.before_s = Point(measured.pos.copy(), vel, acc), now_s
+        self.start_s = self.stamp_s if self.stamp_s != 0.0 else now_s
+
+    def sample(self, now_s: float) -> tuple[np.ndarray, np.ndarray]:
+        assert self.start_s is not None and self.before is not None
+        first_at = self.start_s + self.times[0]
+        if now_s < first_at:
+            return interpolate(self.before, self.points[0], first_at - self.before_s, now_s - self.before_s)
+        for i in range(len(self.points) - 1):
+            t0, t1 = self.start_s + self.times[i], self.start_s + self.times[i + 1]
+            if t0 <= now_s < t1:
+                return interpolate(self.points[i], self.points[i + 1], t1 - t0, now_s - t0)
+        last = self.points[-1]
+        return last.pos.copy(), np.zeros_like(last.pos) if last.vel is None else last.vel.copy()
+
+
+class Servo:
+    """Position servos with a lag: each joint follows (q_ref, v_ref) as a critically damped
+    second-order system (natural frequency omega), integrated in 1 ms steps."""
+
+    def __init__(self, q: np.ndarray, omega: float, stuck: np.ndarray | None = None) -> None:
+        self.q, self.v, self.omega = q.astype(float).copy(), np.zeros(len(q)), omega
+        self.free = np.ones(len(q)) if stuck is None else (~stuck).astype(float)
+        """0 for a joint held by an obstacle: it does not move whatever it is commanded"""
+
+    def advance(self, dt: float, q_ref: np.ndarray, v_ref: np.ndarray) -> None:
+        n = max(1, int(np.ceil(dt / 0.001)))
+        h = dt / n
+        w = self.omega
+        for _ in range(n):
+            acc = w * w * (q_ref - self.q) + 2 * w * (v_ref - self.v)
+            self.v = (self.v + acc * h) * self.free
+            self.q = self.q + self.v * h
 
 
 class Controller:
-    def __init__(self, name: str, joints: list[str], q: np.ndarray, vmax: float) -> None:
-        self.name, self.joints, self.vmax = name, joints, vmax
-        self.active = Segmented(0.0, q, np.zeros(len(joints)), np.array([]), np.zeros((0, len(joints))), None)
+    """One joint_trajectory_controller on its servos: holds where it starts (on_activate holds the
+    current position), takes a new trajectory at the next update."""
 
-    def state(self, t: float) -> tuple[np.ndarray, np.ndarray]:
-        return self.active.sample(t)
+    def __init__(self, name: str, joints: list[str], q: np.ndarray, vmax: float, cfg: dict[str, Any]) -> None:
+        self.name, self.joints, self.vmax = name, joints, vmax
+        self.active = name not in cfg.get("inactive", [])
+        self.velocity_state = bool(cfg.get("velocity_state_interface", True))
+        stuck = np.array([j in cfg.get("stuck_joints", []) for j in joints])
+        self.servo = Servo(q, float(cfg.get("servo_omega_rad_s", 50.0)), stuck)
+        self.command = (q.astype(float).copy(), np.zeros(len(q)))
+        self.trajectory: Trajectory | None = None
+        self.pending: Trajectory | None = None
+
+    def measured(self) -> Point:
+        return Point(self.servo.q.copy(), self.servo.v.copy() if self.velocity_state else None, None)
+
+    def update(self, now_s: float, dt: float) -> None:
+        """Advance to `now_s`: the controller samples its trajectory every 2 ms in between (as a
+        real-time loop would, so a late wake-up of this process is not a jump of the reference),
+        a new trajectory from the first of those samples on."""
+        n = max(1, int(np.ceil(dt / 0.002)))
+        for k in range(1, n + 1):
+            t = now_s - dt + dt * k / n
+            if self.pending is not None:
+                self.trajectory, self.pending = self.pending, None
+                self.trajectory.first_sample(t, self.measured())
+            if self.trajectory is not None:
+                self.command = self.trajectory.sample(t)
+            self.servo.advance(dt / n, *self.command)
 
 
 class Double:
-    def __init__(self, node: Any, cfg: dict[str, Any]) -> None:
-        from action_msgs.srv import CancelGoal
+    def __init__(self, nodes: dict[str, Any], cfg: dict[str, Any]) -> None:
+        from diagnostic_msgs.msg import DiagnosticArray
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from sensor_msgs.msg import Image, JointState
         from std_srvs.srv import SetBool
         from trajectory_msgs.msg import JointTrajectory
 
-        self.node, self.cfg = node, cfg
+        self.nodes, self.cfg = nodes, cfg
+        helper = nodes["jtc_double"]
         self.lock = threading.Lock()
         self.log_file = Path(cfg["log"]).open("a", encoding="utf-8")  # noqa: SIM115 (open for the process)
         init = cfg.get("initial", {})
@@ -156,29 +244,26 @@ class Double:
         reliable = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         for name, joints in cfg["controllers"].items():
             q = np.array([float(init.get(j, 0.0)) for j in joints])
-            c = Controller(name, list(joints), q, float(cfg.get("vmax", {}).get(name, 1.5)))
+            c = Controller(name, list(joints), q, float(cfg.get("vmax", {}).get(name, 1.5)), cfg)
             self.controllers[name] = c
-            node.create_subscription(
-                JointTrajectory, f"/{name}/joint_trajectory", lambda m, c=c: self._on_traj(c, m), reliable
+            nodes[name].create_subscription(
+                JointTrajectory, "~/joint_trajectory", lambda m, c=c: self._on_traj(c, m), reliable
             )
-            node.create_service(
-                CancelGoal,
-                f"/{name}/follow_joint_trajectory/_action/cancel_goal",
-                lambda req, res, c=c: self._on_cancel(c, req, res),
-            )
-        self.js_pub = node.create_publisher(
+        self.js_pub = nodes["joint_state_broadcaster"].create_publisher(
             JointState, cfg.get("joint_states_topic", "/joint_states"), reliable
         )
+        self.diag_pub = nodes["controller_manager"].create_publisher(DiagnosticArray, "/diagnostics", 10)
         self.publish_js = True
-        self.published: list[dict[str, float]] = []
-        node.create_service(SetBool, "/jtc_double/joint_states", self._on_js_switch)
+        helper.create_service(SetBool, "/jtc_double/joint_states", self._on_js_switch)
         self.cams = {
-            t: (node.create_publisher(Image, t, reliable), wh) for t, wh in cfg.get("cameras", {}).items()
+            t: (helper.create_publisher(Image, t, reliable), wh) for t, wh in cfg.get("cameras", {}).items()
         }
-        self._JointState, self._Image = JointState, Image
+        self._JointState, self._Image, self._DiagnosticArray = JointState, Image, DiagnosticArray
         self.first_accepted: float | None = None
         self.first_end: float | None = None
         self.t_start = time.monotonic()
+        self.t_update = time.monotonic()
+        self.last_js: float | None = None
 
     def write(self, event: dict[str, Any]) -> None:
         self.log_file.write(json.dumps(event) + "\n")
@@ -190,39 +275,38 @@ class Double:
         res.success = True
         return res
 
-    def _on_cancel(self, c: Controller, req: Any, res: Any) -> Any:
-        now = time.monotonic()
-        with self.lock:
-            q, _ = c.state(now)
-            c.active = Segmented(now, q, np.zeros(len(q)), np.array([]), np.zeros((0, len(q))), None)
-        self.write({"event": "cancel", "t": now, "controller": c.name})
-        return res
-
     def _on_traj(self, c: Controller, msg: Any) -> None:
         now = time.monotonic()
         with self.lock:
-            q, v = c.state(now)
-            last = list(self.published[-5:])
+            q = c.servo.q.copy()
         event: dict[str, Any] = {
             "event": "trajectory",
             "t": now,
             "controller": c.name,
             "points": len(msg.points),
             "actual": q.tolist(),
-            "last_published": [[p.get(j) for j in c.joints] for p in last],
         }
-        why = validate(msg, c.joints, self.node.get_clock().now().nanoseconds * 1e-9)
+        helper = self.nodes["jtc_double"]
+        why = validate(msg, c.joints, helper.get_clock().now().nanoseconds * 1e-9)
         if why is not None:
-            self.node.get_logger().error(why)
+            self.nodes[c.name].get_logger().error(why)
             self.write(event | {"accepted": False, "reason": why})
+            return
+        if not c.active:  # subscribed once configured; acts only while active
+            self.write(event | {"accepted": False, "reason": "inactive: ignored"})
             return
         order = [list(msg.joint_names).index(j) for j in c.joints]
         times = np.array([_secs(p.time_from_start) for p in msg.points])
-        pos = np.array([[p.positions[i] for i in order] for p in msg.points], dtype=float)
-        has_vel = all(len(p.velocities) for p in msg.points)
-        vel = (
-            np.array([[p.velocities[i] for i in order] for p in msg.points], dtype=float) if has_vel else None
-        )
+
+        def field(p: Any, attr: str) -> np.ndarray | None:
+            values = list(getattr(p, attr))
+            return np.array([values[i] for i in order], dtype=float) if values else None
+
+        points = [
+            Point(field(p, "positions"), field(p, "velocities"), field(p, "accelerations"))
+            for p in msg.points
+        ]
+        pos = np.array([p.pos for p in points])
         # what the message requests: mean speeds from the measured pose and between points, velocity fields
         speeds = []
         prev_t, prev_q = 0.0, q
@@ -230,25 +314,40 @@ class Double:
             gap = float(np.max(np.abs(p - prev_q)))
             speeds.append(gap / (t - prev_t) if t > prev_t else (0.0 if gap < 1e-9 else float("inf")))
             prev_t, prev_q = t, p
-        if vel is not None:
-            speeds.append(float(np.max(np.abs(vel))))
+        speeds += [float(np.max(np.abs(p.vel))) for p in points if p.vel is not None]
         peak = float(max(speeds))
         event |= {
             "accepted": True,
             "first": pos[0].tolist(),
+            "last": pos[-1].tolist(),
             "t_first": float(times[0]),
             "duration_s": float(times[-1]),
             "speed_rad_s": peak,
             "over_cap": bool(peak > c.vmax * 1.001 + 1e-6),
+            "kind": "linear" if points[0].vel is None else "cubic" if points[0].acc is None else "quintic",
+            "stamp_s": _secs(msg.header.stamp),
         }
         with self.lock:
-            c.active = Segmented(now, q, v if vel is not None else np.zeros(len(q)), times, pos, vel)
+            c.pending = Trajectory(_secs(msg.header.stamp), times, points)
             if self.first_accepted is None:
                 self.first_accepted, self.first_end = now, now + float(times[-1])
         self.write(event)
 
-    def step(self) -> None:
+    def update(self) -> None:
+        """One controller_manager update: read the hardware, update every active controller,
+        then the broadcaster publishes the state it read."""
         now = time.monotonic()
+        ros_now = self.nodes["controller_manager"].get_clock().now().nanoseconds * 1e-9
+        with self.lock:
+            dt = min(1.0, now - self.t_update)
+            self.t_update = now
+            for c in self.controllers.values():
+                c.update(ros_now, dt)  # the controllers' time is ROS time, as header stamps are
+            state = {
+                j: (float(q), float(v))
+                for c in self.controllers.values()
+                for j, q, v in zip(c.joints, c.servo.q, c.servo.v, strict=True)
+            }
         cfg = self.cfg
         stop_after = float(cfg.get("stop_joint_states_after_trajectory_s", -1))
         started = self.first_accepted
@@ -263,23 +362,38 @@ class Double:
         if not self.publish_js:
             return
         msg = self._JointState()
-        msg.header.stamp = self.node.get_clock().now().to_msg()
+        ns = round((ros_now + float(cfg.get("stamp_offset_s", 0.0))) * 1e9)  # when the state was read
+        msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
         omit = set(cfg.get("omit_joints", []))
-        state: dict[str, float] = {}
-        vels: dict[str, float] = {}
-        with self.lock:
-            for c in self.controllers.values():
-                q, v = c.state(now)
-                for j, qj, vj in zip(c.joints, q, v, strict=True):
-                    if j not in omit:
-                        state[j], vels[j] = float(qj), float(vj)
-            self.published.append(state)
-            del self.published[:-20]
-        msg.name = list(state)
-        msg.position = list(state.values())
-        msg.velocity = [vels[j] for j in state]
-        msg.effort = [0.0] * len(state)
+        names = [j for j in state if j not in omit]
+        msg.name = names
+        msg.position = [state[j][0] for j in names]
+        msg.velocity = [state[j][1] for j in names]
+        msg.effort = [0.0] * len(names)
         self.js_pub.publish(msg)
+        if self.last_js is not None and now - self.last_js > GAP_S:  # this process was late itself
+            self.write({"event": "js_gap", "from": self.last_js, "to": now})
+        self.last_js = now
+
+    def publish_diagnostics(self) -> None:
+        from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+
+        node = self.nodes["controller_manager"]
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.OK,
+            name=f"{node.get_name()}: Controllers Activity",
+            message="All controllers are active"
+            if all(c.active for c in self.controllers.values())
+            else "Not all controllers are active",
+            values=[
+                KeyValue(key=f"{n}.state", value="active" if c.active else "inactive")
+                for n, c in self.controllers.items()
+            ],
+        )
+        arr = self._DiagnosticArray()
+        arr.header.stamp = node.get_clock().now().to_msg()
+        arr.status = [status]
+        self.diag_pub.publish(arr)
 
     def publish_images(self, k: int) -> None:
         stop = float(self.cfg.get("stop_images_after_s", -1))
@@ -287,7 +401,7 @@ class Double:
             return
         for topic, (pub, (w, h)) in self.cams.items():
             img = self._Image()
-            img.header.stamp = self.node.get_clock().now().to_msg()
+            img.header.stamp = self.nodes["jtc_double"].get_clock().now().to_msg()
             img.header.frame_id = topic
             img.height, img.width, img.encoding, img.step = h, w, "rgb8", w * 3
             frame = np.zeros((h, w, 3), np.uint8)
@@ -303,25 +417,30 @@ def main(argv: list[str] | None = None) -> int:
     args = argv if argv is not None else sys.argv[1:]
     cfg = json.loads(Path(args[0]).read_text())
     rclpy.init()
-    node = rclpy.create_node("jtc_double")
-    double = Double(node, cfg)
+    names = ["jtc_double", "controller_manager", "joint_state_broadcaster", *cfg["controllers"]]
+    nodes = {n: rclpy.create_node(n) for n in names}
+    double = Double(nodes, cfg)
     executor = SingleThreadedExecutor()
-    executor.add_node(node)
+    for node in nodes.values():
+        executor.add_node(node)
     spin = threading.Thread(target=executor.spin, daemon=True)
     spin.start()
     period = 1.0 / float(cfg.get("rate_hz", 100.0))
     img_period = 1.0 / float(cfg.get("image_rate_hz", 4.0))
-    next_js = next_img = time.monotonic()
+    next_js = next_img = next_diag = time.monotonic()
     k = 0
     double.write({"event": "ready", "t": time.monotonic()})
     try:
         while rclpy.ok():
             now = time.monotonic()
             if now >= next_js:
-                double.step()
+                double.update()
                 next_js += period
                 if next_js < now:
                     next_js = now + period
+            if now >= next_diag:
+                double.publish_diagnostics()
+                next_diag = now + 1.0
             if double.cams and now >= next_img:
                 double.publish_images(k)
                 k += 1
@@ -332,7 +451,8 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         rclpy.try_shutdown()
         spin.join(timeout=2)
-        node.destroy_node()
+        for node in nodes.values():
+            node.destroy_node()
     return 0
 
 

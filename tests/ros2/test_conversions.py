@@ -56,7 +56,7 @@ def test_ruckig_plan_respects_cap_acceleration_limits_and_ends_at_rest() -> None
     q0 = np.array([0.0, 0.5, 1.0])
     v0 = np.array([0.4, 0.0, -0.2])  # planned from the measured state, moving
     plan = cv.ruckig_plan(names, q0, np.array([0.9, -3.0, 1.0]), 1.5, 4.0, 40.0, lo, hi, dt=0.05, v0=v0)
-    assert plan.positions[-1].tolist() == [0.9, -1.0, 1.0]  # the target is clipped into the limits
+    np.testing.assert_allclose(plan.positions[-1], [0.9, -1.0, 1.0])  # the target is clipped into the limits
     assert np.all(np.diff(plan.times_s) > 0) and plan.times_s[0] > 0
     assert np.all(plan.velocities[-1] == 0)
     assert np.max(np.abs(plan.velocities)) <= 1.5 + 1e-9
@@ -75,17 +75,73 @@ def test_ruckig_plan_respects_cap_acceleration_limits_and_ends_at_rest() -> None
     assert tiny.duration_s == pytest.approx(cv.MIN_SEGMENT_S) and len(tiny.times_s) >= 1
 
 
-def test_a_hold_from_an_old_measurement_stays_under_the_cap() -> None:
-    """The arm may have moved cap x age since the measurement: the hold takes at least that long."""
-    vmax, amax = 1.5, 4.0
-    for age in (0.0, 0.02, 0.1, 0.24, 1.0):
-        t = cv.hold_time_s(age, np.array([1.5, 0.0]), amax)
-        assert vmax * age / t <= vmax
-        assert t >= 1.5 / amax and t >= cv.MIN_SEGMENT_S
+def test_a_hold_from_an_old_measurement_lasts_long_enough() -> None:
+    """The arm may have moved (cap x age) since the measurement, and must brake from the measured
+    speed: the hold lasts 1.25 x age + 20 ms, or speed / acceleration limit, or the minimum."""
+    amax = 4.0
+    cases = {(0.0, 0.0): 0.1, (0.24, 0.0): 0.32, (0.24, 1.5): 0.375, (1.0, 1.5): 1.27}
+    for (age, speed), expected in cases.items():
+        assert cv.hold_time_s(age, np.array([speed, 0.0]), amax) == pytest.approx(expected)
+    # never clipped into the limits: an arm outside them (b = 2.0 > 1.0) is held where it is
     plan = cv.hold_plan(["a", "b"], np.array([0.1, 2.0]), np.array([-1, -1]), np.array([1, 1]), 0.3)
     msg = cv.fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
-    assert len(msg.points) == 1 and msg.points[0].positions.tolist() == [0.1, 1.0]
+    assert len(msg.points) == 1
+    np.testing.assert_allclose(msg.points[0].positions, [0.1, 2.0])
     assert cv.jtc_rejection(msg, ["a", "b"]) is None
+
+
+def _jtc_reference(q0: np.ndarray, v0: np.ndarray, plan: cv.TrajectoryPlan, dt: float = 0.001):
+    """What joint_trajectory_controller commands for `plan` sent to an arm at (q0, v0): cubic
+    segments from the measured state through the points (tests/ros2/jtc_double.py's own code)."""
+    from tests.ros2.jtc_double import Point, Trajectory
+
+    traj = Trajectory(
+        0.0, plan.times_s, [Point(p, v, None) for p, v in zip(plan.positions, plan.velocities, strict=True)]
+    )
+    traj.first_sample(0.0, Point(q0, v0, None))
+    times = np.arange(0.0, plan.duration_s + 0.2, dt)
+    rows = [traj.sample(t) for t in times]
+    return times, np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
+
+
+@pytest.mark.parametrize("speed", [0.3, 0.9, 1.5])
+def test_a_brake_is_followed_by_the_controller_within_the_deceleration_and_never_reverses(
+    speed: float,
+) -> None:
+    names = ["a", "b", "c"]
+    q = np.array([0.2, -0.4, 1.0])
+    v = np.array([speed, -0.5 * speed, 0.0])
+    decel, jerk = 8.0, 100.0
+    plan = cv.brake_plan(names, q, v, decel, jerk, dt=0.05)
+    assert np.all(plan.velocities[-1] == 0) and np.all(np.diff(plan.times_s) > 0)
+    assert plan.times_s[0] >= min(cv.BRAKE_FIRST_POINT_S, plan.duration_s) - 1e-9
+    msg = cv.fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
+    assert cv.jtc_rejection(msg, names) is None
+    t, ref, vel = _jtc_reference(q, v, plan)
+    acc = np.diff(vel, axis=0) / np.diff(t)[:, None]
+    # every moving joint decelerates within the limit (+ 5 %: the cubics only approximate the
+    # jerk-limited profile) and never turns back; the one at rest stays put
+    assert float(np.max(np.abs(acc[:, :2]))) <= 1.05 * decel
+    along = ref[:, :2] * np.sign(v[:2])
+    assert float(np.max(np.maximum.accumulate(along, axis=0) - along)) < 1e-6
+    assert np.max(np.abs(ref[:, 2] - q[2])) < 1e-9
+    # ... and comes to rest no sooner than the deceleration allows, and along a symmetric jerk-
+    # limited profile (every joint at rest at the same time: it brakes along its path)
+    stop = np.abs(plan.positions[-1][:2] - q[:2])
+    assert np.all(stop >= v[:2] ** 2 / (2 * decel) * 0.99), stop
+    np.testing.assert_allclose(stop, np.abs(v[:2]) * plan.duration_s / 2, rtol=0.01)
+
+
+def test_a_brake_from_rest_is_one_point_where_the_arm_is_and_predictions_are_bounded() -> None:
+    q = np.array([3.5, -0.1])  # outside any limits: held there, never moved into them
+    plan = cv.brake_plan(["a", "b"], q, np.zeros(2), 8.0, 100.0)
+    assert plan.positions.shape == (1, 2) and len(plan.times_s) == 1
+    np.testing.assert_allclose(plan.positions[0], q)
+    assert plan.times_s[0] == pytest.approx(cv.MIN_SEGMENT_S)
+    qp, vp = cv.predict_state(np.array([0.0]), np.array([1.0]), 0.02, 0.1)
+    assert qp[0] == pytest.approx(0.02) and vp[0] == pytest.approx(1.0)
+    qp, _ = cv.predict_state(np.array([0.0]), np.array([1.0]), 5.0, 0.1)
+    assert qp[0] == pytest.approx(0.1)  # a stale state is not extrapolated for seconds
 
 
 def _bad_messages(names: list[str]) -> dict[str, JointTrajectory]:

@@ -27,6 +27,12 @@ POSE_TOLERANCE_CM = 2.0
 from the measured joints, so the two runs are not bit-identical)."""
 
 
+def _wait_for_sim(probe: Probe) -> None:
+    """sim_robot_node builds its MuJoCo scene before it publishes: on a loaded machine that takes
+    longer than agent_node waits for a task status (3 s), so the agent starts once it is there."""
+    probe.wait_for(lambda: probe.sim_status, 90, "sim_robot_node's task status")
+
+
 def _limits(yam, kin: Kinematics) -> dict[str, tuple[list[str], np.ndarray, np.ndarray, float]]:
     """topic -> (joints, lower, upper, speed cap)"""
     out = {}
@@ -71,6 +77,7 @@ def test_replay_through_ros2_matches_in_process(
     start_node(
         SIM, "pear_sim_robot", {"task": task, "seed": seed, "publish_images": True, "image_rate_hz": 1.0}
     )
+    _wait_for_sim(probe)
     agent = start_node(
         AGENT,
         "pear_agent",
@@ -102,6 +109,7 @@ def test_randomized_run_respects_limits_and_speed_cap(
 ) -> None:
     seed = int(np.random.default_rng().integers(0, 1000))
     start_node(SIM, "pear_sim_robot", {"task": "align_blocks", "seed": seed, "publish_images": False})
+    _wait_for_sim(probe)
     agent = start_node(
         AGENT,
         "pear_agent",
@@ -126,12 +134,14 @@ def test_randomized_run_respects_limits_and_speed_cap(
 def test_estop_mid_motion_holds_and_ends(
     how: str, tmp_path: Path, start_node, probe: Probe, yam, yam_kin
 ) -> None:
-    """The same e-stop as against the JTC double (test_safety.py), against sim_robot_node's physics."""
+    """The same e-stop as against the JTC double (test_safety.py), against sim_robot_node's physics:
+    one stop per controller, the arm at rest where it ends, no reversal."""
     start_node(
         SIM,
         "pear_sim_robot",
         {"task": "align_blocks", "seed": 0, "publish_images": False, "joint_states_rate_hz": 100.0},
     )
+    _wait_for_sim(probe)
     agent = start_node(
         AGENT,
         "pear_agent",
@@ -170,21 +180,21 @@ def test_estop_mid_motion_holds_and_ends(
     for traj_topic in Probe.TRAJ_TOPICS:
         after = [(t, m, js) for t, tp, m, js in probe.trajectories if tp == traj_topic and t > t_stop]
         assert len(after) == 1, (
-            f"{traj_topic}: {len(after)} messages after the e-stop (one hold, then nothing)"
+            f"{traj_topic}: {len(after)} messages after the e-stop (one stop, then nothing)"
         )
-        t_hold, hold, _ = after[0]
-        assert len(hold.points) == 1 and not any(hold.points[0].velocities), "not a one-point hold"
-        if how == "topic":  # the service adds a round trip of its own
-            assert t_hold - t_stop < 0.020, f"{traj_topic}: hold {1000 * (t_hold - t_stop):.1f} ms after"
-    t_hold, hold, js_at_hold = next(
+        _, stop, _ = after[0]
+        assert not any(stop.points[-1].velocities), "the stop does not end at rest"
+    t_hold, stop, js_at_stop = next(
         (t, m, js) for t, tp, m, js in probe.trajectories if tp == topic and t > t_stop
     )
-    held = np.array(hold.points[0].positions)
-    assert np.max(np.abs(held - as_array(js_at_hold, joints))) < 0.05, "the hold is not at the measured pose"
     with probe.lock:
         after_js = [as_array(js, joints) for t, js in probe.joint_states if t > t_hold]
-    moved = max(float(np.max(np.abs(q - as_array(js_at_hold, joints)))) for q in after_js)
-    assert moved < 0.02, f"the arm moved {moved:.3f} rad after the hold"
+    # the arm comes to rest where the stop ends, without turning back by more than 5 mrad
+    rest = np.array(stop.points[-1].positions)
+    assert np.max(np.abs(after_js[-1] - rest)) < 0.02, (after_js[-1], rest)
+    direction = np.sign(rest - as_array(js_at_stop, joints))
+    along = np.array(after_js) * direction
+    assert float(np.max(np.maximum.accumulate(along, axis=0) - along)) < 0.005
     target = np.array(move.points[-1].positions)
     assert np.max(np.abs(after_js[-1] - target)) > 0.02, "the arm finished its move: the e-stop came too late"
     assert _check_all(probe, yam, yam_kin) >= 1

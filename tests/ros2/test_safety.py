@@ -92,7 +92,9 @@ def _call_set_bool(probe: Probe, service: str, value: bool, timeout_s: float) ->
 DOWN = {"left_arm": {"move_cm": [0.0, 0.0, -8.0]}}
 
 
-def test_estop_mid_motion_holds_at_the_measured_pose(tmp_path: Path, start_node, start_double, probe, yam):
+def test_estop_mid_motion_brakes_every_controller_to_rest(
+    tmp_path: Path, start_node, start_double, probe, yam
+):
     double = start_double(double_config(yam))
     # the reply takes 3 s, as a model's may: DDS matches the e-stop publisher with the agent both
     # ways meanwhile, as a robot's e-stop button node would have long before a motion
@@ -103,7 +105,7 @@ def test_estop_mid_motion_holds_at_the_measured_pose(tmp_path: Path, start_node,
         return next((e for e in double.trajectories(LEFT) if e["accepted"] and e["points"] > 1), None)
 
     move = probe.wait_for(moving, 30, "the left arm's move")
-    time.sleep(max(0.0, move["t"] + 0.3 * move["duration_s"] - time.monotonic()))
+    time.sleep(max(0.0, move["t"] + 0.4 * move["duration_s"] - time.monotonic()))
     t_estop = time.monotonic()
     probe.estop_topic()
     assert agent.wait(20) == 3, agent.log()
@@ -113,21 +115,31 @@ def test_estop_mid_motion_holds_at_the_measured_pose(tmp_path: Path, start_node,
 
     for controller in double_config(yam)["controllers"]:
         after = [e for e in double.trajectories(controller) if e["t"] > t_estop]
-        assert after, f"{controller}: no hold after the e-stop"
-        hold = after[0]
-        assert hold["accepted"] and hold["points"] == 1, hold
-        assert hold["t"] - t_estop < 0.020, f"{controller}: hold {1000 * (hold['t'] - t_estop):.1f} ms late"
-        assert len(after) == 1, f"{controller}: commanded after the e-stop (latching)"
-        # at the measured pose: one of the joint states the double had just published
-        assert any(np.allclose(hold["first"], p, atol=1e-9) for p in hold["last_published"]), hold
-    hold = next(e for e in double.trajectories(LEFT) if e["t"] > t_estop)
+        assert len(after) == 1, (
+            f"{controller}: {len(after)} trajectories after the e-stop (one stop, latched)"
+        )
+        assert after[0]["accepted"], after[0]
+    stop = next(e for e in double.trajectories(LEFT) if e["t"] > t_estop)
     joints = list(yam.parts["left_arm"].joints)
-    after_js = [np.array([js[j] for j in joints]) for t, js in probe.joint_states if t > hold["t"]]
-    moved = max(float(np.max(np.abs(q - np.array(hold["actual"])))) for q in after_js)
-    assert moved < 0.02, f"the arm moved {moved:.3f} rad after the hold"
-    target_dist = float(np.max(np.abs(after_js[-1] - np.array(move["actual"]))))
-    assert target_dist > 0.02, "the move had not started: the test proves nothing"
-    assert {e["controller"] for e in double.events("cancel")} == set(double_config(yam)["controllers"])
+    with probe.lock:
+        rows = [(t, np.array([js[j] for j in joints])) for t, js in probe.joint_states]
+    before = [q for t, q in rows if t <= stop["t"]]
+    after_js = [q for t, q in rows if t > stop["t"]]
+    direction = np.sign(before[-1] - before[-3])
+    assert float(np.max(np.abs(before[-1] - before[-3]))) > 1e-3, (
+        "the arm was not moving: the test proves nothing"
+    )
+    # a braking trajectory (one point when the brake is short: the controller's cubic from the
+    # measured velocity to it is a constant deceleration) ending where the arm then comes to rest ...
+    np.testing.assert_allclose(after_js[-1], stop["last"], atol=0.01)
+    # ... ahead of where the arm was when it arrived, never back at an older pose
+    ahead = (np.array(stop["last"]) - np.array(stop["actual"])) * direction
+    assert np.all(ahead > -1e-3), (stop["last"], stop["actual"])
+    # and not one joint reversed by more than 5 mrad on the way to rest
+    along = np.array(after_js) * direction
+    assert float(np.max(np.maximum.accumulate(along, axis=0) - along)) < 0.005
+    target_dist = float(np.max(np.abs(after_js[-1] - np.array(move["last"]))))
+    assert target_dist > 0.02, "the move had finished: the test proves nothing"
     _no_request_over_cap(double)
 
 
@@ -141,7 +153,7 @@ def test_joint_states_stopping_mid_motion_hold_within_the_cap_and_refuse(
     assert summary["end_reason"] == "refused", summary
     assert "joint states on /joint_states are" in summary["detail"] and "s old" in summary["detail"], summary
     left = [e for e in double.trajectories(LEFT) if e["accepted"]]
-    assert len(left) == 2 and left[1]["points"] == 1, left  # the move, then the hold; nothing more
+    assert len(left) == 2, left  # the move, then the stop along it; nothing more
     assert _no_request_over_cap(double) >= 2
     assert len(_turns_logged(tmp_path)) == 1
 
@@ -203,11 +215,21 @@ def test_estop_during_the_home_move_ends_before_the_first_policy_call(
     assert summary["end_reason"] == "stopped" and "home move" in summary["detail"], summary
     assert _turns_logged(tmp_path) == []
     left = [e for e in double.trajectories(LEFT) if e["accepted"]]
-    assert left[-1]["points"] == 1
+    assert len(left) == 2, left  # the home move, then the stop
     _no_request_over_cap(double)
 
 
-@pytest.mark.parametrize("case", ["no_robot", "missing_controller", "missing_joint", "dead_camera"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "no_robot",
+        "missing_controller",
+        "inactive_controller",
+        "missing_joint",
+        "outside_limits",
+        "dead_camera",
+    ],
+)
 def test_incomplete_stack_is_refused_with_one_line(case: str, tmp_path: Path, start_node, start_double, yam):
     """(No probe node here: its subscription to the command topics would stand in for a controller.)"""
     cfg = double_config(yam)
@@ -216,8 +238,14 @@ def test_incomplete_stack_is_refused_with_one_line(case: str, tmp_path: Path, st
         "missing_controller": "no controller subscribes to /left_arm_controller/joint_trajectory",
         "missing_joint": "joint states on /joint_states lack left_joint3",
         "dead_camera": "no image from camera top on /cameras/top/image_raw",
+        "inactive_controller": "controllers not active: left_arm_controller inactive",
+        "outside_limits": "left_arm: left_joint3 is at 3.2416 rad, above its upper limit 3.1416",
     }[case]
-    if case == "missing_controller":
+    if case == "inactive_controller":  # loaded and configured: subscribed, but acting on nothing
+        cfg["inactive"] = [LEFT]
+    elif case == "outside_limits":
+        cfg["initial"] = home_joints(yam) | {"left_joint3": 3.1416 + 0.1}
+    elif case == "missing_controller":
         cfg["controllers"]["left_arm"] = cfg["controllers"].pop(LEFT)  # named differently from the YAML
     elif case == "missing_joint":
         cfg["omit_joints"] = ["left_joint3"]

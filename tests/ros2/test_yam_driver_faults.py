@@ -100,13 +100,27 @@ def test_a_can_error_while_running_stops_commanding_reports_closes_and_exits_1()
 
 
 def test_health_check_reads_i2rts_motor_chain_robot_attributes() -> None:
-    class Chain:
-        running = True
+    """On the attributes i2rt's MotorChainRobot and DMChainCanInterface have: the robot's server
+    thread, the chain's `running`, and the chain's `state` (the feedback frames its CAN thread
+    replaces every bus cycle). A CAN thread that stalls leaves `running` True and, through
+    `read_states()`, keeps `_joint_state.timestamp` fresh: only the frames tell."""
+
+    class Chain:  # DMChainCanInterface: `state` replaced by its CAN thread, `running`
+        def __init__(self) -> None:
+            self.running = True
+            self.state = [object()]
+            self.stalled = threading.Event()
+            threading.Thread(target=self._can_loop, daemon=True).start()
+
+        def _can_loop(self) -> None:
+            while not self.stalled.is_set():
+                self.state = [object()]  # a new list of feedback frames per cycle
+                time.sleep(0.002)
 
     class JointStates:
         timestamp = time.time()
 
-    class Robot:  # the attributes i2rt.robots.motor_chain_robot.MotorChainRobot has
+    class Robot:
         def __init__(self) -> None:
             self._server_thread = threading.Thread(target=time.sleep, args=(5,), daemon=True)
             self._server_thread.start()
@@ -114,22 +128,30 @@ def test_health_check_reads_i2rts_motor_chain_robot_attributes() -> None:
             self._joint_state = JointStates()
 
     robot = Robot()
-    assert drv.robot_fault(robot, 0.25) is None
-    robot._joint_state.timestamp = time.time() - 1.0
-    assert "motor feedback is 1.0" in drv.robot_fault(robot, 0.25)
-    robot._joint_state.timestamp = time.time()
+    watch = drv.FeedbackWatch()
+    for _ in range(5):
+        assert drv.robot_fault(robot, 0.25, watch) is None
+        time.sleep(0.05)
+    robot.motor_chain.stalled.set()  # the CAN thread stops answering; `running` stays True
+    deadline = time.monotonic() + 5
+    why = None
+    while why is None and time.monotonic() < deadline:
+        robot._joint_state.timestamp = time.time()  # what i2rt's read_states() keeps doing
+        why = drv.robot_fault(robot, 0.25, watch)
+        time.sleep(0.02)
+    assert why is not None and why.startswith("motor feedback (CAN) has not changed for"), why
     robot.motor_chain.running = False
-    assert "motor chain stopped" in drv.robot_fault(robot, 0.25)
+    assert "motor chain stopped" in drv.robot_fault(robot, 0.25, watch)
     dead = threading.Thread(target=lambda: None)
     dead.start()
     dead.join()
     robot._server_thread = dead
-    assert "control thread stopped" in drv.robot_fault(robot, 0.25)
+    assert "control thread stopped" in drv.robot_fault(robot, 0.25, watch)
     from i2rt.robots.get_robot import get_yam_robot
 
     sim = get_yam_robot(sim=True)
     try:
-        assert drv.robot_fault(sim, 0.25) is None  # SimRobot has none of them
+        assert drv.robot_fault(sim, 0.25, drv.FeedbackWatch()) is None  # SimRobot has none of them
     finally:
         sim.close()
 

@@ -365,7 +365,7 @@ def _wait_moving(probe: Probe, joints: list[str], timeout_s: float) -> None:
 
 
 @pytest.mark.parametrize("source", ["topic", "agent_service"])
-def test_estop_mid_motion_stops_within_two_centiradians_and_latches(
+def test_estop_mid_motion_stops_within_the_ramp_and_latches(
     tmp_path: Path, procs, probe: Probe, recorded_episode: Path, source: str
 ) -> None:
     """`topic`: true on /pear/estop (agent and drivers hear it); `agent_service`: the agent's
@@ -392,7 +392,9 @@ def test_estop_mid_motion_stops_within_two_centiradians_and_latches(
             t, q = probe.series(j, since_s=at["time_s"])
             assert len(t) > 50, f"{j}: no joint states after the e-stop"
             moved_after[j] = float(np.max(np.abs(q - at["positions"][j])))
-    assert max(moved_after.values()) < 0.02, moved_after
+    # SimRobot is kinematic: it moves exactly the stop ramp, at most its length from the 1.5 rad/s
+    # cap at the default 20 rad/s2 and 400 rad/s3 (v^2 / 2a + v a / 2j = 0.094 rad)
+    assert max(moved_after.values()) < 0.1, moved_after
     print(f"e-stop: max joint motion after it {max(moved_after.values()):.4f} rad")
     # ... and it really was mid-motion: some arm moved faster than 0.1 rad/s just before it
     speeds_before = []
