@@ -250,6 +250,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pear_agent.rl.cli import add_parser as add_rollouts_parser
 
     add_rollouts_parser(sub)
+    from pear_agent.train.cli import add_parser as add_train_parser  # issue 20: pear-agent train ...
+
+    add_train_parser(sub)
     return p
 
 
