@@ -237,21 +237,20 @@ class GRPOTrainer:
             keep = torch.nonzero(tmask.sum(0) > 0).squeeze(-1)
             targets, tmask, tvers, told = targets[:, keep], tmask[:, keep], tvers[:, keep], told[:, keep]
             fwd = {"input_ids": inputs, "attention_mask": attn[:, :-1], "logits_to_keep": keep}
-            logits = self.model(**fwd).logits
+            # the sampling policy's logits first (its weights swapped in, no graph), then pi's
             behaviour = None
             stale = [int(v) for v in torch.unique(tvers[tmask > 0]).tolist() if int(v) != self.version]
             if stale:
-                behaviour = logits.detach().clone()
-                current = snapshot(self.model)
                 with torch.no_grad():
+                    behaviour = self.model(**fwd).logits
                     for v in stale:
                         if v not in self.snapshots:
                             raise ValueError(f"tokens of policy version {v} are older than max_staleness")
-                        load_snapshot(self.model, self.snapshots[v])
+                        current = load_snapshot(self.model, self.snapshots[v])
                         old_logits = self.model(**fwd).logits
-                        sel = (tvers == v).unsqueeze(-1)
-                        behaviour = torch.where(sel, old_logits, behaviour)
-                    load_snapshot(self.model, current)
+                        load_snapshot(self.model, current)
+                        behaviour = torch.where((tvers == v).unsqueeze(-1), old_logits, behaviour)
+            logits = self.model(**fwd).logits
             loss = pear_loss(logits, targets, tmask, adv, n_tokens, behaviour, g.temperature)
             self.accelerator.backward(loss)
             total += float(loss.item())
