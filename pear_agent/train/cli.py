@@ -10,7 +10,9 @@ from typing import Any
 
 
 def _recipe_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--recipe", default="roadster_study", help="a recipe name (see `train recipes`) or a YAML path")
+    p.add_argument(
+        "--recipe", default="roadster_study", help="a recipe name (see `train recipes`) or a YAML path"
+    )
     p.add_argument("--profile", default=None, help="a profile of the recipe, e.g. cpu (SmolLM2-135M)")
     p.add_argument(
         "--set", action="append", default=[], metavar="KEY=VALUE", help="override a field, e.g. grpo.steps=3"
@@ -31,7 +33,11 @@ def _out(args: argparse.Namespace, kind: str) -> Path:
 def _need_train_extra() -> None:
     import importlib.util
 
-    missing = [m for m in ("torch", "transformers", "peft", "trl", "accelerate") if importlib.util.find_spec(m) is None]
+    missing = [
+        m
+        for m in ("torch", "transformers", "peft", "trl", "accelerate")
+        if importlib.util.find_spec(m) is None
+    ]
     if missing:
         raise ValueError(
             f"training needs {', '.join(missing)}: bash scripts/setup.sh --train (CPU torch on a CPU machine)"
@@ -43,10 +49,17 @@ def cmd_sft(args: argparse.Namespace) -> int:
     from pear_agent.train.sft import run_sft
 
     recipe = _recipe(args)
-    res = run_sft(recipe, _out(args, "sft"), data=args.data or None, init=args.init, max_steps=args.max_steps,
-                  merge=args.merge)
+    res = run_sft(
+        recipe,
+        _out(args, "sft"),
+        data=args.data or None,
+        init=args.init,
+        max_steps=args.max_steps,
+        merge=args.merge,
+    )
     print(
-        f"sft: {res.episodes} episodes ({res.tokens} tokens, {res.reply_tokens} in replies) in {res.seconds:.0f} s; "
+        f"sft: {res.episodes} episodes ({res.tokens} tokens, {res.reply_tokens} in replies) "
+        f"in {res.seconds:.0f} s; "
         f"loss {res.losses[0]:.3f} -> {res.losses[-1]:.3f}; checkpoint: {res.out}"
         if res.losses
         else f"sft: checkpoint {res.out}"
@@ -73,7 +86,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
     recipe = _recipe(args)
     out = _out(args, "teacher")
     summary = collect_teacher(recipe, out, episodes=args.episodes)
-    print(json.dumps(summary) if args.json else f"teacher: {summary['written']} of {summary['flown']} flights written to {out}")
+    print(
+        json.dumps(summary)
+        if args.json
+        else f"teacher: {summary['written']} of {summary['flown']} flights written to {out}"
+    )
     return 0
 
 
@@ -122,7 +139,9 @@ def add_parser(sub: Any) -> None:
 
     s = tsub.add_parser("sft", help="warm start on recorded episodes (loss on the model's replies only)")
     _recipe_args(s)
-    s.add_argument("--data", nargs="*", default=None, help="run / bench / rollout folders (default: the recipe's)")
+    s.add_argument(
+        "--data", nargs="*", default=None, help="run / bench / rollout folders (default: the recipe's)"
+    )
     s.add_argument("--init", default=None, help="continue from a checkpoint")
     s.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps")
     s.add_argument("--merge", action="store_true", help="save the adapter merged into the base model")

@@ -170,7 +170,9 @@ def load_recipe(name: str, profile: str | None = None, sets: list[str] | None = 
     if profile:
         profiles = doc.get("profiles") or {}
         if profile not in profiles:
-            raise ValueError(f"recipe {path.name} has no profile {profile!r}; profiles: {', '.join(profiles)}")
+            raise ValueError(
+                f"recipe {path.name} has no profile {profile!r}; profiles: {', '.join(profiles)}"
+            )
         doc = _merge(doc, profiles[profile])
     for s in sets or []:
         _set(doc, s)

@@ -33,7 +33,9 @@ def from_run_folder(folder: Path) -> Example:
     reward = 0.0
     for t in (x for x in lines if x.get("kind") == "turn"):
         if t.get("images"):
-            raise ValueError(f"{folder}: turns carry camera images; the text trainer needs --observation state")
+            raise ValueError(
+                f"{folder}: turns carry camera images; the text trainer needs --observation state"
+            )
         messages.append({"role": "user", "content": t["prompt"]})
         answered = "reply" in t and not (t.get("error") and "outcome" not in t)
         if answered:
@@ -49,7 +51,13 @@ def from_run_folder(folder: Path) -> Example:
     elif success and not reward:
         reward = 1.0
     return Example(
-        messages, traces, success, reward, str(header.get("task", "")), int(header.get("seed", 0)), str(folder)
+        messages,
+        traces,
+        success,
+        reward,
+        str(header.get("task", "")),
+        int(header.get("seed", 0)),
+        str(folder),
     )
 
 

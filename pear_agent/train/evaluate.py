@@ -49,7 +49,11 @@ def evaluate(
 
     model, tok = load_model(model_name, dtype=recipe.model.dtype)
     policy = LocalModelPolicy(
-        model, tok, temperature=temperature, max_new_tokens=recipe.model.max_new_tokens, name=f"local:{model_name}"
+        model,
+        tok,
+        temperature=temperature,
+        max_new_tokens=recipe.model.max_new_tokens,
+        name=f"local:{model_name}",
     )
     opts = LoopOptions(
         mode=recipe.grpo.mode,
@@ -80,7 +84,10 @@ def evaluate(
             f.write(json.dumps(line) + "\n")
             f.flush()
             lines.append(line)
-            log(f"  {line['key']}: {'success' if line['success'] else line['end_reason']} reward {line['reward']:.3f}")
+            log(
+                f"  {line['key']}: {'success' if line['success'] else line['end_reason']} "
+                f"reward {line['reward']:.3f}"
+            )
 
         jobs = [EpisodeJob(d.task, d.seed) for d in draws]
         run_episodes(jobs, lambda job: policy, opts, on_record=write)

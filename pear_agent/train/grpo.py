@@ -139,8 +139,13 @@ class GRPOTrainer:
 
         g = self.cfg
         jobs = [
-            EpisodeJob(d.task, d.seed, policy_seed=hash((g.seed, step, first_group + j, i)) % 2**31,
-                       group_id=f"s{step:04d}g{first_group + j:03d}", index_in_group=i)
+            EpisodeJob(
+                d.task,
+                d.seed,
+                policy_seed=hash((g.seed, step, first_group + j, i)) % 2**31,
+                group_id=f"s{step:04d}g{first_group + j:03d}",
+                index_in_group=i,
+            )
             for j, d in enumerate(draws)
             for i in range(g.group_size)
         ]
@@ -278,8 +283,14 @@ class GRPOTrainer:
 
         model = self.accelerator.unwrap_model(self.model)
         return save_checkpoint(
-            model, self.tokenizer, self.out / f"checkpoint-{step:04d}", self.base, step, merge=merge,
-            kind="grpo", version=self.version,
+            model,
+            self.tokenizer,
+            self.out / f"checkpoint-{step:04d}",
+            self.base,
+            step,
+            merge=merge,
+            kind="grpo",
+            version=self.version,
         )
 
     def step(self, step: int) -> StepReport:
@@ -329,7 +340,8 @@ class GRPOTrainer:
                 f.flush()
                 self.log(
                     f"step {s + 1}/{n} [{rep.stage}]: groups {rep.groups_kept} kept of {rep.groups_sampled}, "
-                    f"mean reward {rep.mean_reward:.3f}, success {rep.success_rate:.2f}, loss {rep.loss:+.4f}, "
+                    f"mean reward {rep.mean_reward:.3f}, success {rep.success_rate:.2f}, "
+                    f"loss {rep.loss:+.4f}, "
                     f"{rep.trained_tokens} tokens trained, {rep.step_s:.0f} s"
                     + (f"; {rep.checkpoint}" if rep.checkpoint else "")
                 )

@@ -73,7 +73,7 @@ class TaskMix:
 
     def _seed(self, i: int) -> int:
         e = self.entries[i]
-        lo, hi = SPLITS[self.split]
+        hi = SPLITS[self.split][1]
         if e.filter is None:
             seed = self._next[i]
         else:

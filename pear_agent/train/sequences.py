@@ -114,7 +114,8 @@ class ChatSequence:
         """The loss covers exactly the replies' tokens (and nothing else)."""
         if self.masked_tokens != sum(self.reply_token_counts):
             raise AssertionError(
-                f"loss mask covers {self.masked_tokens} tokens, the replies hold {sum(self.reply_token_counts)}"
+                f"loss mask covers {self.masked_tokens} tokens, "
+                f"the replies hold {sum(self.reply_token_counts)}"
             )
 
 
@@ -178,4 +179,3 @@ def episode_tokens(
     return EpisodeTokens(
         ids, mask, seq.masked_tokens, old_logprobs=old if has_old else None, versions=versions
     )
-

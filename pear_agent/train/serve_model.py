@@ -19,11 +19,11 @@ import time
 import uuid
 from typing import Any
 
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, StreamingResponse
+
 
 def create_app(model_name: str, max_new_tokens: int = 64) -> Any:
-    from fastapi import FastAPI, Request
-    from fastapi.responses import JSONResponse, StreamingResponse
-
     from pear_agent.policies.local_model import LocalModelPolicy, load_model
     from pear_agent.train.sequences import text_messages
 
@@ -33,7 +33,9 @@ def create_app(model_name: str, max_new_tokens: int = 64) -> Any:
     app = FastAPI()
 
     def error(status: int, message: str) -> JSONResponse:
-        return JSONResponse({"error": {"message": message, "type": "invalid_request_error", "code": status}}, status)
+        return JSONResponse(
+            {"error": {"message": message, "type": "invalid_request_error", "code": status}}, status
+        )
 
     @app.get("/v1/models")
     async def models() -> dict[str, Any]:
@@ -43,7 +45,9 @@ def create_app(model_name: str, max_new_tokens: int = 64) -> Any:
         msgs = text_messages(body["messages"])
         temp = body.get("temperature")
         policy.temperature = float(temp) if temp is not None else 0.0
-        policy.max_new_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or max_new_tokens)
+        policy.max_new_tokens = int(
+            body.get("max_tokens") or body.get("max_completion_tokens") or max_new_tokens
+        )
         policy.max_new_tokens = min(policy.max_new_tokens, max_new_tokens)
         known = policy.sequence.messages
         if msgs[: len(known)] != known or len(msgs) <= len(known):
@@ -82,16 +86,24 @@ def create_app(model_name: str, max_new_tokens: int = 64) -> Any:
                 "created": created,
                 "model": model_name,
                 "choices": [
-                    {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop",
-                     "logprobs": lp}
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": text},
+                        "finish_reason": "stop",
+                        "logprobs": lp,
+                    }
                 ],
                 "usage": usage,
             }
 
         async def events() -> Any:
             base = {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model_name}
-            first = {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": None,
-                     "logprobs": lp}
+            first = {
+                "index": 0,
+                "delta": {"role": "assistant", "content": text},
+                "finish_reason": None,
+                "logprobs": lp,
+            }
             yield f"data: {json.dumps(base | {'choices': [first]})}\n\n"
             last = {"index": 0, "delta": {}, "finish_reason": "stop"}
             yield f"data: {json.dumps(base | {'choices': [last], 'usage': usage})}\n\n"
@@ -102,7 +114,9 @@ def create_app(model_name: str, max_new_tokens: int = 64) -> Any:
     return app
 
 
-def serve_checkpoint(model_name: str, host: str = "127.0.0.1", port: int = 8000, max_new_tokens: int = 64) -> None:
+def serve_checkpoint(
+    model_name: str, host: str = "127.0.0.1", port: int = 8000, max_new_tokens: int = 64
+) -> None:
     import uvicorn
 
     uvicorn.run(create_app(model_name, max_new_tokens), host=host, port=port, log_level="warning")

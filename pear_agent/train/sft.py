@@ -101,11 +101,19 @@ def run_sft(
     # TRL's labels are shifted inside the model; the unshifted labels count each reply token once
     if trained != reply_tokens:
         raise AssertionError(f"the loss covers {trained} tokens but the replies hold {reply_tokens}")
-    log(f"sft: {len(examples)} episodes, {sum(map(len, cols['input_ids']))} tokens, {reply_tokens} in replies")
+    log(
+        f"sft: {len(examples)} episodes, {sum(map(len, cols['input_ids']))} tokens, {reply_tokens} in replies"
+    )
     trainer.train()
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     ckpt = save_checkpoint(
-        trainer.model, tok, out / "checkpoint-sft", base, step=trainer.state.global_step, merge=merge, kind="sft"
+        trainer.model,
+        tok,
+        out / "checkpoint-sft",
+        base,
+        step=trainer.state.global_step,
+        merge=merge,
+        kind="sft",
     )
     result = SFTResult(
         ckpt,

@@ -45,6 +45,8 @@ def late_intervals(lag_s: float) -> int:
     if lag_s <= 0:
         return 0
     return int(lag_s / ROW_S + 1e-9)
+
+
 MAX_TURNS = int(MAX_FLIGHT_S / ROW_S) + 10
 VIDEO_EVERY_TICKS = 5
 """One video frame per 5 control ticks: 10 frames per simulated second."""

@@ -57,7 +57,9 @@ def test_all_equal_groups_are_dropped_and_resampled_then_one_update(tiny_model_d
     grp = kept[0]
     assert grp.rewards == [1.0, 0.0]
     assert grp.advantages == pytest.approx(list(group_advantages([1.0, 0.0])), abs=1e-12)
-    assert all(r["turn_tokens"] and all(t["policy_version"] == 0 for t in r["turn_tokens"]) for r in grp.records)
+    assert all(
+        r["turn_tokens"] and all(t["policy_version"] == 0 for t in r["turn_tokens"]) for r in grp.records
+    )
     losses, drifts = [], []
     for _ in range(3):  # the same batch again: the surrogate falls; tokens go 1, 2 versions stale
         loss, tokens, drift = trainer.update(kept)
@@ -75,10 +77,16 @@ def test_all_equal_groups_are_dropped_and_resampled_then_one_update(tiny_model_d
 def test_a_step_writes_metrics_and_a_checkpoint(tiny_model_dir, tmp_path):
     from pear_agent.train.grpo import GRPOTrainer
 
-    trainer = GRPOTrainer(_recipe(tiny_model_dir, "grpo.rollout_lag=1"), tmp_path / "grpo",
-                          log=lambda *_: None, run_fn=ScoredRuns())
+    trainer = GRPOTrainer(
+        _recipe(tiny_model_dir, "grpo.rollout_lag=1"),
+        tmp_path / "grpo",
+        log=lambda *_: None,
+        run_fn=ScoredRuns(),
+    )
     reports = trainer.train(steps=2)
     assert [r.groups_kept for r in reports] == [1, 1]
-    assert reports[1].checkpoint and (tmp_path / "grpo" / "checkpoint-0002" / "pear_checkpoint.json").is_file()
+    assert (
+        reports[1].checkpoint and (tmp_path / "grpo" / "checkpoint-0002" / "pear_checkpoint.json").is_file()
+    )
     assert (tmp_path / "grpo" / "metrics.jsonl").read_text().count("\n") == 2
     assert reports[0].generated_tokens > 0 and reports[0].peak_rss_mb > 0

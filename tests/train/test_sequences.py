@@ -21,7 +21,11 @@ def test_text_replies_make_the_template_and_the_mask_covers_them_exactly(tiny):
     # the sequence is exactly the chat template of the whole conversation
     assert tok.decode(seq.input_ids) == tok.apply_chat_template(CONVO, tokenize=False).rstrip("\n")
     end = turn_end_ids(tok)[0]
-    replies = [tok(m["content"], add_special_tokens=False)["input_ids"] + [end] for m in CONVO if m["role"] == "assistant"]
+    replies = [
+        tok(m["content"], add_special_tokens=False)["input_ids"] + [end]
+        for m in CONVO
+        if m["role"] == "assistant"
+    ]
     assert seq.reply_tokens == sum(map(len, replies)) == sum(seq.mask)
     masked = [t for t, m in zip(seq.input_ids, seq.mask, strict=True) if m]
     assert masked == replies[0] + replies[1]
@@ -30,10 +34,16 @@ def test_text_replies_make_the_template_and_the_mask_covers_them_exactly(tiny):
 def test_sampled_ids_are_kept_as_they_came_not_retokenised(tiny):
     _, tok = tiny
     # " land" spelt with odd pieces: the same text, other ids than the tokenizer would pick
-    odd = tok("{", add_special_tokens=False)["input_ids"] + tok('"mode": "land"}', add_special_tokens=False)["input_ids"]
+    odd = (
+        tok("{", add_special_tokens=False)["input_ids"]
+        + tok('"mode": "land"}', add_special_tokens=False)["input_ids"]
+    )
     text = tok.decode(odd)
     convo = [*CONVO[:4], {"role": "assistant", "content": text}]
-    traces = [None, {"ids": [*odd, turn_end_ids(tok)[0]], "logprobs": [-0.5] * (len(odd) + 1), "policy_version": 3}]
+    traces = [
+        None,
+        {"ids": [*odd, turn_end_ids(tok)[0]], "logprobs": [-0.5] * (len(odd) + 1), "policy_version": 3},
+    ]
     seq = episode_tokens(tok, convo, traces)
     n = len(odd) + 1
     assert seq.input_ids[-n:] == traces[1]["ids"] and seq.mask[-n:] == [1] * n

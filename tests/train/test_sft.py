@@ -38,9 +38,21 @@ def _short_episodes(folder):
             msgs = [{"role": "system", "content": "Fly the car. Answer with one JSON command."}]
             for t in range(3):
                 msgs.append({"role": "user", "content": f"telemetry t_s={t * 0.2:.1f} h_m={12 - 2 * t + i}"})
-                msgs.append({"role": "assistant", "content": '{"mode": "land"}' if t else '{"mode": "rotate"}'})
-            w.write(dict(id=f"e{i}", task="roadster_ramp_flip:light", seed=i, reward=1.0, success=True,
-                         end_reason="success", turns=3, messages=msgs))
+                msgs.append(
+                    {"role": "assistant", "content": '{"mode": "land"}' if t else '{"mode": "rotate"}'}
+                )
+            w.write(
+                dict(
+                    id=f"e{i}",
+                    task="roadster_ramp_flip:light",
+                    seed=i,
+                    reward=1.0,
+                    success=True,
+                    end_reason="success",
+                    turns=3,
+                    messages=msgs,
+                )
+            )
     return folder
 
 
