@@ -81,6 +81,13 @@ def load_model(name: str, dtype: str = "float32", device: str | None = None) -> 
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **kw)
     except OSError as exc:
         raise ValueError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
+    if gguf:
+        # transformers dequantises a GGUF to plain float weights but keeps the GGUF marker, which the
+        # Trainer refuses to train; the weights in memory are ordinary tensors
+        model.hf_quantizer = None
+        model.is_quantized = False
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     if device:

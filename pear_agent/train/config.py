@@ -101,6 +101,10 @@ class GRPOConfig(Strict):
     seed: int = 0
     stages: list[Stage] = Field(default_factory=list)
     mode: Literal["paused", "realtime"] = "paused"
+    generator: Literal["local", "vllm"] = "local"
+    """local: transformers in this process; vllm: a vLLM server (`vllm_url`) that loads each new
+    adapter at run time (`pear_agent.train.vllm_sync`; LoRA only)."""
+    vllm_url: str | None = None
 
 
 class EvalConfig(Strict):

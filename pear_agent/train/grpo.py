@@ -118,6 +118,25 @@ class GRPOTrainer:
             scene_facts=recipe.scene_facts,
         )
         self.counts = FilterCounts()
+        self.sync = None
+        if self.cfg.generator == "vllm":
+            from pear_agent.train.vllm_sync import VLLMAdapterSync
+
+            if not self.cfg.vllm_url or recipe.model.lora is None:
+                raise ValueError("grpo.generator vllm needs grpo.vllm_url and a LoRA adapter (model.lora)")
+            self.sync = VLLMAdapterSync(
+                self.cfg.vllm_url, keep=self.cfg.rollout_lag + self.cfg.max_staleness + 1
+            )
+            self._publish()
+
+    def _publish(self) -> None:
+        """The current version's adapter to the vLLM server (a shared folder it can read)."""
+        from pear_agent.train.models import save_checkpoint
+
+        folder = self.out / "versions" / f"v{self.version:04d}"
+        model = self.accelerator.unwrap_model(self.model)
+        save_checkpoint(model, self.tokenizer, folder, self.base, self.version, kind="version")
+        self.sync.publish(self.version, folder)  # type: ignore[union-attr]
 
     # -- which stage --------------------------------------------------------------------------
     def stage(self, step: int) -> int:
@@ -130,8 +149,28 @@ class GRPOTrainer:
 
     # -- rollouts -----------------------------------------------------------------------------
     def _make_policy(self, job: EpisodeJob) -> Any:
+        if self.sync is not None:
+            return _Versioned(self._server_policy(job), self.policy.policy_version)
         self.policy._seed = job.policy_seed
         return self.policy
+
+    def _server_policy(self, job: EpisodeJob) -> Any:
+        from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+
+        settings = ModelSettings(
+            model=self.sync.name(self.policy.policy_version),  # type: ignore[union-attr]
+            base_url=self.cfg.vllm_url,
+            temperature=self.cfg.temperature,
+            max_tokens=self.recipe.model.max_new_tokens,
+            logprobs=True,
+            extra_body={
+                "return_tokens_as_token_ids": True,
+                "seed": job.policy_seed,
+                "top_p": 1.0,
+                "top_k": -1,
+            },
+        )
+        return OpenAIPolicy(settings)
 
     def rollouts(self, draws: list[Draw], step: int, first_group: int) -> list[Group]:
         """Fly every draw `group_size` times with the sampling weights (`rollout_lag` versions back)."""
@@ -272,6 +311,8 @@ class GRPOTrainer:
         self.optimizer.zero_grad()
         self.version += 1
         self.snapshots[self.version] = snapshot(self.model)
+        if self.sync is not None:
+            self._publish()
         keep = g.rollout_lag + g.max_staleness
         for v in [v for v in self.snapshots if v < self.version - keep]:
             del self.snapshots[v]
@@ -348,3 +389,19 @@ class GRPOTrainer:
                 reports.append(rep)
         (self.out / "filter_counts.json").write_text(json.dumps(self.counts.to_json(), indent=2))
         return reports
+
+
+class _Versioned:
+    """Stamps the sampling version on a server policy's token traces."""
+
+    def __init__(self, policy: Any, version: int) -> None:
+        self.policy, self.version, self.name = policy, version, policy.name
+
+    def reset(self, seed: int) -> None:
+        self.policy.reset(seed)
+
+    def act(self, messages: Any, ctx: Any) -> Any:
+        reply = self.policy.act(messages, ctx)
+        if reply.tokens is not None:
+            reply.tokens.policy_version = self.version
+        return reply
