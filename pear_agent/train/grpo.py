@@ -92,6 +92,9 @@ class GRPOTrainer:
         self.run_fn = run_fn
         torch.manual_seed(self.cfg.seed)
         model, self.tokenizer, self.base = trainable_model(recipe.model, init)
+        if recipe.model.gradient_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            model.config.use_cache = False  # the generator passes its own cache
         self.accelerator = Accelerator(cpu=not torch.cuda.is_available())
         params = [p for p in model.parameters() if p.requires_grad]
         if not params:

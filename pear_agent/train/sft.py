@@ -94,7 +94,7 @@ def run_sft(
         bf16=recipe.model.dtype == "bfloat16" and torch.cuda.is_available(),
         dataset_num_proc=None,
         lr_scheduler_type="constant",
-        gradient_checkpointing=torch.cuda.is_available(),  # saves GPU memory; on a CPU it only costs time
+        gradient_checkpointing=recipe.model.gradient_checkpointing,
     )
     trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok)
     trained = sum(sum(1 for x in row if x != -100) for row in trainer.train_dataset["labels"])
