@@ -121,7 +121,8 @@ class LocalModelPolicy:
         self.name = name
         self.reuse_cache = reuse_cache
         self.stop_ids = turn_end_ids(tokenizer)
-        self._seed = seed
+        self.seed = seed
+        """Sampling seed (with the episode seed and the turn): distinct per rollout of a group."""
         self.reset(seed)
 
     def reset(self, seed: int) -> None:
@@ -158,7 +159,7 @@ class LocalModelPolicy:
 
         model = self.model
         device = next(model.parameters()).device
-        torch.manual_seed(hash((self._seed, self._episode_seed, self._turn)) % (2**31))
+        torch.manual_seed(hash((self.seed, self._episode_seed, self._turn)) % (2**31))
         new: list[int] = []
         logprobs: list[float] = []
         cache = self._cache if self.reuse_cache else None

@@ -154,7 +154,7 @@ class GRPOTrainer:
     def _make_policy(self, job: EpisodeJob) -> Any:
         if self.sync is not None:
             return _Versioned(self._server_policy(job), self.policy.policy_version)
-        self.policy._seed = job.policy_seed
+        self.policy.seed = job.policy_seed
         return self.policy
 
     def _server_policy(self, job: EpisodeJob) -> Any:
