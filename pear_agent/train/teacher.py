@@ -37,6 +37,9 @@ def collect_teacher(recipe: Recipe, out: Path, episodes: int | None = None) -> d
     opts = LoopOptions(observation=recipe.observation, scene_facts=recipe.scene_facts)
     written = 0
     per_task: dict[str, list[int]] = {}
+    old = Path(out) / "trajectories.jsonl"
+    if old.is_file():  # a collection replaces an earlier one in the same folder (never mixes with it)
+        old.unlink()
     with TrajectoryWriter(Path(out)) as writer:
 
         def keep(job: EpisodeJob, rec: dict[str, Any]) -> None:
