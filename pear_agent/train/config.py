@@ -67,6 +67,9 @@ class SFTConfig(Strict):
     """Longest training sequence; a longer episode is an error (never silently truncated)."""
     min_reward: float = 1.0
     """Keep episodes that succeeded or reached this reward."""
+    executed_actions: bool = False
+    """Run folders of arm experts: train on the executed (clipped) action of each turn, within the
+    per-turn caps, instead of what the expert asked for (which may rely on clipping)."""
     seed: int = 0
 
 

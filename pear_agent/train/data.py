@@ -22,8 +22,21 @@ class Example:
     source: str = ""
 
 
-def from_run_folder(folder: Path) -> Example:
-    """Rebuild the conversation the model saw from a run folder's `episode.jsonl` (text turns)."""
+def executed_reply(reply: str, executed: dict[str, Any], done: bool) -> str:
+    """The reply with its action replaced by what was executed after clipping (within the per-turn
+    caps and the workspace): the expert's reasoning, then that action, as the prompt asks."""
+    from pear_agent.protocol.actions import ACTION, DONE, reply_text
+
+    reasoning = reply.split("```", 1)[0].strip()
+    wire: dict[str, Any] = {ACTION: executed}
+    if done:
+        wire[DONE] = True
+    return reply_text(reasoning, wire)
+
+
+def from_run_folder(folder: Path, executed_actions: bool = False) -> Example:
+    """Rebuild the conversation the model saw from a run folder's `episode.jsonl` (text turns).
+    `executed_actions`: each executed reply's action becomes the executed (clipped) one."""
     lines = [json.loads(x) for x in (folder / "episode.jsonl").read_text(encoding="utf-8").splitlines() if x]
     header = next((x for x in lines if x.get("kind") == "header"), None)
     if header is None or "system_prompt" not in header:
@@ -39,8 +52,13 @@ def from_run_folder(folder: Path) -> Example:
         messages.append({"role": "user", "content": t["prompt"]})
         answered = "reply" in t and not (t.get("error") and "outcome" not in t)
         if answered:
-            messages.append({"role": "assistant", "content": t["reply"]})
-            traces.append(t.get("tokens"))
+            reply = t["reply"]
+            if executed_actions and t.get("executed"):
+                reply = executed_reply(reply, t["executed"], bool((t.get("action") or {}).get("done")))
+                traces.append(None)  # a rewritten reply is text, not the sampled tokens
+            else:
+                traces.append(t.get("tokens"))
+            messages.append({"role": "assistant", "content": reply})
         if t.get("reward") is not None:
             reward = float(t["reward"])
     summary_path = folder / "summary.json"
@@ -61,7 +79,7 @@ def from_run_folder(folder: Path) -> Example:
     )
 
 
-def load_examples(paths: list[str | Path]) -> list[Example]:
+def load_examples(paths: list[str | Path], executed_actions: bool = False) -> list[Example]:
     """Every episode under the given folders (or trajectories.jsonl files)."""
     from pear_agent.rl.trajectories import load_trajectories
 
@@ -89,5 +107,5 @@ def load_examples(paths: list[str | Path]) -> list[Example]:
         runs = sorted(p.parent for p in path.rglob("episode.jsonl"))
         if not runs:
             raise ValueError(f"{path}: no episode.jsonl or trajectories.jsonl under it")
-        out += [from_run_folder(r) for r in runs]
+        out += [from_run_folder(r, executed_actions) for r in runs]
     return out

@@ -70,7 +70,7 @@ def run_sft(
 
     cfg = recipe.sft
     t0 = time.perf_counter()
-    examples = select(load_examples(data or cfg.data), cfg.min_reward)
+    examples = select(load_examples(data or cfg.data, cfg.executed_actions), cfg.min_reward)
     if not examples:
         raise ValueError("no episode to learn from: none succeeded (or reached sft.min_reward)")
     model, tok, base = trainable_model(recipe.model, init)

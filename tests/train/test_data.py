@@ -28,3 +28,33 @@ def test_a_folder_without_episodes_is_one_clear_error(tmp_path):
         load_examples([tmp_path])
     with pytest.raises(FileNotFoundError, match="no recorded episodes at"):
         load_examples([tmp_path / "missing"])
+
+
+def test_expert_rows_can_carry_the_executed_clipped_action(tmp_path):
+    import json
+
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.policies.scripted import ScriptedPolicy
+    from pear_agent.protocol.actions import parse_reply
+    from pear_agent.registry import make_backend
+    from pear_agent.robot_config import load_robot
+
+    robot = load_robot("panda")
+    backend = make_backend("pick_cube", robot, render=False)
+    try:
+        writer = RunWriter(tmp_path / "run", video_fps=None)
+        cfg = EpisodeConfig(observation="state", max_turns=4)
+        Episode(backend, Kinematics(robot), ScriptedPolicy("pick_cube"), cfg, writer).run(0)
+    finally:
+        backend.close()
+    turns = [json.loads(x) for x in (tmp_path / "run" / "episode.jsonl").read_text().splitlines()]
+    executed = [t["executed"] for t in turns if t.get("kind") == "turn" and t.get("executed")]
+    [ex] = load_examples([tmp_path / "run"], executed_actions=True)
+    replies = [m["content"] for m in ex.messages if m["role"] == "assistant"]
+    assert executed and len(replies) >= len(executed)
+    for reply, done in zip(replies, executed, strict=False):
+        got = parse_reply(reply, robot).to_json()["action"]
+        for part, q in done.items():
+            for key in ("move_cm", "turn_rad"):
+                if key in q:
+                    assert got[part][key] == pytest.approx(q[key], abs=1e-6)
