@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from _common import REPO_ROOT  # noqa: F401  (puts the repo on sys.path)
+from _common import emit, machine
 
 
 def paired(a: list[dict], b: list[dict]) -> dict:
@@ -57,7 +57,7 @@ def main() -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    report: dict = {"command": " ".join(sys.argv), "args": vars(args)}
+    report: dict = {"command": " ".join(sys.argv), "args": vars(args), "machine": machine()}
     path = out / "train_signal.json"
 
     def save() -> None:
@@ -147,7 +147,14 @@ def main() -> int:
         report["grpo_vs_warm"] = paired(lines, evals["warm"])
         report["grpo_vs_base"] = paired(lines, evals["base"])
         save()
-    print(json.dumps(report))
+    report["wall_s"] = time.perf_counter() - t0
+    save()
+    rows = []
+    for label in ("base", "warm", "grpo"):
+        s = report.get(f"test_{label}")
+        if s:
+            rows.append([label, f"{s.get('successes', 0)}/{s.get('episodes', 0)}", s.get("mean_reward", 0.0)])
+    emit("train_signal", report, rows, ["model", "landed", "mean reward"])
     return 0
 
 
