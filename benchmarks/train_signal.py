@@ -47,6 +47,7 @@ def main() -> int:
     ap.add_argument("--group-size", type=int, default=4)
     ap.add_argument("--groups", type=int, default=1, help="groups per GRPO step")
     ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--sft-checkpoint", default=None, help="reuse this warm start (skip teacher and SFT)")
     args = ap.parse_args()
 
     from pear_agent.train.config import load_recipe
@@ -76,46 +77,58 @@ def main() -> int:
     ]
     recipe = load_recipe("roadster_study", "cpu", sets)
     t0 = time.perf_counter()
-    teacher = collect_teacher(recipe, out / "teacher", episodes=args.teacher)
-    report["teacher"] = teacher | {"seconds": time.perf_counter() - t0}
-    log(f"teacher: {teacher}")
-    save()
+    if not args.sft_checkpoint:
+        teacher = collect_teacher(recipe, out / "teacher", episodes=args.teacher)
+        report["teacher"] = teacher | {"seconds": time.perf_counter() - t0}
+        log(f"teacher: {teacher}")
+        save()
 
-    sft = run_sft(recipe, out / "sft", data=[str(out / "teacher")], log=log)
-    steps = max(1, len(sft.losses))
-    report["sft"] = {
-        "episodes": sft.episodes,
-        "tokens": sft.tokens,
-        "reply_tokens": sft.reply_tokens,
-        "loss_first": sft.losses[0] if sft.losses else None,
-        "loss_last": sft.losses[-1] if sft.losses else None,
-        "seconds": sft.seconds,
-        "s_per_step": sft.seconds / steps,
-        "checkpoint": str(sft.out),
-    }
+    if args.sft_checkpoint:  # a warm start already trained (e.g. by an earlier run of this script)
+        sft_out = Path(args.sft_checkpoint)
+        report["sft"] = json.loads((sft_out.parent / "sft_summary.json").read_text()) | {"reused": True}
+    else:
+        sft = run_sft(recipe, out / "sft", data=[str(out / "teacher")], log=log)
+        sft_out = sft.out
+        steps = max(1, len(sft.losses))
+        report["sft"] = {
+            "episodes": sft.episodes,
+            "tokens": sft.tokens,
+            "reply_tokens": sft.reply_tokens,
+            "losses": sft.losses,
+            "seconds": sft.seconds,
+            "s_per_step": sft.seconds / steps,
+            "checkpoint": str(sft.out),
+        }
     log(f"sft: {report['sft']}")
     save()
 
+    # paired: each test seed flown by the warm start and by the base, one after the other, so a run
+    # cut short still holds pairs
+    from pear_agent.policies.local_model import load_model
+
     draws = eval_draws(recipe, "test", args.test)[: args.test]
-    evals: dict[str, list] = {}
-    for label, model in (("warm", str(sft.out)), ("base", "smollm2")):
-        t = time.perf_counter()
-        lines = evaluate(model, draws, recipe, out / f"test_{label}.jsonl", log=log)
-        gen = sum(x["completion_tokens"] for x in lines)
-        wall = time.perf_counter() - t
-        evals[label] = lines
-        report[f"test_{label}"] = summarize(lines) | {
-            "seconds": wall,
-            "generated_tokens": gen,
-            "tokens_per_s": gen / wall if wall else None,
-        }
-        log(f"test {label}: {report[f'test_{label}']}")
+    models = {"warm": (str(sft_out), load_model(str(sft_out))), "base": ("smollm2", load_model("smollm2"))}
+    evals: dict[str, list] = {"warm": [], "base": []}
+    spent = {"warm": 0.0, "base": 0.0}
+    for i, draw in enumerate(draws):
+        for label, (name, loaded) in models.items():
+            t = time.perf_counter()
+            evals[label] += evaluate(
+                name, [draw], recipe, out / f"test_{label}.jsonl", log=log, loaded=loaded, append=i > 0
+            )
+            spent[label] += time.perf_counter() - t
+            gen = sum(x["completion_tokens"] for x in evals[label])
+            report[f"test_{label}"] = summarize(evals[label]) | {
+                "seconds": spent[label],
+                "generated_tokens": gen,
+                "tokens_per_s": gen / spent[label] if spent[label] else None,
+                "lines": evals[label],
+            }
+        report["warm_vs_base"] = paired(evals["warm"], evals["base"])
         save()
-    report["warm_vs_base"] = paired(evals["warm"], evals["base"])
-    save()
 
     if args.grpo_steps:
-        trainer = GRPOTrainer(recipe, out / "grpo", init=str(sft.out), log=log)
+        trainer = GRPOTrainer(recipe, out / "grpo", init=str(sft_out), log=log)
         reps = trainer.train(steps=args.grpo_steps)
         report["grpo"] = [
             {

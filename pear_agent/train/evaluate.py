@@ -42,12 +42,15 @@ def evaluate(
     results: Path,
     temperature: float = 0.0,
     log: Any = print,
+    loaded: tuple[Any, Any] | None = None,
+    append: bool = False,
 ) -> list[dict[str, Any]]:
-    """Greedy episodes (temperature 0 by default) of a model; one result line per episode."""
+    """Greedy episodes (temperature 0 by default) of a model; one result line per episode.
+    `loaded`: the (model, tokenizer) already in memory; `append`: add to the results file."""
     from pear_agent.bench.runner import episode_key
     from pear_agent.policies.local_model import LocalModelPolicy, load_model
 
-    model, tok = load_model(model_name, dtype=recipe.model.dtype)
+    model, tok = loaded or load_model(model_name, dtype=recipe.model.dtype)
     policy = LocalModelPolicy(
         model,
         tok,
@@ -64,7 +67,7 @@ def evaluate(
     results = Path(results)
     results.parent.mkdir(parents=True, exist_ok=True)
     lines = []
-    with results.open("w", encoding="utf-8") as f:
+    with results.open("a" if append else "w", encoding="utf-8") as f:
 
         def write(job: EpisodeJob, rec: dict[str, Any]) -> None:
             line = {
