@@ -46,7 +46,7 @@ def main() -> int:
     ap.add_argument("--grpo-steps", type=int, default=2)
     ap.add_argument("--group-size", type=int, default=4)
     ap.add_argument("--groups", type=int, default=1, help="groups per GRPO step")
-    ap.add_argument("--max-new-tokens", type=int, default=32)
+    ap.add_argument("--max-new-tokens", type=int, default=64, help="the teacher's replies run to 54 tokens")
     ap.add_argument("--sft-checkpoint", default=None, help="reuse this warm start (skip teacher and SFT)")
     args = ap.parse_args()
 

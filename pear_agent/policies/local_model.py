@@ -72,6 +72,8 @@ def load_model(name: str, dtype: str = "float32", device: str | None = None) -> 
         base, tok = load_model(meta["base_model"], dtype=dtype, device=device)
         model = PeftModel.from_pretrained(base, str(path))
         return model, tok
+    if not path.exists() and len(path.parts) > 1 and Path(path.parts[0]).is_dir():
+        raise ValueError(f"no model or checkpoint folder at {name}")  # a path, not a hub id
     folder, gguf = resolve_model(name)
     kw: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
     if not gguf and not Path(folder).exists():

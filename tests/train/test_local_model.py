@@ -82,3 +82,10 @@ def test_an_unknown_wheel_model_is_one_clear_line():
 
     with pytest.raises(ValueError, match="cannot load model 'no/such-model'"):
         load_model("no/such-model")
+
+
+def test_a_missing_checkpoint_folder_is_named_as_such():
+    from pear_agent.policies.local_model import load_model
+
+    with pytest.raises(ValueError, match="no model or checkpoint folder at tests/no-such-checkpoint"):
+        load_model("tests/no-such-checkpoint")
