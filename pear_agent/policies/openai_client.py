@@ -36,6 +36,7 @@ from pear_agent.policies.openai_wire import (
     response_format,
     wire_messages,
 )
+from pear_agent.policies.server_logprobs import entries_of, trace_from_logprobs
 from pear_agent.protocol.prompts import Message
 from pear_agent.records import SECRET_PATTERNS
 
@@ -94,6 +95,9 @@ class ModelSettings:
     """What `auto` resolved to (set by the parent of a bench so workers need not probe again)."""
     retry_timeouts: bool = True
     """Retry a timed-out decision (off by default in realtime mode: the world has moved on)."""
+    logprobs: bool = False
+    """Ask for the sampled tokens' log-probabilities (recorded as the turn's "tokens" when the server
+    gives ids too: vLLM with return_tokens_as_token_ids; see `server_logprobs`)."""
 
     def __post_init__(self) -> None:
         if self.structured_output not in STRUCTURED_CHOICES:
@@ -160,6 +164,7 @@ class _Answer:
     finish_reason: str | None
     model: str | None
     ttft_s: float | None
+    logprobs: list[Any] = field(default_factory=list)
 
 
 class OpenAIPolicy:
@@ -258,6 +263,8 @@ class OpenAIPolicy:
             kw[self._facts.get("max_tokens_key", "max_tokens")] = max_tokens
         if s.reasoning_effort:
             kw["reasoning_effort"] = s.reasoning_effort
+        if s.logprobs:  # issue 20: token-level records
+            kw["logprobs"] = True
         body = dict(s.extra_body)
         if s.send_privileged:
             body[PRIVILEGED_KEY] = _jsonable(
@@ -294,6 +301,7 @@ class OpenAIPolicy:
         content: list[str] = []
         reasoning: list[str] = []
         usage = finish = model = ttft = None
+        logprobs: list[Any] = []
         completed = False
         try:
             for chunk in stream:
@@ -310,6 +318,7 @@ class OpenAIPolicy:
                         ttft = time.perf_counter() - a0
                     content.append(piece)
                     reasoning.append(think)
+                    logprobs += entries_of(getattr(choice, "logprobs", None))
                     finish = choice.finish_reason or finish
                 if time.perf_counter() > deadline:
                     abort()
@@ -336,7 +345,7 @@ class OpenAIPolicy:
         text = "".join(content)
         thinks = [t.strip() for t in THINK_RE.findall(text)]
         think_text = "\n".join(["".join(reasoning), *thinks]).strip()
-        return _Answer(text, think_text, self._usage(usage), finish, model, ttft)
+        return _Answer(text, think_text, self._usage(usage), finish, model, ttft, logprobs)
 
     def _once(self, kw: dict[str, Any], deadline: float) -> _Answer:
         resp = self.client.chat.completions.create(**kw, timeout=max(0.01, deadline - time.perf_counter()))
@@ -344,7 +353,13 @@ class OpenAIPolicy:
             raise ValueError(f"malformed response: {str(resp)[:200]!r}")
         content, reasoning = split_reasoning(resp.choices[0].message)
         return _Answer(
-            content, reasoning, self._usage(resp.usage), resp.choices[0].finish_reason, resp.model, None
+            content,
+            reasoning,
+            self._usage(resp.usage),
+            resp.choices[0].finish_reason,
+            resp.model,
+            None,
+            entries_of(getattr(resp.choices[0], "logprobs", None)),
         )
 
     @staticmethod
@@ -504,7 +519,8 @@ class OpenAIPolicy:
                 _warn(warning)
         for w in info.get("warnings", []):
             _warn(w)
-        return PolicyReply(content, latency, usage=usage, info=info)
+        trace = trace_from_logprobs(ans.logprobs) if s.logprobs else None
+        return PolicyReply(content, latency, usage=usage, info=info, tokens=trace)
 
     def _count_prompt(self, kw: dict[str, Any]) -> int | None:
         """A server that streams without usage (llama-cpp-python): once per process, the same

@@ -69,6 +69,10 @@ class TrajectoryRecord(BaseModel):
     """host:pid of the process that ran it."""
     messages: list[dict[str, Any]]
     """OpenAI chat messages with image parts stored as file paths (see the module docstring)."""
+    turn_tokens: list[dict[str, Any] | None] | None = None
+    """Per assistant message: the sampled token ids, their log-probabilities under the sampling
+    policy and its version (`TokenTrace.to_json()`), where the policy knew them: what a trainer
+    trains on (re-tokenising the text is not the same sequence)."""
 
     def to_line(self) -> str:
         return self.model_dump_json(by_alias=True)

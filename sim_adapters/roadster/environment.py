@@ -2,7 +2,11 @@
 
 Observation: the latest telemetry row (text). Action: one command (`commands.py`). Execution: set
 the command in force and fly to the next 0.2 s row. Realtime: `advance` flies on the old command
-while the policy thinks. Reward: the shaped reward in [0, 1] once the flight is over.
+while the policy thinks, by the study's clock rule (`late_intervals`): the world ticks in 0.2 s
+intervals, a reply within its interval is on time (a 0.09 s model flies as when paused), and each
+full interval of lag is one more interval flown on the old command (2 s = ten intervals). The
+continuous rule (fly the measured lag itself, the arm tasks' model) stays as `clock="continuous"`.
+Reward: the shaped reward in [0, 1] once the flight is over.
 """
 
 from __future__ import annotations
@@ -31,6 +35,18 @@ from sim_adapters.roadster.sim import MAX_FLIGHT_S, ROW_S, RoadsterSim
 from sim_adapters.roadster.telemetry import format_row
 
 TASKS = {"roadster_ramp_flip": "ramp_flip", "roadster_kickflip": "kickflip"}
+CLOCK_RULES = ("intervals", "continuous")
+"""intervals: the study's rule (whole 0.2 s intervals of lag); continuous: the measured lag itself."""
+
+
+def late_intervals(lag_s: float) -> int:
+    """Whole 0.2 s intervals a reply `lag_s` late costs (the study's rule): 0.09 s -> 0, 0.2 s -> 1,
+    2.0 s -> 10. A hair of float noise below a boundary counts as reaching it."""
+    if lag_s <= 0:
+        return 0
+    return int(lag_s / ROW_S + 1e-9)
+
+
 MAX_TURNS = int(MAX_FLIGHT_S / ROW_S) + 10
 VIDEO_EVERY_TICKS = 5
 """One video frame per 5 control ticks: 10 frames per simulated second."""
@@ -73,8 +89,9 @@ def briefing(sim: RoadsterSim, mode: str) -> str:
     clock = (
         "The world waits for each reply (paused)."
         if mode == "paused"
-        else "The car keeps flying while you think: a reply takes effect when it arrives, and until then the "
-        "previous command stays in force. Only your first decision is untimed."
+        else "The car keeps flying while you think, in 0.2 s intervals: a reply within its interval is on "
+        "time, and each full 0.2 s you think is one more interval flown on the previous command. Only your "
+        "first decision is untimed."
     )
     tpl = Template((REPO_ROOT / "prompts" / "roadster_system.md").read_text(encoding="utf-8"))
     return tpl.substitute(
@@ -95,7 +112,17 @@ def sim_truck_text() -> str:
 class RoadsterEnvironment:
     name = "roadster"
 
-    def __init__(self, task: str, wind: str = "light", mode: str = "paused", render: bool = True) -> None:
+    def __init__(
+        self,
+        task: str,
+        wind: str = "light",
+        mode: str = "paused",
+        render: bool = True,
+        clock: str = "intervals",
+    ) -> None:
+        if clock not in CLOCK_RULES:
+            raise ValueError(f"unknown clock rule {clock!r}; rules are: {', '.join(CLOCK_RULES)}")
+        self.clock = clock
         if task not in TASKS:
             raise ValueError(f"unknown roadster task {task!r}; tasks are: {', '.join(TASKS)}")
         if wind not in WIND_BANDS:
@@ -119,12 +146,24 @@ class RoadsterEnvironment:
         self.rows = [self.sim.row()]
         self._pending: list[dict[str, Any]] = []
         self._ticks = 0
+        self.intervals_late = 0
+        """Intervals flown on an old command while the policy thought (realtime), this flight."""
+        self.lag_flown_s = 0.0
 
     def system_prompt(self) -> str:
         return briefing(self.sim, self.mode)
 
     def header(self) -> dict[str, Any]:
-        return {"observation": "telemetry", "wind": self.wind, "scenario": self.sim.scenario.to_json()}
+        return {
+            "observation": "telemetry",
+            "wind": self.wind,
+            "scenario": self.sim.scenario.to_json(),
+            "clock_rule": self.clock_rule(),
+        }
+
+    def clock_rule(self) -> str | None:
+        """Which realtime rule runs (recorded in headers and results); None when paused."""
+        return None if self.mode == "paused" else self.clock
 
     def observe(self, turn: int, max_turns: int, feedback: str | None) -> TurnPrompt:
         row = self.sim.row()
@@ -205,7 +244,15 @@ class RoadsterEnvironment:
         return "crashed" if st.crashed else "failed"
 
     def advance(self, duration_s: float) -> None:
-        if duration_s > 0 and not self.sim.status.over:
+        """The policy took `duration_s`: fly on the old command by the clock rule."""
+        if duration_s <= 0 or self.sim.status.over:
+            return
+        if self.clock == "intervals":
+            n = late_intervals(duration_s)
+            self.intervals_late += n
+            duration_s = n * ROW_S
+        if duration_s > 0:
+            self.lag_flown_s += duration_s
             self._pending += self._fly(duration_s)
 
     def time_s(self) -> float:
@@ -221,6 +268,11 @@ class RoadsterEnvironment:
             "wind": self.wind,
             "reward": self.sim.reward()["total"],
             "reward_parts": self.sim.reward(),
+            "clock": {
+                "rule": self.clock_rule(),
+                "late_intervals": self.intervals_late,
+                "lag_flown_s": round(self.lag_flown_s, 6),
+            },
             "flight": {
                 "over": st.over,
                 "crashed": st.crashed,

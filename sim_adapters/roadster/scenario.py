@@ -85,3 +85,35 @@ def wind_vector(mean_mps: float, from_deg: float) -> np.ndarray:
     """World-frame horizontal wind velocity (where the air goes) for a wind blowing FROM from_deg."""
     a = math.radians(from_deg)
     return -mean_mps * np.array([math.cos(a), math.sin(a), 0.0])
+
+
+TEST_EPISODES: dict[str, int] = {"light": 192, "gale": 192, "storm": 384}
+"""The study's held-out test set per wind band (per stunt): 192 light, 192 gale, 384 storm flights."""
+
+
+def time_to_truck_s(sc: Scenario) -> float:
+    """Kickflip: seconds from the start until the nose reaches the truck at the entry speed."""
+    return sc.truck_x_m / sc.speed_mps if sc.speed_mps > 0 else math.inf
+
+
+def slow_approach(sc: Scenario) -> bool:
+    """The study's slow far-truck kickflips: 14 to 16 m/s with the truck about 3 s away (>= 2.6 s)."""
+    return sc.stunt == "kickflip" and 14.0 <= sc.speed_mps <= 16.0 and time_to_truck_s(sc) >= 2.6
+
+
+SCENARIO_FILTERS = {"slow_approach": slow_approach}
+"""Named filters a training mix draws seeds through (`pear_agent.train.mix`)."""
+
+
+def filtered_seeds(stunt: str, wind_band: str, name: str, lo: int, hi: int, count: int) -> list[int]:
+    """The first `count` seeds in [lo, hi) whose scenario passes filter `name`."""
+    if name not in SCENARIO_FILTERS:
+        raise ValueError(f"unknown scenario filter {name!r}; filters are: {', '.join(SCENARIO_FILTERS)}")
+    keep = SCENARIO_FILTERS[name]
+    out = []
+    for seed in range(lo, hi):
+        if keep(make_scenario(stunt, wind_band, seed)):
+            out.append(seed)
+            if len(out) == count:
+                break
+    return out

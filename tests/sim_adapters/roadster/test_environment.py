@@ -82,3 +82,48 @@ def test_success_ends_with_the_reward_recorded(tmp_path):
 def test_unknown_wind_is_one_clear_error():
     with pytest.raises(ValueError, match="unknown wind band 'breeze'; bands are: light, gale, storm"):
         RoadsterEnvironment("roadster_kickflip", "breeze")
+
+
+@pytest.mark.parametrize("lag_s, intervals", [(0.09, 0), (0.2, 1), (0.39, 1), (0.4, 2), (2.0, 10)])
+def test_study_clock_rule_counts_whole_intervals(lag_s, intervals):
+    from sim_adapters.roadster.environment import late_intervals
+
+    assert late_intervals(lag_s) == intervals
+
+
+def _flight(latency_s: float | None, clock: str = "intervals", seed: int = 20003):
+    """The scripted pilot's light ramp flip, paused or realtime with an injected latency."""
+    from pear_agent.policies.pilot import PilotPolicy
+
+    mode = "paused" if latency_s is None else "realtime"
+    env = RoadsterEnvironment("roadster_ramp_flip", "light", mode=mode, render=False, clock=clock)
+    cfg = EpisodeConfig(mode=mode, latency_s=latency_s)
+    result = Episode.of(env, PilotPolicy(noise=0.0, seed=0), cfg).run(seed)
+    return result, env
+
+
+def test_a_reply_within_the_interval_flies_exactly_as_paused():
+    paused, p_env = _flight(None)
+    fast, f_env = _flight(0.09)
+    assert fast.success == paused.success and fast.turns == paused.turns
+    assert fast.sim_time_s == pytest.approx(paused.sim_time_s, abs=1e-9)
+    assert f_env.result_fields()["reward"] == pytest.approx(p_env.result_fields()["reward"], abs=1e-9)
+    assert f_env.result_fields()["clock"] == {"rule": "intervals", "late_intervals": 0, "lag_flown_s": 0.0}
+    assert p_env.result_fields()["clock"]["rule"] is None  # paused: no rule ran
+
+
+def test_each_full_interval_of_lag_is_one_interval_on_the_old_command():
+    one, env1 = _flight(0.2)
+    ten, env10 = _flight(2.0)
+    decisions = one.turns - 1  # the first decision is untimed
+    assert env1.intervals_late == decisions and env1.lag_flown_s == pytest.approx(0.2 * decisions)
+    assert env10.intervals_late == 10 * (ten.turns - 1)
+    # the continuous rule flies the measured lag itself: 0.09 s already shifts the flight
+    cont, env_c = _flight(0.09, clock="continuous")
+    assert env_c.lag_flown_s == pytest.approx(0.09 * (cont.turns - 1))
+    assert env_c.result_fields()["clock"]["rule"] == "continuous"
+
+
+def test_unknown_clock_rule_is_one_clear_error():
+    with pytest.raises(ValueError, match="unknown clock rule 'wall'; rules are: intervals, continuous"):
+        RoadsterEnvironment("roadster_kickflip", "light", clock="wall")

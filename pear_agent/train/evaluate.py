@@ -1,0 +1,128 @@
+"""Fly a model (base, checkpoint) on fixed seeds through the ONE loop and write bench-style result
+lines (`key` = task/s<seed>), so `pear-agent compare` pairs two evaluations; pick a checkpoint on
+validation seeds."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pear_agent.train.config import MixEntry, Recipe
+from pear_agent.train.mix import Draw, TaskMix
+from pear_agent.train.rollout import EpisodeJob, LoopOptions, run_episodes
+
+
+def eval_draws(recipe: Recipe, split: str, episodes: int | None = None) -> list[Draw]:
+    """Validation: `eval.val_episodes` per task of `eval.tasks` (or of the last stage's mix);
+    test: `eval.test_episodes[band]` per roadster band, or `episodes` per task."""
+    tasks = recipe.eval.tasks or [e.task for e in recipe.grpo.stages[-1].mix]
+    entries: list[tuple[MixEntry, int]] = []
+    for t in dict.fromkeys(tasks):
+        from pear_agent.registry import is_environment_task
+
+        if split == "test" and is_environment_task(t) and ":" not in t:
+            for band, n in recipe.eval.test_episodes.items():
+                entries.append((MixEntry(task=f"{t}:{band}"), episodes or n))
+        else:
+            entries.append((MixEntry(task=t), episodes or recipe.eval.val_episodes))
+    out = []
+    for entry, n in entries:
+        out += TaskMix([entry], split).fixed(n)
+    return out
+
+
+def evaluate(
+    model_name: str,
+    draws: list[Draw],
+    recipe: Recipe,
+    results: Path,
+    temperature: float = 0.0,
+    log: Any = print,
+    loaded: tuple[Any, Any] | None = None,
+    append: bool = False,
+) -> list[dict[str, Any]]:
+    """Greedy episodes (temperature 0 by default) of a model; one result line per episode.
+    `loaded`: the (model, tokenizer) already in memory; `append`: add to the results file."""
+    from pear_agent.bench.runner import episode_key
+    from pear_agent.policies.local_model import LocalModelPolicy, load_model
+
+    model, tok = loaded or load_model(model_name, dtype=recipe.model.dtype)
+    policy = LocalModelPolicy(
+        model,
+        tok,
+        temperature=temperature,
+        max_new_tokens=recipe.model.max_new_tokens,
+        name=f"local:{model_name}",
+    )
+    opts = LoopOptions(
+        mode=recipe.grpo.mode,
+        max_turns=recipe.grpo.max_turns,
+        observation=recipe.observation,
+        scene_facts=recipe.scene_facts,
+    )
+    results = Path(results)
+    results.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    with results.open("a" if append else "w", encoding="utf-8") as f:
+
+        def write(job: EpisodeJob, rec: dict[str, Any]) -> None:
+            line = {
+                "key": episode_key(rec["task"], rec["seed"]),
+                "task": rec["task"],
+                "seed": rec["seed"],
+                "policy": rec["policy"],
+                "success": rec["success"],
+                "reward": rec["shaped_reward"] if rec["shaped_reward"] is not None else rec["reward"],
+                "end_reason": rec["end_reason"],
+                "turns": rec["turns"],
+                "latencies_s": rec["latencies_s"],
+                "completion_tokens": rec["completion_tokens"],
+                "wall_time_s": rec["wall_time_s"],
+                "mode": rec["mode"],
+            }
+            f.write(json.dumps(line) + "\n")
+            f.flush()
+            lines.append(line)
+            log(
+                f"  {line['key']}: {'success' if line['success'] else line['end_reason']} "
+                f"reward {line['reward']:.3f}"
+            )
+
+        jobs = [EpisodeJob(d.task, d.seed) for d in draws]
+        run_episodes(jobs, lambda job: policy, opts, on_record=write)
+    return lines
+
+
+def summarize(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    if not lines:
+        return {"episodes": 0}
+    return {
+        "episodes": len(lines),
+        "successes": int(sum(bool(x["success"]) for x in lines)),
+        "success_rate": float(np.mean([bool(x["success"]) for x in lines])),
+        "mean_reward": float(np.mean([x["reward"] for x in lines])),
+    }
+
+
+def pick_checkpoint(run: Path, recipe: Recipe, log: Any = print) -> dict[str, Any]:
+    """Fly every checkpoint of a run on the validation seeds; the best mean reward wins (ties: the
+    earlier). Writes `pick.json` in the run folder."""
+    run = Path(run)
+    ckpts = sorted(p for p in run.glob("checkpoint-*") if p.is_dir())
+    if not ckpts:
+        raise ValueError(f"{run}: no checkpoint-* folders")
+    draws = eval_draws(recipe, "val")
+    scores = {}
+    for c in ckpts:
+        t0 = time.perf_counter()
+        log(f"validation: {c.name} on {len(draws)} episodes")
+        lines = evaluate(str(c), draws, recipe, c / "val_results.jsonl", log=log)
+        scores[c.name] = summarize(lines) | {"seconds": time.perf_counter() - t0}
+    best = max(ckpts, key=lambda c: (scores[c.name]["mean_reward"], -ckpts.index(c)))
+    pick = {"picked": str(best), "scores": scores}
+    (run / "pick.json").write_text(json.dumps(pick, indent=2), encoding="utf-8")
+    return pick

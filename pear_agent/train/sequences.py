@@ -1,0 +1,181 @@
+"""One episode as ONE token sequence in the model's own chat template, grown turn by turn.
+
+The in-process generator and the trainer share this builder, so the model is trained on exactly
+the tokens it was prompted with and sampled: each prompt is the text the chat template adds after
+what is already in the sequence (append-only, like a server's prefix cache), and each reply is the
+sampled token ids as they came (never the text re-tokenised). A reply's tokens are what the model
+generates for it: its text's tokens and the end-of-turn token (recorded replies without token ids
+are tokenised so, for supervised warm start). The loss mask covers exactly the replies' tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class TemplateDriftError(ValueError):
+    """The chat template rewrote what was already in the sequence (not append-only)."""
+
+
+def message_text(message: dict[str, Any]) -> str:
+    """A message's text; image parts are refused (the local trainer reads text: --observation state)."""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = []
+    for c in content or []:
+        if c.get("type") == "text":
+            parts.append(c["text"])
+        else:
+            raise ValueError(
+                "this episode has camera images; the text-model trainer reads text only "
+                "(record arm episodes with --observation state)"
+            )
+    return "\n".join(parts)
+
+
+def text_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [{"role": m["role"], "content": message_text(m)} for m in messages]
+
+
+def turn_end_ids(tokenizer: Any) -> list[int]:
+    """Token ids that end an assistant turn in this template (e.g. ChatML's <|im_end|>), and EOS."""
+    probe = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "PEARREPLY"}]
+    text = tokenizer.apply_chat_template(probe, tokenize=False)
+    closing = text[text.index("PEARREPLY") + len("PEARREPLY") :]
+    ids = tokenizer(closing, add_special_tokens=False)["input_ids"] if closing else []
+    out = [ids[0]] if ids and ids[0] in tokenizer.all_special_ids else []
+    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in out:
+        out.append(tokenizer.eos_token_id)
+    if not out:
+        raise ValueError("cannot tell which token ends an assistant turn in this chat template")
+    return out
+
+
+@dataclass
+class ChatSequence:
+    """The episode's tokens so far, their loss mask (1 on reply tokens), and the rendered text."""
+
+    tokenizer: Any
+    ids: list[int] = field(default_factory=list)
+    mask: list[int] = field(default_factory=list)
+    reply_token_counts: list[int] = field(default_factory=list)
+    """Tokens of each reply (its text and its end-of-turn token, as generated)."""
+    _messages: list[dict[str, str]] = field(default_factory=list)
+    _text: str = ""
+
+    def prompt(self, messages: list[dict[str, Any]]) -> list[int]:
+        """Append the messages not yet in the sequence and the generation prompt; the ids to generate
+        from (the whole sequence)."""
+        msgs = text_messages(messages)
+        n = len(self._messages)
+        if msgs[:n] != self._messages:
+            raise TemplateDriftError("the conversation changed under the sequence (an earlier turn differs)")
+        if any(m["role"] == "assistant" for m in msgs[n:]):
+            raise ValueError("replies enter the sequence through add_reply, not as prompt messages")
+        text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        if not text.startswith(self._text):
+            raise TemplateDriftError(
+                "the chat template is not append-only here (it rewrites earlier turns); pear-agent trains "
+                "a whole episode as one sequence"
+            )
+        delta = text[len(self._text) :]
+        new = self.tokenizer(delta, add_special_tokens=False)["input_ids"] if delta else []
+        self.ids += new
+        self.mask += [0] * len(new)
+        self._messages = msgs
+        self._text = text
+        return list(self.ids)
+
+    def add_reply(self, token_ids: list[int], text: str) -> None:
+        """The reply's tokens as sampled (ending with the end-of-turn token when it stopped there)."""
+        self.ids += list(token_ids)
+        self.mask += [1] * len(token_ids)
+        self.reply_token_counts.append(len(token_ids))
+        self._messages = [*self._messages, {"role": "assistant", "content": text}]
+        self._text += self.tokenizer.decode(token_ids, skip_special_tokens=False)
+
+    def add_text_reply(self, text: str) -> None:
+        """A recorded reply without token ids (a teacher's): its text's tokens and the turn's end."""
+        ids = self.tokenizer(text, add_special_tokens=False)["input_ids"] + turn_end_ids(self.tokenizer)[:1]
+        self.add_reply(ids, text)
+
+    @property
+    def messages(self) -> list[dict[str, str]]:
+        """The conversation in the sequence (text), replies included."""
+        return list(self._messages)
+
+    @property
+    def masked_tokens(self) -> int:
+        return sum(self.mask)
+
+    def check_mask(self) -> None:
+        """The loss covers exactly the replies' tokens (and nothing else)."""
+        if self.masked_tokens != sum(self.reply_token_counts):
+            raise AssertionError(
+                f"loss mask covers {self.masked_tokens} tokens, "
+                f"the replies hold {sum(self.reply_token_counts)}"
+            )
+
+
+@dataclass
+class EpisodeTokens:
+    """A training sequence: ids, loss mask, and per-token sampling facts for the RL loss."""
+
+    input_ids: list[int]
+    mask: list[int]
+    reply_tokens: int
+    old_logprobs: list[float] | None = None
+    """log mu(token) of the sampling policy on masked positions (0 elsewhere); None when unknown."""
+    versions: list[int] | None = None
+    """Policy version that sampled each masked token (-1 elsewhere)."""
+
+
+def episode_tokens(
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    traces: list[dict[str, Any] | None] | None = None,
+    max_tokens: int | None = None,
+) -> EpisodeTokens:
+    """Build one episode's sequence from its messages; replies with a trace use the sampled ids.
+
+    `traces[k]` belongs to the k-th assistant message ({"ids", "logprobs", "policy_version"}).
+    """
+    seq = ChatSequence(tokenizer)
+    pending: list[dict[str, Any]] = []
+    old: list[float] = []
+    versions: list[int] = []
+    k = 0
+    for m in messages:
+        if m["role"] != "assistant":
+            pending.append(m)
+            continue
+        if pending:
+            seq.prompt(seq.messages + pending)
+        pending = []
+        grow = len(seq.ids) - len(old)
+        old += [0.0] * grow
+        versions += [-1] * grow
+        trace = traces[k] if traces is not None and k < len(traces) else None
+        text = message_text(m)
+        if trace and trace.get("ids"):
+            seq.add_reply(list(trace["ids"]), text)
+            lp = trace.get("logprobs")
+            ok = lp is not None and len(lp) == len(trace["ids"])
+            old += list(lp) if ok else [float("nan")] * len(trace["ids"])
+            versions += [int(trace.get("policy_version") or 0)] * len(trace["ids"])
+        else:
+            seq.add_text_reply(text)
+            n = seq.reply_token_counts[-1]
+            old += [float("nan")] * n
+            versions += [-1] * n
+        k += 1
+    seq.check_mask()
+    ids, mask = seq.ids, seq.mask
+    if max_tokens is not None and len(ids) > max_tokens:
+        raise ValueError(f"episode of {len(ids)} tokens exceeds the {max_tokens}-token training limit")
+    has_old = traces is not None and not any(v != v for v, b in zip(old, mask, strict=True) if b)
+    return EpisodeTokens(
+        ids, mask, seq.masked_tokens, old_logprobs=old if has_old else None, versions=versions
+    )

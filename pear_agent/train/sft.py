@@ -1,0 +1,129 @@
+"""`pear-agent train sft`: warm start on recorded episodes with TRL's SFTTrainer.
+
+Each episode is ONE training sequence in the model's own chat template (`sequences.episode_tokens`,
+the builder the in-process generator uses), the loss only on the model's replies: the dataset is
+pre-tokenised with an `assistant_masks` column, TRL turns it into labels (-100 elsewhere), and we
+check after TRL's preparation that the tokens it trains on are exactly the replies' tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pear_agent.train.config import Recipe
+from pear_agent.train.data import Example, load_examples
+
+
+@dataclass
+class SFTResult:
+    out: Path
+    episodes: int
+    tokens: int
+    reply_tokens: int
+    losses: list[float]
+    seconds: float
+    peak_rss_mb: float
+
+
+def tokenize_examples(tokenizer: Any, examples: list[Example], max_tokens: int | None) -> dict[str, list]:
+    """Columns for TRL: input_ids and assistant_masks (1 on reply tokens), plus the replies' counts."""
+    from pear_agent.train.sequences import episode_tokens
+
+    cols: dict[str, list] = {"input_ids": [], "assistant_masks": [], "reply_tokens": []}
+    for ex in examples:
+        seq = episode_tokens(tokenizer, ex.messages, ex.traces or None, max_tokens)
+        cols["input_ids"].append(seq.input_ids)
+        cols["assistant_masks"].append(seq.mask)
+        cols["reply_tokens"].append(seq.reply_tokens)
+    return cols
+
+
+def peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def select(examples: list[Example], min_reward: float) -> list[Example]:
+    """The episodes worth imitating: they succeeded, or reached `min_reward`."""
+    return [e for e in examples if e.success or e.reward >= min_reward]
+
+
+def run_sft(
+    recipe: Recipe,
+    out: Path,
+    data: list[str] | None = None,
+    init: str | None = None,
+    max_steps: int | None = None,
+    merge: bool = False,
+    log: Any = print,
+) -> SFTResult:
+    import torch
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from pear_agent.train.models import save_checkpoint, trainable_model
+
+    cfg = recipe.sft
+    t0 = time.perf_counter()
+    examples = select(load_examples(data or cfg.data, cfg.executed_actions), cfg.min_reward)
+    if not examples:
+        raise ValueError("no episode to learn from: none succeeded (or reached sft.min_reward)")
+    model, tok, base = trainable_model(recipe.model, init)
+    cols = tokenize_examples(tok, examples, cfg.max_tokens)
+    reply_tokens = sum(cols.pop("reply_tokens"))
+    dataset = Dataset.from_dict(cols)
+    out = Path(out)
+    args = SFTConfig(
+        output_dir=str(out / "trainer"),
+        num_train_epochs=cfg.epochs,
+        max_steps=max_steps if max_steps is not None else -1,
+        learning_rate=cfg.learning_rate,
+        per_device_train_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.gradient_accumulation_steps,
+        max_length=None,  # never truncate an episode: a long one is refused when tokenised
+        logging_steps=1,
+        save_strategy="no",
+        report_to=[],
+        seed=cfg.seed,
+        use_cpu=not torch.cuda.is_available(),
+        bf16=recipe.model.dtype == "bfloat16" and torch.cuda.is_available(),
+        dataset_num_proc=None,
+        lr_scheduler_type="constant",
+        gradient_checkpointing=recipe.model.gradient_checkpointing,
+    )
+    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok)
+    trained = sum(sum(1 for x in row if x != -100) for row in trainer.train_dataset["labels"])
+    # TRL's labels are shifted inside the model; the unshifted labels count each reply token once
+    if trained != reply_tokens:
+        raise AssertionError(f"the loss covers {trained} tokens but the replies hold {reply_tokens}")
+    log(
+        f"sft: {len(examples)} episodes, {sum(map(len, cols['input_ids']))} tokens, {reply_tokens} in replies"
+    )
+    trainer.train()
+    losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
+    ckpt = save_checkpoint(
+        trainer.model,
+        tok,
+        out / "checkpoint-sft",
+        base,
+        step=trainer.state.global_step,
+        merge=merge,
+        kind="sft",
+    )
+    result = SFTResult(
+        ckpt,
+        len(examples),
+        sum(map(len, cols["input_ids"])),
+        reply_tokens,
+        losses,
+        time.perf_counter() - t0,
+        peak_rss_mb(),
+    )
+    summary = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(result).items()}
+    (out / "sft_summary.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    return result

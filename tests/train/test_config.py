@@ -1,0 +1,56 @@
+"""Recipes: the packaged ones load (with their cpu profile), and a bad one is one clear line."""
+
+from __future__ import annotations
+
+import pytest
+
+from pear_agent.train.config import load_recipe, recipe_names
+
+
+def test_the_study_recipe_is_the_studys():
+    r = load_recipe("roadster_study")
+    assert r.model.name == "Qwen/Qwen3-4B-Instruct-2507" and r.model.lora.r == 64
+    assert (r.grpo.steps, r.grpo.groups_per_step, r.grpo.group_size, r.grpo.checkpoint_every) == (
+        60,
+        16,
+        8,
+        5,
+    )
+    assert r.sft.epochs == 1 and r.eval.test_episodes == {"light": 192, "gale": 192, "storm": 384}
+    mix = r.grpo.stages[0].mix
+    weight = {b: sum(e.weight for e in mix if e.task.endswith(b)) for b in ("light", "gale", "storm")}
+    assert weight["storm"] == pytest.approx(2 * weight["light"]) == pytest.approx(2 * weight["gale"])
+    kick = [e for e in mix if e.task.startswith("roadster_kickflip")]
+    slow = sum(e.weight for e in kick if e.filter == "slow_approach")
+    assert slow == pytest.approx(sum(e.weight for e in kick) / 2)
+
+
+def test_every_recipe_and_profile_loads():
+    for name in recipe_names():
+        base = load_recipe(name)
+        for profile in base.profiles:
+            assert load_recipe(name, profile).model.name == "smollm2"
+    pear = load_recipe("libero_pear")
+    assert [s.steps for s in pear.grpo.stages] == [148, None]
+    assert {e.task for e in pear.grpo.stages[0].mix} == {
+        "libero_goal/*",
+        "libero_spatial/*",
+        "libero_object/*",
+    }
+    assert "libero_10/*" in {e.task for e in pear.grpo.stages[1].mix}
+
+
+def test_overrides_and_bad_recipes_are_one_line(tmp_path):
+    assert load_recipe("roadster_study", "cpu", ["grpo.steps=7"]).grpo.steps == 7
+    with pytest.raises(ValueError, match=r"grpo\.group_size: Input should be greater than or equal to 2"):
+        load_recipe("roadster_study", sets=["grpo.group_size=1"])
+    with pytest.raises(ValueError, match="use KEY=VALUE"):
+        load_recipe("roadster_study", sets=["grpo.steps"])
+    with pytest.raises(ValueError, match="has no profile 'tpu'"):
+        load_recipe("roadster_study", "tpu")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: [unclosed\n")
+    with pytest.raises(ValueError, match="is not valid YAML"):
+        load_recipe(str(bad))
+    with pytest.raises(ValueError, match="no recipe 'nope'"):
+        load_recipe("nope")

@@ -1,0 +1,85 @@
+"""One warm start on teacher flights through TRL's SFTTrainer: the loss covers exactly the replies,
+is finite, and falls on a repeated batch."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from pear_agent.train.config import load_recipe
+
+
+@pytest.fixture(scope="module")
+def teacher_dir(tmp_path_factory):
+    from pear_agent.train.teacher import collect_teacher
+
+    recipe = load_recipe("roadster_study", "cpu", ["teacher.episodes=2"])
+    out = tmp_path_factory.mktemp("teacher")
+    summary = collect_teacher(recipe, out)
+    assert summary["flown"] == 2
+    return out
+
+
+def test_teacher_collection_is_unjittered_and_unfiltered(teacher_dir):
+    from pear_agent.rl.trajectories import load_trajectories
+
+    recs = load_trajectories(teacher_dir)
+    assert recs and all(r.success and r.group_kept is None for r in recs)  # single flights, no group verdict
+    assert all(r.task == "roadster_ramp_flip:light" and 0 <= r.seed < 10_000 for r in recs)
+
+
+def _short_episodes(folder):
+    """Two short recorded episodes (a trajectory folder) so the step takes seconds."""
+    from pear_agent.rl.trajectories import TrajectoryWriter
+
+    with TrajectoryWriter(folder) as w:
+        for i in range(2):
+            msgs = [{"role": "system", "content": "Fly the car. Answer with one JSON command."}]
+            for t in range(3):
+                msgs.append({"role": "user", "content": f"telemetry t_s={t * 0.2:.1f} h_m={12 - 2 * t + i}"})
+                msgs.append(
+                    {"role": "assistant", "content": '{"mode": "land"}' if t else '{"mode": "rotate"}'}
+                )
+            w.write(
+                dict(
+                    id=f"e{i}",
+                    task="roadster_ramp_flip:light",
+                    seed=i,
+                    reward=1.0,
+                    success=True,
+                    end_reason="success",
+                    turns=3,
+                    messages=msgs,
+                )
+            )
+    return folder
+
+
+def test_sft_step_masks_only_replies_and_the_loss_falls(tiny_model_dir, tmp_path):
+    from pear_agent.train.sft import run_sft
+
+    recipe = load_recipe(
+        "roadster_study",
+        "cpu",
+        [f"model.name={tiny_model_dir}", "sft.epochs=4", "sft.learning_rate=0.01", "model.lora.r=4"],
+    )
+    data = _short_episodes(tmp_path / "episodes")
+    res = run_sft(recipe, tmp_path / "sft", data=[str(data)], max_steps=4, log=lambda *_: None)
+    # 2 episodes x 3 replies of {"mode": ...} and their end-of-turn tokens
+    assert res.episodes == 2 and res.reply_tokens == 2 * (7 + 7 + 7)
+    assert res.episodes >= 1 and 0 < res.reply_tokens < res.tokens
+    assert len(res.losses) == 4 and all(math.isfinite(x) for x in res.losses)
+    assert res.losses[-1] < res.losses[0]
+    assert (res.out / "pear_checkpoint.json").is_file() and (res.out / "adapter_config.json").is_file()
+
+
+def test_no_successful_episode_is_one_clear_error(tiny_model_dir, tmp_path):
+    from pear_agent.train.sft import run_sft
+
+    recipe = load_recipe("roadster_study", "cpu", [f"model.name={tiny_model_dir}", "sft.min_reward=2.0"])
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "trajectories.jsonl").write_text("")
+    with pytest.raises(ValueError, match="no episode to learn from"):
+        run_sft(recipe, tmp_path / "sft", data=[str(empty)])
