@@ -86,7 +86,12 @@ class ArmEnvironment:
         )
 
     def header(self) -> dict[str, Any]:
-        return {"observation": self.observation, "scene_facts": self.scene_facts}
+        return {"observation": self.observation, "scene_facts": self.scene_facts} | self.result_fields()
+
+    def result_fields(self) -> dict[str, Any]:
+        """The episode's perturbation and its drawn values, where the backend applied one."""
+        drawn = getattr(self.backend, "perturbation", None)
+        return {"perturbation": drawn} if drawn else {}
 
     def response_schema(self) -> dict[str, Any]:
         return self._schema

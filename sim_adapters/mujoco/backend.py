@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -33,6 +34,7 @@ configure_gl()
 import mujoco  # noqa: E402
 
 from pear_agent.robot_model import part_joint_limits  # noqa: E402
+from sim_adapters.mujoco.perturb import Perturber, add_table_materials  # noqa: E402
 from sim_adapters.mujoco.scene import (  # noqa: E402
     PartDrive,
     add_task,
@@ -125,13 +127,19 @@ class MujocoBackend:
         task: MujocoTask,
         render: bool = True,
         settings: ControllerSettings | None = None,
+        perturbation: str | None = None,
     ) -> None:
         self.robot = robot
         self._task = task
         self.settings = settings or ControllerSettings()
         spec, drives = build_scene(robot)
         add_task(robot, spec, task)
+        if perturbation == "table":
+            add_table_materials(spec)
         self.model = compile_spec(robot, spec, task.name)
+        self.perturber = Perturber(perturbation, self.model) if perturbation else None
+        self.perturbation: dict[str, Any] | None = None
+        """The drawn values of this episode's perturbation (recorded), or None."""
         self.data = mujoco.MjData(self.model)
         self.parts = {name: _PartIO(self.model, robot, name, drives[name]) for name in robot.parts}
         self.render_enabled = render
@@ -155,8 +163,14 @@ class MujocoBackend:
                 d.qpos[io.g_qadr] = io.gripper_joint_targets(io.home_gripper)
                 io.set_gripper(d, io.home_gripper)
         rng = np.random.default_rng(seed)
+        if self.perturber is not None:
+            self.perturbation = self.perturber.reset(seed, self._task.name)
+            self._task.mirror_layout = self.perturber.mirrored
         self._task.reset(m, d, rng)
-        self.task = TaskInfo(self._task.name, self._task.instruction, self._task.max_turns)
+        instruction = self._task.instruction
+        if self.perturber is not None:
+            instruction = self.perturber.instruction(instruction)
+        self.task = TaskInfo(self._task.name, instruction, self._task.max_turns)
         mujoco.mj_forward(m, d)
         for _ in range(int(0.3 / m.opt.timestep)):  # let objects settle on the table
             mujoco.mj_step(m, d)
@@ -170,6 +184,8 @@ class MujocoBackend:
         images = {}
         if render and self.render_enabled:
             images = {name: self.render(name) for name, c in self.robot.cameras.items() if c.sim}
+            if self.perturber is not None:  # what the model is sent (sensor noise), not the video
+                images = {name: self.perturber.image(img) for name, img in images.items()}
         return Observation(
             joints_rad={n: d.qpos[io.qadr].copy() for n, io in self.parts.items()},
             gripper={n: io.gripper_opening(d) for n, io in self.parts.items() if io.gripper},

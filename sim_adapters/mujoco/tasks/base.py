@@ -22,6 +22,8 @@ class MujocoTask(ABC):
 
     def __init__(self) -> None:
         self.instruction = ""
+        self.mirror_layout = False
+        """Place objects mirrored across the region's centre line (the `layout` perturbation)."""
 
     @abstractmethod
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None: ...

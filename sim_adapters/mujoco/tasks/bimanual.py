@@ -8,6 +8,7 @@ on its side onto a painted line.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import mujoco
@@ -25,7 +26,7 @@ from sim_adapters.mujoco.tasks.base import (
     set_free_pose,
     tool_facts,
 )
-from sim_adapters.mujoco.tasks.layout import Box, TwoArmLayout, arm_places, two_arm_layout
+from sim_adapters.mujoco.tasks.layout import Box, TableFrame, TwoArmLayout, arm_places, two_arm_layout
 
 ARMS = ("left_arm", "right_arm")
 """Roles; a robot's first two gripper arms take them from where their bases stand (see
@@ -62,6 +63,11 @@ class _BimanualTask(MujocoTask):
         if self._layout is None:
             self._layout = two_arm_layout(self.robot, arm_places(model, data, self.robot), REF_AREA)
         return self._layout
+
+    def placement_frame(self, model: mujoco.MjModel, data: mujoco.MjData) -> TableFrame:
+        """The frame objects are placed in: the layout's, mirrored for the `layout` perturbation."""
+        f = self.layout(model, data).frame
+        return replace(f, mirrored=True) if self.mirror_layout else f
 
     @property
     def roles(self) -> dict[str, str]:
@@ -116,7 +122,7 @@ class BimanualPickup(_BimanualTask):
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         """The bar lies along the line between the arms' bases, in the middle of the task area."""
-        f = self.layout(model, data).frame
+        f = self.placement_frame(model, data)
         u = f.uv(f.place(rng.uniform(0.20, 0.28), CENTER_Y_M))[0]
         xy = f.at(u, rng.uniform(-0.03, 0.03))
         # the bar's long axis is its own y: along the frame's left at local yaw 0
@@ -200,7 +206,7 @@ class AlignBlocks(_BimanualTask):
         )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
-        f = self.layout(model, data).frame
+        f = self.placement_frame(model, data)
         self._line_xy = f.place(LINE_X_M, CENTER_Y_M)
         line = model.geom("line").id
         model.geom_pos[line][:2] = self._line_xy

@@ -15,6 +15,7 @@ import numpy as np
 
 from pear_agent.robot_config import RobotConfig
 from sim_adapters.mujoco.tasks.base import body_yaw, set_free_pose
+from sim_adapters.mujoco.tasks.layout import rot90
 from sim_adapters.mujoco.tasks.pick_place import CUBE_HALF_M, _cm, _SingleArmTask
 
 BELT_HALF_M = (0.06, 0.7, 0.005)
@@ -56,12 +57,16 @@ class ConveyorPick(_SingleArmTask):
             contype=1 | BELT_BITS,
             conaffinity=1 | BELT_BITS,
         )
-        self.instruction = (
-            "A conveyor belt carries a red cube towards the robot's right. Pick the cube off the "
+        self.instruction = self._instruction("right")
+        self._speed = 0.03
+        self._belt_axis = np.array([0.0, 1.0])
+
+    @staticmethod
+    def _instruction(side: str) -> str:
+        return (
+            f"A conveyor belt carries a red cube towards the robot's {side}. Pick the cube off the "
             "belt and lift it at least 5 cm above the belt before it leaves your reach."
         )
-        self._speed = 0.03
-        self._left = np.array([0.0, 1.0])
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         # the belt runs across the robot's front (along the region's width), towards its right
@@ -79,11 +84,14 @@ class ConveyorPick(_SingleArmTask):
             np.array([*cube, self.z0 + BELT_TOP_M + CUBE_HALF_M]),
             f.yaw(rng.uniform(-0.15, 0.15)),
         )
+        # the slide runs along the belt body's y: the frame's left, or its right when mirrored
+        self._belt_axis = rot90(f.forward)
+        along = float(f.left @ self._belt_axis)
         data.qpos[model.joint("belt_slide").qposadr[0]] = 0.0
-        data.qvel[model.joint("belt_slide").dofadr[0]] = -self._speed
+        data.qvel[model.joint("belt_slide").dofadr[0]] = -self._speed * along
         dadr = model.joint("cube_free").dofadr[0]
         data.qvel[dadr : dadr + 2] = -self._speed * f.left
-        self._left = f.left
+        self.instruction = self._instruction("left" if f.mirrored else "right")
         self._rest_z = self.z0 + BELT_TOP_M + CUBE_HALF_M
 
     def success(self, model: mujoco.MjModel, data: mujoco.MjData) -> bool:
@@ -101,7 +109,7 @@ class ConveyorPick(_SingleArmTask):
             },
             "belt": {
                 "velocity_cm_s": _cm(
-                    np.append(self._left * float(data.qvel[model.joint("belt_slide").dofadr[0]]), 0.0)
+                    np.append(self._belt_axis * float(data.qvel[model.joint("belt_slide").dofadr[0]]), 0.0)
                 ),
                 "top_cm": (self.z0 + BELT_TOP_M) * 100,
             },

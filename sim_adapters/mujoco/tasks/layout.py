@@ -121,10 +121,13 @@ class TableFrame:
     ref_centre_m: tuple[float, float]
     ref_depth_m: float
     ref_width_m: float
+    mirrored: bool = False
+    """The `layout` perturbation: `left` points right, so every placement (and yaw) is mirrored
+    across the region's centre line (`sim_adapters/mujoco/perturb.py`)."""
 
     @property
     def left(self) -> np.ndarray:
-        return rot90(self.forward)
+        return -rot90(self.forward) if self.mirrored else rot90(self.forward)
 
     @property
     def heading_rad(self) -> float:
@@ -156,7 +159,7 @@ class TableFrame:
 
     def yaw(self, local_rad: float) -> float:
         """A yaw written for the reference robot (0 = along its x) in this frame."""
-        return self.heading_rad + local_rad
+        return self.heading_rad + (-local_rad if self.mirrored else local_rad)
 
 
 def _intersect(a: Box, b: Box) -> Box | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import mujoco
@@ -59,7 +60,7 @@ class _SingleArmTask(MujocoTask):
             self._frame = single_arm_frame(
                 self.robot, arm_places(model, data, self.robot), self.part, REF_AREA
             )
-        return self._frame
+        return replace(self._frame, mirrored=True) if self.mirror_layout else self._frame
 
     def _fingers(self, model: mujoco.MjModel) -> set[int]:
         if self._finger_ids is None:

@@ -1,0 +1,262 @@
+"""Seeded perturbations of a MuJoCo task, one dimension at a time: LIBERO-Plus's robustness axes
+(camera, lighting, background, sensor noise, instruction wording, layout) on the main environment,
+so a model's robustness can be measured without LIBERO.
+
+A perturbation is drawn from the episode's seed (the same seed gives the same camera shift, the same
+light, the same wording), applied at reset on top of the unperturbed scene (which it restores first),
+and recorded with its drawn values in the episode's header and result. What each one changes:
+
+- `camera`: every fixed camera moves 6-12 cm and turns 4-8 degrees; a mounted (wrist) camera turns
+  3-6 degrees. Only what the model sees changes.
+- `lighting`: the lights dim to 25-55% or brighten to 160-220%, take a colour tint and move.
+- `table`: the table top gets another colour and one of three textures (checker, gradient, speckle).
+- `noise`: Gaussian pixel noise (sigma 6-16 of 255) on every image the model is sent.
+- `instruction`: the task's instruction in other words (a fixed list of paraphrases per task).
+- `layout`: the objects' placements mirrored across the task region (left becomes right), and
+  their yaws with them. This changes the plan, not only the view.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from sim_adapters.mujoco.scene import RUNTIME_PREFIX, TABLE_GEOM
+
+DIMENSIONS: tuple[str, ...] = ("camera", "lighting", "table", "noise", "instruction", "layout")
+"""The perturbation dimensions, in the order their seeds are derived."""
+
+VISUAL_ONLY = frozenset({"camera", "lighting", "table", "noise"})
+"""Dimensions a privileged scripted expert cannot see (its facts come from the simulator)."""
+
+TABLE_TEXTURES: tuple[str, ...] = ("checker", "gradient", "speckle")
+TABLE_MATERIAL = f"{RUNTIME_PREFIX}table_alt_"
+"""Materials added to every scene for the `table` perturbation (unused otherwise)."""
+
+PARAPHRASES: dict[str, tuple[str, ...]] = {
+    "pick_cube": (
+        "Grab the red block and raise it at least 10 cm off the table.",
+        "Lift the red cube so that it is 10 cm or more above the tabletop.",
+        "Take hold of the small red cube and hold it at least ten centimetres up in the air.",
+    ),
+    "place_in_bowl": (
+        "Move the red cube so it ends up inside the blue bowl.",
+        "Drop the red block into the blue bowl.",
+        "The red cube belongs in the blue bowl: put it there.",
+    ),
+    "push_to_target": (
+        "Slide the block across the table until it sits inside the green circle.",
+        "Shove the block into the green target circle without lifting it.",
+        "Get the block into the green ring by pushing it.",
+    ),
+    "conveyor_pick": (
+        "A belt is carrying a red cube away: catch it and lift it at least 5 cm.",
+        "Pick the red cube off the moving belt before it leaves your reach, and raise it 5 cm.",
+        "Grab the red cube riding on the conveyor and lift it 5 cm or more.",
+    ),
+    "bimanual_pickup": (
+        "Using both grippers, lift the long bar at least 10 cm and keep it level.",
+        "Hold the bar at both ends and raise it 10 cm or more without tilting it.",
+        "Pick up the bar with two hands, one at each end, and lift it level by at least 10 cm.",
+    ),
+    "align_blocks": (
+        "Line the red, green and blue blocks up on the white line.",
+        "Push the three coloured blocks until each one sits on the white stripe.",
+        "Get every block (red, green, blue) onto the white line across the table.",
+    ),
+}
+
+
+def split_task(task: str) -> tuple[str, str | None]:
+    """'pick_cube~camera' -> ('pick_cube', 'camera'); 'pick_cube' -> ('pick_cube', None)."""
+    base, sep, dim = task.partition("~")
+    if not sep:
+        return task, None
+    if dim not in DIMENSIONS:
+        raise ValueError(
+            f"unknown perturbation {dim!r} in task {task!r}; perturbations are: {', '.join(DIMENSIONS)}"
+        )
+    return base, dim
+
+
+def add_table_materials(spec: mujoco.MjSpec) -> None:
+    """The textured table materials the `table` perturbation switches to (built into every scene so
+    the perturbation is a choice at reset, not a new scene)."""
+    builtins = {
+        "checker": mujoco.mjtBuiltin.mjBUILTIN_CHECKER,
+        "gradient": mujoco.mjtBuiltin.mjBUILTIN_GRADIENT,
+        "speckle": mujoco.mjtBuiltin.mjBUILTIN_FLAT,
+    }
+    for name in TABLE_TEXTURES:
+        tex = spec.add_texture(
+            name=f"{TABLE_MATERIAL}{name}",
+            type=mujoco.mjtTexture.mjTEXTURE_2D,
+            builtin=builtins[name],
+            rgb1=[0.85, 0.85, 0.85],
+            rgb2=[0.35, 0.35, 0.35],
+            width=64,
+            height=64,
+        )
+        if name == "speckle":
+            tex.mark = mujoco.mjtMark.mjMARK_RANDOM
+            tex.random = 0.4
+            tex.markrgb = [0.2, 0.2, 0.2]
+        mat = spec.add_material(name=f"{TABLE_MATERIAL}{name}", texrepeat=[6, 6])
+        mat.textures[mujoco.mjtTextureRole.mjTEXROLE_RGB] = f"{TABLE_MATERIAL}{name}"
+
+
+@dataclass
+class _Baseline:
+    """The unperturbed values of what a perturbation changes (restored before each reset)."""
+
+    cam_pos: np.ndarray
+    cam_quat: np.ndarray
+    light_pos: np.ndarray
+    light_dir: np.ndarray
+    light_diffuse: np.ndarray
+    headlight_ambient: np.ndarray
+    table_rgba: np.ndarray
+    table_matid: int
+
+
+def _rotation_quat(axis: np.ndarray, angle_rad: float) -> np.ndarray:
+    axis = axis / np.linalg.norm(axis)
+    return np.concatenate([[np.cos(angle_rad / 2)], np.sin(angle_rad / 2) * axis])
+
+
+def _random_axis(rng: np.random.Generator) -> np.ndarray:
+    v = rng.normal(size=3)
+    return v / np.linalg.norm(v)
+
+
+@dataclass
+class Perturber:
+    """Applies one dimension to a compiled scene. `reset` returns the drawn values (recorded)."""
+
+    dimension: str
+    model: mujoco.MjModel
+    base: _Baseline = field(init=False)
+    params: dict[str, Any] = field(default_factory=dict)
+    _noise_rng: np.random.Generator | None = None
+
+    def __post_init__(self) -> None:
+        if self.dimension not in DIMENSIONS:
+            raise ValueError(
+                f"unknown perturbation {self.dimension!r}; perturbations are: {', '.join(DIMENSIONS)}"
+            )
+        m = self.model
+        table = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, TABLE_GEOM)
+        self._table_geom = table
+        self.base = _Baseline(
+            m.cam_pos.copy(),
+            m.cam_quat.copy(),
+            m.light_pos.copy(),
+            m.light_dir.copy(),
+            m.light_diffuse.copy(),
+            np.array(m.vis.headlight.ambient, dtype=float),
+            m.geom_rgba[table].copy(),
+            int(m.geom_matid[table]),
+        )
+
+    def rng(self, seed: int) -> np.random.Generator:
+        """The dimension's own stream: independent of the task's placement draws for the seed."""
+        return np.random.default_rng([seed, DIMENSIONS.index(self.dimension), 0x5EED])
+
+    def restore(self) -> None:
+        m, b = self.model, self.base
+        m.cam_pos[:] = b.cam_pos
+        m.cam_quat[:] = b.cam_quat
+        m.light_pos[:] = b.light_pos
+        m.light_dir[:] = b.light_dir
+        m.light_diffuse[:] = b.light_diffuse
+        m.vis.headlight.ambient[:] = b.headlight_ambient
+        m.geom_rgba[self._table_geom] = b.table_rgba
+        m.geom_matid[self._table_geom] = b.table_matid
+
+    def reset(self, seed: int, task: str) -> dict[str, Any]:
+        """Restore the scene, then draw and apply this seed's perturbation; the drawn values."""
+        self.restore()
+        rng = self.rng(seed)
+        params: dict[str, Any] = {"dimension": self.dimension}
+        params |= getattr(self, f"_{self.dimension}")(rng, task)
+        self.params = params
+        return params
+
+    # -- the dimensions ---------------------------------------------------------------------
+    def _camera(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
+        m = self.model
+        moved = {}
+        for cam in range(m.ncam):
+            mounted = m.cam_bodyid[cam] != 0
+            if mounted:
+                shift = np.zeros(3)
+                angle = np.deg2rad(rng.uniform(3, 6))
+            else:
+                shift = _random_axis(rng) * rng.uniform(0.06, 0.12)
+                angle = np.deg2rad(rng.uniform(4, 8))
+            turn = _rotation_quat(_random_axis(rng), angle)
+            q = np.zeros(4)
+            mujoco.mju_mulQuat(q, turn, m.cam_quat[cam])
+            m.cam_pos[cam] = m.cam_pos[cam] + shift
+            m.cam_quat[cam] = q / np.linalg.norm(q)
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_CAMERA, cam) or str(cam)
+            moved[name.removeprefix(RUNTIME_PREFIX)] = {
+                "shift_cm": [round(float(v) * 100, 2) for v in shift],
+                "turn_deg": round(float(np.rad2deg(angle)), 2),
+            }
+        return {"cameras": moved}
+
+    def _lighting(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
+        m = self.model
+        scale = rng.uniform(0.25, 0.55) if rng.random() < 0.5 else rng.uniform(1.6, 2.2)
+        tint = rng.uniform(0.7, 1.0, size=3)
+        tint /= tint.max()
+        m.light_diffuse[:] = np.clip(m.light_diffuse * scale * tint, 0, 1)
+        m.light_pos[:] = m.light_pos + rng.uniform(-0.4, 0.4, size=m.light_pos.shape)
+        d = m.light_dir + rng.uniform(-0.3, 0.3, size=m.light_dir.shape)
+        m.light_dir[:] = d / np.linalg.norm(d, axis=1, keepdims=True)
+        m.vis.headlight.ambient[:] = np.clip(np.asarray(m.vis.headlight.ambient) * scale * tint, 0, 1)
+        return {"intensity": round(float(scale), 3), "tint": [round(float(v), 3) for v in tint]}
+
+    def _table(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
+        m = self.model
+        texture = TABLE_TEXTURES[int(rng.integers(len(TABLE_TEXTURES)))]
+        mat = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_MATERIAL, f"{TABLE_MATERIAL}{texture}")
+        if mat < 0:
+            raise RuntimeError(f"no material {TABLE_MATERIAL}{texture} in the scene (add_table_materials)")
+        rgba = np.concatenate([rng.uniform(0.15, 0.95, size=3), [1.0]])
+        m.geom_matid[self._table_geom] = mat
+        m.geom_rgba[self._table_geom] = rgba
+        return {"texture": texture, "rgba": [round(float(v), 3) for v in rgba]}
+
+    def _noise(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
+        sigma = float(rng.uniform(6, 16))
+        self._noise_rng = np.random.default_rng(rng.integers(2**63))
+        return {"sigma": round(sigma, 2)}
+
+    def _instruction(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
+        options = PARAPHRASES.get(task)
+        if not options:
+            raise ValueError(f"no paraphrases of task {task!r} for the instruction perturbation")
+        return {"instruction": options[int(rng.integers(len(options)))]}
+
+    def _layout(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
+        return {"mirrored": True}
+
+    # -- what the backend asks -------------------------------------------------------------
+    def image(self, image: np.ndarray) -> np.ndarray:
+        """An image as the model is sent it (pixel noise for `noise`; others unchanged)."""
+        if self.dimension != "noise" or self._noise_rng is None:
+            return image
+        noisy = image.astype(np.float32) + self._noise_rng.normal(0, self.params["sigma"], image.shape)
+        return np.clip(noisy, 0, 255).astype(np.uint8)
+
+    def instruction(self, text: str) -> str:
+        return str(self.params.get("instruction", text))
+
+    @property
+    def mirrored(self) -> bool:
+        return bool(self.params.get("mirrored", False))

@@ -1,0 +1,136 @@
+"""The perturbation axis of the MuJoCo tasks: each dimension changes what it says (and only that),
+is drawn from the seed (the same seed, the same perturbation; restored before each reset, so nothing
+accumulates), is recorded, and the scripted expert still solves what it can see."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from pear_agent.episode import Episode
+from pear_agent.kinematics import Kinematics
+from pear_agent.policies.scripted import ScriptedPolicy
+from pear_agent.records import RunWriter
+from sim_adapters.mujoco.backend import MujocoBackend
+from sim_adapters.mujoco.perturb import DIMENSIONS, PARAPHRASES, split_task
+from sim_adapters.mujoco.tasks import TASKS
+
+
+def backend(panda, dim: str | None, task: str = "pick_cube", render: bool = False) -> MujocoBackend:
+    return MujocoBackend(panda, TASKS[task](), render=render, perturbation=dim)
+
+
+def test_task_names_carry_the_dimension() -> None:
+    assert split_task("pick_cube") == ("pick_cube", None)
+    assert split_task("place_in_bowl~layout") == ("place_in_bowl", "layout")
+    with pytest.raises(ValueError, match="perturbations are: camera, lighting"):
+        split_task("pick_cube~fog")
+
+
+def test_every_task_has_paraphrases_that_differ_from_its_instruction() -> None:
+    for name, cls in TASKS.items():
+        task = cls()
+        assert len(PARAPHRASES[name]) >= 3
+        assert all(p != task.instruction and p.endswith(".") for p in PARAPHRASES[name])
+
+
+@pytest.mark.parametrize("dim", ["camera", "lighting", "table"])
+def test_a_scene_perturbation_changes_its_fields_is_seeded_and_never_accumulates(panda, dim: str) -> None:
+    plain, pert = backend(panda, None), backend(panda, dim)
+    fields = {
+        "camera": ("cam_pos", "cam_quat"),
+        "lighting": ("light_diffuse", "light_pos", "light_dir"),
+        "table": ("geom_rgba", "geom_matid"),
+    }[dim]
+    pert.reset(4)
+    first = {f: getattr(pert.model, f).copy() for f in fields}
+    params = pert.perturbation
+    assert params is not None and params["dimension"] == dim
+    for f in fields:  # changed against the unperturbed scene
+        assert not np.allclose(first[f], getattr(plain.model, f)), f
+    pert.reset(5)
+    assert pert.perturbation != params  # another seed, another draw
+    pert.reset(4)  # restored, then the same draw again: nothing accumulates
+    for f in fields:
+        np.testing.assert_allclose(getattr(pert.model, f), first[f], atol=1e-12)
+    assert pert.perturbation == params
+    # the physics is untouched: same placements as the unperturbed scene for the seed
+    plain.reset(4)
+    np.testing.assert_allclose(pert.data.qpos, plain.data.qpos, atol=1e-9)
+
+
+def test_sensor_noise_changes_the_images_the_model_is_sent_within_its_sigma(panda) -> None:
+    plain, noisy = backend(panda, None, render=True), backend(panda, "noise", render=True)
+    try:
+        clean = plain.reset(2).images["front"].astype(float)
+        seen = noisy.reset(2).images["front"].astype(float)
+        sigma = noisy.perturbation["sigma"]
+        diff = seen - clean
+        assert 6 <= sigma <= 16
+        assert abs(float(diff.std()) - sigma) < 0.35 * sigma  # clipping at 0/255 narrows it a little
+        assert abs(float(diff.mean())) < 2.0
+    finally:
+        plain.close()
+        noisy.close()
+
+
+def test_the_instruction_is_reworded_and_the_layout_mirrored(panda) -> None:
+    b = backend(panda, "instruction", task="place_in_bowl")
+    b.reset(7)
+    assert b.task.instruction in PARAPHRASES["place_in_bowl"]
+    assert b.perturbation["instruction"] == b.task.instruction
+
+    plain, mirrored = backend(panda, None), backend(panda, "layout")
+    plain.reset(3)
+    mirrored.reset(3)
+    frame = plain._task.frame(plain.model, plain.data)
+    for body in ("cube",):
+        a = plain.data.body(body).xpos[:2]
+        b_xy = mirrored.data.body(body).xpos[:2]
+        (ua, va), (ub, vb) = frame.uv(a), frame.uv(b_xy)
+        assert ub == pytest.approx(ua, abs=0.005) and vb == pytest.approx(-va, abs=0.005)
+        assert abs(va) > 0.005  # a seed whose cube is off the centre line: the mirror moves it
+
+
+@pytest.mark.parametrize("task", ["pick_cube", "place_in_bowl", "push_to_target", "conveyor_pick"])
+def test_the_expert_solves_the_mirrored_layout(panda, panda_kin, task: str) -> None:
+    """The layout changes the plan; the privileged expert re-plans from the facts."""
+    b = backend(panda, "layout", task=task)
+    try:
+        wins = sum(Episode(b, panda_kin, ScriptedPolicy(task, seed=s)).run(s).success for s in range(5))
+    finally:
+        b.close()
+    assert wins >= 4, f"{task}: {wins}/5"
+
+
+def test_the_perturbation_is_recorded_in_the_header_and_summary(panda, panda_kin, tmp_path) -> None:
+    b = backend(panda, "lighting")
+    try:
+        res = Episode(
+            b, panda_kin, ScriptedPolicy("pick_cube", seed=1), writer=RunWriter(tmp_path, None)
+        ).run(1)
+    finally:
+        b.close()
+    header = json.loads((tmp_path / "episode.jsonl").read_text().splitlines()[0])
+    assert header["perturbation"]["dimension"] == "lighting" and header["perturbation"] == b.perturbation
+    assert res.success
+
+
+def test_every_dimension_is_known_to_the_backend(panda) -> None:
+    for dim in DIMENSIONS:
+        backend(panda, dim).reset(0)
+    with pytest.raises(ValueError, match="unknown perturbation 'fog'"):
+        backend(panda, "fog")
+
+
+def test_the_bimanual_layout_mirror_keeps_both_tasks_solvable(yam) -> None:
+    kin = Kinematics(yam)
+    for task in ("bimanual_pickup", "align_blocks"):
+        b = MujocoBackend(yam, TASKS[task](), render=False, perturbation="layout")
+        try:
+            wins = sum(Episode(b, kin, ScriptedPolicy(task, seed=s)).run(s).success for s in range(3))
+        finally:
+            b.close()
+        assert wins >= 2, f"{task}: {wins}/3"
