@@ -191,12 +191,12 @@ def _run_async_workers(
             try:
                 kind, worker, idx, *rest = result_q.get(timeout=POLL_S)
             except queue.Empty:
-                dead = {w for w, p in enumerate(procs) if not p.is_alive()}
-                lost = [i for i, w in running.items() if w in dead]
-                if lost or len(dead) == len(procs):
-                    codes = ", ".join(str(procs[w].exitcode) for w in sorted(dead))
+                failed = [p.exitcode for p in procs if not p.is_alive() and p.exitcode != 0]
+                if failed or not any(p.is_alive() for p in procs):
+                    codes = ", ".join(str(c) for c in failed) or "0"
                     raise ExecutorError(
-                        f"a worker process died (exit code {codes}) with {len(lost)} job(s) in flight"
+                        f"a worker process died (exit code {codes}); {left} job(s) unfinished "
+                        "(the results already received are kept)"
                     ) from None
                 continue
             if kind == "start":

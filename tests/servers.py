@@ -25,17 +25,43 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class InFlight:
+    """ASGI middleware counting what a server sees: chat requests open at once (peak), requests in
+    all, and the client connections they came on (distinct peer addresses)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app, self.now, self.peak, self.requests = app, 0, 0, 0
+        self.peers: set[tuple[str, int]] = set()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/chat/completions"):
+            await self.app(scope, receive, send)
+            return
+        self.now += 1
+        self.requests += 1
+        self.peak = max(self.peak, self.now)
+        self.peers.add(tuple(scope.get("client") or ("?", 0)))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.now -= 1
+
+
 @contextmanager
-def serve_in_thread(latency_s: float = 0.0, reasoning_field: bool = False) -> Iterator[str]:
-    """`pear-agent serve`'s app under uvicorn on a free port; yields the base URL."""
+def serve_in_thread(
+    latency_s: float = 0.0, reasoning_field: bool = False, counter: InFlight | None = None
+) -> Iterator[str]:
+    """`pear-agent serve`'s app under uvicorn on a free port; yields the base URL. With `counter`
+    (an `InFlight` whose app is None), requests pass through it and it counts them."""
     import uvicorn
 
     from pear_agent.serve import create_app
 
     port = free_port()
-    config = uvicorn.Config(
-        create_app(latency_s, reasoning_field=reasoning_field), host="127.0.0.1", port=port, log_level="error"
-    )
+    app = create_app(latency_s, reasoning_field=reasoning_field)
+    if counter is not None:
+        counter.app, app = app, counter
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
