@@ -156,7 +156,7 @@ class BadHandler(BaseHTTPRequestHandler):
     older or minimal servers answer), slow (streams a token every
     50 ms until done or the client leaves; unstreamed, it generates everything first), listdrop
     (counts prompt tokens as a string-only template does), llamaschema (json_schema -> 500,
-    json_object+schema accepted, like llama-cpp-python), vllmschema (json_schema accepted).
+    json_object+schema accepted, like llama-cpp-python), vllmschema (json_schema accepted), slowish (each reply after 0.3 s).
     Anything else answers GOOD_REPLY. Error bodies echo the Authorization header, as a careless
     proxy might, so redaction is tested for real.
     """
@@ -336,6 +336,9 @@ class BadHandler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "streaming is not supported by this server"}})
         elif mode == "slow":
             self._slow(body)
+        elif mode == "slowish":  # a server that takes 0.3 s per reply
+            time.sleep(0.3)
+            self._completion(body, GOOD_REPLY)
         elif mode == "stall":  # one token, then silence (a long prompt evaluation, a stuck server)
             self._sse_start()
             self._sse(self._chunk("x", None))
