@@ -156,7 +156,8 @@ class BadHandler(BaseHTTPRequestHandler):
     older or minimal servers answer), slow (streams a token every
     50 ms until done or the client leaves; unstreamed, it generates everything first), listdrop
     (counts prompt tokens as a string-only template does), llamaschema (json_schema -> 500,
-    json_object+schema accepted, like llama-cpp-python), vllmschema (json_schema accepted), slowish (each reply after 0.3 s).
+    json_object+schema accepted, like llama-cpp-python), vllmschema (json_schema accepted), slowish
+    (each reply after 0.3 s).
     Anything else answers GOOD_REPLY. Error bodies echo the Authorization header, as a careless
     proxy might, so redaction is tested for real.
     """
