@@ -85,7 +85,8 @@ class ArmFamily(Family):
         from pear_agent.robot_config import load_robot
 
         robot = load_robot(spec.option("robot") or self.entries[spec.task].default_robot)
-        backend = self.backend(spec.task, robot, spec.render)
+        # cameras are rendered only when the model is sent images (video frames render anyway)
+        backend = self.backend(spec.task, robot, spec.render and spec.observation != "state")
         try:
             kin = Kinematics(robot)
         except BaseException:

@@ -65,6 +65,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             raise ValueError(f"no scripted expert for {missing[0]} (...); give --model to bench a model")
         policy = {"kind": "scripted", "action_noise_cm": args.action_noise_cm}
     clock = clock_from_args(args)
+    loop_options = loop_options_from_args(args)
     render = True if selection is None or selection.render is None else selection.render
     cfg = BenchConfig(
         tasks=tasks,
@@ -81,7 +82,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         max_turns=args.max_turns,
         max_context_tokens=clock["max_context_tokens"],
         robot=getattr(args, "robot", None),
-        episode=loop_options_from_args(args),
+        episode=loop_options,
         options={
             k: v
             for fam in {id(f): f for f in map(family_of, tasks)}.values()

@@ -6,6 +6,8 @@ A new MuJoCo task is one class in `sim_adapters/mujoco/tasks/` plus one line in 
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 from typing import Any
 
 from pear_agent.arm_family import ArmFamily, TaskEntry
@@ -24,6 +26,12 @@ ENTRIES: dict[str, TaskEntry] = {
 class MujocoFamily(ArmFamily):
     name = "mujoco"
 
+    def __init__(self) -> None:
+        self._renderers: dict[tuple[str, str], dict[tuple[int, int], Any]] = {}
+        """Per process: one renderer cache per scene (task + robot file), shared by the backends
+        of episodes in flight together (`MujocoBackend(renderers=...)`)."""
+        atexit.register(self.close_renderers)
+
     @property
     def entries(self) -> dict[str, TaskEntry]:
         return ENTRIES
@@ -32,7 +40,15 @@ class MujocoFamily(ArmFamily):
         from sim_adapters.mujoco.backend import MujocoBackend
         from sim_adapters.mujoco.tasks import TASKS
 
-        return MujocoBackend(robot, TASKS[task](), render=render)
+        shared = self._renderers.setdefault((task, robot.label), {}) if render else None
+        return MujocoBackend(robot, TASKS[task](), render=render, renderers=shared)
+
+    def close_renderers(self) -> None:
+        for cache in self._renderers.values():
+            for r in cache.values():
+                with contextlib.suppress(Exception):  # closing at exit must never raise
+                    r.close()
+        self._renderers.clear()
 
 
 FAMILY = MujocoFamily()
