@@ -58,7 +58,7 @@ def test_benchmark_script_prints_json(name: str) -> None:
         pytest.importorskip("rclpy", reason="ROS 2 wheels are not installed")
     if name == "abandoned_decision":
         pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (setup.sh --llm-server)")
-    if name == "loop_equivalence":
+    if name in ("loop_equivalence", "loop_overhead"):
         has = subprocess.run(["git", "cat-file", "-e", "dc1b7be^{commit}"], cwd=ROOT, capture_output=True)
         if has.returncode != 0:
             pytest.skip("the commit it compares against is not in this clone (shallow?)")
@@ -90,6 +90,15 @@ def test_benchmark_script_prints_json(name: str) -> None:
         )
     elif name == "loop_equivalence":
         assert out["totals"]["episodes"] == 2 and out["pass"], out["tasks"]
+    elif name == "loop_overhead":
+        assert set(out["new"]) == {
+            "line/run",
+            "line/arun1",
+            "line/arun16",
+            "pick_cube/run",
+            "pick_cube/arun1",
+        }
+        assert all(v["cpu_ms_per_turn"] > 0 for v in [*out["old"].values(), *out["new"].values()])
     elif name == "ros2_latency":
         assert out["sent"] == 5 and out["received"] == 5  # reliable QoS: every command arrives
         assert out["reply_to_received"]["median_ms"] >= out["reply_to_published"]["min_ms"] > 0
