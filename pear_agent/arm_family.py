@@ -68,15 +68,16 @@ class ArmFamily(Family):
     def bench_options(self, args: Any) -> dict[str, Any]:
         return {}  # the robot travels as the bench's own `robot` field
 
-    def backend(self, task: str, robot: RobotConfig, render: bool = True) -> Backend:
+    def backend(self, task: str, robot: RobotConfig, render: bool = True, *, pooled: bool = False) -> Backend:
         """The simulator backend of `task` on `robot`; refused (UnknownNameError) when the robot
-        lacks what the task needs."""
+        lacks what the task needs. `pooled`: one of many in this process (episodes in flight
+        together), so it may share what the family shares between them (MuJoCo: a renderer)."""
         refusal = self.entries[task].refusal(task, robot)
         if refusal:
             raise UnknownNameError(refusal)
-        return self.build_backend(task, robot, render)
+        return self.build_backend(task, robot, render, pooled)
 
-    def build_backend(self, task: str, robot: RobotConfig, render: bool) -> Backend:
+    def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Backend:
         raise NotImplementedError
 
     def make(self, spec: EnvSpec) -> Environment:
@@ -86,7 +87,7 @@ class ArmFamily(Family):
 
         robot = load_robot(spec.option("robot") or self.entries[spec.task].default_robot)
         # cameras are rendered only when the model is sent images (video frames render anyway)
-        backend = self.backend(spec.task, robot, spec.render and spec.observation != "state")
+        backend = self.backend(spec.task, robot, spec.render and spec.observation != "state", pooled=True)
         try:
             kin = Kinematics(robot)
         except BaseException:

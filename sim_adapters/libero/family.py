@@ -126,7 +126,7 @@ class LiberoFamily(ArmFamily):
         # LIBERO's scripted expert reads the simulator's facts: no cameras unless a model looks
         return Selection(tasks, seeds=seeds, render=model)
 
-    def build_backend(self, task: str, robot: RobotConfig, render: bool) -> Any:
+    def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:
         from sim_adapters.libero.backend import LiberoBackend
 
         return LiberoBackend(robot, task, render=render)

@@ -28,19 +28,20 @@ class MujocoFamily(ArmFamily):
 
     def __init__(self) -> None:
         self._renderers: dict[tuple[str, str], dict[tuple[int, int], Any]] = {}
-        """Per process: one renderer cache per scene (task + robot file), shared by the backends
-        of episodes in flight together (`MujocoBackend(renderers=...)`)."""
+        """Per process: one renderer cache per scene (task + robot file), shared by the pooled
+        backends of episodes in flight together (`MujocoBackend(renderers=...)`); a backend built
+        on its own (`registry.make_backend`) keeps its own renderer."""
         atexit.register(self.close_renderers)
 
     @property
     def entries(self) -> dict[str, TaskEntry]:
         return ENTRIES
 
-    def build_backend(self, task: str, robot: RobotConfig, render: bool) -> Any:
+    def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:
         from sim_adapters.mujoco.backend import MujocoBackend
         from sim_adapters.mujoco.tasks import TASKS
 
-        shared = self._renderers.setdefault((task, robot.label), {}) if render else None
+        shared = self._renderers.setdefault((task, robot.label), {}) if render and pooled else None
         return MujocoBackend(robot, TASKS[task](), render=render, renderers=shared)
 
     def close_renderers(self) -> None:

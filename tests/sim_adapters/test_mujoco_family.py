@@ -34,20 +34,22 @@ def test_a_shared_renderer_draws_what_an_own_one_draws(task) -> None:
             r.close()
 
 
-def test_the_family_shares_one_renderer_cache_per_scene() -> None:
+def test_the_family_shares_one_renderer_cache_per_scene_between_pooled_backends() -> None:
     fam = family_of("pick_cube")
     panda = load_robot("panda")
-    a, b = fam.backend("pick_cube", panda), fam.backend("pick_cube", panda)
-    c = fam.backend("push_to_target", panda)
-    blind = fam.backend("pick_cube", panda, render=False)
+    a, b = fam.backend("pick_cube", panda, pooled=True), fam.backend("pick_cube", panda, pooled=True)
+    c = fam.backend("push_to_target", panda, pooled=True)
+    blind = fam.backend("pick_cube", panda, render=False, pooled=True)
+    alone = fam.backend("pick_cube", panda)  # built on its own (registry.make_backend): its own renderer
     try:
         a.reset(0)
         b.reset(1)
         c.reset(0)
         assert a._renderers is b._renderers and len(a._renderers) == 1
         assert c._renderers is not a._renderers and blind._renderers is not a._renderers
+        assert alone._renderers is not a._renderers
         a.close()  # a backend leaves a shared renderer to the cache: the others still render
         assert b.observe().images["front"].std() > 3
     finally:
-        for be in (b, c, blind):
+        for be in (b, c, blind, alone):
             be.close()
