@@ -50,8 +50,8 @@ def fly(
     """The pilot in process (an injected latency: realtime), or behind `pear-agent serve` at `url`
     (realtime: the measured reply times move the world)."""
     from pear_agent.episode import Episode, EpisodeConfig
-    from pear_agent.policies.pilot import PilotPolicy
     from sim_adapters.roadster.environment import RoadsterEnvironment
+    from sim_adapters.roadster.pilot import PilotPolicy
 
     mode = "realtime" if latency_s is not None or realtime else "paused"
     env = RoadsterEnvironment(task, wind, mode=mode, render=False)

@@ -28,9 +28,9 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=4.0, help="simulated seconds per flight")
     args = ap.parse_args()
     from pear_agent.episode import Episode, EpisodeConfig
-    from pear_agent.policies.pilot import PilotPolicy
     from sim_adapters.roadster.commands import parse_command
     from sim_adapters.roadster.environment import RoadsterEnvironment
+    from sim_adapters.roadster.pilot import PilotPolicy
     from sim_adapters.roadster.sim import RoadsterSim
 
     climb = parse_command('{"mode": "hold", "roll": 5, "pitch": 0, "vz": 3.5}')

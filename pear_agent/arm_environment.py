@@ -213,3 +213,7 @@ class ArmEnvironment:
             return None
         verdict = judge(end_reason, detail)
         return None if verdict is None else bool(verdict)
+
+    def close(self) -> None:
+        """Release the backend (simulator, renderers)."""
+        self.backend.close()

@@ -1,4 +1,7 @@
-"""`pear-agent` command line: run an episode, list robots, print a prompt."""
+"""`pear-agent` command line: run an episode, list robots, print a prompt.
+
+Every task comes from the registry of environment families (`pear_agent.registry`): one path for
+`run`, `prompt`, `bench`, `rollouts` and `serve`, whatever the family."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pear_agent.executors import ExecutorError
 from pear_agent.robot_config import RobotConfigError, list_robots, load_robot
 
 if TYPE_CHECKING:
@@ -20,15 +24,15 @@ class CliError(Exception):
 
 
 def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
+    """The model (with --model), a replay, or the task's scripted policy from its family."""
     from pear_agent.policies.openai_client import OpenAIPolicy, settings_from_args
+    from pear_agent.registry import family_of
 
     settings = settings_from_args(args)
     if settings is not None:
         return OpenAIPolicy(settings)
     if args.policy == "scripted":
-        from pear_agent.policies.scripted import ScriptedPolicy
-
-        return ScriptedPolicy(task, action_noise_cm=args.action_noise_cm, seed=args.seed)
+        return family_of(task).default_policy(task, seed=args.seed, action_noise_cm=args.action_noise_cm)
     if args.policy == "replay":
         from pear_agent.policies.replay import ReplayPolicy
 
@@ -39,47 +43,43 @@ def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """One episode of any family's task: a thin wrapper over the bench's coroutine loop."""
     from pear_agent.episode import Episode, EpisodeConfig, loop_options_from_args
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.records import RunWriter, new_run_dir
-    from pear_agent.registry import is_environment_task, make_backend, task_entry
-
-    if is_environment_task(args.task):  # the flying roadster: its own environment, same loop
-        from sim_adapters.roadster.cli import cmd_run_roadster
-
-        return cmd_run_roadster(args)
-    loop_options = loop_options_from_args(args)
-    entry = task_entry(args.task)
-    robot = load_robot(args.robot or entry.default_robot)
-    policy = _policy(args, args.task)
-    backend = make_backend(args.task, robot, render=True)
-    kin = Kinematics(robot)
-    run_dir = new_run_dir(Path(args.runs_dir), args.task, args.seed)
+    from pear_agent.executors import run_coroutine
     from pear_agent.policies.openai_client import clock_from_args, secrets_from_args
+    from pear_agent.records import RunWriter, new_run_dir
+    from pear_agent.registry import EnvSpec, close_environment, family_options, resolve
 
+    options = family_options(args, args.task)
+    family, task = resolve(args.task, options)
+    loop_options = loop_options_from_args(args)
     clock = clock_from_args(args)
-    writer = RunWriter(run_dir, video_fps=None if args.no_video else 10.0, secrets=secrets_from_args(args))
-    quiet = args.json
-
-    def on_turn(t) -> None:  # noqa: ANN001
-        if not quiet:
-            print(
-                f"turn {t.turn:<3d} {t.summary:<52s} {t.outcome:<10s} {t.sim_time_s:5.1f} s sim", flush=True
-            )
-
-    if not quiet:
-        print(
-            f"pear-agent: {robot.name} / {args.task} / {policy.name} / seed {args.seed} / {clock['mode']}"
-            + (f" (+{args.latency:g} s per decision)" if args.latency is not None else ""),
-            flush=True,
-        )
     config = EpisodeConfig(max_turns=args.max_turns, **clock, **loop_options)
-    episode = Episode(backend, kin, policy, config, writer, on_turn)
+    policy = _policy(args, task)
+    env = family.make(EnvSpec.of(task, options, mode=clock["mode"], render=True, config=config))
     try:
-        result = episode.run(args.seed)
+        run_dir = new_run_dir(Path(args.runs_dir), task.replace(":", "-"), args.seed)
+        writer = RunWriter(
+            run_dir, video_fps=None if args.no_video else 10.0, secrets=secrets_from_args(args)
+        )
+        quiet = args.json
+
+        def on_turn(t) -> None:  # noqa: ANN001
+            if not quiet:
+                print(family.turn_line(t), flush=True)
+
+        if not quiet:
+            late = f" (+{args.latency:g} s per decision)" if args.latency is not None else ""
+            where = family.describe(env, task)
+            print(
+                f"pear-agent: {where} / {policy.name} / seed {args.seed} / {clock['mode']}{late}", flush=True
+            )
+        result = run_coroutine(Episode.of(env, policy, config, writer, on_turn).arun(args.seed))
+        won, extra = family.verdict(env)
+        summary = result.to_json() | family.result_fields(env)
     finally:
-        backend.close()
-    return print_result(result, result.to_json(), writer, as_json=args.json)
+        close_environment(env)
+    return print_result(result, summary, writer, as_json=args.json, won=won, extra=extra)
 
 
 def print_result(
@@ -156,48 +156,33 @@ def cmd_robots(args: argparse.Namespace) -> int:
 
 
 def cmd_prompt(args: argparse.Namespace) -> int:
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.protocol.actions import action_schema
-    from pear_agent.protocol.prompts import encode_jpeg, system_prompt, turn_text
-    from pear_agent.protocol.state import robot_state, scene_facts, state_json
-    from pear_agent.registry import is_environment_task, make_backend, make_environment, task_entry
+    """What a model gets: the system prompt, the first turn (images described) and the schema."""
+    import cv2
+    import numpy as np
 
-    if is_environment_task(args.task):  # the roadster: its briefing, first telemetry row, command schema
-        env = make_environment(args.task, render=False, wind=getattr(args, "wind", None))
-        env.reset(args.seed)
-        print("=== system ===\n" + env.system_prompt())
-        print("=== user (turn 1) ===\n" + env.observe(1, env.task.max_turns, None).text)
-        if args.schema:
-            print("=== command schema ===\n" + json.dumps(env.response_schema(), indent=2))
-        return 0
-    entry = task_entry(args.task)
-    robot = load_robot(args.robot or entry.default_robot)
-    backend = make_backend(args.task, robot, render=True)
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.registry import EnvSpec, close_environment, family_options, resolve
+
+    options = family_options(args, args.task)
+    family, task = resolve(args.task, options)
+    config = EpisodeConfig(observation=args.observation, scene_facts=args.scene_facts)
+    env = family.make(EnvSpec.of(task, options, render=True, config=config))
     try:
-        obs = backend.reset(args.seed)
-        state = robot_state(obs, Kinematics(robot))
+        env.reset(args.seed)
         print("=== system ===")
-        print(system_prompt(robot, backend.task, observation=args.observation, scene_facts=args.scene_facts))
+        print(env.system_prompt())
         print("=== user (turn 1) ===")
-        images = obs.images if args.observation != "state" else {}
-        scene = scene_facts(obs.privileged) if args.scene_facts else None
-        text = turn_text(
-            1,
-            backend.task.max_turns,
-            state_json(state),
-            None,
-            list(images),
-            observation=args.observation,
-            scene=scene,
-        )
-        print(text)
-        for name, img in images.items():
-            print(f"[image `{name}`: {img.shape[1]}x{img.shape[0]} JPEG, {len(encode_jpeg(img))} bytes]")
+        turn = env.observe(1, env.task.max_turns, None)
+        print(turn.text)
+        for name, jpeg in turn.images.items():
+            img = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+            print(f"[image `{name}`: {img.shape[1]}x{img.shape[0]} JPEG, {len(jpeg)} bytes]")
         if args.schema:
-            print("=== action schema ===")
-            print(json.dumps(action_schema(robot), indent=2))
+            title, schema = family.prompt_schema(env)
+            print(f"=== {title} ===")
+            print(json.dumps(schema, indent=2))
     finally:
-        backend.close()
+        close_environment(env)
     return 0
 
 
@@ -206,18 +191,13 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run one episode (default: panda / pick_cube / scripted / seed 0)")
-    run.add_argument("--task", default="pick_cube")
-    run.add_argument(
-        "--wind", default="light", choices=["light", "gale", "storm"], help="roadster tasks: the wind band"
-    )
-    run.add_argument(
-        "--robot",
-        default=None,
-        help="robot name in robots/ or a path to a robot YAML anywhere (default: the task's robot)",
-    )
+    run.add_argument("--task", default="pick_cube", help="any registered task (see docs: Commands and tasks)")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument(
-        "--policy", default="scripted", choices=["scripted", "replay"], help="ignored when --model is given"
+        "--policy",
+        default="scripted",
+        choices=["scripted", "replay"],
+        help="scripted: the task's own expert or pilot; ignored when --model is given",
     )
     run.add_argument("--replay", default=None, help="episode.jsonl to replay (with --policy replay)")
     run.add_argument(
@@ -230,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-dir", default="runs")
     run.add_argument("--no-video", action="store_true", help="skip the mp4 (faster)")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    from pear_agent.registry import add_family_arguments
+
+    add_family_arguments(run.add_argument_group("environment family options"), "run")
     from pear_agent.policies.openai_client import add_model_args
 
     add_model_args(run)
@@ -284,8 +267,6 @@ def build_parser() -> argparse.ArgumentParser:
 
     prompt = sub.add_parser("prompt", help="print the system prompt and the first turn")
     prompt.add_argument("--task", default="pick_cube")
-    prompt.add_argument("--wind", default=None, choices=["light", "gale", "storm"], help="roadster tasks")
-    prompt.add_argument("--robot", default=None)
     prompt.add_argument("--seed", type=int, default=0)
     prompt.add_argument(
         "--schema",
@@ -294,6 +275,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prompt.add_argument("--observation", choices=["images", "state", "both"], default="both")
     prompt.add_argument("--scene-facts", action="store_true", help="add the objects' positions as text")
+    add_family_arguments(prompt.add_argument_group("environment family options"), "prompt")
     prompt.set_defaults(func=cmd_prompt)
 
     from pear_agent.bench.commands import add_bench_commands
@@ -316,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return int(args.func(args))
-    except (CliError, RobotConfigError, ValueError, FileNotFoundError) as exc:
+    except (CliError, RobotConfigError, ValueError, FileNotFoundError, ExecutorError) as exc:
         print(f"pear-agent: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

@@ -1,8 +1,14 @@
-"""The ONE turn loop: observe, prompt, reply, parse, execute, record; until the episode ends.
+"""The ONE turn loop: observe, decide, apply, record; until the episode ends.
 
 It drives an environment (`pear_agent.environment.Environment`): the arm (`ArmEnvironment`: clip +
 IK + a `Backend`) or any other world that brings its own prompts, parser and execution. No
 simulator or ROS import here.
+
+A turn is four named steps, each a method: `observe()` (the environment renders the turn and the
+conversation grows), `decide()` / `adecide()` (the policy answers), `apply(reply)` (accounting,
+the realtime clock, parsing, execution, the episode's end) and `record(line)` (the log). `run(seed)`
+drives them synchronously; `arun(seed)` is the same steps as a coroutine that awaits the model, so
+one process keeps many episodes in flight against one server (`pear_agent.concurrent`).
 
 A reply without a valid action gets a correction turn (the parser's reason as the next turn's
 outcome); it counts as a turn, and `max_invalid` consecutive invalid replies end the episode.
@@ -13,6 +19,7 @@ check, or the backend's `judge_success` on hardware).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -21,9 +28,9 @@ from typing import Any, Literal
 import numpy as np
 
 from pear_agent.backend import Backend, EpisodeAborted
-from pear_agent.environment import Environment
+from pear_agent.environment import Environment, TurnPrompt
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.base import Policy, PolicyReply
+from pear_agent.policies.base import Policy, PolicyReply, decide_async
 from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
 from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
 from pear_agent.records import RunWriter
@@ -170,7 +177,11 @@ def correction_text(reason: str, run: int, max_invalid: int) -> str:
 
 class Episode:
     """One episode of a policy in an environment. `Episode(backend, kinematics, policy, ...)` drives
-    the arm; `Episode.of(environment, policy, ...)` drives any `Environment`."""
+    the arm; `Episode.of(environment, policy, ...)` drives any `Environment`.
+
+    `run(seed)` / `await arun(seed)` play a whole episode; the steps they drive are public so a
+    caller (or a test) can step a turn at a time: `begin(seed)`, then while `observe()` returns a
+    prompt, `apply(decide())`; then `finish()`."""
 
     def __init__(
         self,
@@ -225,22 +236,65 @@ class Episode:
         self.writer = writer
         self.on_turn = on_turn
         self.messages: list[Message] = []
+        self.result: EpisodeResult | None = None
+        self.turn = 0
+        """The turn in progress (0 before the first)."""
+        self.prompt: TurnPrompt | None = None
+        """The turn in progress's observation, once `observe()` returned it."""
+        self.over = True
+        self._line: dict[str, Any] = {}
+        self._feedback: str | None = None
+        self._invalid_run = 0
+        self._context_tokens = 0
+        self._max_turns = 0
+        self._wall0 = 0.0
+        self._sink_set = False
+        self._finished = False
 
-    # -- the loop ---------------------------------------------------------------------
+    # -- whole episodes ---------------------------------------------------------------------
     def run(self, seed: int) -> EpisodeResult:
+        """The episode, synchronously: the policy's blocking `act` decides each turn."""
+        try:
+            if self.begin(seed):
+                while self.observe() is not None:
+                    self.apply(self.decide())
+        finally:
+            self._release_sink()
+        return self.finish()
+
+    async def arun(self, seed: int) -> EpisodeResult:
+        """The same episode as a coroutine: deciding awaits the model (`aact`), a blocking policy runs
+        in a thread, a cheap one inline; other episodes of this event loop move meanwhile."""
+        try:
+            if self.begin(seed):
+                while self.observe() is not None:
+                    reply = await self.adecide()
+                    self.apply(reply)
+                    await asyncio.sleep(0)  # a turn of every other episode in flight, then ours
+        finally:
+            self._release_sink()
+        return await self.afinish()
+
+    # -- the steps ----------------------------------------------------------------------------
+    def begin(self, seed: int) -> bool:
+        """Reset the policy and the environment, write the header. False when the environment
+        refused to start (the result is then final: `finish()` returns it)."""
         cfg, env = self.config, self.env
-        wall0 = time.perf_counter()
+        self._wall0 = time.perf_counter()
+        self.turn, self.prompt, self.over, self._finished = 0, None, True, False
         self.policy.reset(seed)
         try:
             env.reset(seed)
         except EpisodeAborted as exc:  # the robot could not start (e.g. its home move was stopped)
-            return self._aborted(seed, exc, wall0)
+            self.result = self._aborted(seed, exc)
+            self._finished = True
+            return False
         task = env.task
-        max_turns = cfg.max_turns or task.max_turns
+        self._max_turns = cfg.max_turns or task.max_turns
         sys_prompt = env.system_prompt()
         header = dict(env.header())
         self.messages = [{"role": "system", "content": sys_prompt}]
-        result = EpisodeResult(
+        self.result = EpisodeResult(
             False,
             0,
             "turn_limit",
@@ -267,7 +321,7 @@ class Episode:
                     "policy": self.policy.name,
                     "mode": cfg.mode,
                     "latency_injected_s": cfg.latency_s,
-                    "max_turns": max_turns,
+                    "max_turns": self._max_turns,
                     "max_invalid": cfg.max_invalid,
                     **header,
                     "system_prompt": sys_prompt,
@@ -275,143 +329,193 @@ class Episode:
             )
             if self.writer.video is not None:  # rendering video frames costs more than physics
                 env.set_frame_sink(self.writer.add_frame)
-        feedback: str | None = None
-        invalid_run = 0
-        context_tokens = estimate_tokens(self.messages, cfg.tokens_per_image_patch_px)
+                self._sink_set = True
+        self._feedback = None
+        self._invalid_run = 0
+        self._context_tokens = estimate_tokens(self.messages, cfg.tokens_per_image_patch_px)
+        self.over = False
+        return True
+
+    def observe(self) -> TurnPrompt | None:
+        """The next turn's observation, appended to the conversation; None when the episode is over
+        (it may end here: the context budget is checked with the new turn in it)."""
+        if self.over or self.turn >= self._max_turns:
+            self.over = True
+            return None
+        cfg, env = self.config, self.env
+        self.turn = turn = self.turn + 1
+        prompt = env.observe(turn, self._max_turns, self._feedback)
+        self.messages.append(prompt.message)
+        self._context_tokens += prompt.tokens
+        files = {}
+        if self.writer is not None:
+            files = {n: self.writer.save_image(turn, n, j) for n, j in prompt.images.items()}
+        self._line = {"kind": "turn", "turn": turn, "prompt": prompt.text, "images": files} | prompt.record
+        if self._context_tokens > cfg.max_context_tokens:
+            detail = f"context of ~{self._context_tokens} tokens exceeds {cfg.max_context_tokens}"
+            self._end("context_budget", detail)
+            self.record(self._line | {"end": self._result.end_reason})
+            return None
+        self.prompt = prompt
+        return prompt
+
+    def decide(self) -> PolicyReply:
+        """The policy's reply to the conversation so far (blocking)."""
+        assert self.prompt is not None, "decide() needs a turn: call observe() first"
+        return self.policy.act(self.messages, self.prompt.context)
+
+    async def adecide(self) -> PolicyReply:
+        """The policy's reply, awaited (`pear_agent.policies.base.decide_async`)."""
+        assert self.prompt is not None, "adecide() needs a turn: call observe() first"
+        return await decide_async(self.policy, self.messages, self.prompt.context)
+
+    def apply(self, reply: PolicyReply) -> None:
+        """Account for the reply (tokens, latency, failures), let the realtime world move on, parse
+        it, execute the action (or answer with a correction turn), decide whether the episode ends,
+        and record the turn."""
+        assert self.prompt is not None and not self.over, "apply() needs a turn: call observe() first"
+        cfg, env, result, record = self.config, self.env, self._result, self._line
+        turn = self.turn
+        self.prompt = None
+        record.update(
+            reply=reply.text,
+            latency_s=reply.latency_s,
+            usage=reply.usage,
+            policy_info=reply.info or None,
+        )
+        if reply.tokens is not None:
+            record["tokens"] = reply.tokens.to_json()
+        if reply.usage:
+            result.prompt_tokens += int(reply.usage.get("prompt_tokens", 0))
+            result.completion_tokens += int(reply.usage.get("completion_tokens", 0))
+            if reply.usage.get("total_tokens"):
+                self._context_tokens = int(reply.usage["total_tokens"])
+                result.last_total_tokens = self._context_tokens
+        info = reply.info or {}
+        result.retries += int(info.get("retries", max(0, len(info.get("attempts", [])) - 1)))
+        record["context_tokens"] = self._context_tokens
+        if reply.error:  # no reply: not a turn, and not a decision time
+            result.policy_failures += 1
+            result.failed_latencies_s.append(float(info.get("decision_s", reply.latency_s)))
+            # the client says "context_budget" when the server's context is full
+            reason = info.get("end_reason") if info.get("end_reason") in END_REASONS else "policy_error"
+            self._end(reason, reply.error)
+            self.record(record | {"error": reply.error, "end": result.end_reason})
+            return
+        result.latencies_s.append(reply.latency_s)
+        self.messages.append({"role": "assistant", "content": reply.text})
+        self._context_tokens += len(reply.text) // 4 if not reply.usage else 0
+        if cfg.mode == "realtime" and turn > 1:
+            # the world moved on while the policy decided; the last command stayed in force
+            # the whole decision, failed attempts and backoff included: the world did not wait
+            measured = float(info.get("decision_s", reply.latency_s))
+            lag = measured if cfg.latency_s is None else cfg.latency_s
+            env.advance(lag)
+            result.advanced_s += lag
+            record["advanced_s"] = lag
+        result.turns = turn
+        reason = None
         try:
-            for turn in range(1, max_turns + 1):
-                prompt = env.observe(turn, max_turns, feedback)
-                self.messages.append(prompt.message)
-                context_tokens += prompt.tokens
-                files = {}
-                if self.writer is not None:
-                    files = {n: self.writer.save_image(turn, n, j) for n, j in prompt.images.items()}
-                record: dict[str, Any] = {
-                    "kind": "turn",
-                    "turn": turn,
-                    "prompt": prompt.text,
-                    "images": files,
-                }
-                record |= prompt.record
-                if context_tokens > cfg.max_context_tokens:
-                    detail = f"context of ~{context_tokens} tokens exceeds {cfg.max_context_tokens}"
-                    self._end(result, "context_budget", detail)
-                    self._log(record | {"end": result.end_reason})
-                    break
-                reply: PolicyReply = self.policy.act(self.messages, prompt.context)
-                record.update(
-                    reply=reply.text,
-                    latency_s=reply.latency_s,
-                    usage=reply.usage,
-                    policy_info=reply.info or None,
-                )
-                if reply.tokens is not None:
-                    record["tokens"] = reply.tokens.to_json()
-                if reply.usage:
-                    result.prompt_tokens += int(reply.usage.get("prompt_tokens", 0))
-                    result.completion_tokens += int(reply.usage.get("completion_tokens", 0))
-                    if reply.usage.get("total_tokens"):
-                        context_tokens = int(reply.usage["total_tokens"])
-                        result.last_total_tokens = context_tokens
-                info = reply.info or {}
-                result.retries += int(info.get("retries", max(0, len(info.get("attempts", [])) - 1)))
-                record["context_tokens"] = context_tokens
-                if reply.error:  # no reply: not a turn, and not a decision time
-                    result.policy_failures += 1
-                    result.failed_latencies_s.append(float(info.get("decision_s", reply.latency_s)))
-                    # the client says "context_budget" when the server's context is full
-                    reason = (
-                        info.get("end_reason") if info.get("end_reason") in END_REASONS else "policy_error"
-                    )
-                    self._end(result, reason, reply.error)
-                    self._log(record | {"error": reply.error, "end": result.end_reason})
-                    break
-                result.latencies_s.append(reply.latency_s)
-                self.messages.append({"role": "assistant", "content": reply.text})
-                context_tokens += len(reply.text) // 4 if not reply.usage else 0
-                if cfg.mode == "realtime" and turn > 1:
-                    # the world moved on while the policy decided; the last command stayed in force
-                    # the whole decision, failed attempts and backoff included: the world did not wait
-                    measured = float(info.get("decision_s", reply.latency_s))
-                    lag = measured if cfg.latency_s is None else cfg.latency_s
-                    env.advance(lag)
-                    result.advanced_s += lag
-                    record["advanced_s"] = lag
-                result.turns = turn
-                reason = None
-                try:
-                    action = env.parse(reply.text)
-                except ActionError as exc:
-                    reason = str(exc)
-                except Exception as exc:  # a parser bug: the reply stays in the log, the run goes on
-                    reason = (
-                        f"the reply could not be read ({type(exc).__name__}); end it with one JSON action"
-                    )
-                    record["parser_exception"] = f"{type(exc).__name__}: {exc}"[:500]
-                if reason is not None:  # a correction turn
-                    invalid_run += 1
-                    result.invalid_replies += 1
-                    feedback = correction_text(reason, invalid_run, cfg.max_invalid)
-                    record.update(
-                        error=reason,
-                        outcome={"status": "invalid", "detail": reason, "invalid_in_a_row": invalid_run},
-                        sim_time_s=env.time_s(),
-                        success=False,
-                    )
-                    self._report(turn, "nothing (no valid action)", "invalid", env.time_s(), False)
-                    if invalid_run >= cfg.max_invalid:
-                        self._end(
-                            result,
-                            "invalid_action",
-                            f"{invalid_run} invalid replies in a row; last: {reason}",
-                        )
-                        self._log(record | {"end": result.end_reason})
-                        break
-                    if turn == max_turns:
-                        self._end(result, "turn_limit", f"no success within {max_turns} turns")
-                        self._log(record | {"end": result.end_reason})
-                        break
-                    self._log(record)
-                    continue
-                invalid_run = 0
-                record["action"] = action.to_json()
-                step = env.execute(action)
-                record |= step.record
-                if step.reward is not None:
-                    record["reward"] = result.reward = step.reward
-                feedback = step.feedback
-                result.sim_time_s = env.time_s()
-                self._report(turn, step.executed, step.status, env.time_s(), step.success)
-                if step.end:
-                    self._end(result, step.status, step.detail or step.feedback)  # type: ignore[arg-type]
-                elif action.done:
-                    self._end(result, "done", "the model declared the task done")
-                    result.success = step.success
-                elif step.success:
-                    self._end(result, "success", "the task's success check passed")
-                    result.success = True
-                elif turn == max_turns:
-                    self._end(result, "turn_limit", f"no success within {max_turns} turns")
-                else:
-                    self._log(record)
-                    continue
-                self._log(record | {"end": result.end_reason})
-                break
-        finally:
-            env.set_frame_sink(None)
+            action = env.parse(reply.text)
+        except ActionError as exc:
+            reason = str(exc)
+        except Exception as exc:  # a parser bug: the reply stays in the log, the run goes on
+            reason = f"the reply could not be read ({type(exc).__name__}); end it with one JSON action"
+            record["parser_exception"] = f"{type(exc).__name__}: {exc}"[:500]
+        if reason is not None:  # a correction turn
+            self._invalid_run += 1
+            result.invalid_replies += 1
+            self._feedback = correction_text(reason, self._invalid_run, cfg.max_invalid)
+            record.update(
+                error=reason,
+                outcome={"status": "invalid", "detail": reason, "invalid_in_a_row": self._invalid_run},
+                sim_time_s=env.time_s(),
+                success=False,
+            )
+            self._report(turn, "nothing (no valid action)", "invalid", env.time_s(), False)
+            if self._invalid_run >= cfg.max_invalid:
+                last = f"{self._invalid_run} invalid replies in a row; last: {reason}"
+                self._end("invalid_action", last)
+            elif turn == self._max_turns:
+                self._end("turn_limit", f"no success within {self._max_turns} turns")
+            self.record(record | {"end": result.end_reason} if self.over else record)
+            return
+        self._invalid_run = 0
+        record["action"] = action.to_json()
+        step = env.execute(action)
+        record |= step.record
+        if step.reward is not None:
+            record["reward"] = result.reward = step.reward
+        self._feedback = step.feedback
+        result.sim_time_s = env.time_s()
+        self._report(turn, step.executed, step.status, env.time_s(), step.success)
+        if step.end:
+            self._end(step.status, step.detail or step.feedback)  # type: ignore[arg-type]
+        elif action.done:
+            self._end("done", "the model declared the task done")
+            result.success = step.success
+        elif step.success:
+            self._end("success", "the task's success check passed")
+            result.success = True
+        elif turn == self._max_turns:
+            self._end("turn_limit", f"no success within {self._max_turns} turns")
+        self.record(record | {"end": result.end_reason} if self.over else record)
+
+    def record(self, line: dict[str, Any]) -> None:
+        """One line of the episode's log (flushed at once)."""
+        if self.writer is not None:
+            self.writer.log(line)
+
+    def finish(self) -> EpisodeResult:
+        """The result: the environment's own verdict where it has one (hardware), wall and sim time,
+        the summary written."""
+        summary = self._conclude()
+        if summary is not None:
+            self.writer.finish(summary)  # type: ignore[union-attr]
+        return self._result
+
+    async def afinish(self) -> EpisodeResult:
+        """`finish()`, with the video encoded in a thread (other episodes keep deciding meanwhile)."""
+        summary = self._conclude()
+        if summary is not None:
+            writer = self.writer
+            if writer is not None and writer.video is not None and writer.video.frames:
+                await asyncio.to_thread(writer.finish, summary)
+            elif writer is not None:
+                writer.finish(summary)
+        return self._result
+
+    # -- helpers ---------------------------------------------------------------------------
+    @property
+    def _result(self) -> EpisodeResult:
+        assert self.result is not None, "the episode has not begun: call begin(seed) first"
+        return self.result
+
+    def _conclude(self) -> dict[str, Any] | None:
+        """Final fields of the result; the summary to write (None: nothing to write)."""
+        result = self._result
+        self.over = True
+        if self._finished:  # aborted in begin(), or finished already
+            return None
+        self._finished = True
         verdict = None
         if result.end_reason in JUDGED_ENDINGS:
-            verdict = env.judge_success(result.end_reason, result.detail)
+            verdict = self.env.judge_success(result.end_reason, result.detail)
         if verdict is not None:
             result.success, result.judged = bool(verdict), True
-        result.wall_time_s = time.perf_counter() - wall0
-        result.sim_time_s = env.time_s()
-        if self.writer is not None:
-            result.run_dir = str(self.writer.run_dir)
-            self.writer.finish(result.to_json() | latency_summary(result))
-        return result
+        result.wall_time_s = time.perf_counter() - self._wall0
+        result.sim_time_s = self.env.time_s()
+        if self.writer is None:
+            return None
+        result.run_dir = str(self.writer.run_dir)
+        return result.to_json() | latency_summary(result)
 
-    def _aborted(self, seed: int, exc: EpisodeAborted, wall0: float) -> EpisodeResult:
+    def _release_sink(self) -> None:
+        if self._sink_set:
+            self._sink_set = False
+            self.env.set_frame_sink(None)
+
+    def _aborted(self, seed: int, exc: EpisodeAborted) -> EpisodeResult:
         """The episode ended in the backend's reset: no decision was asked for."""
         cfg, env = self.config, self.env
         try:
@@ -431,7 +535,7 @@ class Episode:
             mode=cfg.mode,
             latency_injected_s=cfg.latency_s,
             max_invalid=cfg.max_invalid,
-            wall_time_s=time.perf_counter() - wall0,
+            wall_time_s=time.perf_counter() - self._wall0,
         )
         if self.writer is not None:
             self.writer.log(
@@ -442,14 +546,10 @@ class Episode:
             self.writer.finish(result.to_json() | latency_summary(result))
         return result
 
-    @staticmethod
-    def _end(result: EpisodeResult, reason: EndReason, detail: str) -> None:
-        result.end_reason = reason
-        result.detail = detail
-
-    def _log(self, record: dict[str, Any]) -> None:
-        if self.writer is not None:
-            self.writer.log(record)
+    def _end(self, reason: str, detail: str) -> None:
+        self.over = True
+        self._result.end_reason = reason  # type: ignore[assignment]
+        self._result.detail = detail
 
     def _report(self, turn: int, summary: str, outcome: str, sim_time_s: float, success: bool) -> None:
         if self.on_turn is not None:

@@ -3,6 +3,11 @@
 Workers are started with `spawn`: each owns its own simulator and renderer (MuJoCo and EGL
 contexts must not be shared across a fork). A job function must be importable at module level.
 
+A job function may be a coroutine function (`async def`, e.g. `pear_agent.bench.runner.arun_job`):
+then each worker keeps `concurrency` jobs in flight on one event loop (episodes that await a model
+server share the worker's process, its renderer and its connection pool), and results still come
+back one by one, the moment each job ends.
+
 Workers die with their runner: each worker asks the kernel for SIGKILL when its parent dies
 (Linux `prctl(PR_SET_PDEATHSIG)`), and a watchdog thread also exits the worker as soon as its parent
 process is gone (any POSIX system). SIGTERM is restored to its default action, so a worker stops
@@ -13,19 +18,25 @@ the driver ends them).
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import multiprocessing as mp
 import os
+import queue
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+import traceback
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
 J = TypeVar("J")
 PR_SET_PDEATHSIG = 1
 WATCHDOG_PERIOD_S = 0.5
+POLL_S = 0.5
+"""How often the runner checks its async workers are alive while it waits for a result."""
 
 
 def _parent_gone(parent_pid: int) -> bool:
@@ -56,9 +67,174 @@ def die_with_parent(parent_pid: int, period_s: float = WATCHDOG_PERIOD_S) -> Non
     ).start()
 
 
-def run_local(fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1) -> Iterator[tuple[J, Any]]:
-    """Yield (job, result) in completion order; workers=1 runs in this process (easy to debug)."""
+def is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "func", None))
+
+
+async def _close_loop_resources() -> None:
+    """What this process shares per event loop (the model client's connection pools), closed
+    before the loop is."""
+    client = sys.modules.get("pear_agent.policies.openai_client")
+    if client is not None:
+        await client.aclose_endpoints()
+
+
+def drive(
+    afn: Callable[[J], Awaitable[Any]], jobs: Iterable[J], concurrency: int = 1
+) -> Iterator[tuple[J, Any]]:
+    """Yield (job, result) in completion order, `concurrency` coroutines in flight on a new event
+    loop in this thread (the loop runs while the caller waits for the next result). An exception
+    of a job is raised here; jobs not yet finished are cancelled when the caller stops."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be >= 1, got {concurrency}")
+    loop = asyncio.new_event_loop()
+    it = enumerate(jobs)
+    pending: dict[asyncio.Task, tuple[int, J]] = {}
+    end = (-1, None)
+    try:
+        while True:
+            while len(pending) < concurrency:
+                n, job = next(it, end)
+                if n < 0:
+                    break
+                pending[loop.create_task(afn(job))] = (n, job)  # type: ignore[arg-type]
+            if not pending:
+                return
+            done, _ = loop.run_until_complete(
+                asyncio.wait(list(pending), return_when=asyncio.FIRST_COMPLETED)
+            )
+            for task in sorted(done, key=lambda t: pending[t][0]):  # ties in the order jobs came
+                _, job = pending.pop(task)
+                yield job, task.result()
+    finally:
+        for task in pending:
+            task.cancel()
+        if pending:
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+        try:
+            loop.run_until_complete(_close_loop_resources())
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())
+        finally:
+            loop.close()
+
+
+def run_coroutine(coro: Awaitable[Any]) -> Any:
+    """Run one coroutine to its end on a new event loop (a synchronous caller of an async job)."""
+
+    async def once(_: None) -> Any:
+        return await coro
+
+    return next(drive(once, [None]))[1]
+
+
+def _async_worker(
+    afn: Callable[[Any], Awaitable[Any]],
+    job_q: Any,
+    result_q: Any,
+    concurrency: int,
+    worker_id: int,
+    parent_pid: int,
+) -> None:
+    """A spawned worker: take jobs from `job_q` as slots free up, run them `concurrency` at a time,
+    report each start and each result on `result_q`; stop at the first None."""
+    die_with_parent(parent_pid)
+
+    def jobs() -> Iterator[tuple[int, Any]]:
+        while True:
+            item = job_q.get()
+            if item is None:
+                return
+            result_q.put(("start", worker_id, item[0]))
+            yield item
+
+    async def one(item: tuple[int, Any]) -> tuple[str, Any]:
+        try:
+            return "done", await afn(item[1])
+        except Exception as exc:  # sent to the runner, raised there
+            try:
+                import pickle
+
+                pickle.dumps(exc)
+                return "error", exc
+            except Exception:
+                return "error", RuntimeError(traceback.format_exc()[-2000:])
+
+    for item, (kind, value) in drive(one, jobs(), concurrency):
+        result_q.put((kind, worker_id, item[0], value))
+
+
+def _run_async_workers(
+    afn: Callable[[J], Awaitable[Any]], jobs: list[J], workers: int, concurrency: int
+) -> Iterator[tuple[J, Any]]:
+    ctx = mp.get_context("spawn")
+    job_q, result_q = ctx.Queue(), ctx.Queue()
+    procs = [
+        ctx.Process(
+            target=_async_worker,
+            args=(afn, job_q, result_q, concurrency, w, os.getpid()),
+            name=f"pear-worker-{w}",
+            daemon=True,
+        )
+        for w in range(min(workers, len(jobs)) or 1)
+    ]
+    for p in procs:
+        p.start()
+    for i, job in enumerate(jobs):
+        job_q.put((i, job))
+    for _ in procs:
+        job_q.put(None)
+    running: dict[int, int] = {}  # job index -> worker
+    left = len(jobs)
+    try:
+        while left:
+            try:
+                kind, worker, idx, *rest = result_q.get(timeout=POLL_S)
+            except queue.Empty:
+                failed = [p.exitcode for p in procs if not p.is_alive() and p.exitcode != 0]
+                if failed or not any(p.is_alive() for p in procs):
+                    codes = ", ".join(str(c) for c in failed) or "0"
+                    raise ExecutorError(
+                        f"a worker process died (exit code {codes}); {left} job(s) unfinished "
+                        "(the results already received are kept)"
+                    ) from None
+                continue
+            if kind == "start":
+                running[idx] = worker
+            elif kind == "done":
+                running.pop(idx, None)
+                left -= 1
+                yield jobs[idx], rest[0]
+            else:
+                raise rest[0]
+    finally:
+        for p in procs:
+            p.join(timeout=0.5 if left else 10)
+            if p.is_alive():
+                p.terminate()
+                p.join(timeout=5)
+        job_q.cancel_join_thread()
+        result_q.cancel_join_thread()
+
+
+def run_local(
+    fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1, concurrency: int = 1
+) -> Iterator[tuple[J, Any]]:
+    """Yield (job, result) in completion order; workers=1 runs in this process (easy to debug).
+
+    A coroutine function runs `concurrency` jobs at once per worker (one event loop each); a plain
+    function runs one job at a time per worker (a process pool)."""
     jobs = list(jobs)
+    if workers < 1 or concurrency < 1:
+        raise ValueError(f"workers and concurrency must be >= 1, got {workers} and {concurrency}")
+    if is_async(fn):
+        if workers <= 1:
+            yield from drive(fn, jobs, concurrency)
+        elif jobs:
+            yield from _run_async_workers(fn, jobs, workers, concurrency)
+        return
+    if concurrency > 1:
+        raise ValueError("concurrency > 1 needs a coroutine job function (async def)")
     if workers <= 1:
         for job in jobs:
             yield job, fn(job)
@@ -105,7 +281,20 @@ def _ray_call(fn: Callable[[Any], Any], job: Any) -> Any:
     import os
 
     os.environ.setdefault("MUJOCO_GL", "egl")  # before the job imports MuJoCo in this worker
+    if is_async(fn):
+        return run_coroutine(fn(job))
     return fn(job)
+
+
+class _RayWorker:
+    """A Ray actor running async jobs `max_concurrency` at a time on its event loop (one per worker
+    process: its simulators, renderers and model connections are shared by the jobs in flight)."""
+
+    def __init__(self) -> None:
+        os.environ.setdefault("MUJOCO_GL", "egl")
+
+    async def run(self, fn: Callable[[Any], Awaitable[Any]], job: Any) -> Any:
+        return await fn(job)
 
 
 def run_ray(
@@ -114,6 +303,7 @@ def run_ray(
     address: str | None = None,
     num_workers: int = 2,
     env_vars: dict[str, str] | None = None,
+    concurrency: int = 1,
 ) -> Iterator[tuple[J, Any]]:
     """Yield (job, result) in completion order, the jobs spread over a Ray cluster.
 
@@ -122,6 +312,8 @@ def run_ray(
     this process it is used as it is (and left running). At most `num_workers` jobs run at once,
     one CPU each; Ray reuses worker processes, so a job function that caches its simulator per
     process gives each worker its own. `env_vars` reach every worker (MUJOCO_GL defaults to egl).
+    With a coroutine job function and `concurrency` > 1 the workers are `num_workers` async actors
+    (one CPU each) that keep `concurrency` jobs in flight each.
     """
     import os
 
@@ -131,8 +323,10 @@ def run_ray(
         raise ExecutorError(
             "Ray is not installed: pip install 'pear-agent[rl]' (or pip install ray)"
         ) from None
-    if num_workers < 1:
-        raise ValueError(f"num_workers must be >= 1, got {num_workers}")
+    if num_workers < 1 or concurrency < 1:
+        raise ValueError(f"num_workers and concurrency must be >= 1, got {num_workers} and {concurrency}")
+    if concurrency > 1 and not is_async(fn):
+        raise ValueError("concurrency > 1 needs a coroutine job function (async def)")
     env = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")} | (env_vars or {})
     started = False
     if not ray.is_initialized():
@@ -147,6 +341,9 @@ def run_ray(
                 raise ExecutorError(f"cannot join the Ray cluster at {address}: {exc}") from None
         started = True
     try:
+        if concurrency > 1:
+            yield from _ray_actors(ray, fn, list(jobs), num_workers, concurrency, env)
+            return
         remote = ray.remote(num_cpus=1, max_retries=0)(_ray_call).options(runtime_env={"env_vars": env})
         jobs = list(jobs)
         it = iter(jobs)
@@ -168,15 +365,55 @@ def run_ray(
             ray.shutdown()
 
 
+def _ray_actors(
+    ray: Any,
+    fn: Callable[[Any], Any],
+    jobs: list[Any],
+    num_workers: int,
+    concurrency: int,
+    env: dict[str, str],
+) -> Iterator[tuple[Any, Any]]:
+    cls = ray.remote(num_cpus=1, max_concurrency=concurrency, max_restarts=0)(_RayWorker)
+    actors = [cls.options(runtime_env={"env_vars": env}).remote() for _ in range(num_workers)]
+    load = [0] * num_workers
+    it = iter(jobs)
+    pending: dict[Any, tuple[Any, int]] = {}
+
+    def submit() -> bool:
+        job = next(it, None) if len(pending) < num_workers * concurrency else None
+        if job is None:
+            return False
+        a = min(range(num_workers), key=load.__getitem__)  # the least busy actor
+        load[a] += 1
+        pending[actors[a].run.remote(fn, job)] = (job, a)
+        return True
+
+    try:
+        while submit():
+            pass
+        while pending:
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                job, a = pending.pop(ref)
+                load[a] -= 1
+                yield job, ray.get(ref)
+                submit()
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+
+
 def ray_executor(
     address: str | None,
-) -> Callable[[Callable[[J], Any], Iterable[J], int], Iterator[tuple[J, Any]]] | None:
-    """An executor with `run_local`'s signature (fn, jobs, workers) that runs on Ray at `address`;
-    None when no address is given (the caller keeps its local default)."""
+) -> Callable[..., Iterator[tuple[J, Any]]] | None:
+    """An executor with `run_local`'s signature (fn, jobs, workers, concurrency) that runs on Ray at
+    `address`; None when no address is given (the caller keeps its local default)."""
     if not address:
         return None
 
-    def run(fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1) -> Iterator[tuple[J, Any]]:
-        return run_ray(fn, jobs, address=address, num_workers=workers)
+    def run(
+        fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1, concurrency: int = 1
+    ) -> Iterator[tuple[J, Any]]:
+        return run_ray(fn, jobs, address=address, num_workers=workers, concurrency=concurrency)
 
     return run

@@ -51,13 +51,14 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
     """(reasoning, reply text) for one request; raises ValueError with a user-facing message."""
     priv = body.get(PRIVILEGED_KEY)
     if not isinstance(priv, dict):
-        # a text world (the roadster) needs no privileged facts: its scripted pilot reads the messages
-        from pear_agent.policies.pilot import pilot_reply
+        # a text world (the roadster) needs no privileged facts: a family's scripted policy may answer
+        # from the messages alone (the registry asks each family)
+        from pear_agent.registry import text_expert_reply
 
-        try:
-            return pilot_reply(body["messages"])
-        except (ValueError, KeyError, TypeError, IndexError):
-            raise ValueError(NO_PRIVILEGED) from None
+        answer = text_expert_reply(body["messages"])
+        if answer is None:
+            raise ValueError(NO_PRIVILEGED)
+        return answer
     task = priv.get("task")
     if task not in EXPERTS:
         raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")

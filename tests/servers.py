@@ -25,17 +25,43 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+class InFlight:
+    """ASGI middleware counting what a server sees: chat requests open at once (peak), requests in
+    all, and the client connections they came on (distinct peer addresses)."""
+
+    def __init__(self, app: Any) -> None:
+        self.app, self.now, self.peak, self.requests = app, 0, 0, 0
+        self.peers: set[tuple[str, int]] = set()
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or not scope["path"].endswith("/chat/completions"):
+            await self.app(scope, receive, send)
+            return
+        self.now += 1
+        self.requests += 1
+        self.peak = max(self.peak, self.now)
+        self.peers.add(tuple(scope.get("client") or ("?", 0)))
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.now -= 1
+
+
 @contextmanager
-def serve_in_thread(latency_s: float = 0.0, reasoning_field: bool = False) -> Iterator[str]:
-    """`pear-agent serve`'s app under uvicorn on a free port; yields the base URL."""
+def serve_in_thread(
+    latency_s: float = 0.0, reasoning_field: bool = False, counter: InFlight | None = None
+) -> Iterator[str]:
+    """`pear-agent serve`'s app under uvicorn on a free port; yields the base URL. With `counter`
+    (an `InFlight` whose app is None), requests pass through it and it counts them."""
     import uvicorn
 
     from pear_agent.serve import create_app
 
     port = free_port()
-    config = uvicorn.Config(
-        create_app(latency_s, reasoning_field=reasoning_field), host="127.0.0.1", port=port, log_level="error"
-    )
+    app = create_app(latency_s, reasoning_field=reasoning_field)
+    if counter is not None:
+        counter.app, app = app, counter
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -130,7 +156,8 @@ class BadHandler(BaseHTTPRequestHandler):
     older or minimal servers answer), slow (streams a token every
     50 ms until done or the client leaves; unstreamed, it generates everything first), listdrop
     (counts prompt tokens as a string-only template does), llamaschema (json_schema -> 500,
-    json_object+schema accepted, like llama-cpp-python), vllmschema (json_schema accepted).
+    json_object+schema accepted, like llama-cpp-python), vllmschema (json_schema accepted), slowish
+    (each reply after 0.3 s).
     Anything else answers GOOD_REPLY. Error bodies echo the Authorization header, as a careless
     proxy might, so redaction is tested for real.
     """
@@ -310,6 +337,9 @@ class BadHandler(BaseHTTPRequestHandler):
             self._json(400, {"error": {"message": "streaming is not supported by this server"}})
         elif mode == "slow":
             self._slow(body)
+        elif mode == "slowish":  # a server that takes 0.3 s per reply
+            time.sleep(0.3)
+            self._completion(body, GOOD_REPLY)
         elif mode == "stall":  # one token, then silence (a long prompt evaluation, a stuck server)
             self._sse_start()
             self._sse(self._chunk("x", None))

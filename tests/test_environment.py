@@ -163,3 +163,101 @@ def test_realtime_advances_the_world_by_each_later_decision() -> None:
 def test_bad_loop_options_are_refused(kwargs: dict, needle: str) -> None:
     with pytest.raises(ValueError, match=needle):
         EpisodeConfig(**kwargs)
+
+
+# -- the turn's steps, one at a time, and the same episode as a coroutine ------------------------
+def test_each_step_of_a_turn_does_its_own_part(tmp_path) -> None:
+    env, writer = Line(), RunWriter(tmp_path, video_fps=None)
+    ep = Episode.of(env, Replies([STEP, "nope"]), EpisodeConfig(max_turns=3), writer)
+    assert ep.begin(0) and ep.turn == 0 and [m["role"] for m in ep.messages] == ["system"]
+    log = tmp_path / "episode.jsonl"
+    prompt = ep.observe()  # observe: the turn's message joins the conversation; nothing logged yet
+    assert prompt.text.startswith("Turn 1 of 3. x = 0") and ep.messages[-1] == prompt.message
+    assert len(log.read_text().splitlines()) == 1  # the header only
+    reply = ep.decide()  # decide: the policy's answer, nothing applied yet
+    assert reply.text == STEP and env.x == 0 and ep.messages[-1]["role"] == "user"
+    ep.apply(reply)  # apply: executed, accounted, recorded (record: one flushed line)
+    assert env.x == 1 and ep.result.turns == 1 and ep.messages[-1] == {"role": "assistant", "content": STEP}
+    line = json.loads(log.read_text().splitlines()[-1])
+    assert line["turn"] == 1 and line["action"] == {"action": {"step": 1.0}} and "end" not in line
+    ep.observe()
+    ep.apply(ep.decide())  # an invalid reply: a correction turn, the world unchanged
+    assert env.x == 1 and ep.result.invalid_replies == 1 and not ep.over
+    assert "invalid reply (1 in a row" in ep.observe().text
+    ep.apply(PolicyReply("", error="server gone"))
+    assert ep.over and ep.observe() is None and ep.result.end_reason == "policy_error"
+    ep.record({"kind": "note"})  # record: one line, flushed at once
+    assert json.loads(log.read_text().splitlines()[-1]) == {"kind": "note"}
+    assert not (tmp_path / "summary.json").exists()
+    res = ep.finish()  # finish: the result and the summary
+    assert res.turns == 2 and res.policy_failures == 1
+    assert json.loads((tmp_path / "summary.json").read_text())["end_reason"] == "policy_error"
+
+
+def test_arun_plays_the_same_episode_as_run(tmp_path) -> None:
+    import asyncio
+
+    policy = [STEP, "go right", STEP, '{"action": {"step": 5}}', STEP]
+    a, b = RunWriter(tmp_path / "a", video_fps=None), RunWriter(tmp_path / "b", video_fps=None)
+    sync = Episode.of(Line(), Replies(policy), EpisodeConfig(), a).run(0)
+    coro = asyncio.run(Episode.of(Line(), Replies(policy), EpisodeConfig(), b).arun(0))
+    assert (sync.turns, sync.end_reason, sync.invalid_replies) == (coro.turns, coro.end_reason, 2)
+
+    def lines(d):
+        return [
+            {k: v for k, v in json.loads(x).items() if k != "latency_s"}
+            for x in (d / "episode.jsonl").read_text().splitlines()
+        ]
+
+    assert lines(tmp_path / "a") == lines(tmp_path / "b")
+
+
+class SlowAsync(Replies):
+    """A model that answers after `delay_s` of awaiting (a server), counting decisions in flight."""
+
+    now = peak = 0
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__([STEP])
+        self.delay_s = delay_s
+
+    async def aact(self, messages, ctx) -> PolicyReply:
+        import asyncio
+
+        SlowAsync.now += 1
+        SlowAsync.peak = max(SlowAsync.peak, SlowAsync.now)
+        await asyncio.sleep(self.delay_s)
+        SlowAsync.now -= 1
+        return PolicyReply(STEP, latency_s=self.delay_s)
+
+
+def test_episodes_on_one_loop_decide_at_the_same_time() -> None:
+    import asyncio
+
+    async def many():
+        return await asyncio.gather(*(Episode.of(Line(), SlowAsync(0.05)).arun(s) for s in range(6)))
+
+    SlowAsync.now = SlowAsync.peak = 0
+    results = asyncio.run(many())
+    assert all(r.success and r.turns == 3 for r in results)
+    assert SlowAsync.peak == 6  # every episode was waiting for its model at once: none blocked the loop
+
+
+def test_a_blocking_policy_decides_in_a_thread_and_a_cheap_one_inline() -> None:
+    import asyncio
+    import threading
+
+    seen = {}
+
+    class Blocking(Replies):
+        def act(self, messages, ctx):
+            seen.setdefault(self.name, threading.current_thread())
+            return super().act(messages, ctx)
+
+    class Cheap(Blocking):
+        name = "cheap"
+        blocking = False
+
+    asyncio.run(Episode.of(Line(), Blocking([STEP])).arun(0))
+    asyncio.run(Episode.of(Line(), Cheap([STEP])).arun(0))
+    assert seen["replies"] is not threading.main_thread() and seen["cheap"] is threading.main_thread()

@@ -103,3 +103,79 @@ def test_ray_reclaims_its_workers_when_the_driver_is_killed(tmp_path) -> None:
     for p in left:
         os.kill(p, signal.SIGKILL)
     assert left == [], f"Ray workers left after kill -9 of the driver: {left}"
+
+
+# -- coroutine jobs: several in flight per worker --------------------------------------------
+_FLIGHT = {"now": 0, "peak": 0}
+
+
+async def _overlap(job: int) -> tuple[int, int, int]:
+    """(job squared, this worker's pid, the most jobs this worker had in flight so far)."""
+    import asyncio
+
+    _FLIGHT["now"] += 1
+    _FLIGHT["peak"] = max(_FLIGHT["peak"], _FLIGHT["now"])
+    await asyncio.sleep(0.05)
+    _FLIGHT["now"] -= 1
+    return job * job, os.getpid(), _FLIGHT["peak"]
+
+
+async def _crash(job: int) -> int:
+    if job == 3:
+        os._exit(3)  # a worker killed mid-episode (a segfaulting simulator)
+    return job
+
+
+async def _raises(job: int) -> int:
+    raise ValueError(f"bad job {job}")
+
+
+def test_coroutine_jobs_run_concurrency_at_a_time_per_worker() -> None:
+    _FLIGHT.update(now=0, peak=0)
+    got = dict(run_local(_overlap, range(9), workers=1, concurrency=3))
+    assert {j: r[0] for j, r in got.items()} == {i: i * i for i in range(9)}
+    assert max(r[2] for r in got.values()) == 3 and {r[1] for r in got.values()} == {os.getpid()}
+    got = dict(run_local(_overlap, range(12), workers=2, concurrency=3))
+    assert {j: r[0] for j, r in got.items()} == {i: i * i for i in range(12)}  # every job once
+    pids = {r[1] for r in got.values()}
+    assert len(pids) == 2 and os.getpid() not in pids
+    assert all(r[2] <= 3 for r in got.values()) and max(r[2] for r in got.values()) >= 2
+
+
+def test_a_dead_async_worker_or_a_raising_job_stops_the_run_with_one_error() -> None:
+    from pear_agent.executors import ExecutorError
+
+    with pytest.raises(
+        ExecutorError, match=r"worker process died \(exit code 3\); [1-6] job\(s\) unfinished"
+    ):
+        list(run_local(_crash, range(6), workers=2, concurrency=2))
+    with pytest.raises(ValueError, match="bad job"):
+        list(run_local(_raises, range(2), workers=2, concurrency=2))
+    with pytest.raises(ValueError, match="needs a coroutine"):
+        list(run_local(_square, range(2), workers=1, concurrency=2))
+
+
+async def _apark(job: dict) -> int:
+    return _park(job)
+
+
+def test_async_workers_exit_when_their_runner_is_killed(tmp_path) -> None:
+    jobs = f"[{{'dir': {json.dumps(str(tmp_path))}}}] * 4"
+    code = (
+        "from pear_agent.executors import run_local; from tests.test_executors import _apark; "
+        f"list(run_local(_apark, {jobs}, workers=2, concurrency=2))"
+    )
+    runner = subprocess.Popen(
+        [sys.executable, "-c", code], cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}
+    )
+    deadline = time.monotonic() + 60
+    while len(list(tmp_path.glob("*.pid"))) < 2:
+        assert time.monotonic() < deadline and runner.poll() is None, "workers did not start"
+        time.sleep(0.1)
+    workers = [int(p.stem) for p in tmp_path.glob("*.pid")]
+    runner.kill()
+    runner.wait(timeout=30)
+    left = _wait_gone(workers)
+    for p in left:
+        os.kill(p, signal.SIGKILL)
+    assert left == [], f"orphaned async workers after SIGKILL: {left}"

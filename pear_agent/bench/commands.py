@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -11,73 +12,82 @@ from typing import Any
 from pear_agent.bench.runner import SPLITS
 
 
-def _suite_tasks(args: argparse.Namespace) -> tuple[list[str], list[int]]:
-    """`--suite` (LIBERO): task names `suite/i` and init-state seeds (default 0-49)."""
-    from sim_adapters.libero.bench import parse_range, suite_tasks
-    from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
+def _tasks_and_seeds(args: argparse.Namespace, model: bool) -> tuple[list[str], list[int], Any]:
+    """The bench's tasks (a family's own selection such as LIBERO's `--suite`, else `--tasks`, each
+    expanded by its family: the roadster's wind bands) and seeds; the selection, if any."""
+    from pear_agent.registry import families, family_of
 
-    tasks = suite_tasks(args.suite, args.suite_tasks)
-    if not available():
-        raise LiberoUnavailableError(f"LIBERO is not installed in this Python; {SETUP_HINT}")
-    return tasks, parse_range(args.seeds or "0-49", 50, "seeds")
+    for fam in families().values():
+        sel = fam.select(args, model=model)
+        if sel is not None:
+            seeds = sel.seeds if sel.seeds is not None else _seeds(args, [fam.default_episodes])
+            return sel.tasks, seeds, sel
+    names = [t.strip() for t in args.tasks.split(",") if t.strip()]
+    if not names:
+        raise ValueError("--tasks names no task")
+    tasks: list[str] = []
+    for name in names:
+        tasks += family_of(name).expand(name, args)
+    return tasks, _seeds(args, [family_of(t).default_episodes for t in tasks]), None
+
+
+def _episodes(args: argparse.Namespace, defaults: list[int]) -> int:
+    return args.episodes if args.episodes is not None else min(defaults)
+
+
+def _seeds(args: argparse.Namespace, defaults: list[int]) -> list[int]:
+    from pear_agent.bench.runner import parse_seeds, split_seeds
+
+    return parse_seeds(args.seeds) if args.seeds else split_seeds(args.split, _episodes(args, defaults))
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.bench.report import format_table, summarize, write_report
-    from pear_agent.bench.runner import BenchConfig, parse_seeds, run_bench, split_seeds
+    from pear_agent.bench.runner import BenchConfig, run_bench
     from pear_agent.episode import loop_options_from_args
     from pear_agent.policies.openai_client import OpenAIPolicy, clock_from_args, settings_from_args
-    from pear_agent.registry import is_environment_task, task_entry
+    from pear_agent.registry import family_of
 
-    suite = bool(getattr(args, "suite", None))
-    if suite:  # LIBERO: the same runner, its tasks named `libero_spatial/0`..., seeds = init states
-        tasks, seeds = _suite_tasks(args)
-    else:
-        tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
-        if not tasks:
-            raise ValueError("--tasks names no task")
-        from sim_adapters.roadster.cli import expand_winds  # issue 14: roadster tasks x --wind bands
-
-        tasks = expand_winds(tasks, getattr(args, "wind", None))
-        for t in tasks:
-            if not is_environment_task(t):
-                task_entry(t)
-        episodes = args.episodes
-        if episodes is None:
-            episodes = 192 if all(is_environment_task(t) for t in tasks) else 10
-        seeds = parse_seeds(args.seeds) if args.seeds else split_seeds(args.split, episodes)
+    if args.workers < 1 or args.concurrency < 1:
+        raise ValueError("--workers and --concurrency must be >= 1")
     settings = settings_from_args(args)
+    tasks, seeds, selection = _tasks_and_seeds(args, model=settings is not None)
     if settings is not None:
+        if settings.max_in_flight is not None:  # the cap is the bench's: each worker takes its share
+            settings.max_in_flight = math.ceil(settings.max_in_flight / args.workers)
         policy_obj = OpenAIPolicy(settings)  # fail now (e.g. key variable unset), not in every worker
         if settings.structured_output == "auto":  # probe once here; the workers reuse the answer
             settings.structured_output_chosen = policy_obj.structured_dialect()[0] or "off"
         policy: dict[str, Any] = {"kind": "openai", "settings": asdict(settings)}
     else:
-        from pear_agent.policies.expert_registry import EXPERTS
-
-        missing = [t for t in tasks if t not in EXPERTS and not is_environment_task(t)]
+        missing = [t for t in tasks if not family_of(t).has_default_policy(t)]
         if missing:
             raise ValueError(f"no scripted expert for {missing[0]} (...); give --model to bench a model")
         policy = {"kind": "scripted", "action_noise_cm": args.action_noise_cm}
     clock = clock_from_args(args)
-    if args.workers < 1:
-        raise ValueError("--workers must be >= 1")
-    render = not suite or settings is not None  # LIBERO's scripted expert needs no cameras
+    loop_options = loop_options_from_args(args)
+    render = True if selection is None or selection.render is None else selection.render
     cfg = BenchConfig(
         tasks=tasks,
         seeds=seeds,
         policy=policy,
         out_dir=str(args.out),
-        split=None if (args.seeds or suite) else args.split,
+        split=None if (args.seeds or selection is not None) else args.split,
         mode=clock["mode"],
         latency_s=clock["latency_s"],
         workers=args.workers,
+        concurrency=args.concurrency,
         video=render and not args.no_video,
         render=render,
         max_turns=args.max_turns,
         max_context_tokens=clock["max_context_tokens"],
-        robot=args.robot,
-        episode=loop_options_from_args(args),
+        robot=getattr(args, "robot", None),
+        episode=loop_options,
+        options={
+            k: v
+            for fam in {id(f): f for f in map(family_of, tasks)}.values()
+            for k, v in fam.bench_options(args).items()
+        },
     )
     from pear_agent.executors import ray_executor
 
@@ -85,12 +95,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = summarize(results)
     print(format_table(rows))
     index = write_report(args.out, results)
-    if suite:  # the paper's layout as well: per suite and overall, 95% Wilson intervals
-        from sim_adapters.libero.bench import format_summary, suite_summary
-
-        by_suite = suite_summary(results)
-        (Path(args.out) / "suites.json").write_text(json.dumps(by_suite, indent=2))
-        print(format_summary(by_suite))
+    for fam in {id(family_of(t)): family_of(t) for t in tasks}.values():  # e.g. LIBERO's per-suite table
+        text = fam.bench_summary(results, Path(args.out), args)
+        if text:
+            print(text)
     print(f"results: {Path(args.out) / 'results.jsonl'}   report: {index}")
     return 0
 
@@ -116,15 +124,7 @@ def add_bench_commands(sub: Any) -> None:
     from pear_agent.policies.openai_client import add_model_args
 
     b = sub.add_parser("bench", help="many episodes over tasks x seeds, in parallel, resumable")
-    b.add_argument("--tasks", default="pick_cube", help="comma-separated task names")
-    b.add_argument(
-        "--suite",
-        default=None,
-        help="LIBERO suites instead of --tasks (comma list: libero_spatial, libero_object, libero_goal, "
-        "libero_10; .venv-libero only); --seeds then names init states (default 0-49). Same runner: "
-        "resume, --workers, --ray-address, report, compare",
-    )
-    b.add_argument("--suite-tasks", default="0-9", help="with --suite: task indices, e.g. 0-9 or 0,3")
+    b.add_argument("--tasks", default="pick_cube", help="comma-separated task names (any family's)")
     b.add_argument(
         "--split",
         default="test",
@@ -137,13 +137,16 @@ def add_bench_commands(sub: Any) -> None:
         default=None,
         help="episodes per task (the split's first N seeds; default 10, 192 flights for roadster tasks)",
     )
-    b.add_argument(
-        "--wind",
-        default="light,gale,storm",
-        help="roadster tasks: comma-separated wind bands, one task per band (default all three)",
-    )
     b.add_argument("--seeds", default=None, help="explicit seeds instead of a split, e.g. 0-9 or 1,5,7")
     b.add_argument("--workers", type=int, default=1, help="parallel worker processes")
+    b.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="episodes in flight per worker (default 1): each awaits its model while the others move, "
+        "so a few workers keep a server's batch full",
+    )
     b.add_argument(
         "--ray-address",
         default=None,
@@ -151,11 +154,13 @@ def add_bench_commands(sub: Any) -> None:
         "(multi-node: --out must be on a file system every node shares)",
     )
     b.add_argument("--out", default="runs/bench", help="folder for results.jsonl, episodes/ and index.html")
-    b.add_argument("--robot", default=None)
     b.add_argument("--max-turns", type=int, default=None)
     b.add_argument("--action-noise-cm", type=float, default=0.0, help="scripted expert's position noise")
     b.add_argument("--no-video", action="store_true", help="skip the per-episode mp4 (faster)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    from pear_agent.registry import add_family_arguments
+
+    add_family_arguments(b.add_argument_group("environment family options"), "bench")
     add_model_args(b)
     from pear_agent.episode import add_loop_args
 

@@ -171,10 +171,11 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
     ]
     if (run_dir / "episode.mp4").exists():
         parts.append('<video controls src="episode.mp4"></video>')
-    if any("rows" in t for t in turns):  # issue 14: a roadster flight's telemetry plot (inline SVG)
-        from sim_adapters.roadster.replay import telemetry_svg
+    from pear_agent.registry import report_html  # e.g. a roadster flight's telemetry plot (inline SVG)
 
-        parts.append(telemetry_svg(lines))
+    extra = report_html(str(r.get("task", "")), lines)
+    if extra:
+        parts.append(extra)
     parts.append(
         "<table><tr><th>turn</th><th>images</th><th>reply</th><th>latency</th><th>action (parsed / executed)"
         "</th><th>outcome</th><th>tokens</th></tr>"

@@ -1,10 +1,14 @@
 """`pear-agent bench`: tasks x seeds in parallel workers, one JSONL line per finished episode.
 
+Each worker keeps `concurrency` episodes in flight (`arun_job`: the turn loop as a coroutine that
+awaits the model), so `--workers 2 --concurrency 64` keeps 128 requests open against one server.
+
 Resumable: each result is appended (flush + fsync) the moment its episode ends; a restarted run
 reads the file (ignoring a torn last line), skips every episode already recorded and reruns only
 the rest, so a SIGKILL loses at most the episodes in flight and repeats none. The executor is
-pluggable: any `executor(fn, jobs, workers) -> iterator of (job, result)` works with the picklable
-top-level `run_job(job: dict) -> dict` (process pool today, Ray tomorrow).
+pluggable: any `executor(fn, jobs, workers, concurrency) -> iterator of (job, result)` works with
+the picklable top-level `arun_job(job: dict) -> dict` (local processes or Ray); `run_job` is the
+same episode for a synchronous caller.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ import os
 import shutil
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +31,8 @@ SPLITS: dict[str, tuple[int, int]] = {"train": (0, 10_000), "val": (10_000, 11_0
 RESULTS = "results.jsonl"
 CONFIG = "bench.json"
 
-Executor = Callable[[Callable[[dict], dict], Iterable[dict], int], Iterator[tuple[dict, dict]]]
+Executor = Callable[..., Iterator[tuple[dict, dict]]]
+"""`executor(fn, jobs, workers, concurrency=1)` -> (job, result) in completion order."""
 
 
 def split_seeds(split: str, episodes: int) -> list[int]:
@@ -56,16 +61,14 @@ def parse_seeds(text: str) -> list[int]:
 # -- policies -------------------------------------------------------------------------------
 def make_policy(spec: dict[str, Any], task: str, seed: int = 0) -> Any:
     """A policy from a plain, picklable description (never holding an API key: the worker reads
-    the key from the environment variable the spec names)."""
+    the key from the environment variable the spec names). "scripted" is the task's family's own
+    (the arm experts, the roadster's pilot)."""
     kind = spec.get("kind", "scripted")
-    if kind == "scripted" and task.partition(":")[0].startswith("roadster_"):  # issue 14
-        from pear_agent.policies.pilot import PilotPolicy
-
-        return PilotPolicy()
     if kind == "scripted":
-        from pear_agent.policies.scripted import ScriptedPolicy
+        from pear_agent.registry import family_of
 
-        return ScriptedPolicy(task, action_noise_cm=float(spec.get("action_noise_cm", 0.0)), seed=seed)
+        noise = float(spec.get("action_noise_cm", 0.0))
+        return family_of(task).default_policy(task, seed=seed, action_noise_cm=noise)
     if kind == "openai":
         from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
 
@@ -94,58 +97,45 @@ def episode_dir(task: str, seed: int) -> Path:
 
 
 MAX_SIMS = 4
-"""Scenes one worker keeps open (a LIBERO suite has 10 tasks; each scene holds its own simulator)."""
-_SIMS: dict[tuple[str, str, bool], tuple[Any, Any, Any]] = {}
-"""Per-process cache of (robot, kinematics, backend): building a scene costs more than a short
-episode, and `reset(seed)` fully re-initialises it."""
-
-
-def _sim(task: str, robot_name: str | None, render: bool) -> tuple[Any, Any, Any]:
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.registry import make_backend, task_entry
-    from pear_agent.robot_config import load_robot
-
-    name = robot_name or task_entry(task).default_robot
-    key = (task, name, render)
-    if key in _SIMS:
-        _SIMS[key] = _SIMS.pop(key)  # most recently used last
-    else:
-        while len(_SIMS) >= MAX_SIMS:  # jobs come task by task: keep only the latest scenes open
-            _, _, old = _SIMS.pop(next(iter(_SIMS)))
-            old.close()
-        robot = load_robot(name)
-        _SIMS[key] = (robot, Kinematics(robot), make_backend(task, robot, render=render))
-    return _SIMS[key]
-
-
-_ENVS: dict[tuple[str, str, bool], Any] = {}
-
-
-def _environment(task: str, job: dict[str, Any]) -> Any:
-    """The cached environment of an ENVIRONMENT_TASKS task (issue 14), else None."""
-    from pear_agent.registry import is_environment_task, make_environment
-
-    if not is_environment_task(task):
-        return None
-    key = (task, job.get("mode", "paused"), bool(job.get("render", True)))
-    if key not in _ENVS:
-        _ENVS[key] = make_environment(task, mode=key[1], render=key[2])
-    return _ENVS[key]
+"""Idle environments one worker keeps beyond those in flight (a LIBERO suite has 10 tasks; each
+scene holds its own simulator): `pear_agent.episodes.POOL`."""
 
 
 def close_sims() -> None:
-    _ENVS.clear()
-    for _, _, backend in _SIMS.values():
-        backend.close()
-    _SIMS.clear()
+    """Close this process's idle environments."""
+    from pear_agent.episodes import POOL
+
+    POOL.close()
+
+
+def _env_spec(job: dict[str, Any]) -> Any:
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.registry import EnvSpec
+
+    options = dict(job.get("options") or {})
+    if job.get("robot"):
+        options["robot"] = job["robot"]
+    cfg = EpisodeConfig(**(job.get("episode") or {}))
+    return EnvSpec.of(
+        job["task"], options, mode=job.get("mode", "paused"), render=bool(job.get("render", True)), config=cfg
+    )
 
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one episode in this process and return its result line. Never raises: a crash becomes
+    """`arun_job` for a synchronous caller (one episode on its own event loop)."""
+    from pear_agent.executors import run_coroutine
+
+    return run_coroutine(arun_job(job))
+
+
+async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
+    """Run one episode on this event loop and return its result line. Never raises: a crash becomes
     end_reason "error" with a one-line detail, so one bad episode does not stop the bench."""
     os.environ.setdefault("MUJOCO_GL", "egl")
     from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.episodes import POOL
     from pear_agent.records import RunWriter
+    from pear_agent.registry import family_of
 
     task, seed = job["task"], int(job["seed"])
     out = Path(job["out_dir"])
@@ -163,14 +153,15 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
         "policy": policy_label(job["policy"]),
         "run_dir": str(rel),
     }
-    writer = None
+    writer = env = spec = None
     key_env = (job["policy"].get("settings") or {}).get("api_key_env")
     secrets = [os.environ[key_env]] if key_env and os.environ.get(key_env) else []
     t0 = time.perf_counter()
+    POOL.max_idle = max(POOL.max_idle, int(job.get("concurrency") or 1), MAX_SIMS)
     try:
-        env = _environment(task, job)  # issue 14: tasks that bring their own environment (roadster)
-        if env is None:
-            _robot, kin, backend = _sim(task, job.get("robot"), bool(job.get("render", True)))
+        family = family_of(task)
+        spec = _env_spec(job)
+        env = POOL.acquire(spec)
         policy = make_policy(job["policy"], task, seed)
         writer = RunWriter(run_dir, video_fps=10.0 if job.get("video", True) else None, secrets=secrets)
         cfg = EpisodeConfig(
@@ -180,18 +171,15 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
             latency_s=job.get("latency_s"),
             **(job.get("episode") or {}),
         )
-        if env is None:
-            result = Episode(backend, kin, policy, cfg, writer).run(seed)
-        else:
-            result = Episode.of(env, policy, cfg, writer).run(seed)
+        result = await Episode.of(env, policy, cfg, writer).arun(seed)
         writer = None  # finished (closed) by the episode
         res = result.to_json()
         res.pop("run_dir", None)
         line |= res
-        if env is not None:
-            line |= env.result_fields()
+        line |= family.result_fields(env)
+        POOL.release(spec, env)
     except Exception as exc:  # one line in the results; the (redacted) traceback in error.txt
-        close_sims()  # the simulator may be in a bad state: rebuild it for the next job
+        POOL.discard(env)  # the simulator may be in a bad state: the next episode builds another
         detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
         for secret in secrets:
             detail = detail.replace(secret, "[redacted]")
@@ -255,6 +243,8 @@ class BenchConfig:
     mode: str = "paused"
     latency_s: float | None = None
     workers: int = 1
+    concurrency: int = 1
+    """Episodes in flight per worker (one event loop each)."""
     video: bool = True
     render: bool = True
     max_turns: int | None = None
@@ -262,13 +252,22 @@ class BenchConfig:
     robot: str | None = None
     episode: dict[str, Any] = field(default_factory=dict)
     """Loop options (EpisodeConfig fields: max_invalid, observation, scene_facts)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """Environment families' own options besides the robot (plain values)."""
     extra: dict[str, Any] = field(default_factory=dict)
 
     def identity(self) -> dict[str, Any]:
-        """What must match for a resume to be the same bench."""
+        """What must match for a resume to be the same bench (not how many ran at once)."""
         ident = {"policy": self.policy, "mode": self.mode, "latency_s": self.latency_s, "robot": self.robot}
         if self.episode:
             ident["episode"] = self.episode
+        if self.options:
+            ident["options"] = self.options
+        policy = dict(self.policy)
+        if isinstance(policy.get("settings"), dict) and "max_in_flight" in policy["settings"]:
+            # how many requests were open at once does not change what an episode is
+            policy["settings"] = {k: v for k, v in policy["settings"].items() if k != "max_in_flight"}
+            ident["policy"] = policy
         return ident
 
     def jobs(self) -> list[dict[str, Any]]:
@@ -284,6 +283,8 @@ class BenchConfig:
             "max_context_tokens": self.max_context_tokens,
             "robot": self.robot,
             "episode": self.episode,
+            "options": self.options,
+            "concurrency": self.concurrency,
         }
         return [base | {"task": t, "seed": s} for t in self.tasks for s in self.seeds]
 
@@ -320,11 +321,13 @@ def run_bench(
 
         bar = tqdm(total=total, initial=total - len(jobs), unit="ep", desc="bench", dynamic_ncols=True)
     run = executor or run_local
+    if cfg.workers < 1 or cfg.concurrency < 1:
+        raise ValueError("--workers and --concurrency must be >= 1")
     # progress counts only this command's episodes; the file may hold others from earlier runs
     finished = sum(1 for k in done if k in wanted)
     wins = sum(1 for k, r in done.items() if k in wanted and r.get("success"))
     try:
-        for _job, rec in run(run_job, jobs, cfg.workers):
+        for _job, rec in run(arun_job, jobs, cfg.workers, concurrency=cfg.concurrency):
             append_result(results_path, rec)
             done[rec["key"]] = rec
             wins += bool(rec.get("success"))

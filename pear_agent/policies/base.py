@@ -2,10 +2,16 @@
 
 A policy that calls a model sees only the messages; the scripted expert also reads the turn's
 privileged facts from `TurnContext`, which never reaches a model.
+
+The async path: a policy may also have `async def aact(messages, ctx)` (the model client does: it
+awaits the server without blocking the other episodes of its event loop). One without it still
+works under `Episode.arun`: its blocking `act` runs in a thread, or inline when it says it is cheap
+(`blocking = False`: the scripted experts, replay, the roadster's pilot answer in microseconds).
 """
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -56,3 +62,14 @@ class Policy(Protocol):
     def reset(self, seed: int) -> None: ...
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply: ...
+
+
+async def decide_async(policy: Policy, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+    """The policy's reply without blocking the event loop: its `aact` where it has one, else its
+    `act` inline when it declares `blocking = False`, else `act` in a worker thread."""
+    aact = getattr(policy, "aact", None)
+    if aact is not None:
+        return await aact(messages, ctx)
+    if not getattr(policy, "blocking", True):
+        return policy.act(messages, ctx)
+    return await asyncio.to_thread(policy.act, messages, ctx)

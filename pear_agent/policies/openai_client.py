@@ -8,18 +8,25 @@ land in the episode log; `latency_s` is the successful attempt only. Every failu
 `PolicyReply(error=...)` (a server's context-length error carries `info["end_reason"] =
 "context_budget"`), never an exception. The API key is read from the environment variable named by
 `api_key_env` and is scrubbed from every message this module produces.
+
+The client is asynchronous (`aact`, the `openai` package's `AsyncOpenAI`): one client, so one
+keep-alive connection pool, per endpoint per event loop, shared by every episode in flight in
+that loop; `max_in_flight` caps the requests it has open at once (a server's batch and prefix
+cache stay manageable; the wait for a slot is recorded as `queue_s`, not counted against the
+timeout). The blocking `act` runs the same coroutine on one background event loop per process.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
 import re
-import socket
 import sys
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,6 +60,9 @@ STRUCTURED_CHOICES = ("off", "auto", *DIALECTS)
 MAX_ADJUSTMENTS = 3
 """Per decision: requests re-sent with a protocol fix (no streaming, smaller max_tokens...)."""
 PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+KEEPALIVE_CONNECTIONS = 256
+"""Idle connections a shared client keeps per endpoint (its pool opens more when more are in flight)."""
 
 _SERVER_FACTS: dict[tuple[str, str, str], Any] = {}
 """Per process: what a (base_url, model) server was found to support: `stream` (False when it refused
@@ -98,12 +108,16 @@ class ModelSettings:
     logprobs: bool = False
     """Ask for the sampled tokens' log-probabilities (recorded as the turn's "tokens" when the server
     gives ids too: vLLM with return_tokens_as_token_ids; see `server_logprobs`)."""
+    max_in_flight: int | None = None
+    """At most this many requests open at once to this endpoint from one process (None: no cap)."""
 
     def __post_init__(self) -> None:
         if self.structured_output not in STRUCTURED_CHOICES:
             raise ValueError(
                 f"--structured-output {self.structured_output!r}: use one of {', '.join(STRUCTURED_CHOICES)}"
             )
+        if self.max_in_flight is not None and self.max_in_flight < 1:
+            raise ValueError(f"--max-in-flight must be >= 1, not {self.max_in_flight}")
 
 
 class DecisionTimeout(Exception):
@@ -144,16 +158,106 @@ def split_reasoning(message: Any) -> tuple[str, str]:
     return content, reasoning
 
 
-def _shutdown(stream: Any) -> None:
-    """Close a response stream from another thread: shut the socket down first (a blocked read
-    returns at once and the server sees the client leave), then close."""
-    with contextlib.suppress(Exception):  # best effort; close() below still runs
-        ns = stream.response.extensions.get("network_stream")
-        sock = ns.get_extra_info("socket") if ns is not None else None
-        if sock is not None:
-            sock.shutdown(socket.SHUT_RDWR)
-    with contextlib.suppress(Exception):
-        stream.close()
+class _Endpoint:
+    """One endpoint as seen from one event loop: the shared client (its connection pool) and the
+    slots that cap the requests in flight."""
+
+    def __init__(self, client: Any, max_in_flight: int | None) -> None:
+        self.client = client
+        self.max_in_flight = max_in_flight
+        self._slots = asyncio.Semaphore(max_in_flight) if max_in_flight else None
+        self.probe_lock = asyncio.Lock()
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    @contextlib.asynccontextmanager
+    async def slot(self, info: dict[str, Any]) -> Any:
+        """Hold one of the endpoint's request slots; the wait goes into `info["queue_s"]`."""
+        q0 = time.perf_counter()
+        if self._slots is not None:
+            await self._slots.acquire()
+        info["queue_s"] = info.get("queue_s", 0.0) + time.perf_counter() - q0
+        self.in_flight += 1
+        self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+        try:
+            yield
+        finally:
+            self.in_flight -= 1
+            if self._slots is not None:
+                self._slots.release()
+
+
+_ENDPOINTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str, str], _Endpoint]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _http_client(openai: Any, max_in_flight: int | None) -> Any:
+    """The SDK's own async HTTP client with a pool sized for many episodes in flight (keep-alive)."""
+    try:
+        from openai._constants import DEFAULT_CONNECTION_LIMITS  # the SDK's httpx Limits class
+
+        keep = max(KEEPALIVE_CONNECTIONS, max_in_flight or 0)
+        limits = type(DEFAULT_CONNECTION_LIMITS)(
+            max_connections=max(DEFAULT_CONNECTION_LIMITS.max_connections or 0, keep),
+            max_keepalive_connections=keep,
+        )
+        return openai.DefaultAsyncHttpxClient(limits=limits)
+    except Exception:  # another SDK version: its defaults (keep-alive all the same)
+        return None
+
+
+def endpoint(
+    openai: Any, base_url: str | None, key: str, timeout_s: float, max_in_flight: int | None
+) -> _Endpoint:
+    """The running loop's shared client for (base_url, key), made on first use."""
+    loop = asyncio.get_running_loop()
+    per_loop = _ENDPOINTS.setdefault(loop, {})
+    ep = per_loop.get((base_url or "", key))
+    if ep is None:
+        client = openai.AsyncOpenAI(
+            api_key=key or "not-needed",
+            base_url=base_url,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=_http_client(openai, max_in_flight),
+        )
+        ep = per_loop[(base_url or "", key)] = _Endpoint(client, max_in_flight)
+    return ep
+
+
+def endpoints() -> list[_Endpoint]:
+    """The running loop's endpoints (a benchmark reads their peak requests in flight)."""
+    return list(_ENDPOINTS.get(asyncio.get_running_loop(), {}).values())
+
+
+async def aclose_endpoints() -> None:
+    """Close the running loop's clients (their connections); a new use makes new ones."""
+    per_loop = _ENDPOINTS.pop(asyncio.get_running_loop(), {})
+    for ep in per_loop.values():
+        with contextlib.suppress(Exception):  # a dead connection may fail to close: it is gone anyway
+            await ep.client.close()
+
+
+class _LoopThread:
+    """One background event loop per process for the blocking `act` (its own clients, keep-alive
+    across calls)."""
+
+    _lock = threading.Lock()
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def run(cls, coro: Any) -> Any:
+        with cls._lock:
+            if cls._loop is None or cls._thread is None or not cls._thread.is_alive():
+                cls._loop = asyncio.new_event_loop()
+                cls._thread = threading.Thread(target=cls._loop.run_forever, daemon=True, name="pear-openai")
+                cls._thread.start()
+        if threading.current_thread() is cls._thread:
+            coro.close()
+            raise RuntimeError("OpenAIPolicy.act called from its own event loop: await aact instead")
+        return asyncio.run_coroutine_threadsafe(coro, cls._loop).result()
 
 
 @dataclass
@@ -170,6 +274,9 @@ class _Answer:
 class OpenAIPolicy:
     """One chat completion per turn over the append-only conversation."""
 
+    blocking = True
+    """`act` blocks; `Episode.arun` awaits `aact` instead."""
+
     def __init__(self, settings: ModelSettings) -> None:
         import openai
 
@@ -181,12 +288,6 @@ class OpenAIPolicy:
             if not self._key:
                 raise ValueError(f"environment variable {settings.api_key_env} (--api-key-env) is not set")
         self._openai = openai
-        self.client = openai.OpenAI(
-            api_key=self._key or "not-needed",
-            base_url=settings.base_url,
-            timeout=settings.timeout_s,
-            max_retries=0,
-        )
         self._facts = _SERVER_FACTS.setdefault((settings.base_url or "", settings.model, self._key), {})
         if settings.structured_output_chosen:
             self._facts.setdefault("dialect", settings.structured_output_chosen)
@@ -203,37 +304,53 @@ class OpenAIPolicy:
             )
         return self._facts["window"]
 
+    def _endpoint(self) -> _Endpoint:
+        s = self.settings
+        return endpoint(self._openai, s.base_url, self._key, s.timeout_s, s.max_in_flight)
+
     def structured_dialect(self) -> tuple[str | None, str]:
         """(dialect or None, how it was chosen) for `--structured-output`; `auto` probes once."""
+        if self.settings.structured_output == "auto" and "dialect" not in self._facts:
+            return _LoopThread.run(self._astructured_dialect())
+        return self._dialect_known()
+
+    def _dialect_known(self) -> tuple[str | None, str]:
         want = self.settings.structured_output
         if want == "off":
             return None, "off"
         if want in DIALECTS:
             return want, want
-        if "dialect" not in self._facts:
-            self._facts["dialect"], self._facts["dialect_note"] = self._probe_dialect()
-            chosen = self._facts["dialect"] or "off"
-            print(
-                f"pear-agent: structured output: auto chose {chosen} ({self._facts['dialect_note']})",
-                file=sys.stderr,
-                flush=True,
-            )
         chosen = self._facts["dialect"]
         return chosen, f"auto -> {chosen or 'off'}"
 
-    def _probe_dialect(self) -> tuple[str | None, str]:
+    async def _astructured_dialect(self) -> tuple[str | None, str]:
+        if self.settings.structured_output == "auto" and "dialect" not in self._facts:
+            async with self._endpoint().probe_lock:  # episodes starting together probe once
+                if "dialect" not in self._facts:
+                    self._facts["dialect"], self._facts["dialect_note"] = await self._probe_dialect()
+                    chosen = self._facts["dialect"] or "off"
+                    print(
+                        f"pear-agent: structured output: auto chose {chosen} ({self._facts['dialect_note']})",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+        return self._dialect_known()
+
+    async def _probe_dialect(self) -> tuple[str | None, str]:
         """Ask the server for a tiny constrained reply in each dialect; the first it answers wins.
         Connection errors and 401/403/404 are raised (the decision would fail the same way)."""
         notes = []
+        ep = self._endpoint()
         for dialect in DIALECTS:
             try:
-                self.client.chat.completions.create(
-                    model=self.settings.model,
-                    messages=[{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}],
-                    response_format=response_format(dialect, PROBE_SCHEMA),  # type: ignore[arg-type]
-                    **{self._facts.get("max_tokens_key", "max_tokens"): 8},
-                    timeout=min(30.0, self.settings.timeout_s),
-                )
+                async with ep.slot({}):
+                    await ep.client.chat.completions.create(
+                        model=self.settings.model,
+                        messages=[{"role": "user", "content": 'Answer with the JSON object {"ok": true}.'}],
+                        response_format=response_format(dialect, PROBE_SCHEMA),  # type: ignore[arg-type]
+                        **{self._facts.get("max_tokens_key", "max_tokens"): 8},
+                        timeout=min(30.0, self.settings.timeout_s),
+                    )
                 return dialect, "; ".join([*notes, f"{dialect}: accepted"])
             except self._openai.APIStatusError as exc:
                 if exc.status_code in (401, 403, 404):
@@ -252,7 +369,9 @@ class OpenAIPolicy:
     def reset(self, seed: int) -> None:
         pass
 
-    def _request(self, messages: list[Message], ctx: TurnContext, info: dict[str, Any]) -> dict[str, Any]:
+    async def _request(
+        self, messages: list[Message], ctx: TurnContext, info: dict[str, Any]
+    ) -> dict[str, Any]:
         s = self.settings
         kw: dict[str, Any] = {"model": s.model, "messages": wire_messages(messages, s.keep_images)}
         if s.temperature is not None:
@@ -270,7 +389,7 @@ class OpenAIPolicy:
             body[PRIVILEGED_KEY] = _jsonable(
                 {"task": ctx.task, "state": ctx.state, "facts": ctx.observation.privileged}
             )
-        dialect, how = self.structured_dialect()
+        dialect, how = await self._astructured_dialect()
         info["structured_output"] = how
         if dialect is not None:
             schema = getattr(ctx, "response_schema", None) or getattr(ctx, "action_schema", None)
@@ -284,71 +403,59 @@ class OpenAIPolicy:
             kw["extra_body"] = body
         return kw
 
-    def _stream(self, kw: dict[str, Any], deadline: float, a0: float) -> _Answer:
+    async def _stream(self, ep: _Endpoint, kw: dict[str, Any], deadline: float, a0: float) -> _Answer:
         stream_kw = kw | {"stream": True, "stream_options": {"include_usage": True}}
-        stream = self.client.chat.completions.create(
-            **stream_kw, timeout=max(0.01, deadline - time.perf_counter())
-        )
-        aborted = threading.Event()
-
-        def abort() -> None:
-            aborted.set()
-            _shutdown(stream)
-
-        timer = threading.Timer(max(0.0, deadline - time.perf_counter()), abort)
-        timer.daemon = True
-        timer.start()
         content: list[str] = []
         reasoning: list[str] = []
-        usage = finish = model = ttft = None
         logprobs: list[Any] = []
-        completed = False
-        try:
-            for chunk in stream:
+        got: dict[str, Any] = {"usage": None, "finish": None, "model": None, "ttft": None, "stream": None}
+
+        async def consume() -> None:
+            stream = got["stream"] = await ep.client.chat.completions.create(
+                **stream_kw, timeout=max(0.01, deadline - time.perf_counter())
+            )
+            async for chunk in stream:
                 if isinstance(chunk, str):
                     raise ValueError(f"malformed stream chunk: {chunk[:200]!r}")
-                model = getattr(chunk, "model", None) or model
+                got["model"] = getattr(chunk, "model", None) or got["model"]
                 if getattr(chunk, "usage", None) is not None:
-                    usage = chunk.usage
+                    got["usage"] = chunk.usage
                 for choice in getattr(chunk, "choices", None) or []:
                     delta = choice.delta
                     piece = (getattr(delta, "content", None) or "") if delta is not None else ""
                     think = _reasoning_of(delta) if delta is not None else ""
-                    if (piece or think) and ttft is None:
-                        ttft = time.perf_counter() - a0
+                    if (piece or think) and got["ttft"] is None:
+                        got["ttft"] = time.perf_counter() - a0
                     content.append(piece)
                     reasoning.append(think)
-                    logprobs += entries_of(getattr(choice, "logprobs", None))
-                    finish = choice.finish_reason or finish
-                if time.perf_counter() > deadline:
-                    abort()
-                    break
-            else:
-                if finish is None and not "".join(content) and not "".join(reasoning):
-                    raise EmptyStream("malformed response: the stream ended without a choice")
-                completed = True
-        except EmptyStream:
-            raise
-        except Exception:
-            if aborted.is_set():
-                raise DecisionTimeout() from None
-            raise
+                    logprobs.extend(entries_of(getattr(choice, "logprobs", None)))
+                    got["finish"] = choice.finish_reason or got["finish"]
+            if got["finish"] is None and not "".join(content) and not "".join(reasoning):
+                raise EmptyStream("malformed response: the stream ended without a choice")
+
+        try:
+            # past the deadline the read is cancelled and the stream closed below: the connection is
+            # dropped (not handed back half-read), so the server sees the client leave and stops
+            await asyncio.wait_for(consume(), timeout=max(0.0, deadline - time.perf_counter()))
+        except TimeoutError:
+            raise DecisionTimeout() from None
         finally:
-            timer.cancel()
-            if aborted.is_set() or not completed:  # a broken stream's connection is not reused
-                _shutdown(stream)
-            else:  # a finished stream hands its connection back (keep-alive; TLS to hosted APIs)
+            if got["stream"] is not None:  # a finished stream hands its connection back (keep-alive)
                 with contextlib.suppress(Exception):
-                    stream.close()
-        if aborted.is_set():
-            raise DecisionTimeout()
+                    await got["stream"].close()
         text = "".join(content)
         thinks = [t.strip() for t in THINK_RE.findall(text)]
         think_text = "\n".join(["".join(reasoning), *thinks]).strip()
-        return _Answer(text, think_text, self._usage(usage), finish, model, ttft, logprobs)
+        return _Answer(
+            text, think_text, self._usage(got["usage"]), got["finish"], got["model"], got["ttft"], logprobs
+        )
 
-    def _once(self, kw: dict[str, Any], deadline: float) -> _Answer:
-        resp = self.client.chat.completions.create(**kw, timeout=max(0.01, deadline - time.perf_counter()))
+    async def _once(self, ep: _Endpoint, kw: dict[str, Any], deadline: float) -> _Answer:
+        left = max(0.01, deadline - time.perf_counter())
+        try:
+            resp = await asyncio.wait_for(ep.client.chat.completions.create(**kw, timeout=left), timeout=left)
+        except TimeoutError:
+            raise DecisionTimeout() from None
         if isinstance(resp, str) or not getattr(resp, "choices", None):
             raise ValueError(f"malformed response: {str(resp)[:200]!r}")
         content, reasoning = split_reasoning(resp.choices[0].message)
@@ -439,6 +546,11 @@ class OpenAIPolicy:
 
     # -- one decision -------------------------------------------------------------------------------
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        """The decision, blocking (on this process's background event loop)."""
+        return _LoopThread.run(self.aact(messages, ctx))
+
+    async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        """The decision, awaited on the running loop (its shared client for this endpoint)."""
         s = self.settings
         t0 = time.perf_counter()
         attempts: list[dict[str, Any]] = []
@@ -450,18 +562,24 @@ class OpenAIPolicy:
             return PolicyReply("", 0.0, error=error, info=info)
 
         try:
-            kw = self._request(messages, ctx, info)
+            ep = self._endpoint()
+            kw = await self._request(messages, ctx, info)
         except Exception as exc:  # e.g. unserialisable extra body, a dead server at the probe
             return failed(self._describe(exc))
         attempt = adjustments = 0
         unstreamed = False  # for the rest of this decision, after an empty stream
         while True:
-            a0 = time.perf_counter()
-            deadline = a0 + s.timeout_s
             unstreamed = unstreamed or bool(kw.pop("_unstreamed_once", False))
             streamed = s.stream and self._facts.get("stream", True) and not unstreamed
+            a0 = time.perf_counter()
             try:
-                ans = self._stream(kw, deadline, a0) if streamed else self._once(kw, deadline)
+                async with ep.slot(info):
+                    a0 = time.perf_counter()  # the attempt starts when a slot is ours
+                    deadline = a0 + s.timeout_s
+                    if streamed:
+                        ans = await self._stream(ep, kw, deadline, a0)
+                    else:
+                        ans = await self._once(ep, kw, deadline)
             except Exception as exc:  # any failure is reported, never raised
                 err = self._describe(exc)
                 rec: dict[str, Any] = {
@@ -487,7 +605,7 @@ class OpenAIPolicy:
                     tries = f" after {len(attempts)} attempts" if len(attempts) > 1 else ""
                     return failed(f"{err}{tries}")
                 attempt += 1
-                time.sleep(wait)
+                await asyncio.sleep(wait)
                 continue
             latency = time.perf_counter() - a0
             attempts.append({"attempt": len(attempts) + 1, "seconds": latency, "ttft_s": ans.ttft_s})
@@ -508,7 +626,7 @@ class OpenAIPolicy:
             content = ans.reasoning
         usage = ans.usage
         if usage is None and not self._facts.get("counted"):
-            usage_probe = self._count_prompt(kw)
+            usage_probe = await self._count_prompt(ep, kw)
             if usage_probe is not None:
                 info["prompt_tokens_counted"] = usage_probe
         prompt_tokens = usage["prompt_tokens"] if usage else info.get("prompt_tokens_counted")
@@ -522,7 +640,7 @@ class OpenAIPolicy:
         trace = trace_from_logprobs(ans.logprobs) if s.logprobs else None
         return PolicyReply(content, latency, usage=usage, info=info, tokens=trace)
 
-    def _count_prompt(self, kw: dict[str, Any]) -> int | None:
+    async def _count_prompt(self, ep: _Endpoint, kw: dict[str, Any]) -> int | None:
         """A server that streams without usage (llama-cpp-python): once per process, the same
         prompt with 1 output token, unstreamed, to learn how many prompt tokens it saw."""
         self._facts["counted"] = True
@@ -531,9 +649,10 @@ class OpenAIPolicy:
             k: v for k, v in kw.items() if k not in ("response_format", "max_tokens", "max_completion_tokens")
         }
         try:
-            resp = self.client.chat.completions.create(
-                **probe, **{key: 1}, timeout=min(30.0, self.settings.timeout_s)
-            )
+            async with ep.slot({}):
+                resp = await ep.client.chat.completions.create(
+                    **probe, **{key: 1}, timeout=min(30.0, self.settings.timeout_s)
+                )
             return int(resp.usage.prompt_tokens) if getattr(resp, "usage", None) else None
         except Exception:  # a count is a nicety; the decision already succeeded
             return None
@@ -583,6 +702,14 @@ def add_model_args(p: Any) -> None:
         "--keep-images", type=int, default=None, metavar="K", help="send only the last K turns' images"
     )
     g.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N requests open at once to the endpoint (bench: over all its workers; default no "
+        "cap): keeps a server's batch, and its prefix-cache hits, where you want them",
+    )
+    g.add_argument(
         "--send-privileged",
         action="store_true",
         help="diagnostic: send simulator facts so `pear-agent serve`'s scripted expert can answer",
@@ -625,6 +752,9 @@ def settings_from_args(args: Any) -> ModelSettings | None:
         raise ValueError("--keep-images must be >= 0")
     if args.max_tokens is not None and args.max_tokens < 0:
         raise ValueError("--max-tokens must be >= 0 (0 sends none)")
+    max_in_flight = getattr(args, "max_in_flight", None)
+    if max_in_flight is not None and max_in_flight < 1:
+        raise ValueError("--max-in-flight must be >= 1")
     retry_timeouts = {"yes": True, "no": False}.get(args.retry_timeouts, not getattr(args, "realtime", False))
     return ModelSettings(
         model=args.model,
@@ -641,6 +771,7 @@ def settings_from_args(args: Any) -> ModelSettings | None:
         stream=not args.no_stream,
         structured_output=args.structured_output,
         retry_timeouts=retry_timeouts,
+        max_in_flight=max_in_flight,
     )
 
 

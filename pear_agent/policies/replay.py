@@ -15,6 +15,7 @@ from pear_agent.protocol.prompts import Message
 
 class ReplayPolicy:
     name = "replay"
+    blocking = False
 
     def __init__(self, log_path: Path) -> None:
         lines = [json.loads(x) for x in Path(log_path).read_text().splitlines() if x.strip()]

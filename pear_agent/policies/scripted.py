@@ -20,6 +20,8 @@ class ScriptedPolicy:
     """
 
     name = "scripted"
+    blocking = False
+    """Answers in microseconds: `Episode.arun` calls it inline."""
 
     def __init__(self, task: str, action_noise_cm: float = 0.0, seed: int = 0) -> None:
         if task not in EXPERTS:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import time
 from functools import partial
 from pathlib import Path
@@ -20,7 +21,6 @@ def add_parser(sub: Any) -> None:
         help="collect GRPO rollout groups (G episodes per initial state) as trajectory records",
     )
     p.add_argument("--task", default="pick_cube", help="a task, or several comma-separated (curriculum)")
-    p.add_argument("--robot", default=None)
     p.add_argument("--group-size", type=int, default=4, help="episodes per group (G)")
     p.add_argument("--groups", type=int, default=4, help="groups to keep (with a learning signal)")
     p.add_argument("--max-attempts", type=int, default=None, help="groups to sample at most (3 x --groups)")
@@ -43,6 +43,23 @@ def add_parser(sub: Any) -> None:
         help="spread episodes over Ray: 'local' starts a local instance, 'auto' or host:port joins one",
     )
     p.add_argument("--workers", type=int, default=1, help="episodes in parallel (processes or Ray tasks)")
+    p.add_argument(
+        "--concurrency",
+        type=int,
+        default=1,
+        metavar="N",
+        help="episodes in flight per worker (default 1): a group's episodes await one model server together",
+    )
+    p.add_argument(
+        "--max-in-flight",
+        type=int,
+        default=None,
+        metavar="N",
+        help="--policy openai: at most N requests open at once to the endpoint, over all workers",
+    )
+    from pear_agent.registry import add_family_arguments
+
+    add_family_arguments(p.add_argument_group("environment family options"), "rollouts")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.set_defaults(func=cmd_rollouts)
 
@@ -57,30 +74,32 @@ def _policy_spec(args: argparse.Namespace) -> Any:
     model = {"model": args.model, "base_url": args.base_url, "temperature": args.temperature}
     if args.api_key_env:
         model["api_key_env"] = args.api_key_env
+    if args.max_in_flight is not None:
+        if args.max_in_flight < 1:
+            raise RolloutsError("--max-in-flight must be >= 1")
+        model["max_in_flight"] = math.ceil(args.max_in_flight / args.workers)
     return PolicySpec("openai", model=tuple(sorted(model.items())))
 
 
 def cmd_rollouts(args: argparse.Namespace) -> int:
     from pear_agent.executors import run_local, run_ray
-    from pear_agent.registry import task_entry
-    from pear_agent.rl.rollouts import Group, collect_groups, sequential
+    from pear_agent.registry import resolve
+    from pear_agent.rl.rollouts import Group, arun_rollout, collect_groups, run_rollout, sequential
     from pear_agent.rl.trajectories import TrajectoryWriter, export_sft
 
     tasks = [t.strip() for t in args.task.split(",") if t.strip()]
     if not tasks:
         raise RolloutsError("--task needs at least one task name")
-    from pear_agent.registry import is_environment_task
-
-    for t in tasks:
-        if not is_environment_task(t):  # roadster tasks (issue 14): `roadster_kickflip:storm`
-            task_entry(t)
-    if args.group_size < 1 or args.groups < 1 or args.workers < 1:
-        raise RolloutsError("--group-size, --groups and --workers must be >= 1")
+    for t in tasks:  # any family's task (the roadster's `roadster_kickflip:storm`): a bad name fails now
+        resolve(t)
+    if args.group_size < 1 or args.groups < 1 or args.workers < 1 or args.concurrency < 1:
+        raise RolloutsError("--group-size, --groups, --workers and --concurrency must be >= 1")
     policy = _policy_spec(args)
+    n = args.concurrency
     if args.ray_address:
-        executor = partial(run_ray, address=args.ray_address, num_workers=args.workers)
-    elif args.workers > 1:
-        executor = partial(run_local, workers=args.workers)
+        executor = partial(run_ray, address=args.ray_address, num_workers=args.workers, concurrency=n)
+    elif args.workers > 1 or n > 1:
+        executor = partial(run_local, workers=args.workers, concurrency=n)
     else:
         executor = sequential
     out = Path(args.out or f"runs/rollouts-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -111,9 +130,10 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
             max_attempts=args.max_attempts,
             executor=executor,
             on_group=on_group,
-            robot=args.robot,
+            robot=getattr(args, "robot", None),
             render=not args.no_render,
             max_turns=args.max_turns,
+            job_fn=arun_rollout if n > 1 else run_rollout,
         )
     except ConnectionError as exc:
         raise RolloutsError(f"cannot reach the Ray cluster at {args.ray_address}: {exc}") from None
@@ -124,6 +144,7 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
         "records": writer.count,
         "executor": f"ray:{args.ray_address}" if args.ray_address else "local",
         "workers": args.workers,
+        "concurrency": n,
     }
     if args.sft:
         summary["sft_episodes"] = export_sft(out, Path(args.sft))

@@ -1,16 +1,17 @@
 """Rollout groups: G episodes of one task from one initial state, a stochastic policy, rewards and
 group-relative advantages; groups without a learning signal are dropped and resampled.
 
-`run_rollout` is the unit of work an executor (local processes or Ray) runs: it is a module-level
-function of a picklable `RolloutJob`, builds its simulator inside the worker (cached per process,
-so each worker owns one simulator per task) and returns a plain dict that crosses process and
-machine boundaries: the record of `pear_agent.rl.trajectories.TrajectoryRecord`, images inline.
+`arun_rollout` is the unit of work an executor (local processes or Ray) runs: a module-level
+coroutine function of a picklable `RolloutJob`; it takes its environment from the worker's pool
+(`pear_agent.episodes.POOL`: one per episode in flight, reused by the next episode of the task)
+and returns a plain dict that crosses process and machine boundaries: the record of
+`pear_agent.rl.trajectories.TrajectoryRecord`, images inline. With an executor that keeps N of
+them in flight per worker (`run_local(..., concurrency=N)`), a group's G episodes await one model
+server together. `run_rollout` is the same episode for a synchronous caller.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import os
 import socket
 import time
@@ -42,16 +43,12 @@ class PolicySpec:
     """ModelSettings fields as (name, value) pairs (hashable)."""
 
     def build(self, task: str, policy_seed: int) -> Policy:
-        from pear_agent.registry import is_environment_task
+        if self.kind == "scripted":  # the task's family's own: the arm experts, the roadster's pilot
+            from pear_agent.registry import family_of
 
-        if self.kind == "scripted" and is_environment_task(task):
-            from pear_agent.policies.pilot import PilotPolicy
-
-            return PilotPolicy(noise=self.pilot_noise, seed=policy_seed)
-        if self.kind == "scripted":
-            from pear_agent.policies.scripted import ScriptedPolicy
-
-            return ScriptedPolicy(task, action_noise_cm=self.action_noise_cm, seed=policy_seed)
+            return family_of(task).default_policy(
+                task, seed=policy_seed, action_noise_cm=self.action_noise_cm, pilot_noise=self.pilot_noise
+            )
         if self.kind == "openai":
             from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
 
@@ -79,53 +76,33 @@ class RolloutJob:
         return f"{self.group_id or 'ep'}-{self.task}-s{self.seed}-r{self.index_in_group}"
 
 
-_SIMS: dict[tuple[str, str, bool], Any] = {}
-_ENVS: dict[tuple[str, str, bool], Any] = {}
-
-
-def _simulator(task: str, robot_name: str | None, render: bool) -> tuple[Any, Any]:
-    """This process's backend and kinematics for a task (built on first use, reused after)."""
-    os.environ.setdefault("MUJOCO_GL", "egl")  # before any MuJoCo import in this worker
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.registry import make_backend, task_entry
-    from pear_agent.robot_config import load_robot
-
-    robot_name = robot_name or task_entry(task).default_robot
-    key = (task, robot_name, render)
-    if key not in _SIMS:
-        robot = load_robot(robot_name)
-        _SIMS[key] = (make_backend(task, robot, render=render), Kinematics(robot))
-    return _SIMS[key]
-
-
-@atexit.register
-def _close_simulators() -> None:
-    for backend, _ in _SIMS.values():
-        with contextlib.suppress(Exception):  # closing at exit must never raise
-            backend.close()
-    _SIMS.clear()
-
-
 def run_rollout(job: RolloutJob) -> dict[str, Any]:
+    """`arun_rollout` for a synchronous caller (one episode on its own event loop)."""
+    from pear_agent.executors import run_coroutine
+
+    return run_coroutine(arun_rollout(job))
+
+
+async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
     """One episode; returns its trajectory record (advantage not yet known: None)."""
+    os.environ.setdefault("MUJOCO_GL", "egl")  # before any MuJoCo import in this worker
     from pear_agent.episode import Episode, EpisodeConfig
-    from pear_agent.registry import is_environment_task, make_environment
+    from pear_agent.episodes import POOL
+    from pear_agent.registry import EnvSpec, resolve
 
     config = EpisodeConfig(max_turns=job.max_turns, mode=job.mode)  # type: ignore[arg-type]
     policy = job.policy.build(job.task, job.policy_seed)
-    if is_environment_task(job.task):  # issue 14: the roadster; its reward is the shaped one in [0, 1]
-        key = (job.task, job.mode, job.render)
-        if key not in _ENVS:
-            _ENVS[key] = make_environment(job.task, mode=job.mode, render=job.render)
-        env = _ENVS[key]
+    family, task = resolve(job.task)  # a roadster task without a band flies the light one
+    spec = EnvSpec.of(task, {"robot": job.robot}, mode=job.mode, render=job.render, config=config)
+    env = POOL.acquire(spec)
+    try:
         episode = Episode.of(env, policy, config)
-        result = episode.run(job.seed)
-        shaped = lambda: env.reward()["total"]  # noqa: E731
-    else:
-        backend, kin = _simulator(job.task, job.robot, job.render)
-        episode = Episode(backend, kin, policy, config)
-        result = episode.run(job.seed)
-        shaped = getattr(backend, "shaped_reward", None)
+        result = await episode.arun(job.seed)
+        reward, shaped = family.rewards(env, result)
+    except BaseException:
+        POOL.discard(env)
+        raise
+    POOL.release(spec, env)
     return {
         "schema": "pear-agent/trajectory/v1",
         "id": job.id,
@@ -137,8 +114,8 @@ def run_rollout(job: RolloutJob) -> dict[str, Any]:
         "policy": result.policy,
         "policy_seed": job.policy_seed,
         "mode": result.mode,
-        "reward": float(shaped()) if is_environment_task(job.task) else (1.0 if result.success else 0.0),
-        "shaped_reward": float(shaped()) if callable(shaped) else None,
+        "reward": reward,
+        "shaped_reward": shaped,
         "advantage": None,
         "success": result.success,
         "end_reason": result.end_reason,
@@ -154,6 +131,11 @@ def run_rollout(job: RolloutJob) -> dict[str, Any]:
 
 def sequential(fn: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
     """The default executor: this process, one job after another."""
+    from pear_agent.executors import drive, is_async
+
+    if is_async(fn):
+        yield from drive(fn, jobs, 1)
+        return
     for job in jobs:
         yield job, fn(job)
 
@@ -210,11 +192,14 @@ def collect_groups(
     mode: str = "paused",
     eps: float = 1e-6,
     curriculum_seed: int = 0,
+    job_fn: Callable[[RolloutJob], Any] = run_rollout,
 ) -> RolloutReport:
     """Sample groups until `n_groups` are kept or `max_attempts` groups (default 3 x n_groups)
     were sampled. Each attempt draws a new initial state (episode seed base_seed, base_seed+1, ...);
     with several tasks a curriculum sampler picks each group's task. `on_group` sees every group,
-    kept or dropped, with advantages filled in (zeros for a dropped group)."""
+    kept or dropped, with advantages filled in (zeros for a dropped group). `job_fn` is what the
+    executor runs per episode: `run_rollout`, or `arun_rollout` with an executor that keeps several
+    in flight (`functools.partial(run_local, workers=W, concurrency=N)`)."""
     if group_size < 1 or n_groups < 1:
         raise ValueError(f"need group_size >= 1 and groups >= 1, got {group_size} and {n_groups}")
     tracker = SuccessTracker(tasks)
@@ -238,7 +223,7 @@ def collect_groups(
             attempts += 1
             seed += 1
         results: dict[str, dict[int, dict[str, Any]]] = {gid: {} for gid in meta}
-        for job, rec in executor(run_rollout, jobs):
+        for job, rec in executor(job_fn, jobs):
             results[job.group_id][job.index_in_group] = rec
             report.episodes += 1
         for gid, (task, gseed) in meta.items():

@@ -73,16 +73,10 @@ class PearAgentEnv(BaseTextEnv):
         cfg: dict[str, Any] = {}
         for src in (_as_dict(env_config), extras, _as_dict(extras.get("extra_info"))):
             cfg.update({k: v for k, v in src.items() if k in KEYS and v is not None})
-        from pear_agent.registry import is_environment_task, task_entry
+        from pear_agent.registry import resolve
 
         self.task = str(cfg.get("task", "pick_cube"))
-        self.is_env_task = is_environment_task(self.task)  # the roadster (issue 14)
-        if self.is_env_task:
-            from sim_adapters.roadster.cli import split_task
-
-            split_task(self.task)  # unknown stunt or band: a one-line error now
-        else:
-            task_entry(self.task)  # unknown task: a one-line error now, not in the thread
+        resolve(self.task)  # unknown task (or wind band): a one-line error now, not in the thread
         self.seed = int(cfg.get("seed", 0))
         self.robot = cfg.get("robot")
         self.max_turns_override = int(cfg["max_turns"]) if cfg.get("max_turns") else None
@@ -104,30 +98,24 @@ class PearAgentEnv(BaseTextEnv):
 
     # -- the episode thread -----------------------------------------------------------
     def _run(self) -> None:
-        backend = None
+        env = None
         try:
             from pear_agent.episode import Episode, EpisodeConfig
-            from pear_agent.kinematics import Kinematics
-            from pear_agent.registry import make_backend, task_entry
-            from pear_agent.robot_config import load_robot
+            from pear_agent.registry import close_environment, make_environment
 
             policy = _ChannelPolicy(self._events, self._replies)
             config = EpisodeConfig(max_turns=self.max_turns_override, mode=self.mode)  # type: ignore[arg-type]
-            if self.is_env_task:
-                from pear_agent.registry import make_environment
-
-                backend = self._env = make_environment(self.task, mode=self.mode, render=self.render)
-                self._episode = Episode.of(self._env, policy, config)
-            else:
-                robot = load_robot(self.robot or task_entry(self.task).default_robot)
-                backend = make_backend(self.task, robot, render=self.render)
-                self._episode = Episode(backend, Kinematics(robot), policy, config)
+            options = {"robot": self.robot} if self.robot else {}
+            env = self._env = make_environment(
+                self.task, mode=self.mode, render=self.render, config=config, **options
+            )
+            self._episode = Episode.of(env, policy, config)
             self._events.put(("done", self._episode.run(self.seed)))
         except BaseException as exc:  # reported to the caller of init/step
             self._events.put(("error", exc))
         finally:
-            if backend is not None:
-                backend.close()
+            if env is not None:
+                close_environment(env)
 
     def _next(self) -> tuple[Any, ...]:
         try:
@@ -172,9 +160,10 @@ class PearAgentEnv(BaseTextEnv):
         event = self._next()
         if event[0] == "done":
             self._finish(event[1])
-            reward = 1.0 if self.result.success else 0.0
-            if self.is_env_task:  # the roadster: the shaped reward in [0, 1]
-                reward = float(self._env.reward()["total"])
+            from pear_agent.registry import family_of
+
+            # the family's reward: success for the arm tasks, the roadster's shaped one in [0, 1]
+            reward, _ = family_of(self.task).rewards(self._env, self.result)
             return BaseTextEnvStepOutput(observations=[], reward=reward, done=True, metadata=self._metadata())
         _, n, self.context = event
         # the loop appended our reply (assistant) and the next user turn: return what follows the reply

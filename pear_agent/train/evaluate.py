@@ -22,9 +22,9 @@ def eval_draws(recipe: Recipe, split: str, episodes: int | None = None) -> list[
     tasks = recipe.eval.tasks or [e.task for e in recipe.grpo.stages[-1].mix]
     entries: list[tuple[MixEntry, int]] = []
     for t in dict.fromkeys(tasks):
-        from pear_agent.registry import is_environment_task
+        from pear_agent.registry import family_of
 
-        if split == "test" and is_environment_task(t) and ":" not in t:
+        if split == "test" and family_of(t).name == "roadster" and ":" not in t:  # per wind band
             for band, n in recipe.eval.test_episodes.items():
                 entries.append((MixEntry(task=f"{t}:{band}"), episodes or n))
         else:

@@ -77,12 +77,9 @@ class TaskMix:
         if e.filter is None:
             seed = self._next[i]
         else:
-            from sim_adapters.roadster.cli import split_task
-            from sim_adapters.roadster.environment import TASKS as STUNTS
-            from sim_adapters.roadster.scenario import filtered_seeds
+            from pear_agent.registry import family_of
 
-            name, band = split_task(e.task)
-            found = filtered_seeds(STUNTS[name], band, e.filter, self._next[i], hi, 1)
+            found = family_of(e.task).filtered_seeds(e.task, e.filter, self._next[i], hi, 1)
             if not found:
                 raise ValueError(f"no more {self.split} seeds pass filter {e.filter!r} for {e.task}")
             seed = found[0]

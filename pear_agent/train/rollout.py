@@ -61,26 +61,17 @@ _ENVS: dict[tuple[str, str, str, bool], Any] = {}
 
 
 def _environment(task: str, opts: LoopOptions) -> Any:
-    """An environment for the task, built once per process and reused."""
-    from pear_agent.registry import is_environment_task, make_environment
+    """An environment for the task, built once per process and reused (any family's task, through
+    the registry: arm tasks render cameras only when the model is sent images)."""
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.registry import make_environment
 
     key = (task, opts.mode, opts.observation, opts.scene_facts)
     if key not in _ENVS:
-        if is_environment_task(task):
-            _ENVS[key] = make_environment(task, mode=opts.mode, render=False)
-        else:
-            os.environ.setdefault("MUJOCO_GL", "egl")
-            from pear_agent.arm_environment import ArmEnvironment
-            from pear_agent.kinematics import Kinematics
-            from pear_agent.registry import make_backend, task_entry
-            from pear_agent.robot_config import load_robot
-
-            robot = load_robot(task_entry(task).default_robot)
-            render = opts.observation != "state"
-            backend = make_backend(task, robot, render=render)
-            _ENVS[key] = ArmEnvironment(
-                backend, Kinematics(robot), observation=opts.observation, scene_facts=opts.scene_facts
-            )
+        os.environ.setdefault("MUJOCO_GL", "egl")
+        cfg = EpisodeConfig(observation=opts.observation, scene_facts=opts.scene_facts)
+        render = opts.observation != "state"
+        _ENVS[key] = make_environment(task, mode=opts.mode, render=render, config=cfg)
     return _ENVS[key]
 
 

@@ -15,15 +15,10 @@ from pear_agent.train.rollout import EpisodeJob, LoopOptions, run_episodes
 
 
 def teacher_policy(task: str) -> Any:
-    from pear_agent.registry import is_environment_task
+    """The task's family's scripted policy, without jitter."""
+    from pear_agent.registry import family_of
 
-    if is_environment_task(task):
-        from pear_agent.policies.pilot import PilotPolicy
-
-        return PilotPolicy(noise=0.0, seed=0)
-    from pear_agent.policies.scripted import ScriptedPolicy
-
-    return ScriptedPolicy(task, action_noise_cm=0.0, seed=0)
+    return family_of(task).default_policy(task, seed=0, action_noise_cm=0.0, pilot_noise=0.0)
 
 
 def collect_teacher(recipe: Recipe, out: Path, episodes: int | None = None) -> dict[str, Any]:

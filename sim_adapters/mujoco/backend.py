@@ -128,7 +128,13 @@ class MujocoBackend:
         render: bool = True,
         settings: ControllerSettings | None = None,
         perturbation: str | None = None,
+        renderers: dict[tuple[int, int], mujoco.Renderer] | None = None,
     ) -> None:
+        """`renderers`: a cache shared by the backends of one scene (same robot and task) in a
+        process, so episodes in flight together hold one renderer (~64 MB) instead of one each; None:
+        this backend's own. A renderer draws whatever MjData it is given for the scene it was built
+        for (its own MjModel: a perturbed backend, whose model changes per episode, keeps its own);
+        rendering stays on one thread."""
         self.robot = robot
         self._task = task
         self.settings = settings or ControllerSettings()
@@ -143,7 +149,8 @@ class MujocoBackend:
         self.data = mujoco.MjData(self.model)
         self.parts = {name: _PartIO(self.model, robot, name, drives[name]) for name in robot.parts}
         self.render_enabled = render
-        self._renderers: dict[tuple[int, int], mujoco.Renderer] = {}
+        self._own_renderers = renderers is None
+        self._renderers: dict[tuple[int, int], mujoco.Renderer] = {} if renderers is None else renderers
         self._scene_opt = scene_option(robot)
         self._sink: FrameSink | None = None
         self._sink_period_s = 0.1
@@ -207,6 +214,8 @@ class MujocoBackend:
             self.data.ctrl[io.act] = self.data.qpos[io.qadr]
 
     def close(self) -> None:
+        if not self._own_renderers:  # shared: the owner of the cache closes them
+            return
         for r in self._renderers.values():
             r.close()
         self._renderers.clear()

@@ -21,6 +21,15 @@ CASES = {
     "parser_fuzz": ["--examples", "300"],
     "abandoned_decision": ["--reps", "1", "--max-tokens", "200"],
     "expert_success": ["--robots", "panda", "--tasks", "pick_cube,bimanual_pickup", "--seeds", "1"],
+    "concurrency": ["--sizes", "3", "--decision-s", "0.2", "--turns", "2", "--waves", "1"],
+    "loop_equivalence": [
+        "--seeds",
+        "0",
+        "--tasks",
+        "pick_cube,roadster_ramp_flip:light",
+        "--concurrency",
+        "2",
+    ],
 }
 
 
@@ -50,7 +59,11 @@ def test_benchmark_script_prints_json(name: str) -> None:
         pytest.importorskip("rclpy", reason="ROS 2 wheels are not installed")
     if name == "abandoned_decision":
         pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (setup.sh --llm-server)")
-    out = run_script(name, CASES[name])
+    if name in ("loop_equivalence", "loop_overhead"):
+        has = subprocess.run(["git", "cat-file", "-e", "dc1b7be^{commit}"], cwd=ROOT, capture_output=True)
+        if has.returncode != 0:
+            pytest.skip("the commit it compares against is not in this clone (shallow?)")
+    out = run_script(name, CASES[name], timeout=600 if name == "loop_equivalence" else 240)
     if name == "ik":
         r = out["parts"]["panda/arm"]
         assert r["small_delta"]["n"] == 5 and 0 <= r["small_delta"]["solved"] <= 1
@@ -74,6 +87,23 @@ def test_benchmark_script_prints_json(name: str) -> None:
     elif name == "parallel":
         assert out["one_worker"]["successes"] + out["workers"]["successes"] >= 1
         assert 1 <= out["workers"]["pids"] <= 2 and out["speedup_end_to_end"] > 0
+    elif name == "concurrency":
+        (r,) = out["sizes"]
+        assert r["in_flight"] == 3 and r["episodes"] == 3 and 1 <= r["server_peak_in_flight"] <= 3
+        assert (
+            r["end_reasons"] == ["turn_limit"] and r["runtime_cpu_ms_per_turn"] > 0 and r["peak_rss_mb"] > 0
+        )
+    elif name == "loop_equivalence":
+        assert out["totals"]["episodes"] == 2 and out["pass"], out["tasks"]
+    elif name == "loop_overhead":
+        assert set(out["new"]) == {
+            "line/run",
+            "line/arun1",
+            "line/arun16",
+            "pick_cube/run",
+            "pick_cube/arun1",
+        }
+        assert all(v["cpu_ms_per_turn"] > 0 for v in [*out["old"].values(), *out["new"].values()])
     elif name == "ros2_latency":
         assert out["sent"] == 5 and out["received"] == 5  # reliable QoS: every command arrives
         assert out["reply_to_received"]["median_ms"] >= out["reply_to_published"]["min_ms"] > 0

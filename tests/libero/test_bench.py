@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from sim_adapters.libero.bench import format_summary, parse_range, suite_summary, suite_tasks
+from sim_adapters.libero.family import format_summary, parse_range, suite_summary, suite_tasks
 
 
 def test_ranges_and_task_names():

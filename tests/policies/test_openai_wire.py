@@ -265,3 +265,30 @@ def test_dropped_prompt_warning_names_the_likely_cause() -> None:
     assert "list-form content" in listy and "--observation state" in listy
     stringy = dropped_prompt_warning(50, wire_messages(messages(images=False), None))
     assert "system message" in stringy and "--observation state" not in stringy
+
+
+def test_decisions_on_one_loop_share_the_endpoints_client_and_its_cap() -> None:
+    """Episodes in flight in one worker: one client (one connection pool) per endpoint per loop;
+    `max_in_flight` holds a request back until a slot frees (the wait is `queue_s`)."""
+    import asyncio
+
+    async def decide(*policies):
+        replies = await asyncio.gather(*(p.aact(messages(), ctx()) for p in policies))
+        eps = oc.endpoints()
+        await oc.aclose_endpoints()
+        return replies, eps
+
+    with bad_server() as root:
+        (a, b), eps = asyncio.run(decide(policy(root, "ok"), policy(root, "ok", temperature=0.5)))
+        assert a.error is None and b.error is None
+        assert len(eps) == 1 and eps[0].peak_in_flight == 2  # both open at once, on one client
+        capped = [policy(root, "slowish", max_in_flight=1) for _ in range(3)]
+        replies, eps = asyncio.run(decide(*capped))
+    assert all(r.error is None for r in replies) and eps[0].peak_in_flight == 1
+    waits = sorted(r.info["queue_s"] for r in replies)
+    assert waits[0] < waits[1] < waits[2] and waits[2] >= 2 * min(r.latency_s for r in replies) * 0.9
+
+
+def test_max_in_flight_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="--max-in-flight must be >= 1"):
+        oc.ModelSettings(model="m", max_in_flight=0)

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from pear_agent.policies.pilot import pilot_reply
 from pear_agent.rl.rollouts import PolicySpec, collect_groups
 from pear_agent.rl.trajectories import TrajectoryWriter, export_sft, load_trajectories
+from sim_adapters.roadster.pilot import pilot_reply
 
 pytest.importorskip("mujoco")
 

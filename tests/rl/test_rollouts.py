@@ -91,3 +91,38 @@ def test_groups_whose_policy_got_no_reply_are_dropped_not_scored() -> None:
     )
     assert report.counts.to_json()["dropped_policy_error"] == 1 and report.attempts_exhausted
     assert [r["end_reason"] for r in groups[0].records] == ["policy_error", "policy_error"]
+
+
+def test_groups_with_episodes_in_flight_match_the_sequential_ones() -> None:
+    from functools import partial
+
+    from pear_agent.executors import run_local
+    from pear_agent.rl.rollouts import arun_rollout
+
+    spec = PolicySpec("scripted", action_noise_cm=1.0)
+    kwargs = {"max_attempts": 2, "render": False, "base_seed": 3}
+    seq, conc = [], []
+    collect_groups(["push_to_target"], 2, 4, spec, on_group=seq.append, **kwargs)
+    executor = partial(run_local, workers=1, concurrency=4)
+    collect_groups(["push_to_target"], 2, 4, spec, on_group=conc.append, executor=executor,
+                   job_fn=arun_rollout, **kwargs)  # fmt: skip
+    assert [g.group_id for g in seq] == [g.group_id for g in conc]
+    for a, b in zip(seq, conc, strict=True):
+        for ra, rb in zip(a.records, b.records, strict=True):
+            assert (ra["reward"], ra["turns"], ra["advantage"]) == (
+                rb["reward"],
+                rb["turns"],
+                rb["advantage"],
+            )
+            assert ra["messages"] == rb["messages"]
+
+
+def test_rollouts_command_keeps_episodes_in_flight(tmp_path, capsys) -> None:
+    out = tmp_path / "ro"
+    argv = ["rollouts", "--task", "roadster_kickflip:gale", "--group-size", "4", "--groups", "1",
+            "--concurrency", "4", "--no-render", "--out", str(out), "--json", "--keep-dropped"]  # fmt: skip
+    assert main(argv) in (0, 1)
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["concurrency"] == 4 and summary["records"] == 4 * summary["groups"]["sampled"]
+    recs = load_trajectories(out)
+    assert all(r.task == "roadster_kickflip:gale" and 0.0 <= r.reward <= 1.0 for r in recs)

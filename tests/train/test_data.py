@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.policies.pilot import PilotPolicy
 from pear_agent.records import RunWriter
 from pear_agent.train.data import load_examples
 from sim_adapters.roadster.environment import RoadsterEnvironment
+from sim_adapters.roadster.pilot import PilotPolicy
 
 
 def test_run_and_bench_folders_give_back_the_conversation(tmp_path):

@@ -6,8 +6,8 @@ from pear_agent.train.rollout import EpisodeJob, LoopOptions, run_episodes
 
 
 def test_arm_and_roadster_episodes_come_back_as_records():
-    from pear_agent.policies.pilot import PilotPolicy
     from pear_agent.policies.scripted import ScriptedPolicy
+    from sim_adapters.roadster.pilot import PilotPolicy
 
     def make(job):
         return PilotPolicy() if job.task.startswith("roadster") else ScriptedPolicy(job.task)

@@ -93,7 +93,7 @@ def test_study_clock_rule_counts_whole_intervals(lag_s, intervals):
 
 def _flight(latency_s: float | None, clock: str = "intervals", seed: int = 20003):
     """The scripted pilot's light ramp flip, paused or realtime with an injected latency."""
-    from pear_agent.policies.pilot import PilotPolicy
+    from sim_adapters.roadster.pilot import PilotPolicy
 
     mode = "paused" if latency_s is None else "realtime"
     env = RoadsterEnvironment("roadster_ramp_flip", "light", mode=mode, render=False, clock=clock)

@@ -149,6 +149,8 @@ class PilotPolicy:
     """The scripted pilot as a policy (same interface as the arm experts)."""
 
     name = "pilot"
+    blocking = False
+    """A few rules on one telemetry row: `Episode.arun` calls it inline."""
 
     def __init__(self, noise: float = 0.0, seed: int = 0) -> None:
         """`noise` > 0 perturbs the rules per flight (seeded by this seed and the episode's), so the

@@ -1,0 +1,125 @@
+"""What every family of arm tasks shares: a robot from `robots/` (or any YAML), what a task needs
+of it, a simulator backend, clip + IK through `ArmEnvironment`, and the scripted expert.
+
+A family of arm tasks (MuJoCo, LIBERO) subclasses `ArmFamily`, lists its `entries` and builds its
+`backend(task, robot, render)`; the registry (`pear_agent.registry`) does the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
+from pear_agent.robot_config import Requirement, RobotConfig
+
+if TYPE_CHECKING:
+    from pear_agent.backend import Backend
+    from pear_agent.environment import Environment
+    from pear_agent.episode import EpisodeResult
+    from pear_agent.policies.base import Policy
+
+ROBOT_HELP = "robot name in robots/ or a path to a robot YAML anywhere (default: the task's robot)"
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """A task: its backend, what it needs of a robot, and the robot it runs on by default.
+
+    MuJoCo tasks run on any description that has what they need (`requires`); LIBERO tasks only on
+    the robot LIBERO mounts (`robots`)."""
+
+    backend: str
+    default_robot: str
+    requires: Requirement | None = None
+    robots: tuple[str, ...] = ()
+
+    def refusal(self, task: str, robot: RobotConfig) -> str | None:
+        """Why `robot` cannot do `task`, or None."""
+        if self.requires is not None:
+            missing = self.requires.missing(robot)
+            return f"robot {robot.label} cannot do task {task!r}: {missing}" if missing else None
+        if self.robots and robot.name not in {Path(r).stem for r in self.robots}:
+            return f"task {task!r} runs only on {[Path(r).stem for r in self.robots]}, not {robot.label}"
+        return None
+
+
+class ArmFamily(Family):
+    """Arm tasks on robots described in YAML: `--robot`, the task's refusal, the scripted expert."""
+
+    @property
+    def entries(self) -> dict[str, TaskEntry]:
+        raise NotImplementedError
+
+    def task_names(self) -> list[str]:
+        return list(self.entries)
+
+    def owns(self, task: str) -> bool:
+        return task in self.entries
+
+    def add_arguments(self, parser: Any, command: str) -> None:
+        add_option(parser, "--robot", default=None, help=ROBOT_HELP)
+
+    def options(self, args: Any) -> dict[str, Any]:
+        robot = getattr(args, "robot", None)
+        return {"robot": robot} if robot else {}
+
+    def bench_options(self, args: Any) -> dict[str, Any]:
+        return {}  # the robot travels as the bench's own `robot` field
+
+    def backend(self, task: str, robot: RobotConfig, render: bool = True, *, pooled: bool = False) -> Backend:
+        """The simulator backend of `task` on `robot`; refused (UnknownNameError) when the robot
+        lacks what the task needs. `pooled`: one of many in this process (episodes in flight
+        together), so it may share what the family shares between them (MuJoCo: a renderer)."""
+        refusal = self.entries[task].refusal(task, robot)
+        if refusal:
+            raise UnknownNameError(refusal)
+        return self.build_backend(task, robot, render, pooled)
+
+    def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Backend:
+        raise NotImplementedError
+
+    def make(self, spec: EnvSpec) -> Environment:
+        from pear_agent.arm_environment import ArmEnvironment
+        from pear_agent.kinematics import Kinematics
+        from pear_agent.robot_config import load_robot
+
+        robot = load_robot(spec.option("robot") or self.entries[spec.task].default_robot)
+        # cameras are rendered only when the model is sent images (video frames render anyway)
+        backend = self.backend(spec.task, robot, spec.render and spec.observation != "state", pooled=True)
+        try:
+            kin = Kinematics(robot)
+        except BaseException:
+            backend.close()
+            raise
+        return ArmEnvironment(
+            backend,
+            kin,
+            observation=spec.observation,
+            scene_facts=spec.scene_facts,
+            jpeg_quality=spec.jpeg_quality,
+            tokens_per_image_patch_px=spec.tokens_per_image_patch_px,
+            max_invalid=spec.max_invalid,
+        )
+
+    def has_default_policy(self, task: str) -> bool:
+        from pear_agent.policies.expert_registry import EXPERTS
+
+        return task in EXPERTS
+
+    def default_policy(
+        self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
+    ) -> Policy:
+        from pear_agent.policies.scripted import ScriptedPolicy
+
+        return ScriptedPolicy(task, action_noise_cm=action_noise_cm, seed=seed)
+
+    def rewards(self, env: Environment, result: EpisodeResult) -> tuple[float, float | None]:
+        shaped = getattr(getattr(env, "backend", None), "shaped_reward", None)
+        return (1.0 if result.success else 0.0), (float(shaped()) if callable(shaped) else None)
+
+    def prompt_schema(self, env: Environment) -> tuple[str, dict[str, Any]]:
+        from pear_agent.protocol.actions import action_schema
+
+        return "action schema", action_schema(env.robot)  # type: ignore[attr-defined]

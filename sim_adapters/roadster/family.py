@@ -1,0 +1,142 @@
+"""The flying roadster as a family of the registry: `roadster_kickflip`, `roadster_ramp_flip`, a
+wind band per task (`roadster_kickflip:storm`; `--wind` on `run`, a comma list on `bench`), the
+scripted pilot as its default policy, the shaped reward, the telemetry plot of the report.
+
+Nothing here imports MuJoCo: the environment module is imported when a flight is built.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
+from sim_adapters.roadster.scenario import WIND_BANDS
+
+TASKS = {"roadster_ramp_flip": "ramp_flip", "roadster_kickflip": "kickflip"}
+"""Task name -> stunt (the same table as `sim_adapters.roadster.environment.TASKS`)."""
+
+
+def split_task(task: str, wind: str | None = None) -> tuple[str, str]:
+    """'roadster_kickflip:storm' -> ('roadster_kickflip', 'storm'); the suffix wins over `wind`."""
+    name, _, band = task.partition(":")
+    band = band or wind or "light"
+    if name not in TASKS:
+        raise UnknownNameError(f"unknown roadster task {name!r}; tasks are: {', '.join(TASKS)}")
+    if band not in WIND_BANDS:
+        raise ValueError(f"unknown wind band {band!r}; bands are: {', '.join(WIND_BANDS)}")
+    return name, band
+
+
+def expand_winds(tasks: list[str], winds: str | None) -> list[str]:
+    """Roadster tasks x the `--wind` bands ('light,gale,storm'): `roadster_kickflip:storm`, ...;
+    tasks already naming a band pass through (checked)."""
+    bands = [w.strip() for w in (winds or ",".join(WIND_BANDS)).split(",") if w.strip()]
+    for b in bands:
+        if b not in WIND_BANDS:
+            raise ValueError(f"--wind: unknown wind band {b!r}; bands are: {', '.join(WIND_BANDS)}")
+    out: list[str] = []
+    for t in tasks:
+        if ":" in t:
+            split_task(t)
+            out.append(t)
+        else:
+            split_task(t)
+            out.extend(f"{t}:{b}" for b in bands)
+    return out
+
+
+class RoadsterFamily(Family):
+    name = "roadster"
+    default_episodes = 192
+
+    def task_names(self) -> list[str]:
+        return list(TASKS)
+
+    def owns(self, task: str) -> bool:
+        return task.partition(":")[0] in TASKS
+
+    def add_arguments(self, parser: Any, command: str) -> None:
+        bands = list(WIND_BANDS)
+        if command == "run":
+            add_option(parser, "--wind", default="light", choices=bands, help="roadster tasks: the wind band")
+        elif command == "prompt":
+            add_option(parser, "--wind", default=None, choices=bands, help="roadster tasks")
+        elif command == "bench":
+            add_option(
+                parser,
+                "--wind",
+                default=",".join(bands),
+                help="roadster tasks: comma-separated wind bands, one task per band (default all three)",
+            )
+
+    def options(self, args: Any) -> dict[str, Any]:
+        wind = getattr(args, "wind", None)
+        return {"wind": wind} if wind in WIND_BANDS else {}
+
+    def bench_options(self, args: Any) -> dict[str, Any]:
+        return {}  # the band is part of each task's name (`roadster_kickflip:storm`)
+
+    def resolve(self, task: str, options: dict[str, Any]) -> str:
+        name, band = split_task(task, options.get("wind"))
+        return f"{name}:{band}"
+
+    def expand(self, task: str, args: Any) -> list[str]:
+        return expand_winds([task], getattr(args, "wind", None))
+
+    def make(self, spec: EnvSpec) -> Any:
+        from sim_adapters.roadster.environment import RoadsterEnvironment
+
+        name, band = split_task(spec.task)
+        return RoadsterEnvironment(name, band, mode=spec.mode, render=spec.render)
+
+    def has_default_policy(self, task: str) -> bool:
+        return True
+
+    def default_policy(
+        self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
+    ) -> Any:
+        from sim_adapters.roadster.pilot import PilotPolicy
+
+        return PilotPolicy(noise=pilot_noise, seed=seed)
+
+    def filtered_seeds(self, task: str, scenario: str, start: int, stop: int, n: int) -> list[int]:
+        from sim_adapters.roadster.environment import TASKS as STUNTS
+        from sim_adapters.roadster.scenario import filtered_seeds
+
+        name, band = split_task(task)
+        return filtered_seeds(STUNTS[name], band, scenario, start, stop, n)
+
+    def describe(self, env: Any, task: str) -> str:
+        name, band = split_task(task)
+        return f"roadster / {name} / {band} wind"
+
+    def turn_line(self, t: Any) -> str:
+        return f"turn {t.turn:<3d} {t.summary:<40s} {t.outcome:<9s} {t.sim_time_s:5.1f} s sim"
+
+    def verdict(self, env: Any) -> tuple[str, str]:
+        return "landed", f", reward {env.reward()['total']:.2f}"
+
+    def rewards(self, env: Any, result: Any) -> tuple[float, float | None]:
+        total = float(env.reward()["total"])  # the shaped reward in [0, 1], once the flight is over
+        return total, total
+
+    def prompt_schema(self, env: Any) -> tuple[str, dict[str, Any]]:
+        return "command schema", env.response_schema()
+
+    def report_html(self, lines: list[dict[str, Any]]) -> str | None:
+        if not any("rows" in t for t in lines if t.get("kind") == "turn"):
+            return None
+        from sim_adapters.roadster.replay import telemetry_svg
+
+        return telemetry_svg(lines)
+
+    def text_expert(self, messages: list[dict[str, Any]]) -> tuple[str, str] | None:
+        from sim_adapters.roadster.pilot import pilot_reply
+
+        try:
+            return pilot_reply(messages)
+        except (ValueError, KeyError, TypeError, IndexError):
+            return None
+
+
+FAMILY = RoadsterFamily()
