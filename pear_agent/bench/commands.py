@@ -29,8 +29,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.policies.openai_client import OpenAIPolicy, clock_from_args, settings_from_args
     from pear_agent.registry import is_environment_task, task_entry
 
-    suite = bool(getattr(args, "suite", None))
-    if suite:  # LIBERO: the same runner, its tasks named `libero_spatial/0`..., seeds = init states
+    preset = getattr(args, "preset", None)
+    suite = bool(getattr(args, "suite", None)) or bool(preset)
+    if preset:  # issue 19: the paper's LIBERO / LIBERO-Plus / LIBERO-Pro protocols, by name
+        from sim_adapters.libero.presets import bench_tasks
+
+        tasks, seeds = bench_tasks(preset, args.seeds)
+    elif suite:  # LIBERO: the same runner, its tasks named `libero_spatial/0`..., seeds = init states
         tasks, seeds = _suite_tasks(args)
     else:
         tasks = [t.strip() for t in args.tasks.split(",") if t.strip()]
@@ -85,7 +90,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
     rows = summarize(results)
     print(format_table(rows))
     index = write_report(args.out, results)
-    if suite:  # the paper's layout as well: per suite and overall, 95% Wilson intervals
+    if preset:  # per benchmark, perturbation and suite: Wilson intervals, paired drop against LIBERO
+        from sim_adapters.libero.summary import write_summary
+
+        print(write_summary(results, args.out))
+    elif suite:  # the paper's layout as well: per suite and overall, 95% Wilson intervals
         from sim_adapters.libero.bench import format_summary, suite_summary
 
         by_suite = suite_summary(results)
@@ -125,6 +134,14 @@ def add_bench_commands(sub: Any) -> None:
         "resume, --workers, --ray-address, report, compare",
     )
     b.add_argument("--suite-tasks", default="0-9", help="with --suite: task indices, e.g. 0-9 or 0,3")
+    b.add_argument(
+        "--preset",
+        default=None,
+        help="the PEAR paper's protocols (.venv-libero only): libero (40 tasks x 50 init states), "
+        "libero_pro[/TYPE], libero_plus[/DIMENSION]; NAME@K runs K episodes per task and perturbation. "
+        "Prints and writes (libero_summary.json) success per suite and perturbation, Wilson intervals "
+        "and the paired drop against LIBERO",
+    )
     b.add_argument(
         "--split",
         default="test",

