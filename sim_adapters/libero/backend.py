@@ -144,6 +144,7 @@ class LiberoBackend:
         self._steps = 0
         self._success = False
         self._rest_bottom: dict[str, float] = {}
+        self._rest_height: dict[str, float] = {}
         self._seed = 0
 
     # -- state ------------------------------------------------------------------------
@@ -199,10 +200,10 @@ class LiberoBackend:
         for _ in range(SETTLE_STEPS):
             self._step()
         self._steps = 0
-        self._rest_bottom = {}
-        self._rest_bottom = {
-            n: o["min_cm"][2] for n, o in self.privileged()["objects"].items() if "min_cm" in o
-        }
+        self._rest_bottom, self._rest_height = {}, {}
+        at_rest = {n: o for n, o in self.privileged()["objects"].items() if "min_cm" in o}
+        self._rest_bottom = {n: o["min_cm"][2] for n, o in at_rest.items()}
+        self._rest_height = {n: round(o["max_cm"][2] - o["min_cm"][2], 2) for n, o in at_rest.items()}
         return self.observe()
 
     def _step(self) -> None:
@@ -311,46 +312,171 @@ class LiberoBackend:
                 return True
         return False
 
-    def object_box(self, name: str) -> dict[str, Any]:
-        """Axis-aligned bounds (base frame, cm) of an object's collision geoms, and its yaw."""
-        m, d = self.sim.model, self.sim.data
-        bodies = set(self._body_ids(name))
+    def _bodies_box(self, bodies: set[int]) -> tuple[np.ndarray, np.ndarray] | None:
+        """Base-frame bounds (cm) of the collision geoms of some bodies; None if they have none."""
+        m = self.sim.model
         lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
         for g in range(m.ngeom):
             if m.geom_bodyid[g] not in bodies or (m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0):
                 continue
-            center, half = m.geom_aabb[g][:3], m.geom_aabb[g][3:]
-            rot = d.geom_xmat[g].reshape(3, 3)
-            corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * half
-            pts = d.geom_xpos[g] + (corners + center) @ rot.T
-            lo, hi = np.minimum(lo, pts.min(0)), np.maximum(hi, pts.max(0))
+            g_lo, g_hi = self._geom_box(g)
+            lo, hi = np.minimum(lo, g_lo), np.maximum(hi, g_hi)
+        if not np.all(np.isfinite(lo)):
+            return None
+        lo_b, hi_b = self.to_base(lo) * 100, self.to_base(hi) * 100
+        return np.minimum(lo_b, hi_b), np.maximum(lo_b, hi_b)
+
+    def object_box(self, name: str) -> dict[str, Any]:
+        """Axis-aligned bounds (base frame, cm) of an object's collision geoms, and its yaw."""
+        d = self.sim.data
+        bodies = set(self._body_ids(name))
+        box = self._bodies_box(bodies)
+        lo_b, hi_b = box if box is not None else (np.zeros(3), np.zeros(3))
         root = min(bodies)
         xmat = d.body_xmat[root].reshape(3, 3)
-        lo_b, hi_b = self.to_base(lo) * 100, self.to_base(hi) * 100
         return {
             "position_cm": ((lo_b + hi_b) / 2).round(2).tolist(),
-            "min_cm": np.minimum(lo_b, hi_b).round(2).tolist(),
-            "max_cm": np.maximum(lo_b, hi_b).round(2).tolist(),
+            "min_cm": lo_b.round(2).tolist(),
+            "max_cm": hi_b.round(2).tolist(),
             "yaw_rad": float(np.arctan2(xmat[1, 0], xmat[0, 0])),
         }
+
+    def part_boxes(self, name: str) -> dict[str, dict[str, list[float]]]:
+        """An object's bounds split where it moves: its fixed part under its own name and each
+        drawer or door (what a joint moves) as `name/joint`, so an open drawer is an obstacle of
+        its own shape, not a box reaching down to the table."""
+        m = self.sim.model
+        bodies = set(self._body_ids(name))
+        moving: dict[str, set[int]] = {}
+        for j in range(m.njnt):
+            b = int(m.jnt_bodyid[j])
+            if b in bodies and m.jnt_type[j] in (2, 3) and b != min(bodies):
+                moving[m.joint(j).name] = {x for x in bodies if x == b or self._descends(x, b, m.body_parentid)}
+        groups = {name: bodies - set().union(*moving.values())} | {f"{name}/{j}": bs for j, bs in moving.items()}
+        out = {}
+        for label, bs in groups.items():
+            box = self._bodies_box(bs)
+            if box is not None:
+                out[label] = {"min_cm": box[0].round(2).tolist(), "max_cm": box[1].round(2).tolist()}
+        return out
 
     def site_position(self, name: str) -> list[float]:
         site = self.inner.object_sites_dict[name]
         sid = self.sim.model.site_name2id(site.name if hasattr(site, "name") else name)
         return (self.to_base(self.sim.data.site_xpos[sid]) * 100).round(2).tolist()
 
+    def _geom_box(self, g: int) -> tuple[np.ndarray, np.ndarray]:
+        """World-axis bounds of one geom (its bounding box, turned with it)."""
+        m, d = self.sim.model, self.sim.data
+        center, half = m.geom_aabb[g][:3], m.geom_aabb[g][3:]
+        rot = d.geom_xmat[g].reshape(3, 3)
+        corners = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]) * half
+        pts = d.geom_xpos[g] + (corners + center) @ rot.T
+        return pts.min(0), pts.max(0)
+
+    def articulation(self, owner: str, joints: list[str]) -> list[dict[str, Any]]:
+        """The joints a goal predicate reads (a drawer's slide, a door's or knob's hinge): their
+        value, the owner's open/closed/on/off ranges, axis and anchor, and the handle: the
+        collision geom that moves furthest when the joint opens (slide) or lies furthest from the
+        axis (hinge)."""
+        m, d = self.sim.model, self.sim.data
+        _, rot = self.base_pose()
+        props = self.inner.get_object(owner).object_properties.get("articulation", {})
+        ranges = {k.removeprefix("default_").removesuffix("_ranges"): v for k, v in props.items() if v}
+        out = []
+        for name in joints:
+            j = m.joint(name).id
+            body = int(m.jnt_bodyid[j])
+            axis = rot.T @ (d.xmat[body].reshape(3, 3) @ m.jnt_axis[j])
+            anchor = self.to_base(d.xanchor[j])
+            moving = {b for b in range(m.nbody) if b == body or self._descends(b, body, m.body_parentid)}
+            geoms = [
+                g
+                for g in range(m.ngeom)
+                if m.geom_bodyid[g] in moving and (m.geom_contype[g] or m.geom_conaffinity[g])
+            ]
+            slide = int(m.jnt_type[j]) == 2
+            opening = float(np.sign(np.mean(ranges.get("open", [1.0])) - np.mean(ranges.get("close", [0.0]))))
+
+            def reach(g: int, slide: bool = slide, axis: np.ndarray = axis, opening: float = opening) -> float:
+                c = self.to_base(d.geom_xpos[g])
+                if slide:
+                    return float(c @ axis * opening)
+                r = c - anchor
+                return float(np.linalg.norm(r - (r @ axis) * axis))
+
+            info: dict[str, Any] = {
+                "joint": name,
+                "kind": "slide" if slide else "hinge",
+                "value": float(d.qpos[m.jnt_qposadr[j]]),
+                "ranges": ranges,
+                "axis": axis.round(4).tolist(),
+                "anchor_cm": (anchor * 100).round(2).tolist(),
+            }
+            part = self._bodies_box(moving)
+            if part is not None:
+                info["part_min_cm"], info["part_max_cm"] = part[0].round(2).tolist(), part[1].round(2).tolist()
+            if geoms:
+                lo, hi = self._geom_box(max(geoms, key=reach))
+                lo_b, hi_b = self.to_base(lo) * 100, self.to_base(hi) * 100
+                info["handle_min_cm"] = np.minimum(lo_b, hi_b).round(2).tolist()
+                info["handle_max_cm"] = np.maximum(lo_b, hi_b).round(2).tolist()
+            out.append(info)
+        return out
+
+    def _site_facts(self, name: str, objs: dict[str, Any]) -> dict[str, Any]:
+        site = self.inner.object_sites_dict[name]
+        _, rot = self.base_pose()
+        sid = self.sim.model.site_name2id(site.name if hasattr(site, "name") else name)
+        xmat = self.sim.data.site_xmat[sid].reshape(3, 3)
+        size = np.asarray(site.size if site.size is not None else [0, 0, 0], dtype=float)
+        half = np.abs(rot.T @ xmat) @ size
+        facts: dict[str, Any] = {
+            "position_cm": self.site_position(name),
+            "half_size_cm": (half * 100).round(2).tolist(),
+            "site": True,
+        }
+        parent = site.parent_name
+        if parent in objs:
+            facts["parent"] = self.object_box(parent)
+            facts["parent_name"] = parent
+        if getattr(site, "joints", None):
+            facts["articulation"] = self.articulation(parent, list(site.joints))
+        return facts
+
     def privileged(self) -> dict[str, Any]:
+        """What the scripted experts read: the BDDL goal and which of its predicates hold now
+        (LIBERO's own evaluation), every goal object's bounds and body origin (what LIBERO's `On`
+        compares), goal regions with their extent and joints, and the bounds of everything else
+        on the table (to carry over it)."""
         objs = {**self.inner.objects_dict, **self.inner.fixtures_dict}
-        facts: dict[str, Any] = {"goal": [list(g) for g in self.goal], "objects": {}}
+        m, d = self.sim.model, self.sim.data
+        facts: dict[str, Any] = {
+            "goal": [list(g) for g in self.goal],
+            "goal_done": [bool(self.inner._eval_predicate(g)) for g in self.goal],
+            "objects": {},
+            "others": {},
+        }
         for pred in self.goal:
             for name in pred[1:]:
                 if name in objs:
-                    facts["objects"][name] = self.object_box(name)
+                    box = self.object_box(name)
+                    root = self.sim.model.body_name2id(objs[name].root_body)
+                    box["body_cm"] = (self.to_base(d.xpos[root]) * 100).round(2).tolist()
                     if name in self._rest_bottom:  # where it rested at reset: how high to lift it
-                        facts["objects"][name]["rest_bottom_cm"] = self._rest_bottom[name]
+                        box["rest_bottom_cm"] = self._rest_bottom[name]
+                        box["rest_height_cm"] = self._rest_height[name]
+                    joints = [
+                        m.joint(j).name
+                        for j in range(m.njnt)
+                        if m.jnt_bodyid[j] in self._body_ids(name) and m.jnt_type[j] in (2, 3)
+                    ]
+                    if joints and pred[0] in ("open", "close", "turnon", "turnoff"):
+                        box["articulation"] = self.articulation(name, joints)
+                    facts["objects"][name] = box
                 elif name in self.inner.object_sites_dict:
-                    facts["objects"][name] = {"position_cm": self.site_position(name), "site": True}
-                    parent = self.inner.object_sites_dict[name].parent_name
-                    if parent in objs:
-                        facts["objects"][name]["parent"] = self.object_box(parent)
+                    facts["objects"][name] = self._site_facts(name, objs)
+        for name in objs:
+            if name not in facts["objects"]:
+                facts["others"].update(self.part_boxes(name))
         return facts
