@@ -95,6 +95,19 @@ class Arm:
             ]
         )
 
+    def turn_level(self, yaw: float) -> np.ndarray:
+        """Orientation change towards pointing level (fingers closing vertically) along the
+        direction `yaw - pi/2`: first the yaw while still pointing down, then the tilt, so every
+        intermediate pose is one the arm can take. Of the two equal poses (the fingers are
+        symmetric) the one needing less yaw."""
+        r0, _, y0 = self.rpy
+        targets = [(math.pi / 2, yaw), (-math.pi / 2, yaw + math.pi)]
+        roll, yaw_t = min(targets, key=lambda t: abs(float(wrap(t[1] - y0))))
+        dyaw = float(wrap(yaw_t - y0))
+        if abs(dyaw) > 0.06 and abs(float(wrap(r0 - math.pi))) < 0.15:
+            return np.array([float(wrap(math.pi - r0)), -float(self.rpy[1]), dyaw])
+        return wrap(np.array([roll, 0.0, yaw_t]) - self.rpy)
+
     def turn_to(self, yaw: float) -> np.ndarray:
         """Orientation change to point the gripper down at `yaw` (the nearer of the two)."""
         return wrap(np.array([math.pi, 0.0, _yaw_near(yaw, self.rpy[2])]) - self.rpy)
@@ -115,6 +128,19 @@ class Scene:
                 continue
             out.append((np.asarray(f["min_cm"], float), np.asarray(f["max_cm"], float)))
         return out
+
+    def moved(self, label: str, delta_cm: np.ndarray) -> Scene:
+        """This scene with one of its parts (an obstacle's box) shifted: a drawer as it will be."""
+        priv = dict(self.priv)
+        others = dict(self.others)
+        if label in others:
+            box = others[label]
+            others[label] = {
+                "min_cm": (np.asarray(box["min_cm"], float) + delta_cm).tolist(),
+                "max_cm": (np.asarray(box["max_cm"], float) + delta_cm).tolist(),
+            }
+        priv["others"] = others
+        return Scene(priv)
 
     def needed_z(self, xy: np.ndarray, skip: set[str], margin_cm: float) -> float:
         """The highest top of anything whose footprint (grown by `margin_cm`) covers xy; 0 (the
@@ -218,6 +244,73 @@ def grasp_plan(
     return (lifts or free or options)[0]
 
 
+def graspable(scene: Scene, obj: dict[str, Any], name: str) -> bool:
+    """Some grasp of the object leaves the hand clear there and all the way up."""
+    return any(not hand_hits(scene, o[0], o[1], {name}, LIFT_CM) for o in grasp_options(obj))
+
+
+def _shifted(obj: dict[str, Any], delta: np.ndarray) -> dict[str, Any]:
+    out = dict(obj)
+    for key in ("min_cm", "max_cm", "position_cm", "body_cm"):
+        if key in out:
+            out[key] = (np.asarray(out[key], float) + delta).tolist()
+    return out
+
+
+def clearing_shove(scene: Scene, later: Scene, obj: dict[str, Any], name: str) -> np.ndarray | None:
+    """The shortest push along the table (8 directions, robot side first) after which the object
+    can be grasped in the scene as it will be (`later`), pushed from a side the hand can reach now."""
+    for dist in (4.0, 6.0, 8.0, 10.0, 13.0, 16.0):
+        for k in range(8):
+            a = math.pi + k * math.pi / 4
+            unit = np.array([math.cos(a), math.sin(a), 0.0])
+            if all(graspable(later, _shifted(obj, unit * x), name) for x in (dist, dist + 2.0, dist + 4.0)):
+                return unit * (dist + 2.0)  # the middle of a range that works: a push is not exact
+    return None
+
+
+def shove_object(
+    arm: Arm, scene: Scene, name: str, obj: dict[str, Any], delta: np.ndarray, why: str
+) -> Reply:
+    """Push an object along the table by `delta` with the closed fingertips against its far side."""
+    lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
+    body = np.asarray(obj.get("body_cm", (lo + hi) / 2), float)
+    dist = float(np.linalg.norm(delta[:2]))
+    v = delta[:2] / max(dist, 1e-6)
+    reach = 1.0 / max(abs(v[0]) / ((hi[0] - lo[0]) / 2), abs(v[1]) / ((hi[1] - lo[1]) / 2), 1e-6)
+    contact = (lo[:2] + hi[:2]) / 2 - v * (reach + 1.2)
+    z = float(lo[2]) + FINGERTIP_BELOW_TCP_CM + 0.5
+    yaw = math.atan2(v[1], v[0])  # fingers side by side across the push
+    rot = arm.turn_to(yaw)
+    p, g = arm.p, arm.g
+    what = _words(name)
+    rel = p[:2] - (lo[:2] + hi[:2]) / 2
+    behind = -reach - 3.0 < float(rel @ v) < -reach + 1.0 and abs(float(rel @ np.array([-v[1], v[0]]))) < 2.5
+    if behind and abs(p[2] - z) < 1.2 and g < 0.2:
+        return _reply(
+            f"{why}I push the {what} {dist + 1.2:.1f} cm aside.",
+            np.append(v * min(dist + 1.2, MAX_STEP_CM), 0.0),
+            None,
+            None,
+        )
+    if g > 0.2:
+        return _reply(
+            f"{why}I close the gripper to push the {what} aside.",
+            [0, 0, max(0.0, hi[2] + 6 - p[2])],
+            None,
+            0.0,
+        )
+    dxy = float(np.linalg.norm(contact - p[:2]))
+    if dxy < 0.8 and float(np.max(np.abs(rot))) > 0.05:
+        return _reply(f"{why}I square the gripper behind the {what}.", None, rot, None)
+    if dxy < 0.8:
+        return _reply(
+            f"{why}I lower the fingertips beside the {what}.", np.append(contact - p[:2], z - p[2]), rot, None
+        )
+    step = travel(arm, scene, np.append(contact, hi[2] + 4.0), {name})
+    return _reply(f"{why}I move behind the {what} to push it aside.", step, rot, None)
+
+
 def escape(scene: Scene, tool: np.ndarray, yaw: float, skip: set[str]) -> np.ndarray | None:
     """A short horizontal slide after which the hand can rise LIFT_CM without touching anything
     (something overhangs the grasp: an open drawer); None when it can rise where it is."""
@@ -279,7 +372,7 @@ def recover(arm: Arm, scene: Scene) -> Reply:
     return _reply(
         "I rise clear of everything near, turning the gripper down.",
         [0, 0, max(0.0, safe_z - p[2])],
-        arm.turn_to(arm.rpy[2]) if p[2] > safe_z - 8.0 else None,
+        arm.turn_to(arm.rpy[2]),  # backed off: free space to turn in
         None,
     )
 
@@ -340,7 +433,23 @@ def pick_place(arm: Arm, scene: Scene, goal: list[str]) -> Reply:
     target = scene.objects[target_name]
     for j in target.get("articulation") or []:
         if goal[0] == "in" and j["kind"] == "slide" and not _is_open(j):
-            return operate(arm, scene, target_name, j, "open", f"The {_words(target_name)} is closed; ")
+            why = f"The {_words(target_name)} is closed; "
+            opened = scene.moved(
+                f"{target.get('parent_name', '')}/{j['joint']}",
+                _open_direction(j) * abs(_remaining(j, "open")) * 100,
+            )
+            if not graspable(opened, obj, name):  # the open drawer would hang over it: move it away first
+                shove = clearing_shove(scene, opened, obj, name)
+                if shove is not None:
+                    return shove_object(
+                        arm,
+                        scene,
+                        name,
+                        obj,
+                        shove,
+                        why + "once open it would hang over the " + _words(name) + "; ",
+                    )
+            return operate(arm, scene, target_name, j, "open", why)
     center = (lo + hi) / 2
     body = np.asarray(obj.get("body_cm", center), float)
     grasp, yaw, opening = grasp_plan(obj, scene, name)
@@ -526,50 +635,50 @@ def _pull_from_front(
     why: str,
     clear_z: float,
 ) -> Reply:
-    """A drawer with another handle above its own: the gripper turned level, pointing into the
-    drawer's front, fingers above and below the bar; then pull."""
+    """Open a drawer by its handle: the gripper turned level high in front of it (clear of the
+    cabinet while it turns), pointing into the drawer's front with the fingers above and below
+    the bar, brought onto the handle, closed, and pulled."""
     grip = (hmin + hmax) / 2
     u = np.array([u[0], u[1], 0.0]) / max(float(np.linalg.norm(u[:2])), 1e-6)
-    yaw = math.atan2(-u[1], -u[0]) + math.pi / 2
-    rot = wrap(np.array([math.pi / 2, 0.0, yaw]) - arm.rpy)
+    rot = arm.turn_level(math.atan2(-u[1], -u[0]) + math.pi / 2)
     level = float(np.max(np.abs(rot))) < 0.06
     p, g = arm.p, arm.g
+    what = _words(name)
     rel = p - grip
     along = float(rel @ u)
-    off_line = float(np.linalg.norm(rel - along * u))
-    on_line = off_line < 1.2 and -1.0 < along < 12.0
+    on_line = float(np.linalg.norm(rel - along * u)) < 1.2 and -1.0 < along < 12.0
     if level and float(np.linalg.norm(rel)) < 2.0 and 0.02 < g < 0.45:
         step = min(travel_cm + 1.5, MAX_STEP_CM)
         return _reply(
-            f"{why}I hold the handle of the {name}; I pull it {step:.1f} cm open.", u * step, None, 0.0
+            f"{why}I hold the handle of the {what}; I pull it {step:.1f} cm open.", u * step, None, 0.0
         )
     if level and float(np.linalg.norm(rel)) < 1.2:
-        return _reply(f"The handle of the {name} is between the fingers; I close them.", None, None, 0.0)
-    stand = grip + u * 9.0
-    if g < 0.45:
-        if on_line:
-            return _reply(
-                f"{why}I back away from the {name}'s handle and open the gripper.", stand - p, None, 0.7
-            )
-        return _reply(f"{why}I open the gripper.", [0, 0, max(0.0, clear_z + 8.0 - p[2])], None, 0.7)
-    if level and on_line:
-        return _reply(f"{why}I move the open fingers around the handle of the {name}.", grip - p, None, None)
-    high = np.array([stand[0], stand[1], max(stand[2], clear_z + 8.0)])
+        return _reply(f"The handle of the {what} is between the fingers; I close them.", None, None, 0.0)
+    grip_cmd = 0.7 if g < 0.45 else None
+    if g < 0.45 and on_line:
+        return _reply(
+            f"{why}I back away from the handle of the {what} and open the gripper.", u * 6.0, None, 0.7
+        )
+    high = np.append(grip[:2] + u[:2] * 9.0, max(float(grip[2]), clear_z + 8.0))
     if not level:
-        if p[2] < high[2] - 1.0 and float(np.linalg.norm(p[:2] - high[:2])) > 2.0:
-            return _reply(
-                f"{why}I rise above the {name} before turning the gripper level.",
-                [0, 0, high[2] - p[2]],
-                None,
-                None,
-            )
+        turn = rot if p[2] > clear_z - 6.0 else None  # turn only once up near the cabinet's top
         if float(np.linalg.norm(p - high)) > 1.5:
             return _reply(
-                f"{why}I move in front of the {name}, high, turning the gripper level.", high - p, rot, None
+                f"{why}I move high in front of the {what}, turning the gripper level.",
+                high - p,
+                turn,
+                grip_cmd,
             )
-        return _reply(f"{why}I turn the gripper level, pointing at the {name}'s front.", None, rot, None)
+        return _reply(
+            f"{why}I turn the gripper level, pointing at the front of the {what}.", None, rot, grip_cmd
+        )
+    if on_line:
+        return _reply(
+            f"{why}I move the level gripper straight onto the handle of the {what}.", grip - p, None, grip_cmd
+        )
+    stand = grip + u * 9.0
     return _reply(
-        f"{why}I lower the level gripper in front of the handle of the {name}.", stand - p, None, None
+        f"{why}I lower the level gripper in front of the handle of the {what}.", stand - p, None, grip_cmd
     )
 
 
