@@ -32,6 +32,9 @@ GRIPPER_SPAN_CM = 7.0
 RIM_OPENING = 0.5
 """Gripper opening (4 cm) for a rim grasp: the outer finger needs little room beside the object
 (a drawer's wall, a neighbour), the inner one stays clear of the bowl's inside."""
+LEAN_RAD = math.pi / 4
+"""How far the gripper leans into a drawer it pushes closed (its wrist then clears the handles
+of the drawers above)."""
 FLAT_CM = 2.5
 """Objects lower than this (plates) are pushed, not grasped."""
 CLEARANCE_CM = 4.0
@@ -207,13 +210,24 @@ def hand_clear(scene: Scene, tool: np.ndarray, yaw: float, skip: set[str]) -> bo
     return not hand_hits(scene, tool, yaw, skip)
 
 
-def grasp_options(obj: dict[str, Any]) -> list[tuple[np.ndarray, float, float]]:
+TOP_KNOB = ("moka_pot",)
+"""Objects taken by the knob on their lid, from above (a moka pot: too wide to span, no rim)."""
+
+
+def grasp_options(obj: dict[str, Any], name: str = "") -> list[tuple[np.ndarray, float, float]]:
     """Tool point, yaw and gripper opening for grasping, best first: a wide object (bowl, mug) by
     its rim, fingers across the wall, the rim nearest the robot first and then round the object;
-    a narrow one from the top, fingers across its narrow side."""
+    a lidded one (moka pot) by the knob on its lid; a narrow one from the top, fingers across its
+    narrow side."""
     lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
     c = (lo + hi) / 2
     ext = hi - lo
+    if any(k in name for k in TOP_KNOB):
+        body = np.asarray(obj.get("body_cm", c), float)
+        return [
+            (np.array([body[0], body[1], hi[2] - 1.0]), a, 0.4)
+            for a in (0.0, math.pi / 2, math.pi / 4, -math.pi / 4)
+        ]
     if ext[0] > GRIPPER_SPAN_CM and ext[1] > GRIPPER_SPAN_CM:
         out = []
         for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6):
@@ -236,7 +250,7 @@ def grasp_plan(
     """The first grasp option whose hand clears its neighbours there and on the way up; else the
     first that clears them there (the object is then slid clear before it is lifted); else the
     first."""
-    options = grasp_options(obj)
+    options = grasp_options(obj, name)
     if scene is None:
         return options[0]
     free = [o for o in options if not hand_hits(scene, o[0], o[1], {name})]
@@ -246,7 +260,7 @@ def grasp_plan(
 
 def graspable(scene: Scene, obj: dict[str, Any], name: str) -> bool:
     """Some grasp of the object leaves the hand clear there and all the way up."""
-    return any(not hand_hits(scene, o[0], o[1], {name}, LIFT_CM) for o in grasp_options(obj))
+    return any(not hand_hits(scene, o[0], o[1], {name}, LIFT_CM) for o in grasp_options(obj, name))
 
 
 def _shifted(obj: dict[str, Any], delta: np.ndarray) -> dict[str, Any]:
@@ -343,7 +357,7 @@ def _placement(scene: Scene, goal: list[str], obj: dict[str, Any]) -> tuple[np.n
         u = _open_direction(j)
         size = np.asarray(obj["max_cm"], float)[:2] - np.asarray(obj["min_cm"], float)[:2]
         front = float(((hmin + hmax) / 2)[:2] @ u[:2])
-        inset = float(abs(size @ u[:2])) / 2 + 2.8  # behind the drawer's front panel
+        inset = float(abs(size @ u[:2])) / 2 + 3.8  # behind the drawer's front panel
         along = front - inset
         xy = xy + (along - float(xy @ u[:2])) * u[:2]
         return xy, site_z - half[2]
@@ -477,10 +491,8 @@ def pick_place(arm: Arm, scene: Scene, goal: list[str]) -> Reply:
         if float(np.linalg.norm(release[:2] - p[:2])) < 1.0:
             return _reply(f"The {what} is above the {where}; I lower it.", step, None, 0.0)
         return _reply(f"I carry the {what} towards the {where}.", step, None, 0.0)
-    if g < opening - 0.15:
-        return _reply(
-            "The gripper is not open and holds nothing; I open it and move up.", [0, 0, 6.0], None, opening
-        )
+    if g < opening - 0.15 or (g < 0.85 and not near and abs(g - opening) > 0.05):
+        return _reply("The gripper holds nothing I need; I open it and move up.", [0, 0, 6.0], None, opening)
     grip = opening if abs(g - opening) > 0.1 else None
     squared = float(np.max(np.abs(rot))) < 0.04
     dxy = float(np.linalg.norm(grasp[:2] - p[:2]))
@@ -685,38 +697,43 @@ def _pull_from_front(
 def _push_drawer(
     arm: Arm, name: str, hmin: np.ndarray, hmax: np.ndarray, u: np.ndarray, travel_cm: float, why: str
 ) -> Reply:
-    """Close a drawer: closed fingertips against its front just above the handle, pushed in."""
+    """Close a drawer: closed fingertips against the outside of its handle, the gripper leaning 45
+    degrees into the push so the wrist and hand stay clear of the handles above, pushed in."""
     u = np.array([u[0], u[1], 0.0]) / max(float(np.linalg.norm(u[:2])), 1e-6)
     handle = (hmin + hmax) / 2
-    contact = handle - u * 1.5
-    z = float(hmax[2]) + 1.5
+    contact = handle + u * 1.6  # the fingertips against the outside of the handle bar
+    z = float(handle[2])  # low: the hand's corner then passes under the handle above
     p, g = arm.p, arm.g
-    rot = arm.turn_to(math.atan2(u[1], u[0]))  # fingers side by side along the bar
+    push_dir = -u
+    lean = np.array([math.pi, -LEAN_RAD, math.atan2(push_dir[1], push_dir[0])])
+    rot = wrap(lean - arm.rpy)
+    leaning = float(np.max(np.abs(rot))) < 0.06
+    what = _words(name)
     rel = p[:2] - contact[:2]
     along = float(rel @ u[:2])
     off_line = abs(float(rel @ np.array([-u[1], u[0]])))
-    if off_line < 1.5 and along < 1.5 and abs(p[2] - z) < 1.5 and g < 0.2:
+    if leaning and off_line < 1.5 and along < 1.5 and abs(p[2] - z) < 1.5 and g < 0.2:
         step = min(travel_cm + 1.5, MAX_STEP_CM)
-        return _reply(f"{why}I push the {name} {step:.1f} cm closed.", -u * step, None, None)
-    hover_z = float(hmax[2]) + 7.0
-    if g > 0.2:
         return _reply(
-            f"{why}I close the gripper to push with the fingertips.",
-            [0, 0, max(0.0, hover_z - p[2])],
-            None,
-            0.0,
+            f"{why}I push the {what} {step:.1f} cm closed.", np.append(push_dir[:2] * step, 0.0), None, None
         )
+    hover_z = float(hmax[2]) + 8.0
+    grip = 0.0 if g > 0.2 else None
     dxy = contact[:2] - p[:2]
     if np.linalg.norm(dxy) > 1.0:
+        step = np.array([dxy[0], dxy[1], hover_z - p[2]])
         if p[2] < hover_z - 1.0 and np.linalg.norm(dxy) > 3.0:
-            return _reply(f"{why}I rise before going to the {name}.", [0, 0, hover_z - p[2]], rot, None)
+            step = np.array([0.0, 0.0, hover_z - p[2]])
         return _reply(
-            f"{why}I move above the front of the {name}.", [dxy[0], dxy[1], hover_z - p[2]], rot, None
+            f"{why}I move above the front of the {what}, leaning the gripper into the push.", step, rot, grip
         )
-    if float(np.max(np.abs(rot))) > 0.04:
-        return _reply("I square the gripper to the drawer.", None, rot, None)
+    if not leaning:
+        return _reply(f"{why}I lean the gripper into the push.", None, rot, grip)
     return _reply(
-        f"{why}I lower the fingertips against the front of the {name}.", [dxy[0], dxy[1], z - p[2]], rot, None
+        f"{why}I lower the fingertips against the front of the {what}.",
+        [dxy[0], dxy[1], z - p[2]],
+        None,
+        grip,
     )
 
 
@@ -818,6 +835,16 @@ def _order(goals: list[list[str]]) -> list[int]:
     return first + [i for i in range(len(goals)) if i not in first]
 
 
+def _in_hand(arm: Arm, obj: dict[str, Any]) -> bool:
+    """The fingers are closed on this object (the tool inside its bounds, the gripper not shut)."""
+    lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
+    p = arm.p
+    inside = bool(
+        np.all(p[:2] > lo[:2] - 1.0) and np.all(p[:2] < hi[:2] + 1.0) and lo[2] - 1 < p[2] < hi[2] + 1.0
+    )
+    return inside and 0.012 < arm.g < 0.8
+
+
 def _closed_drawer(scene: Scene, goal: list[str]) -> bool:
     """An `in` goal whose region is a drawer still to be opened."""
     target = scene.objects.get(goal[2], {}) if len(goal) > 2 else {}
@@ -829,6 +856,11 @@ def libero_expert(state: State, priv: dict[str, Any]) -> Reply:
     arm, scene = Arm(state), Scene(priv)
     goals = priv["goal"]
     done = priv.get("goal_done", [False] * len(goals))
+    for i, g in enumerate(goals):  # a part just achieved with the object still in hand: let go first
+        if done[i] and g[0] in ("on", "in") and _in_hand(arm, scene.objects[g[1]]):
+            return _reply(
+                f"The {_words(g[1])} is {g[0]} the {_words(g[2])}; I let go.", [0, 0, 0.5], None, 1.0
+            )
     for i in _order(goals):
         if done[i]:
             continue
