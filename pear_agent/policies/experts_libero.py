@@ -187,22 +187,27 @@ def hand_hits(
     scene: Scene, tool: np.ndarray, yaw: float, skip: set[str], rise_cm: float = 0.0
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """What the hand, pointing down at `tool` with its fingers closing at `yaw`, touches there or
-    on its way up by `rise_cm`: everything whose bounds meet the hand's box."""
+    on its way up by `rise_cm`: everything whose bounds meet the hand's (turned) box."""
     along = np.array([-math.sin(yaw), math.cos(yaw)])  # the fingers close along the tool's y axis
     across = np.array([along[1], -along[0]])
-    pts = np.array(
-        [
-            tool[:2] + a * along * HAND_HALF_CM[0] + b * across * HAND_HALF_CM[1]
-            for a in (-1, 1)
-            for b in (-1, 1)
-        ]
-    )
-    lo_h, hi_h = pts.min(0), pts.max(0)
+    center = np.asarray(tool[:2], float)
     bottom, top = float(tool[2]) + HAND_ABOVE_TCP_CM, float(tool[2]) + HAND_TOP_CM + rise_cm
+
+    def overlaps(lo: np.ndarray, hi: np.ndarray) -> bool:
+        """Separating axes of a turned rectangle and an axis-aligned one."""
+        c_box, h_box = (lo[:2] + hi[:2]) / 2, (hi[:2] - lo[:2]) / 2
+        d = c_box - center
+        for axis in (np.array([1.0, 0.0]), np.array([0.0, 1.0]), along, across):
+            r_hand = HAND_HALF_CM[0] * abs(float(along @ axis)) + HAND_HALF_CM[1] * abs(float(across @ axis))
+            r_box = h_box[0] * abs(float(axis[0])) + h_box[1] * abs(float(axis[1]))
+            if abs(float(d @ axis)) > r_hand + r_box:
+                return False
+        return True
+
     return [
         (lo, hi)
         for lo, hi in scene.boxes(skip)
-        if hi[2] > bottom + HAND_SLACK_CM and lo[2] < top and np.all(hi[:2] > lo_h) and np.all(lo[:2] < hi_h)
+        if hi[2] > bottom + HAND_SLACK_CM and lo[2] < top and overlaps(lo, hi)
     ]
 
 
@@ -216,27 +221,38 @@ TOP_KNOB = ("moka_pot",)
 
 def grasp_options(obj: dict[str, Any], name: str = "") -> list[tuple[np.ndarray, float, float]]:
     """Tool point, yaw and gripper opening for grasping, best first: a wide object (bowl, mug) by
-    its rim, fingers across the wall, the rim nearest the robot first and then round the object;
-    a lidded one (moka pot) by the knob on its lid; a narrow one from the top, fingers across its
-    narrow side."""
+    its rim, fingers across the wall, the rim nearest the robot first and then round the object,
+    away from a mug's handle; a lidded one (moka pot) by the knob on its lid; a narrow one from
+    the top, fingers across its narrow side."""
     lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
     c = (lo + hi) / 2
     ext = hi - lo
+    ring = np.asarray(obj.get("rim_center_cm", c[:2]), float)
+    half = obj.get("box_half_cm")
+    if half is not None and 2 * half[0] < GRIPPER_SPAN_CM:  # a thin box (a book): across its thin side
+        z = max(hi[2] - min(3.0, ext[2] / 2), lo[2] + FINGERTIP_BELOW_TCP_CM + 0.3)
+        return [(np.array([ring[0], ring[1], z]), float(obj["thin_yaw_rad"]) - math.pi / 2, 1.0)]
     if any(k in name for k in TOP_KNOB):
-        body = np.asarray(obj.get("body_cm", c), float)
         return [
-            (np.array([body[0], body[1], hi[2] - 1.0]), a, 0.4)
+            (np.array([ring[0], ring[1], hi[2] - 1.0]), a, 0.4)
             for a in (0.0, math.pi / 2, math.pi / 4, -math.pi / 4)
         ]
     if ext[0] > GRIPPER_SPAN_CM and ext[1] > GRIPPER_SPAN_CM:
+        radius = float(obj.get("rim_radius_cm") or 0.0)
+        handle = c[:2] - ring  # a handle pulls the bounds' centre off the rim's: grasp away from it
+        phis = [math.pi + k * math.pi / 6 for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6)]
+        if float(np.linalg.norm(handle)) > 1.0:
+            toward = math.atan2(handle[1], handle[0])
+            phis = [p for p in phis if abs(float(wrap(p - toward))) > math.pi / 3]
         out = []
-        for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6):
-            phi = math.pi + k * math.pi / 6  # round the rim from the side facing the robot
+        for phi in phis:
             radial = np.array([math.cos(phi), math.sin(phi)])
-            reach = 1.0 / max(abs(radial[0]) / (ext[0] / 2), abs(radial[1]) / (ext[1] / 2))
-            tool = np.array(
-                [*(c[:2] + radial * (reach - 0.6)), max(hi[2] - 1.2, lo[2] + FINGERTIP_BELOW_TCP_CM + 0.2)]
-            )
+            if radius > 1.0:
+                xy = ring + radial * radius
+            else:
+                reach = 1.0 / max(abs(radial[0]) / (ext[0] / 2), abs(radial[1]) / (ext[1] / 2))
+                xy = c[:2] + radial * (reach - 0.6)
+            tool = np.array([*xy, max(hi[2] - 1.2, lo[2] + FINGERTIP_BELOW_TCP_CM + 0.2)])
             out.append((tool, phi - math.pi / 2, RIM_OPENING))  # fingers close along the radius
         return out
     yaw = math.pi / 2 if ext[0] <= ext[1] else 0.0
@@ -479,15 +495,27 @@ def pick_place(arm: Arm, scene: Scene, goal: list[str]) -> Reply:
     if holding:
         place_xy, surface = _placement(scene, goal, obj)
         below = p[2] - lo[2]  # the tool's height above the object's bottom
-        release = np.array([*(place_xy + (p[:2] - body[:2])), surface + 1.0 + below])
+        # into a region: its middle takes the object's middle (the bounds' or rim's centre); onto an
+        # object: LIBERO compares body origins
+        ref = (
+            np.asarray(obj.get("rim_center_cm", body[:2]), float)
+            if goal[0] == "in" and target.get("site")
+            else body[:2]
+        )
+        release = np.array([*(place_xy + (p[:2] - ref[:2])), surface + 1.0 + below])
         if float(np.linalg.norm(release[:2] - p[:2])) < 1.0 and p[2] < release[2] + 0.8:
             return _reply(f"The {what} is just above the {where}; I let go.", None, None, 1.0)
+        turn = _slot_turn(arm, obj, target) if goal[0] == "in" else None
         skip = {name, target_name}
         if lo[2] < rest + 3.0:  # just picked up: out from under anything overhanging, then up
             slide = escape(scene, p, float(arm.rpy[2]), {name})
             if slide is not None:
                 return _reply(f"I slide the {what} out from under what overhangs it.", slide, None, 0.0)
         step = travel(arm, scene, release, skip, below)
+        if turn is not None and float(np.max(np.abs(turn))) > 0.05:
+            if float(np.linalg.norm(release[:2] - p[:2])) < 1.0:
+                return _reply(f"I turn the {what} to fit the {where}.", None, turn, 0.0)
+            return _reply(f"I carry the {what} towards the {where}, turning it to fit.", step, turn, 0.0)
         if float(np.linalg.norm(release[:2] - p[:2])) < 1.0:
             return _reply(f"The {what} is above the {where}; I lower it.", step, None, 0.0)
         return _reply(f"I carry the {what} towards the {where}.", step, None, 0.0)
@@ -532,6 +560,18 @@ def _words(name: str) -> str:
     if parts and parts[-1].isdigit():
         parts = parts[:-1]
     return " ".join(parts)
+
+
+def _slot_turn(arm: Arm, obj: dict[str, Any], target: dict[str, Any]) -> np.ndarray | None:
+    """For a thin box going into a narrow region (a book into a caddy's compartment): the wrist
+    turn that lines its thin side up with the region's narrow side; None for anything else."""
+    if "thin_yaw_rad" not in obj or "half_size_cm" not in target:
+        return None
+    half = np.asarray(target["half_size_cm"], float)
+    narrow = 0.0 if half[0] <= half[1] else math.pi / 2  # the region's narrow axis (x or y)
+    off = float(wrap(narrow - float(obj["thin_yaw_rad"])))
+    off = off - math.pi * round(off / math.pi)  # the thin side has no front: period pi
+    return np.array([0.0, 0.0, off])
 
 
 def _on_table(scene: Scene, goal: list[str]) -> bool:

@@ -183,6 +183,7 @@ class LiberoBackend:
                 f"(LIBERO has 0-{len(self.init_states) - 1})"
             )
         with _quiet():
+            self.env.seed(seed)  # LIBERO's reset samples a placement before the init state replaces it
             self.env.reset()
         self.env.set_init_state(self.init_states[seed])
         if self._robot_start is not None:  # LIBERO-Plus robot dimension: its start pose, not LIBERO's
@@ -341,6 +342,42 @@ class LiberoBackend:
             "yaw_rad": float(np.arctan2(xmat[1, 0], xmat[0, 0])),
         }
 
+    def rim(self, name: str) -> dict[str, Any] | None:
+        """The ring of an object's topmost collision geoms (within 1.5 cm of its top): its centre
+        and mid-wall radius in the base frame (cm). A mug's cup, not its handle; a bowl's wall; a
+        lidded pot's knob."""
+        m, d = self.sim.model, self.sim.data
+        bodies = set(self._body_ids(name))
+        geoms = [
+            g
+            for g in range(m.ngeom)
+            if m.geom_bodyid[g] in bodies and (m.geom_contype[g] or m.geom_conaffinity[g])
+        ]
+        if not geoms:
+            return None
+        tops = {g: self._geom_box(g) for g in geoms}
+        top = max(float(hi[2]) for _, hi in tops.values())
+        ring = [g for g, (_, hi) in tops.items() if float(hi[2]) > top - 0.015]
+        centers = np.array([self.to_base(d.geom_xpos[g])[:2] for g in ring]) * 100
+        c = centers.mean(0)
+        radius = float(np.mean(np.linalg.norm(centers - c, axis=1))) if len(ring) > 2 else 0.0
+        out: dict[str, Any] = {"center_cm": c.round(2).tolist(), "radius_cm": round(radius, 2)}
+        if len(geoms) == 1 and int(m.geom_type[geoms[0]]) == 6:  # one box (a book): its thin side
+            _, rot = self.base_pose()
+            axes = rot.T @ d.geom_xmat[geoms[0]].reshape(3, 3)  # the box's axes in the base frame
+            half = m.geom_size[geoms[0]] * 100
+            up = int(np.argmax(np.abs(axes[2])))
+            flat = [i for i in range(3) if i != up]
+            thin = min(flat, key=lambda i: half[i])
+            wide = max(flat, key=lambda i: half[i])
+            out["box_half_cm"] = [
+                round(float(half[thin]), 2),
+                round(float(half[wide]), 2),
+                round(float(half[up]), 2),
+            ]
+            out["thin_yaw_rad"] = round(float(np.arctan2(axes[1, thin], axes[0, thin])), 4)
+        return out
+
     def part_boxes(self, name: str) -> dict[str, dict[str, list[float]]]:
         """An object's bounds split where it moves: its fixed part under its own name and each
         drawer or door (what a joint moves) as `name/joint`, so an open drawer is an obstacle of
@@ -351,8 +388,12 @@ class LiberoBackend:
         for j in range(m.njnt):
             b = int(m.jnt_bodyid[j])
             if b in bodies and m.jnt_type[j] in (2, 3) and b != min(bodies):
-                moving[m.joint(j).name] = {x for x in bodies if x == b or self._descends(x, b, m.body_parentid)}
-        groups = {name: bodies - set().union(*moving.values())} | {f"{name}/{j}": bs for j, bs in moving.items()}
+                moving[m.joint(j).name] = {
+                    x for x in bodies if x == b or self._descends(x, b, m.body_parentid)
+                }
+        groups = {name: bodies - set().union(*moving.values())} | {
+            f"{name}/{j}": bs for j, bs in moving.items()
+        }
         out = {}
         for label, bs in groups.items():
             box = self._bodies_box(bs)
@@ -398,7 +439,9 @@ class LiberoBackend:
             slide = int(m.jnt_type[j]) == 2
             opening = float(np.sign(np.mean(ranges.get("open", [1.0])) - np.mean(ranges.get("close", [0.0]))))
 
-            def reach(g: int, slide: bool = slide, axis: np.ndarray = axis, opening: float = opening) -> float:
+            def reach(
+                g: int, slide: bool = slide, axis: np.ndarray = axis, opening: float = opening
+            ) -> float:
                 c = self.to_base(d.geom_xpos[g])
                 if slide:
                     return float(c @ axis * opening)
@@ -415,7 +458,10 @@ class LiberoBackend:
             }
             part = self._bodies_box(moving)
             if part is not None:
-                info["part_min_cm"], info["part_max_cm"] = part[0].round(2).tolist(), part[1].round(2).tolist()
+                info["part_min_cm"], info["part_max_cm"] = (
+                    part[0].round(2).tolist(),
+                    part[1].round(2).tolist(),
+                )
             if geoms:
                 lo, hi = self._geom_box(max(geoms, key=reach))
                 lo_b, hi_b = self.to_base(lo) * 100, self.to_base(hi) * 100
@@ -466,6 +512,11 @@ class LiberoBackend:
                     if name in self._rest_bottom:  # where it rested at reset: how high to lift it
                         box["rest_bottom_cm"] = self._rest_bottom[name]
                         box["rest_height_cm"] = self._rest_height[name]
+                    rim = self.rim(name) if name in self.inner.objects_dict else None
+                    if rim is not None:
+                        box["rim_center_cm"], box["rim_radius_cm"] = rim["center_cm"], rim["radius_cm"]
+                        if "box_half_cm" in rim:
+                            box["box_half_cm"], box["thin_yaw_rad"] = rim["box_half_cm"], rim["thin_yaw_rad"]
                     joints = [
                         m.joint(j).name
                         for j in range(m.njnt)
