@@ -304,7 +304,6 @@ def shove_object(
 ) -> Reply:
     """Push an object along the table by `delta` with the closed fingertips against its far side."""
     lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
-    body = np.asarray(obj.get("body_cm", (lo + hi) / 2), float)
     dist = float(np.linalg.norm(delta[:2]))
     v = delta[:2] / max(dist, 1e-6)
     reach = 1.0 / max(abs(v[0]) / ((hi[0] - lo[0]) / 2), abs(v[1]) / ((hi[1] - lo[1]) / 2), 1e-6)
@@ -383,10 +382,42 @@ def _placement(scene: Scene, goal: list[str], obj: dict[str, Any]) -> tuple[np.n
         if parent is not None:
             return xy, max(floor, float(parent["min_cm"][2]) + 0.5)
         return xy, floor
+    xy = _free_spot(scene, goal, obj, xy, half)
     parent = target.get("parent")
     if parent is not None:  # a region on a fixture (stove burner, cabinet top): its top
         return xy, max(site_z, float(parent["max_cm"][2]) if half[2] > 0.5 else site_z)
     return xy, site_z  # a region of the table
+
+
+def _free_spot(
+    scene: Scene, goal: list[str], obj: dict[str, Any], center: np.ndarray, half: np.ndarray
+) -> np.ndarray:
+    """The point of a region (its middle first) where the object's footprint overlaps least with
+    what already stands there (a second moka pot beside the first on the burner)."""
+    lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
+    size = (hi[:2] - lo[:2]) / 2
+    parent = scene.objects[goal[2]].get("parent_name", "")
+    skip = {goal[1], goal[2], parent}
+    boxes = [
+        (np.asarray(f["min_cm"], float), np.asarray(f["max_cm"], float))
+        for n, f in [*scene.objects.items(), *scene.others.items()]
+        if "min_cm" in f and n not in skip and not (parent and n.startswith(parent + "/"))
+    ]
+
+    def overlap(xy: np.ndarray) -> float:
+        total = 0.0
+        for a, b in boxes:
+            w = np.minimum(xy + size, b[:2]) - np.maximum(xy - size, a[:2])
+            total += float(max(w[0], 0.0) * max(w[1], 0.0))
+        return total
+
+    reach = np.maximum(np.asarray(half[:2], float) * 0.8, 0.0)
+    grid = [
+        center + np.array([dx, dy])
+        for dx in np.linspace(-reach[0], reach[0], 7)
+        for dy in np.linspace(-reach[1], reach[1], 7)
+    ]
+    return min(grid, key=lambda xy: (round(overlap(xy), 0), float(np.linalg.norm(xy - center))))
 
 
 def recover(arm: Arm, scene: Scene) -> Reply:

@@ -12,12 +12,14 @@ __all__ = ["MAX_TURNS", "SUITES", "task_names"]
 MAX_TURNS: dict[str, int] = {
     "libero_spatial": 30,
     "libero_object": 30,
-    "libero_goal": 30,
+    "libero_goal": 50,
     "libero_10": 60,
 }
-"""Per-suite turn limits: LIBERO's step budgets (220/280/300/520 steps at 20 Hz) over the ~10
-control steps an end-effector move of a few cm takes, with room for retries. A LIBERO-Pro or
-LIBERO-Plus task keeps the limit of the suite it perturbs."""
+"""Per-suite turn limits, with room over what the scripted expert needs within the per-turn caps
+(10 cm, 0.5 rad): a pick and place takes it 10-20 turns; libero_goal's "open the top drawer and
+put the bowl inside" up to 46 (the bowl pushed clear of the drawer's sweep, the gripper turned
+level for the handle and back), libero_10's two-part tasks up to 45. A LIBERO-Pro or LIBERO-Plus
+task keeps the limit of the suite it perturbs."""
 
 
 def task_names() -> list[str]:

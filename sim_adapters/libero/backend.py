@@ -440,7 +440,11 @@ class LiberoBackend:
             opening = float(np.sign(np.mean(ranges.get("open", [1.0])) - np.mean(ranges.get("close", [0.0]))))
 
             def reach(
-                g: int, slide: bool = slide, axis: np.ndarray = axis, opening: float = opening
+                g: int,
+                slide: bool = slide,
+                axis: np.ndarray = axis,
+                opening: float = opening,
+                anchor: np.ndarray = anchor,
             ) -> float:
                 c = self.to_base(d.geom_xpos[g])
                 if slide:

@@ -19,9 +19,20 @@ from sim_adapters.libero.naming import (
 
 def test_libero_and_pro_names_stand_for_their_suites():
     ref = parse("libero_goal/3")
-    assert (ref.benchmark, ref.suite, ref.index, ref.perturbation, ref.base) == ("libero", "libero_goal", 3, None, "libero_goal/3")
+    assert (ref.benchmark, ref.suite, ref.index, ref.perturbation, ref.base) == (
+        "libero",
+        "libero_goal",
+        3,
+        None,
+        "libero_goal/3",
+    )
     pro = parse("libero_pro/swap/libero_10/9")
-    assert (pro.benchmark, pro.perturbation, pro.source, pro.base) == ("libero_pro", "swap", "libero_10_swap", "libero_10/9")
+    assert (pro.benchmark, pro.perturbation, pro.source, pro.base) == (
+        "libero_pro",
+        "swap",
+        "libero_10_swap",
+        "libero_10/9",
+    )
     assert parse("libero_pro/language/libero_spatial/0").source == "libero_spatial_lan"
 
 
@@ -59,7 +70,10 @@ def test_bad_names_get_one_line_naming_the_wrong_part(name, words):
     ],
 )
 def test_plus_dimension_from_the_name(suffix, dimension):
-    assert plus_dimension("pick_up_the_black_bowl_from_table_center_and_place_it_on_the_plate" + suffix) == dimension
+    assert (
+        plus_dimension("pick_up_the_black_bowl_from_table_center_and_place_it_on_the_plate" + suffix)
+        == dimension
+    )
 
 
 def test_a_plus_name_without_a_known_suffix_is_refused():
@@ -69,7 +83,9 @@ def test_a_plus_name_without_a_known_suffix_is_refused():
 
 def test_task_map_reader(tmp_path):
     path = tmp_path / "map.py"
-    path.write_text('libero_task_map = {\n    "a": [\n        "x_1",\n        "y_2",\n    ],\n    "b": ["z"],\n}\n')
+    path.write_text(
+        'libero_task_map = {\n    "a": [\n        "x_1",\n        "y_2",\n    ],\n    "b": ["z"],\n}\n'
+    )
     assert read_task_map(path) == {"a": ["x_1", "y_2"], "b": ["z"]}
 
 
@@ -79,7 +95,9 @@ def test_plus_catalog_covers_every_task_and_dimension():
     gives (the rules in `plus_dimension` reproduce it name for name)."""
     catalog = plus_catalog()
     assert sum(len(v) for v in catalog.values()) == 10030
-    assert {(s, i) for s, i, _ in catalog} == {(s, i) for s, names in libero_base_names().items() for i in range(len(names))}
+    assert {(s, i) for s, i, _ in catalog} == {
+        (s, i) for s, names in libero_base_names().items() for i in range(len(names))
+    }
     assert {d for _, _, d in catalog} == set(PLUS_DIMENSIONS)
     per_dim = Counter()
     for (_, _, dim), names in catalog.items():
