@@ -211,6 +211,22 @@ def hand_hits(
     ]
 
 
+def fingers_hit(scene: Scene, tool: np.ndarray, yaw: float, opening: float, skip: set[str]) -> bool:
+    """Whether the open fingers, lowered to `tool`, would land on something beside the object
+    (a neighbour a rim grasp's outer finger would clamp along with it)."""
+    along = np.array([-math.sin(yaw), math.cos(yaw)])
+    reach = opening * 4.0 + 1.2  # half the opening (8 cm at 1.0) plus a finger's thickness
+    pts = [tool[:2] + t * along for t in np.linspace(-reach, reach, 9)]
+    low, high = float(tool[2]) - FINGERTIP_BELOW_TCP_CM, float(tool[2]) + 4.9
+    for lo, hi in scene.boxes(skip):
+        if hi[2] < low or lo[2] > high:
+            continue
+        for q in pts:
+            if np.all(q > lo[:2] - 0.8) and np.all(q < hi[:2] + 0.8):
+                return True
+    return False
+
+
 def hand_clear(scene: Scene, tool: np.ndarray, yaw: float, skip: set[str]) -> bool:
     return not hand_hits(scene, tool, yaw, skip)
 
@@ -269,7 +285,9 @@ def grasp_plan(
     options = grasp_options(obj, name)
     if scene is None:
         return options[0]
-    free = [o for o in options if not hand_hits(scene, o[0], o[1], {name})]
+    free = [
+        o for o in options if not hand_hits(scene, o[0], o[1], {name}) and not fingers_hit(scene, *o, {name})
+    ]
     lifts = [o for o in free if not hand_hits(scene, o[0], o[1], {name}, LIFT_CM)]
     return (lifts or free or options)[0]
 
