@@ -1,9 +1,15 @@
-"""Scripted expert for LIBERO's pick-and-place suites (libero_spatial, libero_object).
+"""Scripted expert for LIBERO's four suites (and the LIBERO-Pro / LIBERO-Plus tasks built on them).
 
-It reads the BDDL goal (`on`/`in` OBJECT TARGET) and the objects' bounds from the privileged
-facts the LIBERO adapter provides, and answers through the same text protocol as a model. Wide
-objects (bowls) are taken by the near rim, fingers across the wall; narrow ones from the top,
-fingers across the narrow side. Stateless: each turn's phase comes from the geometry it sees.
+It reads the BDDL goal and which of its predicates hold (LIBERO's own evaluation), the goal
+objects' bounds and body origins, goal regions with their joints, and everything else's bounds,
+from the privileged facts the LIBERO adapter provides, and answers through the same text
+protocol as a model. One skill per predicate: `on`/`in` pick and place (wide objects such as
+bowls and mugs by the near rim, narrow ones from the top; an object too flat to grasp, a plate,
+pushed); `open`/`close` a drawer by its handle or a door by its edge; `turnon`/`turnoff` a
+stove's knob. A multi-part goal is worked through in order (the drawer a region lies in opened
+first, a container closed after what goes in it). Stateless: each turn's phase comes from the
+geometry it sees, so a fumbled grasp is simply retried. Every move stays within the per-turn caps
+of `libero_panda.yaml` (10 cm, 0.5 rad per axis): its replies are training data.
 Units: cm and rad in the robot base frame. Nothing here imports LIBERO.
 """
 
@@ -15,14 +21,28 @@ from typing import Any
 import numpy as np
 
 State = dict[str, dict[str, Any]]
+Reply = tuple[str, dict[str, Any]]
+
+MAX_STEP_CM = 9.9
+"""Just under the robot's 10 cm per-turn position cap (rounding to 0.01 cm stays under it)."""
+MAX_TURN_RAD = 0.49
+"""Just under its 0.5 rad per-axis orientation cap."""
+GRIPPER_SPAN_CM = 7.0
+"""Objects wider than this in both x and y are taken by the rim."""
+RIM_OPENING = 0.5
+"""Gripper opening (4 cm) for a rim grasp: the outer finger needs little room beside the object
+(a drawer's wall, a neighbour), the inner one stays clear of the bowl's inside."""
+LEAN_RAD = math.pi / 4
+"""How far the gripper leans into a drawer it pushes closed (its wrist then clears the handles
+of the drawers above)."""
+FLAT_CM = 2.5
+"""Objects lower than this (plates) are pushed, not grasped."""
+CLEARANCE_CM = 4.0
+"""How far a carried object's bottom stays above whatever it passes over."""
 
 
 def wrap(a: np.ndarray | float) -> np.ndarray:
     return (np.asarray(a, dtype=float) + np.pi) % (2 * np.pi) - np.pi
-
-
-GRIPPER_SPAN_CM = 7.0
-"""Objects wider than this in both x and y are taken by the rim."""
 
 
 def _yaw_near(yaw: float, current: float) -> float:
@@ -31,111 +51,943 @@ def _yaw_near(yaw: float, current: float) -> float:
 
 
 def _act(pos: np.ndarray | None = None, rot: np.ndarray | None = None, gripper: float | None = None) -> dict:
+    """One arm action within the per-turn caps: a longer move is shortened along its direction."""
     out: dict[str, Any] = {}
     if pos is not None:
-        out["position"] = [round(float(v), 2) for v in pos]
+        pos = np.asarray(pos, dtype=float)
+        norm = float(np.linalg.norm(pos))
+        if norm > MAX_STEP_CM:
+            pos = pos * (MAX_STEP_CM / norm)
+        if norm > 0.05:
+            out["position"] = [round(float(v), 2) for v in pos]
     if rot is not None and float(np.max(np.abs(rot))) > 0.01:
-        out["orientation"] = [round(float(v), 3) for v in rot]
+        out["orientation"] = [round(float(v), 3) for v in np.clip(rot, -MAX_TURN_RAD, MAX_TURN_RAD)]
     if gripper is not None:
         out["gripper"] = gripper
     return out
 
 
-RIM_OPENING = 0.5
-"""Gripper opening (4 cm) for a rim grasp: the outer finger needs little room beside the object
-(a drawer's wall, a neighbour), the inner one stays clear of the bowl's inside."""
+def _reply(
+    text: str, pos: np.ndarray | None = None, rot: np.ndarray | None = None, grip: float | None = None
+) -> Reply:
+    return text, {"arm": _act(pos, rot, grip)}
 
 
-def grasp_plan(obj: dict[str, Any]) -> tuple[np.ndarray, float, float]:
-    """Tool point, yaw and gripper opening for grasping: the near rim of a wide object, fingers
-    across its wall; else the top centre, fingers across the narrow side."""
+class Arm:
+    """The arm's state as the protocol gives it: tool position (cm), orientation (rad), opening."""
+
+    def __init__(self, state: State) -> None:
+        arm = state["arm"]
+        self.p = np.asarray(arm["position"], float)
+        self.rpy = np.asarray(arm["orientation"], float)
+        self.g = float(arm.get("gripper", 1.0))
+
+    @property
+    def down(self) -> bool:
+        """The gripper points (about) straight down."""
+        return abs(float(wrap(self.rpy[0] - math.pi))) < 0.25 and abs(float(self.rpy[1])) < 0.25
+
+    def approach(self) -> np.ndarray:
+        """The direction the fingers point (the tool's z axis), base frame."""
+        r, p, y = self.rpy
+        return np.array(
+            [
+                math.cos(y) * math.sin(p) * math.cos(r) + math.sin(y) * math.sin(r),
+                math.sin(y) * math.sin(p) * math.cos(r) - math.cos(y) * math.sin(r),
+                math.cos(p) * math.cos(r),
+            ]
+        )
+
+    def turn_level(self, yaw: float) -> np.ndarray:
+        """Orientation change towards pointing level (fingers closing vertically) along the
+        direction `yaw - pi/2`: first the yaw while still pointing down, then the tilt, so every
+        intermediate pose is one the arm can take. Of the two equal poses (the fingers are
+        symmetric) the one needing less yaw."""
+        r0, _, y0 = self.rpy
+        targets = [(math.pi / 2, yaw), (-math.pi / 2, yaw + math.pi)]
+        roll, yaw_t = min(targets, key=lambda t: abs(float(wrap(t[1] - y0))))
+        dyaw = float(wrap(yaw_t - y0))
+        if abs(dyaw) > 0.06 and abs(float(wrap(r0 - math.pi))) < 0.15:
+            return np.array([float(wrap(math.pi - r0)), -float(self.rpy[1]), dyaw])
+        return wrap(np.array([roll, 0.0, yaw_t]) - self.rpy)
+
+    def turn_to(self, yaw: float) -> np.ndarray:
+        """Orientation change to point the gripper down at `yaw` (the nearer of the two)."""
+        return wrap(np.array([math.pi, 0.0, _yaw_near(yaw, self.rpy[2])]) - self.rpy)
+
+
+class Scene:
+    """The privileged facts, with the geometry the skills ask about."""
+
+    def __init__(self, priv: dict[str, Any]) -> None:
+        self.priv = priv
+        self.objects: dict[str, dict[str, Any]] = priv["objects"]
+        self.others: dict[str, dict[str, Any]] = priv.get("others", {})
+
+    def boxes(self, skip: set[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+        out = []
+        for name, f in [*self.objects.items(), *self.others.items()]:
+            if name in skip or "min_cm" not in f:
+                continue
+            out.append((np.asarray(f["min_cm"], float), np.asarray(f["max_cm"], float)))
+        return out
+
+    def moved(self, label: str, delta_cm: np.ndarray) -> Scene:
+        """This scene with one of its parts (an obstacle's box) shifted: a drawer as it will be."""
+        priv = dict(self.priv)
+        others = dict(self.others)
+        if label in others:
+            box = others[label]
+            others[label] = {
+                "min_cm": (np.asarray(box["min_cm"], float) + delta_cm).tolist(),
+                "max_cm": (np.asarray(box["max_cm"], float) + delta_cm).tolist(),
+            }
+        priv["others"] = others
+        return Scene(priv)
+
+    def needed_z(self, xy: np.ndarray, skip: set[str], margin_cm: float) -> float:
+        """The highest top of anything whose footprint (grown by `margin_cm`) covers xy; 0 (the
+        table) when nothing does."""
+        top = 0.0
+        for lo, hi in self.boxes(skip):
+            if np.all(xy > lo[:2] - margin_cm) and np.all(xy < hi[:2] + margin_cm):
+                top = max(top, float(hi[2]))
+        return top
+
+    def top_along(self, a: np.ndarray, b: np.ndarray, skip: set[str], margin_cm: float) -> float:
+        """The highest top of anything whose footprint (grown by `margin_cm`) the straight path
+        from a to b (xy) passes over; the table (0) when nothing is in the way."""
+        top = 0.0
+        for lo, hi in self.boxes(skip):
+            for t in np.linspace(0.0, 1.0, 12):
+                q = a[:2] + t * (b[:2] - a[:2])
+                if np.all(q > lo[:2] - margin_cm) and np.all(q < hi[:2] + margin_cm):
+                    top = max(top, float(hi[2]))
+                    break
+        return top
+
+
+# -- picking and placing ------------------------------------------------------------------------
+HAND_HALF_CM = (10.6, 4.3)
+"""The Panda hand's half extent along the finger axis and across it (robosuite's collision box)."""
+FINGERTIP_BELOW_TCP_CM = 1.3
+"""How far the fingertips reach below the tool point."""
+HAND_ABOVE_TCP_CM = 2.4
+"""Its lowest point above the tool point."""
+HAND_SLACK_CM = 1.5
+"""How far something may reach up past the hand's box and still pass (its box is the corners of
+a rounded mesh)."""
+HAND_TOP_CM = 12.7
+"""The top of the hand above the tool point."""
+LIFT_CM = 12.0
+"""How far a grasped object is lifted straight up before it is carried."""
+
+
+def hand_hits(
+    scene: Scene, tool: np.ndarray, yaw: float, skip: set[str], rise_cm: float = 0.0
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """What the hand, pointing down at `tool` with its fingers closing at `yaw`, touches there or
+    on its way up by `rise_cm`: everything whose bounds meet the hand's (turned) box."""
+    along = np.array([-math.sin(yaw), math.cos(yaw)])  # the fingers close along the tool's y axis
+    across = np.array([along[1], -along[0]])
+    center = np.asarray(tool[:2], float)
+    bottom, top = float(tool[2]) + HAND_ABOVE_TCP_CM, float(tool[2]) + HAND_TOP_CM + rise_cm
+
+    def overlaps(lo: np.ndarray, hi: np.ndarray) -> bool:
+        """Separating axes of a turned rectangle and an axis-aligned one."""
+        c_box, h_box = (lo[:2] + hi[:2]) / 2, (hi[:2] - lo[:2]) / 2
+        d = c_box - center
+        for axis in (np.array([1.0, 0.0]), np.array([0.0, 1.0]), along, across):
+            r_hand = HAND_HALF_CM[0] * abs(float(along @ axis)) + HAND_HALF_CM[1] * abs(float(across @ axis))
+            r_box = h_box[0] * abs(float(axis[0])) + h_box[1] * abs(float(axis[1]))
+            if abs(float(d @ axis)) > r_hand + r_box:
+                return False
+        return True
+
+    return [
+        (lo, hi)
+        for lo, hi in scene.boxes(skip)
+        if hi[2] > bottom + HAND_SLACK_CM and lo[2] < top and overlaps(lo, hi)
+    ]
+
+
+def fingers_hit(scene: Scene, tool: np.ndarray, yaw: float, opening: float, skip: set[str]) -> bool:
+    """Whether the open fingers, lowered to `tool`, would land on something beside the object
+    (a neighbour a rim grasp's outer finger would clamp along with it)."""
+    along = np.array([-math.sin(yaw), math.cos(yaw)])
+    reach = opening * 4.0 + 1.2  # half the opening (8 cm at 1.0) plus a finger's thickness
+    pts = [tool[:2] + t * along for t in np.linspace(-reach, reach, 9)]
+    low, high = float(tool[2]) - FINGERTIP_BELOW_TCP_CM, float(tool[2]) + 4.9
+    for lo, hi in scene.boxes(skip):
+        if hi[2] < low or lo[2] > high:
+            continue
+        for q in pts:
+            if np.all(q > lo[:2] - 0.8) and np.all(q < hi[:2] + 0.8):
+                return True
+    return False
+
+
+def hand_clear(scene: Scene, tool: np.ndarray, yaw: float, skip: set[str]) -> bool:
+    return not hand_hits(scene, tool, yaw, skip)
+
+
+TOP_KNOB = ("moka_pot",)
+"""Objects taken by the knob on their lid, from above (a moka pot: too wide to span, no rim)."""
+
+
+def grasp_options(obj: dict[str, Any], name: str = "") -> list[tuple[np.ndarray, float, float]]:
+    """Tool point, yaw and gripper opening for grasping, best first: a wide object (bowl, mug) by
+    its rim, fingers across the wall, the rim nearest the robot first and then round the object,
+    away from a mug's handle; a lidded one (moka pot) by the knob on its lid; a narrow one from
+    the top, fingers across its narrow side."""
     lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
     c = (lo + hi) / 2
     ext = hi - lo
+    ring = np.asarray(obj.get("rim_center_cm", c[:2]), float)
+    half = obj.get("box_half_cm")
+    if half is not None and 2 * half[0] < GRIPPER_SPAN_CM:  # a thin box (a book): across its thin side
+        z = max(hi[2] - min(3.0, ext[2] / 2), lo[2] + FINGERTIP_BELOW_TCP_CM + 0.3)
+        return [(np.array([ring[0], ring[1], z]), float(obj["thin_yaw_rad"]) - math.pi / 2, 1.0)]
+    if any(k in name for k in TOP_KNOB):
+        return [
+            (np.array([ring[0], ring[1], hi[2] - 1.0]), a, 0.4)
+            for a in (0.0, math.pi / 2, math.pi / 4, -math.pi / 4)
+        ]
     if ext[0] > GRIPPER_SPAN_CM and ext[1] > GRIPPER_SPAN_CM:
-        # rim nearest the robot; fingers close along x (tool y along x: yaw pi/2)
-        return np.array([lo[0] + 0.6, c[1], hi[2] - 1.2]), math.pi / 2, RIM_OPENING
+        radius = float(obj.get("rim_radius_cm") or 0.0)
+        handle = c[:2] - ring  # a handle pulls the bounds' centre off the rim's: grasp away from it
+        phis = [math.pi + k * math.pi / 6 for k in (0, 1, -1, 2, -2, 3, -3, 4, -4, 5, -5, 6)]
+        if float(np.linalg.norm(handle)) > 1.0:
+            toward = math.atan2(handle[1], handle[0])
+            phis = [p for p in phis if abs(float(wrap(p - toward))) > math.pi / 3]
+        out = []
+        for phi in phis:
+            radial = np.array([math.cos(phi), math.sin(phi)])
+            if radius > 1.0:
+                xy = ring + radial * radius
+            else:
+                reach = 1.0 / max(abs(radial[0]) / (ext[0] / 2), abs(radial[1]) / (ext[1] / 2))
+                xy = c[:2] + radial * (reach - 0.6)
+            tool = np.array([*xy, max(hi[2] - 1.2, lo[2] + FINGERTIP_BELOW_TCP_CM + 0.2)])
+            out.append((tool, phi - math.pi / 2, RIM_OPENING))  # fingers close along the radius
+        return out
     yaw = math.pi / 2 if ext[0] <= ext[1] else 0.0
-    return np.array([c[0], c[1], hi[2] - min(3.0, ext[2] / 2)]), yaw, 1.0
+    z = max(hi[2] - min(3.0, ext[2] / 2), lo[2] + FINGERTIP_BELOW_TCP_CM + 0.3)  # fingertips off the table
+    return [(np.array([c[0], c[1], z]), yaw, 1.0)]
 
 
-def _target_surface(target: dict[str, Any]) -> tuple[np.ndarray, float]:
-    """Where the object goes: xy of the target (a region's site, or an object's centre) and the
-    height its bottom must clear."""
-    xy = np.asarray(target["position_cm"], float)[:2]
-    box = target.get("parent", target)
-    return xy, float(box["max_cm"][2])
+def grasp_plan(
+    obj: dict[str, Any], scene: Scene | None = None, name: str = ""
+) -> tuple[np.ndarray, float, float]:
+    """The first grasp option whose hand clears its neighbours there and on the way up; else the
+    first that clears them there (the object is then slid clear before it is lifted); else the
+    first."""
+    options = grasp_options(obj, name)
+    if scene is None:
+        return options[0]
+    free = [
+        o for o in options if not hand_hits(scene, o[0], o[1], {name}) and not fingers_hit(scene, *o, {name})
+    ]
+    lifts = [o for o in free if not hand_hits(scene, o[0], o[1], {name}, LIFT_CM)]
+    return (lifts or free or options)[0]
 
 
-def pick_place(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    arm = state["arm"]
-    goal = next((g for g in priv["goal"] if g[0] in ("on", "in")), None)
-    if goal is None:
-        return "This task has no pick-and-place goal; I hold still.", {"arm": {}}
-    obj, target = priv["objects"][goal[1]], priv["objects"][goal[2]]
-    p = np.asarray(arm["position"], float)
-    cur_rpy = np.asarray(arm["orientation"], float)
-    g = float(arm.get("gripper", 1.0))
+def graspable(scene: Scene, obj: dict[str, Any], name: str) -> bool:
+    """Some grasp of the object leaves the hand clear there and all the way up."""
+    return any(not hand_hits(scene, o[0], o[1], {name}, LIFT_CM) for o in grasp_options(obj, name))
+
+
+def _shifted(obj: dict[str, Any], delta: np.ndarray) -> dict[str, Any]:
+    out = dict(obj)
+    for key in ("min_cm", "max_cm", "position_cm", "body_cm"):
+        if key in out:
+            out[key] = (np.asarray(out[key], float) + delta).tolist()
+    return out
+
+
+def clearing_shove(scene: Scene, later: Scene, obj: dict[str, Any], name: str) -> np.ndarray | None:
+    """The shortest push along the table (8 directions, robot side first) after which the object
+    can be grasped in the scene as it will be (`later`), pushed from a side the hand can reach now."""
+    for dist in (4.0, 6.0, 8.0, 10.0, 13.0, 16.0):
+        for k in range(8):
+            a = math.pi + k * math.pi / 4
+            unit = np.array([math.cos(a), math.sin(a), 0.0])
+            if all(graspable(later, _shifted(obj, unit * x), name) for x in (dist, dist + 2.0, dist + 4.0)):
+                return unit * (dist + 2.0)  # the middle of a range that works: a push is not exact
+    return None
+
+
+def shove_object(
+    arm: Arm, scene: Scene, name: str, obj: dict[str, Any], delta: np.ndarray, why: str
+) -> Reply:
+    """Push an object along the table by `delta` with the closed fingertips against its far side."""
     lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
+    dist = float(np.linalg.norm(delta[:2]))
+    v = delta[:2] / max(dist, 1e-6)
+    reach = 1.0 / max(abs(v[0]) / ((hi[0] - lo[0]) / 2), abs(v[1]) / ((hi[1] - lo[1]) / 2), 1e-6)
+    contact = (lo[:2] + hi[:2]) / 2 - v * (reach + 1.2)
+    z = float(lo[2]) + FINGERTIP_BELOW_TCP_CM + 0.5
+    yaw = math.atan2(v[1], v[0])  # fingers side by side across the push
+    rot = arm.turn_to(yaw)
+    p, g = arm.p, arm.g
+    what = _words(name)
+    rel = p[:2] - (lo[:2] + hi[:2]) / 2
+    behind = -reach - 3.0 < float(rel @ v) < -reach + 1.0 and abs(float(rel @ np.array([-v[1], v[0]]))) < 2.5
+    if behind and abs(p[2] - z) < 1.2 and g < 0.2:
+        return _reply(
+            f"{why}I push the {what} {dist + 1.2:.1f} cm aside.",
+            np.append(v * min(dist + 1.2, MAX_STEP_CM), 0.0),
+            None,
+            None,
+        )
+    if g > 0.2:
+        return _reply(
+            f"{why}I close the gripper to push the {what} aside.",
+            [0, 0, max(0.0, hi[2] + 6 - p[2])],
+            None,
+            0.0,
+        )
+    dxy = float(np.linalg.norm(contact - p[:2]))
+    if dxy < 0.8 and float(np.max(np.abs(rot))) > 0.05:
+        return _reply(f"{why}I square the gripper behind the {what}.", None, rot, None)
+    if dxy < 0.8:
+        return _reply(
+            f"{why}I lower the fingertips beside the {what}.", np.append(contact - p[:2], z - p[2]), rot, None
+        )
+    step = travel(arm, scene, np.append(contact, hi[2] + 4.0), {name})
+    return _reply(f"{why}I move behind the {what} to push it aside.", step, rot, None)
+
+
+def escape(scene: Scene, tool: np.ndarray, yaw: float, skip: set[str]) -> np.ndarray | None:
+    """A short horizontal slide after which the hand can rise LIFT_CM without touching anything
+    (something overhangs the grasp: an open drawer); None when it can rise where it is."""
+    if not hand_hits(scene, tool, yaw, skip, LIFT_CM):
+        return None
+    for dist in (3.0, 5.0, 7.0, 9.0, 12.0):
+        for k in range(8):
+            a = math.pi + k * math.pi / 4  # towards the robot first
+            d = np.array([math.cos(a), math.sin(a), 0.0]) * dist
+            if not hand_hits(scene, tool + d, yaw, skip, LIFT_CM) and not hand_hits(
+                scene, tool + d / 2, yaw, skip
+            ):
+                return d
+    return None
+
+
+def _placement(scene: Scene, goal: list[str], obj: dict[str, Any]) -> tuple[np.ndarray, float]:
+    """Where the object's body origin goes (xy) and the height its bottom must just clear."""
+    target = scene.objects[goal[2]]
+    if not target.get("site"):  # onto / into an object: LIBERO compares body origins (3 cm)
+        xy = np.asarray(target.get("body_cm", target["position_cm"]), float)[:2]
+        return xy, float(target["max_cm"][2])
+    xy = np.asarray(target["position_cm"], float)[:2]
+    half = np.asarray(target.get("half_size_cm", [0, 0, 0]), float)
+    site_z = float(target["position_cm"][2])
+    joints = target.get("articulation") or []
+    if goal[0] == "in" and joints and joints[0]["kind"] == "slide":  # a drawer: the part pulled out
+        j = joints[0]
+        hmin, hmax = np.asarray(j["handle_min_cm"]), np.asarray(j["handle_max_cm"])
+        u = _open_direction(j)
+        size = np.asarray(obj["max_cm"], float)[:2] - np.asarray(obj["min_cm"], float)[:2]
+        front = float(((hmin + hmax) / 2)[:2] @ u[:2])
+        inset = float(abs(size @ u[:2])) / 2 + 3.8  # behind the drawer's front panel
+        along = front - inset
+        xy = xy + (along - float(xy @ u[:2])) * u[:2]
+        return xy, site_z - half[2]
+    if goal[0] == "in":  # a container's region (basket, caddy, microwave): its floor
+        parent = target.get("parent")
+        floor = site_z - half[2]
+        if parent is not None:
+            return xy, max(floor, float(parent["min_cm"][2]) + 0.5)
+        return xy, floor
+    xy = _free_spot(scene, goal, obj, xy, half)
+    parent = target.get("parent")
+    if parent is not None:  # a region on a fixture (stove burner, cabinet top): its top
+        return xy, max(site_z, float(parent["max_cm"][2]) if half[2] > 0.5 else site_z)
+    return xy, site_z  # a region of the table
+
+
+def _free_spot(
+    scene: Scene, goal: list[str], obj: dict[str, Any], center: np.ndarray, half: np.ndarray
+) -> np.ndarray:
+    """The point of a region (its middle first) where the object's footprint overlaps least with
+    what already stands there (a second moka pot beside the first on the burner)."""
+    lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
+    size = (hi[:2] - lo[:2]) / 2
+    parent = scene.objects[goal[2]].get("parent_name", "")
+    skip = {goal[1], goal[2], parent}
+    boxes = [
+        (np.asarray(f["min_cm"], float), np.asarray(f["max_cm"], float))
+        for n, f in [*scene.objects.items(), *scene.others.items()]
+        if "min_cm" in f and n not in skip and not (parent and n.startswith(parent + "/"))
+    ]
+
+    def overlap(xy: np.ndarray) -> float:
+        total = 0.0
+        for a, b in boxes:
+            w = np.minimum(xy + size, b[:2]) - np.maximum(xy - size, a[:2])
+            total += float(max(w[0], 0.0) * max(w[1], 0.0))
+        return total
+
+    reach = np.maximum(np.asarray(half[:2], float) * 0.8, 0.0)
+    grid = [
+        center + np.array([dx, dy])
+        for dx in np.linspace(-reach[0], reach[0], 7)
+        for dy in np.linspace(-reach[1], reach[1], 7)
+    ]
+    return min(grid, key=lambda xy: (round(overlap(xy), 0), float(np.linalg.norm(xy - center))))
+
+
+def recover(arm: Arm, scene: Scene) -> Reply:
+    """Back to pointing down after working level (a drawer handle): let go and back off the way
+    the fingers point, then rise clear of everything near, turning down once above it."""
+    p = arm.p
+    level = abs(float(arm.approach()[2])) < 0.7
+    if level and arm.g < 0.85:
+        back = -arm.approach()
+        back[2] = 0.0
+        return _reply("I let go and back away before turning the gripper down.", back * 6.0, None, 1.0)
+    safe_z = _safe_height(arm, scene)
+    return _reply(
+        "I rise clear of everything near, turning the gripper down.",
+        [0, 0, max(0.0, safe_z - p[2])],
+        arm.turn_to(arm.rpy[2]),  # backed off: free space to turn in
+        None,
+    )
+
+
+def _safe_height(arm: Arm, scene: Scene) -> float:
+    """Where a level gripper can turn down: 10 cm above everything within 15 cm."""
+    p = arm.p
+    near = [
+        hi for lo, hi in scene.boxes(set()) if np.all(p[:2] > lo[:2] - 15) and np.all(p[:2] < hi[:2] + 15)
+    ]
+    return max([float(h[2]) for h in near] + [0.0]) + 10.0
+
+
+def travel(
+    arm: Arm,
+    scene: Scene,
+    goal: np.ndarray,
+    skip: set[str],
+    below_cm: float = 0.0,
+    margin_cm: float = 4.0,
+) -> np.ndarray:
+    """The next position change of the tool on its way to `goal`, carrying something that hangs
+    `below_cm` under it: straight there when nothing is in the way, else up to a height clear of
+    everything under the path, across, and straight down onto the goal."""
+    a, b = arm.p, np.asarray(goal, float)
+
+    def need(xy: np.ndarray) -> float:
+        return scene.needed_z(xy, skip, margin_cm) + CLEARANCE_CM + below_cm
+
+    def clear(s: np.ndarray, e: np.ndarray) -> bool:
+        for t in np.linspace(0.0, 1.0, 16):
+            q = s + t * (e - s)
+            if float(np.linalg.norm(q[:2] - b[:2])) < 2.0:
+                continue  # the last bit above the goal: straight down onto it is the approach
+            if q[2] < need(q[:2]) - 0.5:
+                return False
+        return True
+
+    if float(np.linalg.norm(a[:2] - b[:2])) < 1.0 or clear(a, b):
+        return b - a
+    hover = np.array([b[0], b[1], max(b[2], need(b[:2]))])
+    if clear(a, hover):
+        return hover - a
+    cruise = max(need(a[:2] + t * (b[:2] - a[:2])) for t in np.linspace(0.0, 1.0, 16))
+    cruise = max(cruise, float(b[2]))
+    if a[2] < cruise - 0.5:
+        return np.array([0.0, 0.0, cruise - a[2]])
+    d = b[:2] - a[:2]
+    return np.array([d[0], d[1], cruise - a[2]])
+
+
+def pick_place(arm: Arm, scene: Scene, goal: list[str]) -> Reply:
+    name, target_name = goal[1], goal[2]
+    obj = scene.objects[name]
+    lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
+    if float(obj.get("rest_height_cm", hi[2] - lo[2])) < FLAT_CM and _on_table(scene, goal):
+        return push(arm, scene, goal)
+    target = scene.objects[target_name]
+    for j in target.get("articulation") or []:
+        if goal[0] == "in" and j["kind"] == "slide" and not _is_open(j):
+            why = f"The {_words(target_name)} is closed; "
+            opened = scene.moved(
+                f"{target.get('parent_name', '')}/{j['joint']}",
+                _open_direction(j) * abs(_remaining(j, "open")) * 100,
+            )
+            if not graspable(opened, obj, name):  # the open drawer would hang over it: move it away first
+                shove = clearing_shove(scene, opened, obj, name)
+                if shove is not None:
+                    return shove_object(
+                        arm,
+                        scene,
+                        name,
+                        obj,
+                        shove,
+                        why + "once open it would hang over the " + _words(name) + "; ",
+                    )
+            return operate(arm, scene, target_name, j, "open", why)
     center = (lo + hi) / 2
-    grasp, yaw, opening = grasp_plan(obj)
-    rot = wrap(np.array([math.pi, 0.0, _yaw_near(yaw, cur_rpy[2])]) - cur_rpy)
+    body = np.asarray(obj.get("body_cm", center), float)
+    grasp, yaw, opening = grasp_plan(obj, scene, name)
+    rot = arm.turn_to(yaw)
+    p, g = arm.p, arm.g
     near = bool(
         np.all(p[:2] > lo[:2] - 1.5) and np.all(p[:2] < hi[:2] + 1.5) and lo[2] - 1 < p[2] < hi[2] + 1.5
     )
     rest = float(obj.get("rest_bottom_cm", lo[2]))
     # closed on something (a bowl's wall is ~3 mm: g ~0.03), or the object has left where it rested
     holding = near and g < opening - 0.15 and (g > 0.012 or lo[2] > rest + 1.0)
-    tgt_xy, tgt_top = _target_surface(target)
+    what, where = _words(name), _words(target_name)
     if holding:
+        place_xy, surface = _placement(scene, goal, obj)
         below = p[2] - lo[2]  # the tool's height above the object's bottom
-        want_xy = tgt_xy + (p[:2] - center[:2])
-        d = want_xy - p[:2]
-        # carry with the bottom clear of the target and lifted out of where it rested (a drawer...)
-        carry_z = max(tgt_top + 4.0, rest + 9.0) + below
-        if np.linalg.norm(d) > 1.0:
-            if p[2] < carry_z - 1.0:
-                return (
-                    f"I hold the {goal[1]}; I lift it clear before carrying it.",
-                    {"arm": _act(np.array([0, 0, carry_z - p[2]]), None, 0.0)},
-                )
-            return (
-                f"I carry the {goal[1]} {np.linalg.norm(d):.1f} cm towards the {goal[2]}.",
-                {"arm": _act(np.array([d[0], d[1], carry_z - p[2]]), None, 0.0)},
-            )
-        release_z = tgt_top + 1.0 + below
-        if p[2] > release_z + 0.8:
-            return f"The {goal[1]} is above the {goal[2]}; I lower it.", {
-                "arm": _act(np.array([d[0], d[1], release_z - p[2]]), None, 0.0)
-            }
-        return f"The {goal[1]} is just above the {goal[2]}; I let go.", {"arm": _act(None, None, 1.0)}
-    hover_z = hi[2] + 8.0
-    dxy = grasp[:2] - p[:2]
-    if g < opening - 0.15:
-        up = max(0.0, min(8.0, hover_z - p[2]))
-        return (
-            "The gripper is not open and holds nothing; I open it and move up.",
-            {"arm": _act(np.array([0, 0, up]), None, opening)},
+        # into a region: its middle takes the object's middle (the bounds' or rim's centre); onto an
+        # object: LIBERO compares body origins
+        ref = (
+            np.asarray(obj.get("rim_center_cm", body[:2]), float)
+            if goal[0] == "in" and target.get("site")
+            else body[:2]
         )
+        release = np.array([*(place_xy + (p[:2] - ref[:2])), surface + 1.0 + below])
+        if float(np.linalg.norm(release[:2] - p[:2])) < 1.0 and p[2] < release[2] + 0.8:
+            return _reply(f"The {what} is just above the {where}; I let go.", None, None, 1.0)
+        turn = _slot_turn(arm, obj, target) if goal[0] == "in" else None
+        skip = {name, target_name}
+        if lo[2] < rest + 3.0:  # just picked up: out from under anything overhanging, then up
+            slide = escape(scene, p, float(arm.rpy[2]), {name})
+            if slide is not None:
+                return _reply(f"I slide the {what} out from under what overhangs it.", slide, None, 0.0)
+        step = travel(arm, scene, release, skip, below)
+        if turn is not None and float(np.max(np.abs(turn))) > 0.05:
+            if float(np.linalg.norm(release[:2] - p[:2])) < 1.0:
+                return _reply(f"I turn the {what} to fit the {where}.", None, turn, 0.0)
+            return _reply(f"I carry the {what} towards the {where}, turning it to fit.", step, turn, 0.0)
+        if float(np.linalg.norm(release[:2] - p[:2])) < 1.0:
+            return _reply(f"The {what} is above the {where}; I lower it.", step, None, 0.0)
+        return _reply(f"I carry the {what} towards the {where}.", step, None, 0.0)
+    if g < opening - 0.15 or (g < 0.85 and not near and abs(g - opening) > 0.05):
+        return _reply("The gripper holds nothing I need; I open it and move up.", [0, 0, 6.0], None, opening)
     grip = opening if abs(g - opening) > 0.1 else None
-    if np.linalg.norm(dxy) > 0.8:
-        if p[2] < hi[2] + 3.0:
-            return "I am low and not at the grasp point; I rise first.", {
-                "arm": _act(np.array([0, 0, hover_z - p[2]]), rot, grip)
-            }
-        return (
-            f"The grasp point on the {goal[1]} is {np.linalg.norm(dxy):.1f} cm away; I move above it.",
-            {"arm": _act(np.array([dxy[0], dxy[1], hover_z - p[2]]), rot, grip)},
+    squared = float(np.max(np.abs(rot))) < 0.04
+    dxy = float(np.linalg.norm(grasp[:2] - p[:2]))
+    if dxy < 0.8 and abs(p[2] - grasp[2]) < 0.6 and squared:
+        return _reply(f"The {what} is between the fingers; I close the gripper.", None, None, 0.0)
+    side = escape(scene, grasp, yaw, {name})  # something overhangs the grasp: come in from the side
+    if side is not None:
+        start = grasp + side
+        rel = p - grasp
+        along = float(rel[:2] @ side[:2]) / float(side[:2] @ side[:2])
+        if (
+            abs(p[2] - grasp[2]) < 1.0
+            and -0.1 < along < 1.1
+            and float(np.linalg.norm(rel - along * side)) < 1.0
+        ):
+            if not squared:
+                return _reply("I square the gripper beside the grasp point.", None, rot, grip)
+            return _reply(
+                f"I slide the open gripper in under the overhang to the {what}.", grasp - p, None, grip
+            )
+        if float(np.linalg.norm(p[:2] - start[:2])) < 0.8 and not squared:
+            return _reply("I square the gripper beside the grasp point.", None, rot, grip)
+        step = travel(arm, scene, start, {name})
+        return _reply(f"I move the open gripper down beside the {what}.", step, rot, grip)
+    above = np.array([grasp[0], grasp[1], max(grasp[2], float(hi[2]) + 3.0)])
+    if dxy < 0.8 and not squared and p[2] >= above[2] - 0.5:
+        return _reply("I am above the grasp point; I square the gripper.", None, rot, grip)
+    step = travel(arm, scene, grasp if dxy < 0.8 else above, {name})
+    if dxy < 0.8:
+        return _reply(f"I lower the open gripper to the {what}.", step, rot, grip)
+    return _reply(f"I move the open gripper above the {what}.", step, rot, grip)
+
+
+def _words(name: str) -> str:
+    """A BDDL name as words: `akita_black_bowl_1` -> `akita black bowl`."""
+    parts = name.split("_")
+    if parts and parts[-1].isdigit():
+        parts = parts[:-1]
+    return " ".join(parts)
+
+
+def _slot_turn(arm: Arm, obj: dict[str, Any], target: dict[str, Any]) -> np.ndarray | None:
+    """For a thin box going into a narrow region (a book into a caddy's compartment): the wrist
+    turn that lines its thin side up with the region's narrow side; None for anything else."""
+    if "thin_yaw_rad" not in obj or "half_size_cm" not in target:
+        return None
+    half = np.asarray(target["half_size_cm"], float)
+    narrow = 0.0 if half[0] <= half[1] else math.pi / 2  # the region's narrow axis (x or y)
+    off = float(wrap(narrow - float(obj["thin_yaw_rad"])))
+    off = off - math.pi * round(off / math.pi)  # the thin side has no front: period pi
+    return np.array([0.0, 0.0, off])
+
+
+def _on_table(scene: Scene, goal: list[str]) -> bool:
+    """The goal puts the object on a region of the table itself (where it can be slid to)."""
+    target = scene.objects.get(goal[2], {})
+    return bool(target.get("site")) and "parent" not in target
+
+
+def push(arm: Arm, scene: Scene, goal: list[str]) -> Reply:
+    """Slide a flat object (a plate) over the table: closed fingertips pressed onto its floor, then
+    moved towards the target in short steps, so they stay inside it and it comes along (from
+    inside, the hand stays over the plate, clear of whatever stands behind it)."""
+    name = goal[1]
+    obj = scene.objects[name]
+    lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
+    body = np.asarray(obj.get("body_cm", (lo + hi) / 2), float)
+    place_xy, _ = _placement(scene, goal, obj)
+    d = place_xy - body[:2]
+    dist = float(np.linalg.norm(d))
+    u = d / max(dist, 1e-6)
+    radius = float(np.min(hi[:2] - lo[:2])) / 2
+    start = body[:2] - u * min(2.0, radius / 3)
+    z = float(lo[2]) + FINGERTIP_BELOW_TCP_CM + 0.2  # the fingertips on the plate's floor
+    yaw = math.atan2(u[1], u[0])  # fingers side by side across the push
+    if hand_hits(scene, np.append(start, z), yaw, {name}):
+        yaw += math.pi / 2
+    rot = arm.turn_to(yaw)
+    p, g = arm.p, arm.g
+    what, where = _words(name), _words(goal[2])
+    ahead = float((p[:2] - body[:2]) @ u)
+    inside = (
+        float(np.linalg.norm(p[:2] - body[:2])) < radius - 1.0 and ahead < radius - 3.0 and p[2] < z + 1.0
+    )
+    if inside and g < 0.2:
+        step = min(dist + 0.5, 6.0)
+        return _reply(
+            f"My fingertips press on the {what}; I slide it {step:.1f} cm towards the {where}.",
+            np.append(u * step, -0.4),
+            None,
+            None,
         )
-    if float(np.max(np.abs(rot))) > 0.04:
-        return "I am above the grasp point; I square the gripper.", {"arm": _act(None, rot, grip)}
-    if p[2] > grasp[2] + 0.6:
-        return f"I lower the open gripper to the {goal[1]}.", {
-            "arm": _act(np.array([dxy[0], dxy[1], grasp[2] - p[2]]), rot, grip)
-        }
-    return f"The {goal[1]} is between the fingers; I close the gripper.", {"arm": _act(None, None, 0.0)}
+    if g > 0.2:
+        return _reply(
+            "I close the gripper to push with the fingertips.", [0, 0, max(0.0, hi[2] + 6 - p[2])], None, 0.0
+        )
+    dxy = float(np.linalg.norm(start - p[:2]))
+    squared = float(np.max(np.abs(rot))) < 0.05
+    if dxy < 0.8 and not squared:
+        return _reply(f"I am above the {what}; I square the gripper.", None, rot, None)
+    if dxy < 0.8:
+        return _reply(
+            f"I lower the closed fingertips onto the {what}.", np.append(start - p[:2], z - p[2]), rot, None
+        )
+    if float(np.linalg.norm(p[:2] - body[:2])) < radius + 5.0 and p[2] < hi[2] + 4.0:  # back over the rim
+        return _reply(
+            f"I lift the fingertips over the rim and back into the {what}.",
+            np.append(start - p[:2], z + 2.5 - p[2]),
+            rot,
+            None,
+        )
+    step = travel(arm, scene, np.append(start, hi[2] + 4.0), {name})
+    return _reply(f"I move above the {what}.", step, rot, None)
 
 
-LIBERO_EXPERTS = {
-    f"{suite}/{i}": pick_place for suite in ("libero_spatial", "libero_object") for i in range(10)
-}
+# -- joints: drawers, doors, knobs --------------------------------------------------------------
+def _open_direction(j: dict[str, Any]) -> np.ndarray:
+    """The way a slide joint's handle moves as it opens (base frame, unit)."""
+    axis = np.asarray(j["axis"], float)
+    r = j["ranges"]
+    sign = np.sign(np.mean(r.get("open", [1.0])) - np.mean(r.get("close", [0.0])))
+    return axis * sign
+
+
+def _is_open(j: dict[str, Any]) -> bool:
+    """LIBERO's own test: past the edge of the open range that faces the closed one."""
+    r, closed = j["ranges"]["open"], float(np.mean(j["ranges"].get("close", [0.0])))
+    return bool(j["value"] < max(r)) if np.mean(r) < closed else bool(j["value"] > min(r))
+
+
+def _remaining(j: dict[str, Any], how: str) -> float:
+    """How far (joint units) the joint still has to go to be open / closed (with a margin)."""
+    r = j["ranges"]
+    closed, opened = float(np.mean(r.get("close", [0.0]))), float(np.mean(r.get("open", [1.0])))
+    goal = opened if how == "open" else closed
+    return goal - float(j["value"])
+
+
+def operate(arm: Arm, scene: Scene, name: str, j: dict[str, Any], how: str, why: str = "") -> Reply:
+    """Open or close what a joint moves: a drawer by its handle, a door by its edge."""
+    if j["kind"] == "slide":
+        return _slide(arm, scene, name, j, how, why)
+    return _door(arm, scene, name, j, how, why)
+
+
+def _slide(arm: Arm, scene: Scene, name: str, j: dict[str, Any], how: str, why: str) -> Reply:
+    hmin, hmax = np.asarray(j["handle_min_cm"], float), np.asarray(j["handle_max_cm"], float)
+    u = _open_direction(j)
+    travel_cm = abs(_remaining(j, how)) * 100.0
+    if how == "close":
+        return _push_drawer(arm, name, hmin, hmax, u, travel_cm, why)
+    parent = scene.objects.get(name, {}).get("parent")
+    top = float(parent["max_cm"][2]) if parent is not None else float(hmax[2])
+    return _pull_from_front(arm, name, hmin, hmax, u, travel_cm, why, top)
+
+
+def _pull_from_front(
+    arm: Arm,
+    name: str,
+    hmin: np.ndarray,
+    hmax: np.ndarray,
+    u: np.ndarray,
+    travel_cm: float,
+    why: str,
+    clear_z: float,
+) -> Reply:
+    """Open a drawer by its handle: the gripper turned level high in front of it (clear of the
+    cabinet while it turns), pointing into the drawer's front with the fingers above and below
+    the bar, brought onto the handle, closed, and pulled."""
+    grip = (hmin + hmax) / 2
+    u = np.array([u[0], u[1], 0.0]) / max(float(np.linalg.norm(u[:2])), 1e-6)
+    rot = arm.turn_level(math.atan2(-u[1], -u[0]) + math.pi / 2)
+    level = float(np.max(np.abs(rot))) < 0.06
+    p, g = arm.p, arm.g
+    what = _words(name)
+    rel = p - grip
+    along = float(rel @ u)
+    on_line = float(np.linalg.norm(rel - along * u)) < 1.2 and -1.0 < along < 12.0
+    if level and float(np.linalg.norm(rel)) < 2.0 and 0.02 < g < 0.45:
+        step = min(travel_cm + 1.5, MAX_STEP_CM)
+        return _reply(
+            f"{why}I hold the handle of the {what}; I pull it {step:.1f} cm open.", u * step, None, 0.0
+        )
+    if level and float(np.linalg.norm(rel)) < 1.2:
+        return _reply(f"The handle of the {what} is between the fingers; I close them.", None, None, 0.0)
+    grip_cmd = 0.7 if g < 0.45 else None
+    if g < 0.45 and on_line:
+        return _reply(
+            f"{why}I back away from the handle of the {what} and open the gripper.", u * 6.0, None, 0.7
+        )
+    high = np.append(grip[:2] + u[:2] * 9.0, max(float(grip[2]), clear_z + 8.0))
+    if not level:
+        turn = rot if p[2] > clear_z - 6.0 else None  # turn only once up near the cabinet's top
+        if float(np.linalg.norm(p - high)) > 1.5:
+            return _reply(
+                f"{why}I move high in front of the {what}, turning the gripper level.",
+                high - p,
+                turn,
+                grip_cmd,
+            )
+        return _reply(
+            f"{why}I turn the gripper level, pointing at the front of the {what}.", None, rot, grip_cmd
+        )
+    if on_line:
+        return _reply(
+            f"{why}I move the level gripper straight onto the handle of the {what}.", grip - p, None, grip_cmd
+        )
+    stand = grip + u * 9.0
+    return _reply(
+        f"{why}I lower the level gripper in front of the handle of the {what}.", stand - p, None, grip_cmd
+    )
+
+
+def _push_drawer(
+    arm: Arm, name: str, hmin: np.ndarray, hmax: np.ndarray, u: np.ndarray, travel_cm: float, why: str
+) -> Reply:
+    """Close a drawer: closed fingertips against the outside of its handle, the gripper leaning 45
+    degrees into the push so the wrist and hand stay clear of the handles above, pushed in."""
+    u = np.array([u[0], u[1], 0.0]) / max(float(np.linalg.norm(u[:2])), 1e-6)
+    handle = (hmin + hmax) / 2
+    contact = handle + u * 1.6  # the fingertips against the outside of the handle bar
+    z = float(handle[2])  # low: the hand's corner then passes under the handle above
+    p, g = arm.p, arm.g
+    push_dir = -u
+    lean = np.array([math.pi, -LEAN_RAD, math.atan2(push_dir[1], push_dir[0])])
+    rot = wrap(lean - arm.rpy)
+    leaning = float(np.max(np.abs(rot))) < 0.06
+    what = _words(name)
+    rel = p[:2] - contact[:2]
+    along = float(rel @ u[:2])
+    off_line = abs(float(rel @ np.array([-u[1], u[0]])))
+    if leaning and off_line < 1.5 and along < 1.5 and abs(p[2] - z) < 1.5 and g < 0.2:
+        step = min(travel_cm + 1.5, MAX_STEP_CM)
+        return _reply(
+            f"{why}I push the {what} {step:.1f} cm closed.", np.append(push_dir[:2] * step, 0.0), None, None
+        )
+    hover_z = float(hmax[2]) + 8.0
+    grip = 0.0 if g > 0.2 else None
+    dxy = contact[:2] - p[:2]
+    if np.linalg.norm(dxy) > 1.0:
+        step = np.array([dxy[0], dxy[1], hover_z - p[2]])
+        if p[2] < hover_z - 1.0 and np.linalg.norm(dxy) > 3.0:
+            step = np.array([0.0, 0.0, hover_z - p[2]])
+        return _reply(
+            f"{why}I move above the front of the {what}, leaning the gripper into the push.", step, rot, grip
+        )
+    if not leaning:
+        return _reply(f"{why}I lean the gripper into the push.", None, rot, grip)
+    return _reply(
+        f"{why}I lower the fingertips against the front of the {what}.",
+        [dxy[0], dxy[1], z - p[2]],
+        None,
+        grip,
+    )
+
+
+def _door(arm: Arm, scene: Scene, name: str, j: dict[str, Any], how: str, why: str) -> Reply:
+    """Swing a door about its hinge by pushing its face near the free edge."""
+    anchor = np.asarray(j["anchor_cm"], float)
+    hmin, hmax = np.asarray(j["handle_min_cm"], float), np.asarray(j["handle_max_cm"], float)
+    edge = (hmin + hmax) / 2
+    r_vec = edge[:2] - anchor[:2]
+    radius = float(np.linalg.norm(r_vec))
+    theta = math.atan2(r_vec[1], r_vec[0])
+    togo = _remaining(j, how)  # radians, + = counter-clockwise about the (vertical) axis
+    axis_z = float(np.asarray(j["axis"])[2])
+    sense = math.copysign(1.0, togo * axis_z)
+    rho = 0.75 * radius  # push on the face, three quarters out
+    # stand on the side of the face the push comes from, 2 cm off the door
+    normal = sense * np.array([-math.sin(theta), math.cos(theta)])
+    contact = anchor[:2] + rho * np.array([math.cos(theta), math.sin(theta)]) - normal * 2.5
+    z = float((hmin[2] + hmax[2]) / 2)
+    p, g = arm.p, arm.g
+    if g > 0.2:
+        return _reply(
+            "I close the gripper to push with the fingertips.",
+            [0, 0, max(0.0, hmax[2] + 5 - p[2])],
+            None,
+            0.0,
+        )
+    rel = p[:2] - anchor[:2]
+    at_face = (
+        abs(float(np.linalg.norm(rel)) - rho) < 3.0 and abs(wrap(math.atan2(rel[1], rel[0]) - theta)) < 0.35
+    )
+    if at_face and abs(p[2] - z) < 2.0:
+        step_rad = sense * min(abs(togo) + 0.15, MAX_STEP_CM / rho * 0.95)
+        ang = math.atan2(rel[1], rel[0]) + step_rad
+        target = anchor[:2] + float(np.linalg.norm(rel)) * np.array([math.cos(ang), math.sin(ang)])
+        return _reply(
+            f"{why}I push the door of the {name} {'closed' if how == 'close' else 'open'}.",
+            np.append(target - p[:2], 0.0),
+            None,
+            None,
+        )
+    hover = hmax[2] + 5.0
+    dxy = contact - p[:2]
+    if np.linalg.norm(dxy) > 1.0:
+        if p[2] < hover - 1.0:
+            return _reply(
+                f"{why}I rise before going to the door of the {name}.", [0, 0, hover - p[2]], None, None
+            )
+        return _reply(
+            f"{why}I move beside the door of the {name}.", [dxy[0], dxy[1], hover - p[2]], None, None
+        )
+    return _reply(f"{why}I lower the fingertips beside the door.", [dxy[0], dxy[1], z - p[2]], None, None)
+
+
+def turn_knob(arm: Arm, scene: Scene, name: str, j: dict[str, Any], how: str) -> Reply:
+    """Turn a knob (a hinge about the vertical) by its grip bar: fingers across the bar, centred on
+    the axis, then the wrist turned."""
+    anchor = np.asarray(j["anchor_cm"], float)
+    top = float(np.asarray(j.get("part_max_cm", j["anchor_cm"]))[2])
+    r = j["ranges"]
+    goal = float(np.mean(r["turnon"] if how == "turnon" else r["turnoff"]))
+    togo = goal - float(j["value"])
+    base_yaw = float(scene.objects.get(name, {}).get("yaw_rad", 0.0))
+    yaw = base_yaw + float(j["value"])  # the bar lies along the knob's x axis: close across it
+    rot = arm.turn_to(yaw)
+    p, g = arm.p, arm.g
+    grip = np.array([anchor[0], anchor[1], top - 1.5])
+    on_knob = float(np.linalg.norm(p - grip)) < 1.5
+    what = _words(name)
+    if on_knob and 0.02 < g < 0.6:
+        turn = float(np.clip(togo + math.copysign(0.2, togo), -MAX_TURN_RAD, MAX_TURN_RAD))
+        return _reply(
+            f"I hold the knob of the {what}; I turn it {turn:+.2f} rad.",
+            None,
+            np.array([0.0, 0.0, turn]),
+            None,
+        )
+    squared = float(np.max(np.abs(rot))) < 0.05
+    if on_knob and squared:
+        return _reply(f"The knob of the {what} is between the fingers; I close them.", None, None, 0.0)
+    if g < 0.85:
+        return _reply("I open the gripper to take the knob.", [0, 0, max(0.0, top + 6 - p[2])], None, 1.0)
+    dxy = float(np.linalg.norm(grip[:2] - p[:2]))
+    above = np.array([grip[0], grip[1], top + 4.0])
+    if dxy < 0.8 and not squared:
+        return _reply(f"I am above the knob of the {what}; I square the gripper to its bar.", None, rot, None)
+    step = travel(arm, scene, grip if dxy < 0.8 else above, {name})
+    if dxy < 0.8:
+        return _reply(f"I lower the open gripper onto the knob of the {what}.", step, rot, None)
+    return _reply(f"I move above the knob of the {what}.", step, rot, None)
+
+
+# -- the plan -----------------------------------------------------------------------------------
+def _order(goals: list[list[str]]) -> list[int]:
+    """Work order: a container is closed after what goes into it; otherwise the BDDL's order."""
+    filled = {g[2] for g in goals if g[0] == "in"}
+    parents = {t.rsplit("_", 2)[0] for t in filled}
+    first = [i for i, g in enumerate(goals) if not (g[0] == "close" and (g[1] in filled or g[1] in parents))]
+    return first + [i for i in range(len(goals)) if i not in first]
+
+
+def _in_hand(arm: Arm, obj: dict[str, Any]) -> bool:
+    """The fingers are closed on this object (the tool inside its bounds, the gripper not shut)."""
+    lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
+    p = arm.p
+    inside = bool(
+        np.all(p[:2] > lo[:2] - 1.0) and np.all(p[:2] < hi[:2] + 1.0) and lo[2] - 1 < p[2] < hi[2] + 1.0
+    )
+    return inside and 0.012 < arm.g < 0.8
+
+
+def _closed_drawer(scene: Scene, goal: list[str]) -> bool:
+    """An `in` goal whose region is a drawer still to be opened."""
+    target = scene.objects.get(goal[2], {}) if len(goal) > 2 else {}
+    joints = target.get("articulation") or []
+    return goal[0] == "in" and any(j["kind"] == "slide" and not _is_open(j) for j in joints)
+
+
+def libero_expert(state: State, priv: dict[str, Any]) -> Reply:
+    arm, scene = Arm(state), Scene(priv)
+    goals = priv["goal"]
+    done = priv.get("goal_done", [False] * len(goals))
+    for i, g in enumerate(goals):  # a part just achieved with the object still in hand: let go first
+        if done[i] and g[0] in ("on", "in") and _in_hand(arm, scene.objects[g[1]]):
+            return _reply(
+                f"The {_words(g[1])} is {g[0]} the {_words(g[2])}; I let go.", [0, 0, 0.5], None, 1.0
+            )
+    for i in _order(goals):
+        if done[i]:
+            continue
+        g = goals[i]
+        kind = g[0]
+        level_skill = kind == "open" or (kind in ("on", "in") and _closed_drawer(scene, g))
+        if (
+            abs(float(arm.approach()[2])) < 0.7
+            and not level_skill
+            and arm.p[2] < _safe_height(arm, scene) - 1.0
+        ):
+            return recover(arm, scene)
+        if kind in ("on", "in"):
+            return pick_place(arm, scene, g)
+        facts = scene.objects[g[1]]
+        joints = facts.get("articulation") or []
+        if not joints:
+            break
+        if kind in ("turnon", "turnoff"):
+            return turn_knob(arm, scene, g[1], joints[0], kind)
+        if kind in ("open", "close"):
+            return operate(arm, scene, g[1], joints[0], kind)
+        break
+    if all(done):
+        return "Every part of the goal holds; I hold still.", {"arm": {}}
+    return "This goal has a part I have no skill for; I hold still.", {"arm": {}}
+
+
+EXPERT_SUITES = ("libero_spatial", "libero_object", "libero_goal", "libero_10")
+"""Suites the expert solves; it reads each task's BDDL goal, so a LIBERO-Pro or LIBERO-Plus task
+built on one of them gets the same expert (whether it succeeds there is what is measured)."""
+
+
+def _libero_experts() -> dict[str, Any]:
+    from sim_adapters.libero import task_names
+    from sim_adapters.libero.naming import parse
+
+    return {name: libero_expert for name in task_names() if parse(name).suite in EXPERT_SUITES}
+
+
+LIBERO_EXPERTS = _libero_experts()

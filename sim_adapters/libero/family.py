@@ -92,13 +92,18 @@ def format_summary(summary: dict[str, Any]) -> str:
 class LiberoFamily(ArmFamily):
     name = "libero"
 
+    def __init__(self) -> None:
+        self._entries: dict[str, TaskEntry] | None = None
+
     @property
     def entries(self) -> dict[str, TaskEntry]:
-        entry = TaskEntry("libero", LIBERO_ROBOT, robots=(LIBERO_ROBOT,))
-        return {name: entry for name in task_names()}
+        if self._entries is None:  # LIBERO-Plus alone names 10,030 tasks: listed once per process
+            entry = TaskEntry("libero", LIBERO_ROBOT, robots=(LIBERO_ROBOT,))
+            self._entries = {name: entry for name in task_names()}
+        return self._entries
 
     def owns(self, task: str) -> bool:
-        return task in task_names()
+        return task in self.entries
 
     def add_arguments(self, parser: Any, command: str) -> None:
         super().add_arguments(parser, command)
@@ -113,8 +118,23 @@ class LiberoFamily(ArmFamily):
             "resume, --workers, --concurrency, --ray-address, report, compare",
         )
         add_option(parser, "--suite-tasks", default="0-9", help="with --suite: task indices, e.g. 0-9 or 0,3")
+        add_option(
+            parser,
+            "--preset",
+            default=None,
+            help="the PEAR paper's protocols (.venv-libero only): libero (40 tasks x 50 init states), "
+            "libero_pro[/TYPE], libero_plus[/DIMENSION]; NAME@K runs K episodes per task and "
+            "perturbation. Prints and writes (libero_summary.json) success per suite and perturbation, "
+            "Wilson intervals and the paired drop against LIBERO",
+        )
 
     def select(self, args: Any, *, model: bool) -> Selection | None:
+        preset = getattr(args, "preset", None)
+        if preset:  # issue 19: the paper's LIBERO / LIBERO-Plus / LIBERO-Pro protocols, by name
+            from sim_adapters.libero.presets import bench_tasks
+
+            tasks, seeds = bench_tasks(preset, args.seeds)
+            return Selection(tasks, seeds=seeds, render=model, extra={"preset": preset})
         if not getattr(args, "suite", None):
             return None
         from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
@@ -132,6 +152,10 @@ class LiberoFamily(ArmFamily):
         return LiberoBackend(robot, task, render=render)
 
     def bench_summary(self, results: list[dict[str, Any]], out: Any, args: Any) -> str | None:
+        if getattr(args, "preset", None):  # per benchmark, perturbation and suite; paired drop vs LIBERO
+            from sim_adapters.libero.summary import write_summary
+
+            return write_summary(results, str(out))
         if not getattr(args, "suite", None):
             return None
         by_suite = suite_summary(results)

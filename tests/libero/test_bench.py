@@ -60,5 +60,29 @@ def test_pear_agent_bench_suite_errors_are_one_line(capsys):
 
     assert main(["bench", "--suite", "libero_nope"]) == 2
     assert "unknown suite 'libero_nope'" in capsys.readouterr().err
-    assert main(["bench", "--suite", "libero_goal", "--suite-tasks", "0", "--seeds", "0"]) == 2
-    assert "no scripted expert for libero_goal/0" in capsys.readouterr().err
+    assert main(["bench", "--preset", "libero_nope"]) == 2
+    assert "unknown preset 'libero_nope'" in capsys.readouterr().err
+    assert main(["bench", "--preset", "libero_plus/camera", "--seeds", "3"]) == 2
+    assert "init state 0" in capsys.readouterr().err
+
+
+def test_bench_preset_runs_the_protocol_and_pairs_with_libero(tmp_path, capsys, monkeypatch):
+    """A preset is an ordinary bench (results.jsonl, resume, report) plus the paper's table: here
+    cut to one LIBERO-Pro task and the LIBERO episode it pairs with (the full presets run 2,000
+    episodes and more)."""
+    from pear_agent.cli import main
+    from sim_adapters.libero import presets
+
+    tasks = ["libero_pro/language/libero_object/0", "libero_object/0"]
+    monkeypatch.setattr(presets, "expand", lambda name, seeds=None: presets.Expansion(name, tasks, [0]))
+    out = tmp_path / "bench"
+    argv = ["bench", "--preset", "libero_pro/language", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "libero_pro/language" in printed and "drop vs LIBERO" in printed
+    keys = {json.loads(x)["key"] for x in (out / "results.jsonl").read_text().splitlines()}
+    assert keys == {"libero_pro/language/libero_object/0/s0", "libero_object/0/s0"}
+    summary = json.loads((out / "libero_summary.json").read_text())
+    (pro,) = [g for g in summary["groups"] if g["benchmark"] == "libero_pro"]
+    assert pro["perturbation"] == "language" and pro["all"]["paired"]["pairs"] == 1
+    assert (out / "index.html").exists()

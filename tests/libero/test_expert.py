@@ -1,10 +1,16 @@
-"""The scripted expert, through the text protocol and our IK, reaches LIBERO's own success check."""
+"""The scripted expert, through the text protocol and our IK, reaches LIBERO's own success check,
+within the robot's per-turn caps (its replies are training data)."""
 
+import json
+
+import numpy as np
 import pytest
 
 from pear_agent.episode import Episode
 from pear_agent.kinematics import Kinematics
+from pear_agent.policies.experts_libero import MAX_STEP_CM, MAX_TURN_RAD, _act
 from pear_agent.policies.scripted import ScriptedPolicy
+from pear_agent.records import RunWriter
 from sim_adapters.libero.backend import LiberoBackend
 
 
@@ -13,19 +19,39 @@ from sim_adapters.libero.backend import LiberoBackend
     [
         "libero_object/0",  # pick up the alphabet soup and place it in the basket (top grasp)
         "libero_spatial/4",  # the black bowl from the open top drawer onto the plate (rim grasp, lift out)
+        "libero_goal/0",  # open the middle drawer: the gripper turned level onto the handle, pulled
+        "libero_goal/5",  # push the plate to the front of the stove: slid by fingertips pressed inside it
+        "libero_goal/7",  # turn on the stove: the knob grasped on its axis, the wrist turned
+        "libero_10/3",  # the bowl into the open bottom drawer, then the drawer pushed closed (leaning)
     ],
 )
-def test_scripted_expert_reaches_libero_success(libero_robot, task):
+def test_scripted_expert_reaches_libero_success(libero_robot, task, tmp_path):
     backend = LiberoBackend(libero_robot, task, render=False)
     try:
-        result = Episode(backend, Kinematics(libero_robot), ScriptedPolicy(task)).run(0)
+        writer = RunWriter(tmp_path / "run", video_fps=None)
+        result = Episode(backend, Kinematics(libero_robot), ScriptedPolicy(task), writer=writer).run(0)
         assert result.success, f"{result.end_reason}: {result.detail}"
         assert result.end_reason == "success"
         assert backend.env.check_success()  # LIBERO's BDDL goal holds at the end
+        caps = libero_robot.parts["arm"].limits
+        records = [json.loads(x) for x in (tmp_path / "run" / "episode.jsonl").read_text().splitlines()]
+        asked = [r["action"]["action"]["arm"] for r in records if "action" in r]
+        assert len(asked) == result.turns
+        for a in asked:  # never more than the robot would execute: no clipped replies in SFT data
+            assert np.linalg.norm(a.get("move_cm", [0, 0, 0])) <= caps.max_position_step_cm
+            assert np.max(np.abs(a.get("turn_rad", [0, 0, 0]))) <= caps.max_rotation_step_rad
     finally:
         backend.close()
 
 
-def test_no_expert_for_other_suites():
+def test_actions_are_shortened_to_the_caps():
+    a = _act(np.array([30.0, 0.0, 40.0]), np.array([1.2, -0.8, 0.1]), 0.0)
+    assert np.linalg.norm(a["position"]) <= MAX_STEP_CM < 10.0
+    assert np.allclose(np.array(a["position"]) / np.linalg.norm(a["position"]), [0.6, 0.0, 0.8], atol=1e-3)
+    assert max(abs(v) for v in a["orientation"]) <= MAX_TURN_RAD < 0.5
+    assert a["gripper"] == 0.0
+
+
+def test_no_expert_for_unknown_tasks():
     with pytest.raises(ValueError, match="no scripted expert"):
-        ScriptedPolicy("libero_goal/0")
+        ScriptedPolicy("libero_90/0")
