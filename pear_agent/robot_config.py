@@ -149,8 +149,8 @@ class Pad(_Strict):
 
 
 class GripperSim(_Strict):
-    """Overrides of the gripper's drive in simulation; unset keeps the file's values (or, for an
-    actuator the simulator creates, its defaults: kp 3000, kv 150, force limit 60)."""
+    """Overrides of the gripper's drive and contacts in simulation; unset keeps the file's values
+    (or, for an actuator the simulator creates, its defaults: kp 3000, kv 150, force limit 60)."""
 
     kp: float | None = Field(
         None,
@@ -169,6 +169,24 @@ class GripperSim(_Strict):
         default_factory=list,
         description="finger collision boxes: each named body collides through its box only (MuJoCo "
         "collides a mesh by its convex hull, which can fill the gap between L-shaped fingers)",
+    )
+    armature: float | None = Field(
+        None,
+        ge=0,
+        description="the finger drive's rotor inertia as seen by each finger joint and mimic joint "
+        "(kg m^2 for a hinge, kg for a slide); unset: the file's. Makers' files often leave it out: "
+        "fingers of a few grams held by soft couplings then flutter as they close and knock the "
+        "object away",
+        examples=[0.002],
+    )
+    contact_time_s: float | None = Field(
+        None,
+        gt=0,
+        description="time constant of the fingers' contacts (MuJoCo's solref, damping ratio 1; it "
+        "outweighs the touched object's): smaller is stiffer, down to two physics steps; unset: "
+        "MuJoCo's 0.02 s, under which fingers squeezing at tens of N sink millimetres into the "
+        "object and it rolls out of the grip when carried",
+        examples=[0.004],
     )
 
 
@@ -231,7 +249,9 @@ class Gripper(_Strict):
         examples=[0.01],
     )
     controller: str | None = Field(None, description="ROS 2 trajectory controller for the gripper")
-    sim: GripperSim | None = Field(None, description="the simulator's gripper drive: gains, force limit")
+    sim: GripperSim | None = Field(
+        None, description="the simulator's gripper drive and contacts: gains, force limit, pads, inertia"
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Gripper:

@@ -186,6 +186,36 @@ def _add_pads(label: str, key: str, gains: GripperSim, spec: mujoco.MjSpec) -> N
         )
 
 
+FINGER_SOLMIX = 1e4
+"""The weight of a finger's contact parameters against a touched geom's (MuJoCo's default 1)."""
+
+
+def _finger_dynamics(
+    robot: RobotConfig, key: str, part: Part, spec: mujoco.MjSpec, timestep_s: float
+) -> None:
+    """`gripper.sim.armature` on the driven finger joints; `gripper.sim.contact_time_s` on the
+    contacts of every colliding geom the finger and mimic joints move (pads included)."""
+    g = part.gripper
+    if g is None or g.sim is None:
+        return
+    if g.sim.armature is not None:
+        for j in g.joints:  # the driven joints: a passive linkage carries no motor
+            spec.joint(j).armature = g.sim.armature
+    t = g.sim.contact_time_s
+    if t is None:
+        return
+    if t < 2 * timestep_s - 1e-12:
+        raise RobotConfigError(
+            f"{robot.label}: key {key}.gripper.sim.contact_time_s: {t:g} s is stiffer than MuJoCo allows "
+            f"at a {timestep_s:g} s physics step (at least two steps: {2 * timestep_s:g} s)"
+        )
+    for j in [*g.joints, *g.mimic_joints]:  # a geom below two of them is set twice, to the same values
+        for geom in spec.joint(j).parent.find_all(mujoco.mjtObj.mjOBJ_GEOM):
+            if geom.contype or geom.conaffinity:
+                geom.solref = [t, 1.0]
+                geom.solmix = FINGER_SOLMIX
+
+
 def check_names(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
     """Every body and joint the description names exists in the (attached) model."""
     label = robot.label
@@ -278,6 +308,7 @@ def build_scene(robot: RobotConfig) -> tuple[mujoco.MjSpec, dict[str, PartDrive]
             for act_name, kp, kv in zip(arm, part.sim.kp, part.sim.kv or [], strict=True):
                 _set_servo_gains(robot_spec.actuator(act_name), kp, kv)
         drives[name] = PartDrive(arm, _gripper_drive(label, key, part, robot_spec))
+        _finger_dynamics(robot, key, part, robot_spec, robot.sim.timestep_s or TIMESTEP_S)
 
     spec = mujoco.MjSpec()
     spec.modelname = robot.name
