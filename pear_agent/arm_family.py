@@ -52,6 +52,10 @@ class ArmFamily(Family):
     def entries(self) -> dict[str, TaskEntry]:
         raise NotImplementedError
 
+    def entry(self, task: str) -> TaskEntry:
+        """The entry of a task name as the family resolves it (a family may decorate names)."""
+        return self.entries[task]
+
     def task_names(self) -> list[str]:
         return list(self.entries)
 
@@ -72,7 +76,7 @@ class ArmFamily(Family):
         """The simulator backend of `task` on `robot`; refused (UnknownNameError) when the robot
         lacks what the task needs. `pooled`: one of many in this process (episodes in flight
         together), so it may share what the family shares between them (MuJoCo: a renderer)."""
-        refusal = self.entries[task].refusal(task, robot)
+        refusal = self.entry(task).refusal(task, robot)
         if refusal:
             raise UnknownNameError(refusal)
         return self.build_backend(task, robot, render, pooled)
@@ -85,7 +89,7 @@ class ArmFamily(Family):
         from pear_agent.kinematics import Kinematics
         from pear_agent.robot_config import load_robot
 
-        robot = load_robot(spec.option("robot") or self.entries[spec.task].default_robot)
+        robot = load_robot(spec.option("robot") or self.entry(spec.task).default_robot)
         # cameras are rendered only when the model is sent images (video frames render anyway)
         backend = self.backend(spec.task, robot, spec.render and spec.observation != "state", pooled=True)
         try:

@@ -358,10 +358,10 @@ def close_environment(env: Any) -> None:
 def task_entry(task: str) -> Any:
     """The `TaskEntry` of an arm task (its backend, needs, default robot); UnknownNameError else."""
     fam = family_of(task)
-    entries = getattr(fam, "entries", None)
-    if not entries or task not in entries:
+    entry = getattr(fam, "entry", None)
+    if entry is None:
         raise UnknownNameError(f"task {task!r} is not an arm task (it has no robot description)")
-    return entries[task]
+    return entry(task)
 
 
 def make_backend(task: str, robot: RobotConfig, render: bool = True) -> Backend:

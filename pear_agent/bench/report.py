@@ -89,15 +89,16 @@ def _fmt_s(v: float | None) -> str:
 
 
 def format_table(rows: list[dict[str, Any]]) -> str:
+    w = max([16, *(len(str(r["task"])) for r in rows)])  # perturbed and LIBERO names run long
     head = (
-        f"{'task':<16s} {'mode':<20s} {'success':>9s} {'rate':>6s} {'95% CI':>13s} {'turns':>6s} "
+        f"{'task':<{w}s} {'mode':<20s} {'success':>9s} {'rate':>6s} {'95% CI':>13s} {'turns':>6s} "
         f"{'lat med':>10s} {'lat p90':>10s}  {'rules':<26s} end reasons"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         lo, hi = r["ci95"]
         lines.append(
-            f"{r['task']:<16s} {r['mode']:<20s} {r['successes']:>4d}/{r['episodes']:<4d} "
+            f"{r['task']:<{w}s} {r['mode']:<20s} {r['successes']:>4d}/{r['episodes']:<4d} "
             f"{r['success_rate']:>6.2f} {f'[{lo:.2f}, {hi:.2f}]':>13s} {r['mean_turns']:>6.1f} "
             f"{_fmt_s(r['latency_median_s']):>10s} {_fmt_s(r['latency_p90_s']):>10s}  "
             f"{r.get('rules', '-'):<26s} {_fmt_reasons(r.get('end_reasons') or {})}"

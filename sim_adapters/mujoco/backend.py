@@ -157,7 +157,9 @@ class MujocoBackend:
         self._next_frame_t = 0.0
         self._video_camera = next(iter(robot.cameras), None)
         self._stopped = False
-        self.task = TaskInfo(task.name, task.instruction, task.max_turns)
+        self.task_name = f"{task.name}~{perturbation}" if perturbation else task.name
+        """The task as named to the runtime and in records: the perturbation is part of it."""
+        self.task = TaskInfo(self.task_name, task.instruction, task.max_turns)
 
     # -- Backend protocol -------------------------------------------------------------
     def reset(self, seed: int) -> Observation:
@@ -177,7 +179,7 @@ class MujocoBackend:
         instruction = self._task.instruction
         if self.perturber is not None:
             instruction = self.perturber.instruction(instruction)
-        self.task = TaskInfo(self._task.name, instruction, self._task.max_turns)
+        self.task = TaskInfo(self.task_name, instruction, self._task.max_turns)
         mujoco.mj_forward(m, d)
         for _ in range(int(0.3 / m.opt.timestep)):  # let objects settle on the table
             mujoco.mj_step(m, d)

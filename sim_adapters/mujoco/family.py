@@ -2,6 +2,7 @@
 
 Listing the tasks imports nothing heavy: MuJoCo is imported when a task's backend is built.
 A new MuJoCo task is one class in `sim_adapters/mujoco/tasks/` plus one line in `ENTRIES`.
+Every task also runs perturbed (`pick_cube~camera`, or `--perturb camera`): see `perturb`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ import contextlib
 from typing import Any
 
 from pear_agent.arm_family import ArmFamily, TaskEntry
+from pear_agent.registry import UnknownNameError, add_option
 from pear_agent.robot_config import ONE_ARM, TWO_ARMS, RobotConfig
+from sim_adapters.mujoco.perturb_names import DIMENSIONS, split_task
+
+PERTURB_HELP = (
+    "MuJoCo tasks: a seeded perturbation ({}); the same as the task suffix `~NAME`, e.g. pick_cube~camera"
+).format(", ".join(DIMENSIONS))
 
 ENTRIES: dict[str, TaskEntry] = {
     "pick_cube": TaskEntry("mujoco", "panda", ONE_ARM),
@@ -37,12 +44,79 @@ class MujocoFamily(ArmFamily):
     def entries(self) -> dict[str, TaskEntry]:
         return ENTRIES
 
+    def entry(self, task: str) -> TaskEntry:
+        base, _ = split_task(task)
+        if base not in ENTRIES:
+            raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(ENTRIES)}")
+        return ENTRIES[base]
+
+    def owns(self, task: str) -> bool:
+        return task.partition("~")[0] in ENTRIES
+
+    def add_arguments(self, parser: Any, command: str) -> None:
+        super().add_arguments(parser, command)
+        if command == "bench":
+            add_option(
+                parser,
+                "--perturb",
+                default=None,
+                help="MuJoCo tasks: comma-separated perturbations, one task per perturbation ("
+                + ", ".join(DIMENSIONS)
+                + "; `none` keeps the unperturbed task beside them), e.g. none,camera,layout",
+            )
+        elif command in ("run", "prompt", "rollouts"):
+            add_option(parser, "--perturb", default=None, choices=list(DIMENSIONS), help=PERTURB_HELP)
+
+    def options(self, args: Any) -> dict[str, Any]:
+        out = super().options(args)
+        perturb = getattr(args, "perturb", None)
+        if perturb in DIMENSIONS:
+            out["perturb"] = perturb
+        return out
+
+    def resolve(self, task: str, options: dict[str, Any]) -> str:
+        base, dim = split_task(task)
+        self.entry(base)
+        dim = dim or options.get("perturb")
+        return f"{base}~{dim}" if dim else base
+
+    def expand(self, task: str, args: Any) -> list[str]:
+        base, dim = split_task(task)
+        self.entry(base)
+        listed = [d.strip() for d in (getattr(args, "perturb", None) or "").split(",") if d.strip()]
+        if dim is not None or not listed:
+            return [task]
+        out = []
+        for d in dict.fromkeys(listed):
+            if d != "none" and d not in DIMENSIONS:
+                raise ValueError(
+                    f"--perturb: unknown perturbation {d!r}; perturbations are: none, {', '.join(DIMENSIONS)}"
+                )
+            out.append(base if d == "none" else f"{base}~{d}")
+        return out
+
+    def has_default_policy(self, task: str) -> bool:
+        return super().has_default_policy(split_task(task)[0])
+
+    def default_policy(
+        self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
+    ) -> Any:
+        # the expert reads the simulator's facts: a visual perturbation is invisible to it, a
+        # reworded instruction means nothing to it, a mirrored layout changes its plan
+        return super().default_policy(
+            split_task(task)[0], seed=seed, action_noise_cm=action_noise_cm, pilot_noise=pilot_noise
+        )
+
     def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:
         from sim_adapters.mujoco.backend import MujocoBackend
         from sim_adapters.mujoco.tasks import TASKS
 
-        shared = self._renderers.setdefault((task, robot.label), {}) if render and pooled else None
-        return MujocoBackend(robot, TASKS[task](), render=render, renderers=shared)
+        base, dim = split_task(task)
+        # a perturbed backend's model changes per episode: it keeps its own renderer
+        shared = (
+            self._renderers.setdefault((base, robot.label), {}) if render and pooled and not dim else None
+        )
+        return MujocoBackend(robot, TASKS[base](), render=render, renderers=shared, perturbation=dim)
 
     def close_renderers(self) -> None:
         for cache in self._renderers.values():

@@ -24,13 +24,10 @@ from typing import Any
 import mujoco
 import numpy as np
 
+from sim_adapters.mujoco.perturb_names import DIMENSIONS, VISUAL_ONLY, split_task
 from sim_adapters.mujoco.scene import RUNTIME_PREFIX, TABLE_GEOM
 
-DIMENSIONS: tuple[str, ...] = ("camera", "lighting", "table", "noise", "instruction", "layout")
-"""The perturbation dimensions, in the order their seeds are derived."""
-
-VISUAL_ONLY = frozenset({"camera", "lighting", "table", "noise"})
-"""Dimensions a privileged scripted expert cannot see (its facts come from the simulator)."""
+__all__ = ["DIMENSIONS", "VISUAL_ONLY", "Perturber", "add_table_materials", "split_task"]
 
 TABLE_TEXTURES: tuple[str, ...] = ("checker", "gradient", "speckle")
 TABLE_MATERIAL = f"{RUNTIME_PREFIX}table_alt_"
@@ -68,18 +65,6 @@ PARAPHRASES: dict[str, tuple[str, ...]] = {
         "Get every block (red, green, blue) onto the white line across the table.",
     ),
 }
-
-
-def split_task(task: str) -> tuple[str, str | None]:
-    """'pick_cube~camera' -> ('pick_cube', 'camera'); 'pick_cube' -> ('pick_cube', None)."""
-    base, sep, dim = task.partition("~")
-    if not sep:
-        return task, None
-    if dim not in DIMENSIONS:
-        raise ValueError(
-            f"unknown perturbation {dim!r} in task {task!r}; perturbations are: {', '.join(DIMENSIONS)}"
-        )
-    return base, dim
 
 
 def add_table_materials(spec: mujoco.MjSpec) -> None:

@@ -53,3 +53,59 @@ def test_the_family_shares_one_renderer_cache_per_scene_between_pooled_backends(
     finally:
         for be in (b, c, blind, alone):
             be.close()
+
+
+def test_a_perturbed_task_is_named_resolved_and_expanded_by_the_family() -> None:
+    import argparse
+
+    fam = family_of("pick_cube~camera")
+    assert (
+        fam is family_of("pick_cube")
+        and fam.resolve("pick_cube", {"perturb": "layout"}) == "pick_cube~layout"
+    )
+    assert fam.resolve("pick_cube~camera", {"perturb": "layout"}) == "pick_cube~camera"  # the name wins
+    bench = argparse.Namespace(perturb="none,camera,layout", robot=None)
+    assert fam.expand("push_to_target", bench) == [
+        "push_to_target",
+        "push_to_target~camera",
+        "push_to_target~layout",
+    ]
+    assert fam.expand("push_to_target", argparse.Namespace(perturb=None)) == ["push_to_target"]
+    with pytest.raises(ValueError, match="unknown perturbation 'fog'.*camera, lighting"):
+        fam.expand("pick_cube", argparse.Namespace(perturb="fog"))
+    with pytest.raises(ValueError, match="unknown perturbation 'fog'"):
+        fam.resolve("pick_cube~fog", {})
+    assert fam.entry("pick_cube~noise") is ENTRIES["pick_cube"]
+    assert fam.has_default_policy("pick_cube~layout")
+
+
+def test_a_perturbed_backend_keeps_its_own_renderer_and_names_its_task() -> None:
+    fam = family_of("pick_cube")
+    panda = load_robot("panda")
+    plain = fam.backend("pick_cube", panda, pooled=True)
+    moved = fam.backend("pick_cube~camera", panda, pooled=True)
+    try:
+        a, b = plain.reset(3), moved.reset(3)
+        # its model's camera moved this episode: a renderer built on another model would not show it
+        assert moved._renderers is not plain._renderers
+        assert moved.task.name == "pick_cube~camera" and plain.task.name == "pick_cube"
+        assert moved.perturbation["dimension"] == "camera"
+        assert np.abs(a.images["front"].astype(int) - b.images["front"].astype(int)).mean() > 2
+    finally:
+        plain.close()
+        moved.close()
+
+
+def test_bench_perturb_runs_one_task_per_perturbation_and_records_it(tmp_path, capsys) -> None:
+    import json
+
+    from pear_agent.cli import main
+
+    out = tmp_path / "bench"
+    argv = ["bench", "--tasks", "pick_cube", "--perturb", "none,layout", "--seeds", "4", "--no-video"]
+    assert main([*argv, "--out", str(out), "--quiet"]) == 0
+    lines = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["task"] for r in lines) == ["pick_cube", "pick_cube~layout"]
+    (pert,) = [r for r in lines if r["task"] == "pick_cube~layout"]
+    assert pert["perturbation"]["dimension"] == "layout" and pert["perturbation"]["mirrored"] is True
+    assert "pick_cube~layout" in capsys.readouterr().out
