@@ -9,6 +9,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# ImageMagick's MagickWand library: LIBERO-Plus's motion-blur noise (336 of its tasks) calls it
+# through Wand. Installed where apt is available (PEAR_SKIP_APT=1 skips it; those tasks are then
+# refused by name). libmagickwand-6.q16-6 on Debian 12 / Ubuntu 22.04, -6.q16hdri-7 elsewhere.
+if [ "${PEAR_SKIP_APT:-0}" != "1" ] && command -v apt-get >/dev/null 2>&1 \
+  && ! ldconfig -p 2>/dev/null | grep -q "libMagickWand"; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  $SUDO apt-get update -qq || true
+  for pkg in libmagickwand-6.q16-6 libmagickwand-6.q16hdri-7; do
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null 2>&1 && break
+  done || true
+fi
+
 VENV="${PEAR_LIBERO_VENV:-.venv-libero}"
 PYTHON="${PYTHON:-python3}"
 if [ ! -x "$VENV/bin/python" ]; then

@@ -71,7 +71,7 @@ def test_a_perturbed_task_is_named_resolved_and_expanded_by_the_family() -> None
         "push_to_target~layout",
     ]
     assert fam.expand("push_to_target", argparse.Namespace(perturb=None)) == ["push_to_target"]
-    with pytest.raises(ValueError, match="unknown perturbation 'fog'.*camera, lighting"):
+    with pytest.raises(ValueError, match=r"unknown perturbation 'fog'.*camera, lighting"):
         fam.expand("pick_cube", argparse.Namespace(perturb="fog"))
     with pytest.raises(ValueError, match="unknown perturbation 'fog'"):
         fam.resolve("pick_cube~fog", {})
