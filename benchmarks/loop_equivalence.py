@@ -1,6 +1,7 @@
 """The loop before and after issue 17 give the same episodes: the scripted experts' results,
 records (every log line, summary, image sent to the model) and replays, compared between this tree
-and the code at an older commit (default dc1b7be, main before the coroutine loop and the registry).
+and the code at an older commit (default b873b6d: main with issues 18-22 merged, just before the
+coroutine loop and the registry).
 
 Both sides run `pear-agent bench --no-video` over the same tasks and seeds: the old code as it ran
 (`--workers 2`, one episode per worker at a time), this tree with many episodes in flight
@@ -9,7 +10,7 @@ simulator shared by mistake would show here). Then every recorded episode is rep
 (`ReplayPolicy`) on each side. Wall-clock fields (wall time, decision latencies, IK milliseconds) are
 left out of the comparison; everything else must be equal, floats bit for bit.
 
-    .venv/bin/python benchmarks/loop_equivalence.py [--seeds 0-49] [--old-ref dc1b7be]
+    .venv/bin/python benchmarks/loop_equivalence.py [--seeds 0-49] [--old-ref b873b6d]
 """
 
 from __future__ import annotations
@@ -192,7 +193,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", default="0-49")
     ap.add_argument("--tasks", default=f"{MUJOCO_TASKS},{ROADSTER_TASKS}")
-    ap.add_argument("--old-ref", default="dc1b7be", help="the commit to compare against")
+    ap.add_argument("--old-ref", default="b873b6d", help="the commit to compare against")
     ap.add_argument(
         "--old-tree", default=None, help="a checkout of it (default: git archive into a temp dir)"
     )

@@ -117,7 +117,12 @@ class LiberoFamily(ArmFamily):
             "libero_10; .venv-libero only); --seeds then names init states (default 0-49). Same runner: "
             "resume, --workers, --concurrency, --ray-address, report, compare",
         )
-        add_option(parser, "--suite-tasks", default="0-9", help="with --suite: task indices, e.g. 0-9 or 0,3")
+        add_option(
+            parser,
+            "--suite-tasks",
+            default="0-9",
+            help="with --suite or --preset: task indices in each suite, e.g. 0-9 or 0,3",
+        )
         add_option(
             parser,
             "--preset",
@@ -133,7 +138,9 @@ class LiberoFamily(ArmFamily):
         if preset:  # issue 19: the paper's LIBERO / LIBERO-Plus / LIBERO-Pro protocols, by name
             from sim_adapters.libero.presets import bench_tasks
 
-            tasks, seeds = bench_tasks(preset, args.seeds)
+            picked = getattr(args, "suite_tasks", None)
+            indices = None if picked in (None, "0-9") else parse_range(picked, 10, "suite-tasks")
+            tasks, seeds = bench_tasks(preset, args.seeds, indices)
             return Selection(tasks, seeds=seeds, render=model, extra={"preset": preset})
         if not getattr(args, "suite", None):
             return None

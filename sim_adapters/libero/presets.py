@@ -124,12 +124,24 @@ def describe(e: Expansion) -> str:
 __all__ = ["PAPER_EPISODES", "SUITES", "Expansion", "bench_tasks", "describe", "expand", "preset_names"]
 
 
-def bench_tasks(preset: str, seeds_text: str | None) -> tuple[list[str], list[int]]:
-    """`pear-agent bench --preset NAME [--seeds ...]` -> (tasks, seeds); prints what it runs."""
+def only_tasks(e: Expansion, indices: list[int]) -> Expansion:
+    """The preset cut to the LIBERO tasks of these indices in every suite (and their perturbations):
+    a short end-to-end run of a preset, e.g. a slow model on task 0 of each suite."""
+    keep = set(indices)
+    return Expansion(e.name, [t for t in e.tasks if parse(t).index in keep], e.seeds, e.skipped)
+
+
+def bench_tasks(
+    preset: str, seeds_text: str | None, task_indices: list[int] | None = None
+) -> tuple[list[str], list[int]]:
+    """`pear-agent bench --preset NAME [--seeds ...] [--suite-tasks ...]` -> (tasks, seeds); prints
+    what it runs."""
     from pear_agent.bench.runner import parse_seeds
     from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
 
     e = expand(preset, parse_seeds(seeds_text) if seeds_text else None)
+    if task_indices is not None:
+        e = only_tasks(e, task_indices)
     if not available():
         raise LiberoUnavailableError(f"LIBERO is not installed in this Python; {SETUP_HINT}")
     print(describe(e), flush=True)

@@ -58,3 +58,17 @@ def test_preset_names():
     names = preset_names()
     assert "libero" in names and "libero_pro/task" in names and "libero_plus/noise" in names
     assert len(names) == 1 + 1 + 4 + 1 + 7
+
+
+def test_a_preset_cut_to_some_task_indices_keeps_their_perturbations_and_pairs():
+    from sim_adapters.libero.presets import only_tasks
+
+    e = only_tasks(expand("libero_pro/language@1"), [0])
+    assert sorted(e.tasks) == sorted(
+        [
+            f"libero_pro/language/{s}/0"
+            for s in ("libero_spatial", "libero_object", "libero_goal", "libero_10")
+        ]
+        + ["libero_spatial/0", "libero_object/0", "libero_goal/0", "libero_10/0"]
+    )
+    assert e.seeds == [0]

@@ -231,11 +231,12 @@ def test_echoed_state_never_executes(servers, blind, panda_kin, tmp_path) -> Non
     assert first == last
 
 
-def test_wrong_key_is_a_one_line_401(servers) -> None:
-    policy = oc.OpenAIPolicy(settings(servers["gemma"], max_retries=2))
-    policy.client.api_key = "sk-wrong-SECRET999999"
+def test_wrong_key_is_a_one_line_401(servers, monkeypatch) -> None:
+    monkeypatch.setenv("PEAR_TEST_WRONG_KEY", "sk-wrong-SECRET999999")
+    policy = oc.OpenAIPolicy(settings(servers["gemma"], max_retries=2, api_key_env="PEAR_TEST_WRONG_KEY"))
     reply = policy.act([{"role": "user", "content": "hi"}], _ctx())
     assert reply.error == "HTTP 401: Invalid API key" and len(reply.info["attempts"]) == 1
+    assert "SECRET999999" not in json.dumps(reply.info)  # the key never reaches a record
 
 
 def _image() -> dict:
