@@ -302,7 +302,9 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     to_target = t[:2] - o[:2]
     dist = float(np.linalg.norm(to_target))
     u = to_target / max(dist, 1e-6)
-    standoff = size / 2 + 3.0
+    # 4 cm between the block and the tool point as the hand comes down behind it: fingers that reach
+    # further on one side of the tool point (a thumb-and-fingers hand) nudged it off the line at 3
+    standoff = size / 2 + 4.0
     tool = priv.get("tool") or {}
     table_z = float(tool.get("table_z_cm") or 0.0)
     # the fingertips sweep just above the table: at least 1 cm of clearance below the tool point
