@@ -88,7 +88,9 @@ class EndEffector(_Strict):
     parent_body: str = Field(description="the body it is fixed to (of the main file or an attachment)")
     pos_m: Vec3 = Field([0.0, 0.0, 0.0], description="its position in the parent body's frame")
     quat_wxyz: Quat = Field(
-        [1.0, 0.0, 0.0, 0.0], description="its orientation: z out of the fingers, y along their closing"
+        [1.0, 0.0, 0.0, 0.0],
+        description="its orientation: z out of the fingers, y along their closing (for a thumb closing "
+        "against fingers, y from the thumb towards the fingers)",
     )
     description: str = Field("the tool point between the gripper fingers", description="for the prompt")
 
@@ -233,7 +235,12 @@ class Gripper(_Strict):
     fingertip_below_tcp_cm: float = Field(
         1.0, ge=0.0, description="how far the fingertips reach below the tool point (experts keep clear)"
     )
-    max_opening_cm: float | None = Field(None, gt=0, description="distance between the pads when open")
+    max_opening_cm: float | None = Field(
+        None,
+        gt=0,
+        description="distance between the pads when open (experts do not try what is wider; one "
+        "that opens wide enough to straddle a cube along the conveyor belt catches it that way)",
+    )
     move_time_s: float = Field(
         0.0,
         ge=0.0,

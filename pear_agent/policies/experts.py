@@ -302,7 +302,9 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     to_target = t[:2] - o[:2]
     dist = float(np.linalg.norm(to_target))
     u = to_target / max(dist, 1e-6)
-    standoff = size / 2 + 3.0
+    # 4 cm between the block and the tool point as the hand comes down behind it: fingers that reach
+    # further on one side of the tool point (a thumb-and-fingers hand) nudged it off the line at 3
+    standoff = size / 2 + 4.0
     tool = priv.get("tool") or {}
     table_z = float(tool.get("table_z_cm") or 0.0)
     # the fingertips sweep just above the table: at least 1 cm of clearance below the tool point
@@ -345,6 +347,31 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     }
 
 
+LAND_AHEAD_CM = 3.0
+"""On the belt, the open gripper lands this far ahead of where the cube will be."""
+
+
+def _belt_grasp_yaw(v: np.ndarray, size: float, tool: dict[str, Any], current_yaw: float) -> float:
+    """The yaw that closes the fingers on a cube riding the belt at velocity `v`.
+
+    A gripper that opens wide enough to land around the cube's path along the belt (half its
+    opening spans half the cube, the landing lead and 1 cm) closes along the belt, the tool's +y
+    downstream: the finger(s) on +y are a stop the belt carries the cube into, so the catch does
+    not hang on timing the close to the cube's arrival; for a hand whose thumb closes against two
+    fingers (+y by the tool-frame convention) those two are a fork across the cube's path and the
+    thumb pushes the cube into it from behind. Across the belt, the thumb would press the cube
+    into the gap between the two fingers unless the close is timed to the millimetre. A narrower
+    gripper cannot straddle the cube along the belt: it closes across the belt (either way
+    round), landing ahead of the cube with the fingers on both sides of its path."""
+    heading = float(np.arctan2(v[1], v[0]))
+    opening = tool.get("max_opening_cm")
+    if opening is not None and float(opening) / 2 >= size / 2 + LAND_AHEAD_CM + 1.0:
+        # tool +y = (sin yaw, -cos yaw) with the hand pointing down: along the belt at heading + pi/2
+        return float(wrap(heading + np.pi / 2))
+    options = heading + np.arange(-2, 3) * np.pi
+    return float(options[np.argmin(np.abs(wrap(options - current_yaw)))])
+
+
 def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Ambush a cube riding a belt: land ahead of it with the fingers straddling its path, slide to
     meet it, close. It leads the cube by fixed motion-time guesses and assumes the observation is
@@ -368,17 +395,16 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     belt_top = float(priv["belt"]["top_cm"])
     grasp_z = max(o[2] + 0.3, _lowest_tcp_cm(priv.get("tool") or {}, belt_top))
     hover_z = max(o[2] + size / 2 + 8.0, grasp_z + 6.0)
-    options = float(np.arctan2(v[1], v[0])) + np.arange(-2, 3) * np.pi  # fingers close across the belt
-    yaw = float(options[np.argmin(np.abs(wrap(options - float(arm["orientation"][2]))))])
+    yaw = _belt_grasp_yaw(v, size, priv.get("tool") or {}, float(arm["orientation"][2]))
     rot = _rot_delta(arm, yaw)
     if g < 0.9:
         return "The gripper is closed on nothing; I open it and rise.", {
             part: _act(np.array([0, 0, max(0.0, hover_z - p[2])]), None, 1.0)
         }
     if p[2] >= grasp_z + 1.5:
-        d = o + v * 1.6 + u * 3.0 - p  # where the cube will be after the descent, plus a margin
+        d = o + v * 1.6 + u * LAND_AHEAD_CM - p  # where the cube will be after the descent, plus a margin
         if np.linalg.norm(d[:2]) > 12 or max(abs(x) for x in rot) > 0.05:
-            d = o + v * 2.5 + u * 3.0 - p
+            d = o + v * 2.5 + u * LAND_AHEAD_CM - p
             return "I move above the belt ahead of the cube and turn the fingers across its path.", {
                 part: _act(np.array([d[0], d[1], hover_z - p[2]]), rot)
             }

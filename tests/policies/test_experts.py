@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pear_agent.episode import Episode
-from pear_agent.policies.experts import SINGLE_ARM_EXPERTS, Stop, wrap
+from pear_agent.policies.experts import SINGLE_ARM_EXPERTS, Stop, _belt_grasp_yaw, wrap
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
 from pear_agent.robot_config import load_robot
@@ -140,6 +140,37 @@ def test_a_cube_beyond_reach_or_wider_than_the_gripper_stops() -> None:
         arm_state([50, 0, 20]), cube_facts([50, 0, 2], tool=TOOL | {"max_opening_cm": 3.0})
     )
     assert isinstance(action, Stop) and "opens only 3 cm" in why
+
+
+def tool_y(yaw: float) -> np.ndarray:
+    """The tool's y axis in the base frame, the hand pointing down (roll pi) at this yaw."""
+    return np.array([math.sin(yaw), -math.cos(yaw)])
+
+
+@pytest.mark.parametrize("belt", [(0.0, -3.0), (0.0, 3.0), (2.1, -2.1)])
+def test_a_gripper_wide_enough_catches_along_the_belt_fingers_downstream(belt) -> None:
+    v = np.array([*belt, 0.0])
+    u = v[:2] / np.linalg.norm(v[:2])
+    # 14 cm open straddles a 4 cm cube along the belt: closing axis along it, +y (the fingers of a
+    # thumb-and-fingers hand) downstream, whatever the hand's yaw now
+    for current in (-2.0, 0.0, 1.0, 3.0):
+        yaw = _belt_grasp_yaw(v, 4.0, TOOL | {"max_opening_cm": 14.0}, current)
+        assert tool_y(yaw) @ u == pytest.approx(1.0, abs=1e-6)
+    # 8 cm (or unknown) does not: it closes across the belt, either way round, the nearer one
+    for tool in (TOOL, {k: w for k, w in TOOL.items() if k != "max_opening_cm"}):
+        yaw = _belt_grasp_yaw(v, 4.0, tool, 0.3)
+        assert abs(tool_y(yaw) @ u) == pytest.approx(0.0, abs=1e-6)
+        assert abs(float(wrap(yaw - 0.3))) <= math.pi / 2 + 1e-6
+
+
+def test_the_conveyor_expert_turns_a_wide_hand_along_the_belt() -> None:
+    facts = cube_facts([50, 15, 3]) | {"belt": {"velocity_cm_s": [0, -3, 0], "top_cm": 1.0}}
+    state = arm_state([50, 0, 15], yaw=1.0)
+    wide = facts | {"tool": TOOL | {"max_opening_cm": 14.0}}
+    _, along = SINGLE_ARM_EXPERTS["conveyor_pick"](state, wide)
+    _, across = SINGLE_ARM_EXPERTS["conveyor_pick"](state, facts)
+    assert along["arm"]["orientation"][2] < 0  # towards yaw 0: tool +y = -y, the belt's way
+    assert across["arm"]["orientation"][2] > 0  # towards yaw pi/2: fingers on both sides of the path
 
 
 @pytest.mark.parametrize("fingertip_cm", [0.2, 1.0, 3.0])

@@ -2,7 +2,7 @@
 robosuite's Kinova Gen3 with continuous joints and Menagerie's Robotiq 2F-85 (`robots/kinova3.yaml`),
 robosuite's dual-arm Baxter with Rethink's parallel grippers (`robots/baxter.yaml`), and robosuite's
 Kinova Jaco with its three-finger hand (`robots/jaco.yaml`). The scripted experts solve every task
-each can do on >= 80% of seeds 0-19 (the success table is in docs/robots.md), but one."""
+each can do on >= 80% of seeds 0-19 (the success table is in docs/robots.md)."""
 
 import pytest
 
@@ -14,11 +14,9 @@ from tests.policies.rates import expert_success_rate
 SEEDS = range(20)
 ROBOTS = ["kinova3", "baxter", "jaco"]
 MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
-# The gap left open (docs/robots.md): the Jaco's three fingertips hold a cube by its upper half,
-# and a cube riding the belt slips past them about half the time.
-KNOWN_GAPS = {
-    ("jaco", "conveyor_pick"): "the three-finger hand catches a moving cube on 11 of 20 seeds",
-}
+# (robot, task) -> why its expert stays below 80%: a strict xfail, so a fixed gap is noticed. None left
+# (the Jaco's conveyor_pick, 11 of 20 before, is 20 of 20 since the expert catches along the belt).
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 CASES = [
     pytest.param(r, t, marks=pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[(r, t)]))
     if (r, t) in KNOWN_GAPS
