@@ -278,6 +278,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_family_arguments(prompt.add_argument_group("environment family options"), "prompt")
     prompt.set_defaults(func=cmd_prompt)
 
+    tasks = sub.add_parser("tasks", help="list every task of every environment family, one per line")
+    tasks.add_argument("pattern", nargs="?", default=None, help="only names containing this text")
+    tasks.add_argument("--family", default=None, help="only this family's tasks (mujoco, libero, ...)")
+    tasks.add_argument("--count", action="store_true", help="print the number of tasks per family only")
+    tasks.set_defaults(func=cmd_tasks)
+
     from pear_agent.bench.commands import add_bench_commands
 
     add_bench_commands(sub)
@@ -292,6 +298,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_train_parser(sub)
     return p
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    """Every task name `run`, `bench` and `rollouts` accept (a family may also accept decorated
+    names: `pick_cube~camera`, `roadster_kickflip:storm`; see docs/tasks.md)."""
+    from pear_agent.registry import UnknownNameError, families
+
+    fams = families()
+    if args.family is not None and args.family not in fams:
+        raise UnknownNameError(f"unknown family {args.family!r}; families are: {', '.join(fams)}")
+    for name, fam in fams.items():
+        if args.family is not None and name != args.family:
+            continue
+        names = [t for t in fam.task_names() if args.pattern is None or args.pattern in t]
+        if args.count:
+            print(f"{name}: {len(names)} tasks")
+            continue
+        for t in names:
+            print(t)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:

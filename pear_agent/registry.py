@@ -284,7 +284,21 @@ def family_of(task: str) -> Family:
     for fam in families().values():
         if fam.owns(task):
             return fam
-    raise UnknownNameError(f"unknown task {task!r}; tasks are: {', '.join(task_names())}")
+    raise UnknownNameError(f"unknown task {task!r}; tasks are: {_task_summary()}")
+
+
+def _task_summary(most: int = 12) -> str:
+    """Every family's tasks for a one-line error; a family with many (LIBERO-Plus alone has 10,030)
+    by its first few and its count (`pear-agent tasks` lists them all)."""
+    parts = []
+    for fam in families().values():
+        names = fam.task_names()
+        if len(names) <= most:
+            parts += names
+        else:
+            listing = f"pear-agent tasks --family {fam.name}"
+            parts.append(f"{', '.join(names[:3])} ... ({len(names)} {fam.name} tasks: {listing})")
+    return ", ".join(parts)
 
 
 def resolve(task: str, options: dict[str, Any] | None = None) -> tuple[Family, str]:

@@ -329,7 +329,7 @@ def _box_stl(half_m: float) -> bytes:
 def test_libero_panda_kinematics_build_in_the_core_environment() -> None:
     """sim_adapters/libero/libero_panda.yaml: its model is robosuite's Panda as LIBERO mounts it;
     the core environment loads the YAML and builds its kinematics (FK, IK round trip)."""
-    from pear_agent.registry import LIBERO_ROBOT
+    from sim_adapters.libero.family import LIBERO_ROBOT
 
     robot = load_robot(LIBERO_ROBOT)
     kin = Kinematics(robot)

@@ -291,3 +291,24 @@ def test_loading_the_families_imports_no_simulator_and_no_cli() -> None:
     assert p.returncode == 0, p.stderr
     count, bad = p.stdout.split(" ", 1)
     assert int(count) >= 48 and bad.strip() == "[]"
+
+
+def test_tasks_lists_every_family_and_an_unknown_task_is_one_short_line(capsys) -> None:
+    from pear_agent.cli import main
+
+    assert main(["tasks", "--count"]) == 0
+    counts = dict(line.split(": ") for line in capsys.readouterr().out.splitlines())
+    libero = len(registry.families()["libero"].task_names())
+    assert counts["mujoco"] == "6 tasks" and counts["libero"] == f"{libero} tasks" and libero >= 200
+    assert main(["tasks", "libero_goal/3", "--family", "libero"]) == 0
+    listed = capsys.readouterr().out.split()
+    assert "libero_goal/3" in listed and "libero_pro/swap/libero_goal/3" in listed
+    assert all("libero_goal/3" in t for t in listed)
+    assert main(["tasks", "--family", "nope"]) == 2
+    assert "unknown family 'nope'; families are: mujoco" in capsys.readouterr().err
+    with pytest.raises(UnknownNameError) as err:
+        registry.family_of("fly")
+    message = str(err.value)
+    # LIBERO's many names are summarised by count, the small families named in full
+    assert f"({libero} libero tasks: pear-agent tasks --family libero)" in message
+    assert "align_blocks" in message and "roadster_kickflip" in message and len(message) < 600

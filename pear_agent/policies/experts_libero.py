@@ -984,10 +984,13 @@ built on one of them gets the same expert (whether it succeeds there is what is 
 
 
 def _libero_experts() -> dict[str, Any]:
-    from sim_adapters.libero import task_names
-    from sim_adapters.libero.naming import parse
+    """Every task of the LIBERO family (through the registry) whose LIBERO suite the expert solves:
+    a name's path holds its suite (`libero_goal/3`, `libero_pro/swap/libero_goal/3`, ...)."""
+    from pear_agent.registry import families
 
-    return {name: libero_expert for name in task_names() if parse(name).suite in EXPERT_SUITES}
+    fam = families().get("libero")
+    names = fam.task_names() if fam is not None else []
+    return {name: libero_expert for name in names if set(name.split("/")) & set(EXPERT_SUITES)}
 
 
 LIBERO_EXPERTS = _libero_experts()

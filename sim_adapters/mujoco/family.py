@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import threading
 from typing import Any
 
 from pear_agent.arm_family import ArmFamily, TaskEntry
@@ -34,7 +35,7 @@ class MujocoFamily(ArmFamily):
     name = "mujoco"
 
     def __init__(self) -> None:
-        self._renderers: dict[tuple[str, str], dict[tuple[int, int], Any]] = {}
+        self._renderers: dict[tuple[str, str, int], dict[tuple[int, int], Any]] = {}
         """Per process: one renderer cache per scene (task + robot file), shared by the pooled
         backends of episodes in flight together (`MujocoBackend(renderers=...)`); a backend built
         on its own (`registry.make_backend`) keeps its own renderer."""
@@ -112,10 +113,11 @@ class MujocoFamily(ArmFamily):
         from sim_adapters.mujoco.tasks import TASKS
 
         base, dim = split_task(task)
-        # a perturbed backend's model changes per episode: it keeps its own renderer
-        shared = (
-            self._renderers.setdefault((base, robot.label), {}) if render and pooled and not dim else None
-        )
+        # a perturbed backend's model changes per episode: it keeps its own renderer. One cache per
+        # scene and thread: a GL context is current in the thread that made it (EGL refuses it in
+        # another: EGL_BAD_ACCESS), e.g. skyrl-gym's episode threads beside the main one
+        key = (base, robot.label, threading.get_ident())
+        shared = self._renderers.setdefault(key, {}) if render and pooled and not dim else None
         return MujocoBackend(robot, TASKS[base](), render=render, renderers=shared, perturbation=dim)
 
     def close_renderers(self) -> None:

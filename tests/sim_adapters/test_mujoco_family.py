@@ -109,3 +109,31 @@ def test_bench_perturb_runs_one_task_per_perturbation_and_records_it(tmp_path, c
     (pert,) = [r for r in lines if r["task"] == "pick_cube~layout"]
     assert pert["perturbation"]["dimension"] == "layout" and pert["perturbation"]["mirrored"] is True
     assert "pick_cube~layout" in capsys.readouterr().out
+
+
+def test_pooled_backends_of_another_thread_get_their_own_renderer() -> None:
+    """A GL context is current in the thread that made it: skyrl-gym runs each episode in a thread
+    of its own while `pear-agent run` renders in the main one; sharing one renderer between them
+    failed with EGL_BAD_ACCESS."""
+    import threading
+
+    fam = family_of("pick_cube")
+    panda = load_robot("panda")
+    built: dict = {}
+
+    def in_thread() -> None:
+        be = fam.backend("pick_cube", panda, pooled=True)
+        built["images"] = be.reset(0).images
+        built["cache"] = be._renderers
+        built["backend"] = be
+
+    t = threading.Thread(target=in_thread)
+    t.start()
+    t.join()
+    main = fam.backend("pick_cube", panda, pooled=True)
+    try:
+        assert main._renderers is not built["cache"]
+        assert np.array_equal(main.reset(0).images["front"], built["images"]["front"])
+    finally:
+        main.close()
+        built["backend"].close()
