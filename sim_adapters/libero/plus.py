@@ -191,6 +191,19 @@ def _new_object_files() -> dict[str, str]:
     return out
 
 
+@lru_cache(maxsize=1)
+def _style_textures() -> dict[str, str]:
+    """Texture style (lower case) -> its image under `assets/textures/`, from LIBERO-Plus's arena
+    styles: a background variant's problem class ends in the style it paints the floor or table
+    with (`..._Floor` + `CarbonFiber001_COL_6K`)."""
+    root = package_dir()
+    style = root / "envs" / "arenas" / "style.py" if root is not None else None
+    if style is None or not style.is_file():
+        return {}
+    pairs = re.findall(r'"(\w+)"\s*:\s*"([^"/]+\.png)"', style.read_text(encoding="utf-8"))
+    return {k.lower(): f"textures/{v}" for k, v in pairs}
+
+
 def missing_assets(ref: TaskRef) -> list[str]:
     """Asset files (relative to LIBERO-Plus's `assets/`) this task loads that are not installed."""
     root = package_dir()
@@ -201,6 +214,9 @@ def missing_assets(ref: TaskRef) -> list[str]:
     problem = re.search(r"\(problem\s+(\w+)\)", text)
     if problem and problem.group(1).lower() in _scene_files():
         need.append(_scene_files()[problem.group(1).lower()])
+    if problem:  # a style painted on the floor or the table: its texture image
+        name = problem.group(1).lower()
+        need += [png for key, png in _style_textures().items() if name.endswith(key)]
     objects = _new_object_files()
     for block in re.findall(r"\(:(?:objects|fixtures)(.*?)\)", text, re.S):
         for category in re.findall(r"-\s*(\w+)", block):

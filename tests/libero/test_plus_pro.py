@@ -55,6 +55,16 @@ def test_tasks_needing_assets_on_no_package_index_are_refused_in_one_line(libero
         LiberoBackend(libero_robot, name, render=False)
 
 
+def test_a_background_painted_with_a_missing_texture_is_refused_by_its_file(libero_robot):
+    """Its scene file is LIBERO's, its floor texture only LIBERO-Plus's own: it once got past the
+    check and ended as an `error` inside MuJoCo's compiler."""
+    name = "libero_plus/background/libero_object/0/0"
+    reason = plus.unavailable_reason(parse(name))
+    assert reason is not None and "textures/CarbonFiber001_COL_6K.png" in reason
+    with pytest.raises(LiberoUnavailableError, match="CarbonFiber001_COL_6K"):
+        LiberoBackend(libero_robot, name, render=False)
+
+
 def test_motion_blur_needs_imagemagick_or_runs():
     name = _first("noise", where=lambda n: 0 < int(n.rsplit("_", 1)[1]) <= 10)
     reason = plus.unavailable_reason(parse(name))
