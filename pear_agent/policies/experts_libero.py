@@ -669,9 +669,10 @@ def push(arm: Arm, scene: Scene, goal: list[str]) -> Reply:
     radius = float(np.min(hi[:2] - lo[:2])) / 2
     start = body[:2] - u * min(2.0, radius / 3)
     z = float(lo[2]) + FINGERTIP_BELOW_TCP_CM + 0.2  # the fingertips on the plate's floor
-    yaw = math.atan2(u[1], u[0])  # fingers side by side across the push
-    if hand_hits(scene, np.append(start, z), yaw, {name}):
-        yaw += math.pi / 2
+    # fingers side by side across the push, else square to it, else whatever way (in eighths of a
+    # half turn) keeps the hand clear of what stands beside the plate (a cabinet's handles)
+    yaws = [math.atan2(u[1], u[0]) + k * math.pi / 8 for k in (0, 4, 2, 6, 1, 7, 3, 5)]
+    yaw = next((y for y in yaws if not hand_hits(scene, np.append(start, z), y, {name})), yaws[0])
     rot = arm.turn_to(yaw)
     p, g = arm.p, arm.g
     what, where = _words(name), _words(goal[2])
