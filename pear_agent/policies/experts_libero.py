@@ -256,7 +256,8 @@ def grasp_options(obj: dict[str, Any], name: str = "") -> list[tuple[np.ndarray,
     """Tool point, yaw and gripper opening for grasping, best first: a wide object (bowl, mug) by
     its rim, fingers across the wall, the rim nearest the robot first and then round the object,
     away from a mug's handle; a lidded one (moka pot) by the knob on its lid; a narrow one from
-    the top, fingers across its narrow side."""
+    the top, fingers across its narrow side, or across the other where they span that too (a can
+    with a tall neighbour beside it)."""
     lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
     c = (lo + hi) / 2
     ext = hi - lo
@@ -290,7 +291,10 @@ def grasp_options(obj: dict[str, Any], name: str = "") -> list[tuple[np.ndarray,
         return out
     yaw = math.pi / 2 if ext[0] <= ext[1] else 0.0
     z = max(hi[2] - min(3.0, ext[2] / 2), lo[2] + FINGERTIP_BELOW_TCP_CM + 0.3)  # fingertips off the table
-    return [(np.array([c[0], c[1], z]), yaw, 1.0)]
+    top = np.array([c[0], c[1], z])
+    if max(ext[0], ext[1]) < GRIPPER_SPAN_CM:  # the fingers span it either way (a can): square to that too
+        return [(top, yaw, 1.0), (top, yaw - math.pi / 2, 1.0)]
+    return [(top, yaw, 1.0)]
 
 
 def grasp_plan(
