@@ -132,3 +132,14 @@ def test_a_plate_beside_a_cabinet_is_pushed_with_the_hand_turned_clear_of_its_ha
     start = np.append(body_xy - u * 2.0, plate["min_cm"][2] + 1.5)  # where the fingertips go down
     assert not hand_hits(Scene(priv), start, yaw, {"plate"})
     assert hand_hits(Scene(priv), start, math.atan2(u[1], u[0]), {"plate"})  # fingers across: a handle
+
+
+def test_a_can_with_a_tall_neighbour_under_the_hand_is_taken_the_other_way():
+    can = {"min_cm": [39.6, -20.3, 1.7], "max_cm": [45.9, -14.1, 9.3], "position_cm": [42.7, -17.2, 5.5]}
+    juice = {"min_cm": [46.98, -28.6, 1.7], "max_cm": [52.2, -23.3, 14.8]}  # beside it, taller than the hand
+    scene = Scene({"objects": {"can": can}, "others": {"juice": juice}})
+    first, yaw_first, _ = grasp_options(can, "can")[0]
+    assert hand_hits(scene, first, yaw_first, {"can"})
+    point, yaw, opening = grasp_plan(can, scene, "can")
+    assert not hand_hits(scene, point, yaw, {"can"}) and opening == 1.0
+    assert abs(math.cos(yaw - yaw_first)) < 1e-6  # square to the first way
