@@ -188,27 +188,44 @@ def hand_hits(
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """What the hand, pointing down at `tool` with its fingers closing at `yaw`, touches there or
     on its way up by `rise_cm`: everything whose bounds meet the hand's (turned) box."""
-    along = np.array([-math.sin(yaw), math.cos(yaw)])  # the fingers close along the tool's y axis
-    across = np.array([along[1], -along[0]])
-    center = np.asarray(tool[:2], float)
     bottom, top = float(tool[2]) + HAND_ABOVE_TCP_CM, float(tool[2]) + HAND_TOP_CM + rise_cm
-
-    def overlaps(lo: np.ndarray, hi: np.ndarray) -> bool:
-        """Separating axes of a turned rectangle and an axis-aligned one."""
-        c_box, h_box = (lo[:2] + hi[:2]) / 2, (hi[:2] - lo[:2]) / 2
-        d = c_box - center
-        for axis in (np.array([1.0, 0.0]), np.array([0.0, 1.0]), along, across):
-            r_hand = HAND_HALF_CM[0] * abs(float(along @ axis)) + HAND_HALF_CM[1] * abs(float(across @ axis))
-            r_box = h_box[0] * abs(float(axis[0])) + h_box[1] * abs(float(axis[1]))
-            if abs(float(d @ axis)) > r_hand + r_box:
-                return False
-        return True
-
     return [
         (lo, hi)
         for lo, hi in scene.boxes(skip)
-        if hi[2] > bottom + HAND_SLACK_CM and lo[2] < top and overlaps(lo, hi)
+        if hi[2] > bottom + HAND_SLACK_CM and lo[2] < top and _under_hand(tool, yaw, lo, hi)
     ]
+
+
+def _under_hand(tool: np.ndarray, yaw: float, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Whether a box's footprint meets that of the hand pointing down at `tool` with its fingers
+    closing at `yaw` (separating axes of a turned rectangle and an axis-aligned one)."""
+    along = np.array([-math.sin(yaw), math.cos(yaw)])  # the fingers close along the tool's y axis
+    across = np.array([along[1], -along[0]])
+    c_box, h_box = (lo[:2] + hi[:2]) / 2, (hi[:2] - lo[:2]) / 2
+    d = c_box - np.asarray(tool[:2], float)
+    for axis in (np.array([1.0, 0.0]), np.array([0.0, 1.0]), along, across):
+        r_hand = HAND_HALF_CM[0] * abs(float(along @ axis)) + HAND_HALF_CM[1] * abs(float(across @ axis))
+        r_box = h_box[0] * abs(float(axis[0])) + h_box[1] * abs(float(axis[1]))
+        if abs(float(d @ axis)) > r_hand + r_box:
+            return False
+    return True
+
+
+HAND_CLEARANCE_CM = 1.0
+"""How far the hand's box stays above whatever its footprint passes over."""
+
+
+def hand_need(scene: Scene, xy: np.ndarray, yaws: tuple[float, ...], skip: set[str]) -> float:
+    """The lowest tool height at which the hand, pointing down at xy with its fingers at any of
+    `yaws`, passes over everything under its footprint (it reaches 10.6 cm along the fingers, far
+    past the margin kept round the tool point: an open drawer beside the path)."""
+    tops = [
+        float(hi[2])
+        for lo, hi in scene.boxes(skip)
+        for yaw in yaws
+        if _under_hand(np.asarray(xy, float), yaw, lo, hi)
+    ]
+    return max(tops, default=-np.inf) - HAND_ABOVE_TCP_CM + HAND_CLEARANCE_CM
 
 
 def fingers_hit(scene: Scene, tool: np.ndarray, yaw: float, opening: float, skip: set[str]) -> bool:
@@ -239,7 +256,8 @@ def grasp_options(obj: dict[str, Any], name: str = "") -> list[tuple[np.ndarray,
     """Tool point, yaw and gripper opening for grasping, best first: a wide object (bowl, mug) by
     its rim, fingers across the wall, the rim nearest the robot first and then round the object,
     away from a mug's handle; a lidded one (moka pot) by the knob on its lid; a narrow one from
-    the top, fingers across its narrow side."""
+    the top, fingers across its narrow side, or across the other where they span that too (a can
+    with a tall neighbour beside it)."""
     lo, hi = np.asarray(obj["min_cm"], float), np.asarray(obj["max_cm"], float)
     c = (lo + hi) / 2
     ext = hi - lo
@@ -273,7 +291,10 @@ def grasp_options(obj: dict[str, Any], name: str = "") -> list[tuple[np.ndarray,
         return out
     yaw = math.pi / 2 if ext[0] <= ext[1] else 0.0
     z = max(hi[2] - min(3.0, ext[2] / 2), lo[2] + FINGERTIP_BELOW_TCP_CM + 0.3)  # fingertips off the table
-    return [(np.array([c[0], c[1], z]), yaw, 1.0)]
+    top = np.array([c[0], c[1], z])
+    if max(ext[0], ext[1]) < GRIPPER_SPAN_CM:  # the fingers span it either way (a can): square to that too
+        return [(top, yaw, 1.0), (top, yaw - math.pi / 2, 1.0)]
+    return [(top, yaw, 1.0)]
 
 
 def grasp_plan(
@@ -298,10 +319,13 @@ def graspable(scene: Scene, obj: dict[str, Any], name: str) -> bool:
 
 
 def _shifted(obj: dict[str, Any], delta: np.ndarray) -> dict[str, Any]:
+    """The object's facts as they will be after it is slid by `delta`: every position moves, the rim's
+    centre (what a rim grasp is planned from) included."""
     out = dict(obj)
-    for key in ("min_cm", "max_cm", "position_cm", "body_cm"):
+    for key in ("min_cm", "max_cm", "position_cm", "body_cm", "rim_center_cm"):
         if key in out:
-            out[key] = (np.asarray(out[key], float) + delta).tolist()
+            v = np.asarray(out[key], float)
+            out[key] = (v + delta[: len(v)]).tolist()
     return out
 
 
@@ -472,14 +496,19 @@ def travel(
     skip: set[str],
     below_cm: float = 0.0,
     margin_cm: float = 4.0,
+    yaw: float | None = None,
 ) -> np.ndarray:
     """The next position change of the tool on its way to `goal`, carrying something that hangs
     `below_cm` under it: straight there when nothing is in the way, else up to a height clear of
-    everything under the path, across, and straight down onto the goal."""
+    everything under the path, across, and straight down onto the goal. With the gripper pointing
+    down, the hand's footprint (at its yaw now and at `yaw`, where it is turning to) is kept clear
+    too."""
     a, b = arm.p, np.asarray(goal, float)
+    yaws = ((float(arm.rpy[2]),) if arm.down else ()) + ((yaw,) if yaw is not None else ())
 
     def need(xy: np.ndarray) -> float:
-        return scene.needed_z(xy, skip, margin_cm) + CLEARANCE_CM + below_cm
+        tool = scene.needed_z(xy, skip, margin_cm) + CLEARANCE_CM + below_cm
+        return max(tool, hand_need(scene, xy, yaws, skip)) if yaws else tool
 
     def clear(s: np.ndarray, e: np.ndarray) -> bool:
         for t in np.linspace(0.0, 1.0, 16):
@@ -515,7 +544,7 @@ def pick_place(arm: Arm, scene: Scene, goal: list[str]) -> Reply:
             why = f"The {_words(target_name)} is closed; "
             opened = scene.moved(
                 f"{target.get('parent_name', '')}/{j['joint']}",
-                _open_direction(j) * abs(_remaining(j, "open")) * 100,
+                _open_direction(j) * _opened_cm(j),
             )
             if not graspable(opened, obj, name):  # the open drawer would hang over it: move it away first
                 shove = clearing_shove(scene, opened, obj, name)
@@ -592,12 +621,12 @@ def pick_place(arm: Arm, scene: Scene, goal: list[str]) -> Reply:
             )
         if float(np.linalg.norm(p[:2] - start[:2])) < 0.8 and not squared:
             return _reply("I square the gripper beside the grasp point.", None, rot, grip)
-        step = travel(arm, scene, start, {name})
+        step = travel(arm, scene, start, {name}, yaw=yaw)
         return _reply(f"I move the open gripper down beside the {what}.", step, rot, grip)
     above = np.array([grasp[0], grasp[1], max(grasp[2], float(hi[2]) + 3.0)])
     if dxy < 0.8 and not squared and p[2] >= above[2] - 0.5:
         return _reply("I am above the grasp point; I square the gripper.", None, rot, grip)
-    step = travel(arm, scene, grasp if dxy < 0.8 else above, {name})
+    step = travel(arm, scene, grasp if dxy < 0.8 else above, {name}, yaw=yaw)
     if dxy < 0.8:
         return _reply(f"I lower the open gripper to the {what}.", step, rot, grip)
     return _reply(f"I move the open gripper above the {what}.", step, rot, grip)
@@ -644,9 +673,10 @@ def push(arm: Arm, scene: Scene, goal: list[str]) -> Reply:
     radius = float(np.min(hi[:2] - lo[:2])) / 2
     start = body[:2] - u * min(2.0, radius / 3)
     z = float(lo[2]) + FINGERTIP_BELOW_TCP_CM + 0.2  # the fingertips on the plate's floor
-    yaw = math.atan2(u[1], u[0])  # fingers side by side across the push
-    if hand_hits(scene, np.append(start, z), yaw, {name}):
-        yaw += math.pi / 2
+    # fingers side by side across the push, else square to it, else whatever way (in eighths of a
+    # half turn) keeps the hand clear of what stands beside the plate (a cabinet's handles)
+    yaws = [math.atan2(u[1], u[0]) + k * math.pi / 8 for k in (0, 4, 2, 6, 1, 7, 3, 5)]
+    yaw = next((y for y in yaws if not hand_hits(scene, np.append(start, z), y, {name})), yaws[0])
     rot = arm.turn_to(yaw)
     p, g = arm.p, arm.g
     what, where = _words(name), _words(goal[2])
@@ -706,6 +736,15 @@ def _remaining(j: dict[str, Any], how: str) -> float:
     closed, opened = float(np.mean(r.get("close", [0.0]))), float(np.mean(r.get("open", [1.0])))
     goal = opened if how == "open" else closed
     return goal - float(j["value"])
+
+
+def _opened_cm(j: dict[str, Any]) -> float:
+    """How far (cm) a slide's part will have moved once pulled open: to the far edge of its open
+    range (the pull overshoots the middle of the range by 1.5 cm and stops at the joint's end)."""
+    r = j["ranges"]
+    closed = float(np.mean(r.get("close", [0.0])))
+    far = max(r["open"], key=lambda v: abs(float(v) - closed))
+    return abs(float(far) - float(j["value"])) * 100.0
 
 
 def operate(arm: Arm, scene: Scene, name: str, j: dict[str, Any], how: str, why: str = "") -> Reply:
