@@ -92,7 +92,7 @@ def test_replay_through_ros2_matches_in_process(
         },
     )
     code = agent.wait(90)
-    done = probe.wait_for(lambda: probe.event("done"), 5, "the agent's final status")
+    done = probe.wait_for(lambda: probe.event("done"), 30, "the agent's final status")
     assert code == 0 and done["success"], (done["end_reason"], done["detail"], agent.log())
     assert done["turns"] == ref.turns
     ros_bar = np.array(done["final_status"]["objects"]["bar"][:3])
@@ -124,7 +124,7 @@ def test_randomized_run_respects_limits_and_speed_cap(
         },
     )
     agent.wait(90)
-    done = probe.wait_for(lambda: probe.event("done"), 5, "the agent's final status")
+    done = probe.wait_for(lambda: probe.event("done"), 30, "the agent's final status")
     assert done["end_reason"] in ("success", "turn_limit"), (done, agent.log())
     n = _check_all(probe, yam, yam_kin)
     assert n >= 8, f"only {n} arm trajectories seen (seed {seed})"
@@ -174,7 +174,7 @@ def test_estop_mid_motion_holds_and_ends(
     else:
         assert "holding the last pose" in probe.estop_service()
     assert agent.wait(30) == 3, agent.log()
-    done = probe.wait_for(lambda: probe.event("done"), 5, "the agent's final status")
+    done = probe.wait_for(lambda: probe.event("done"), 30, "the agent's final status")
     assert done["end_reason"] == "stopped" and "e-stop" in done["detail"], done
     time.sleep(1.0)
     for traj_topic in Probe.TRAJ_TOPICS:

@@ -321,7 +321,7 @@ def test_agent_replays_bimanual_pickup_against_the_i2rt_drivers(
     agent = start_agent(procs, recorded_episode, tmp_path / "runs")
     code = agent.wait(240)
     log = agent.log()
-    done = probe.wait_for(lambda: probe.event("done"), 10, "the agent's final status")
+    done = probe.wait_for(lambda: probe.event("done"), 30, "the agent's final status")
     turns = [s for s in probe.agent_status if s.get("event") == "turn"]
     # the episode ends cleanly: every recorded turn replayed and reached, no refusal, no e-stop
     assert code in (0, 1), log[-3000:]
@@ -595,6 +595,6 @@ def test_zero_gravity_mode_floats_until_the_first_trajectory(procs, probe: Probe
     )
     target = probe.latest(joints) + np.array([0.2, 0.1, 0, 0, 0, 0])
     probe.send("left_arm_controller", _traj(joints, [1.0], [target.tolist()]))
-    probe.wait_for(lambda: np.max(np.abs(probe.latest(joints) - target)) < 1e-6, 10, "the target")
+    probe.wait_for(lambda: np.max(np.abs(probe.latest(joints) - target)) < 1e-6, 30, "the target")
     assert "accepted trajectory #1" in driver.log()
-    probe.wait_for(lambda: probe.driver_status["left_arm"]["state"] == "holding", 5, "holding after it")
+    probe.wait_for(lambda: probe.driver_status["left_arm"]["state"] == "holding", 15, "holding after it")
