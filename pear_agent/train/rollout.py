@@ -75,13 +75,6 @@ def _environment(task: str, opts: LoopOptions) -> Any:
     return _ENVS[key]
 
 
-def _shaped(env: Any) -> float | None:
-    if hasattr(env, "reward") and callable(env.reward):
-        return float(env.reward()["total"])
-    fn = getattr(getattr(env, "backend", None), "shaped_reward", None)
-    return float(fn()) if callable(fn) else None
-
-
 def run_episodes(
     jobs: list[EpisodeJob],
     make_policy: Callable[[EpisodeJob], Policy],
@@ -90,6 +83,7 @@ def run_episodes(
 ) -> list[dict[str, Any]]:
     """One record per job, in order (sequential today: see the module docstring)."""
     from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.registry import family_of
 
     out = []
     for job in jobs:
@@ -105,7 +99,7 @@ def run_episodes(
         episode = Episode.of(env, policy, cfg)
         t0 = time.perf_counter()
         result = episode.run(job.seed)
-        shaped = _shaped(env)
+        _, shaped = family_of(job.task).rewards(env, result)  # the family's own shaped reward
         record = {
             "id": f"{job.group_id or 'ep'}-{result.task}-s{job.seed}-r{job.index_in_group}",
             "group_id": job.group_id,

@@ -17,3 +17,33 @@ def expert_success_rate(task: str, robot: RobotConfig, kin: Kinematics, seeds: r
     failures = [(s, r.end_reason, r.detail) for s, r in zip(seeds, results, strict=True) if not r.success]
     print(f"{task}: {rate:.0%} of seeds {seeds.start}-{seeds.stop - 1}; failures: {failures}")
     return rate, failures
+
+
+def expert_with_object_swept_off(
+    task: str, robot: RobotConfig, kin: Kinematics, body: str, xyz_m: tuple[float, float, float]
+) -> tuple[EpisodeResult, Episode]:
+    """The real loop with the expert, seed 0, the task's object moved to `xyz_m` (off the table)
+    just before the expert's second decision."""
+    import numpy as np
+
+    from sim_adapters.mujoco.tasks.base import set_free_pose
+
+    backend = make_backend(task, robot, render=False)
+    inner = ScriptedPolicy(task)
+
+    class Sweeper:
+        name = "sweeper"
+
+        def reset(self, seed: int) -> None:
+            inner.reset(seed)
+
+        def act(self, messages, ctx):
+            if ctx.turn == 2:
+                set_free_pose(backend.model, backend.data, body, np.array(xyz_m), 0.0)
+            return inner.act(messages, ctx)
+
+    try:
+        episode = Episode(backend, kin, Sweeper())
+        return episode.run(0), episode
+    finally:
+        backend.close()

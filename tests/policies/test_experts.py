@@ -12,8 +12,7 @@ from pear_agent.policies.experts import SINGLE_ARM_EXPERTS, Stop, _belt_grasp_ya
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
 from pear_agent.robot_config import load_robot
-from sim_adapters.mujoco.tasks.base import set_free_pose
-from tests.policies.rates import expert_success_rate
+from tests.policies.rates import expert_success_rate, expert_with_object_swept_off
 
 SEEDS = range(50)
 
@@ -185,25 +184,7 @@ def test_the_grasp_height_keeps_the_fingertips_off_the_table(fingertip_cm: float
 def test_an_episode_whose_cube_falls_off_ends_done_not_invalid(panda, panda_kin) -> None:
     """The real loop: the cube is swept onto the floor after the expert's first move; the expert
     says it is done on the next turn instead of asking for moves it cannot make."""
-    backend = make_backend("pick_cube", panda, render=False)
-    inner = ScriptedPolicy("pick_cube")
-
-    class Sweeper:
-        name = "sweeper"
-
-        def reset(self, seed: int) -> None:
-            inner.reset(seed)
-
-        def act(self, messages, ctx):
-            if ctx.turn == 2:
-                set_free_pose(backend.model, backend.data, "cube", np.array([0.5, 0.9, -0.7]), 0.0)
-            return inner.act(messages, ctx)
-
-    try:
-        episode = Episode(backend, panda_kin, Sweeper())
-        result = episode.run(0)
-    finally:
-        backend.close()
+    result, episode = expert_with_object_swept_off("pick_cube", panda, panda_kin, "cube", (0.5, 0.9, -0.7))
     assert result.end_reason == "done" and not result.success and result.invalid_replies == 0
     assert result.turns == 3
     assert "fallen off the table" in episode.messages[-1]["content"]

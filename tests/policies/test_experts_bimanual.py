@@ -11,8 +11,7 @@ from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.policies.experts import Stop
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
-from sim_adapters.mujoco.tasks.base import set_free_pose
-from tests.policies.rates import expert_success_rate
+from tests.policies.rates import expert_success_rate, expert_with_object_swept_off
 
 SEEDS = range(50)
 
@@ -159,24 +158,6 @@ def test_the_fingers_turn_across_the_bar_the_way_the_wrist_can() -> None:
 
 
 def test_an_episode_whose_bar_falls_off_ends_done_not_invalid(yam, yam_kin) -> None:
-    backend = make_backend("bimanual_pickup", yam, render=False)
-    inner = ScriptedPolicy("bimanual_pickup")
-
-    class Sweeper:
-        name = "sweeper"
-
-        def reset(self, seed: int) -> None:
-            inner.reset(seed)
-
-        def act(self, messages, ctx):
-            if ctx.turn == 2:
-                set_free_pose(backend.model, backend.data, "bar", np.array([0.3, 0.9, -0.7]), 0.0)
-            return inner.act(messages, ctx)
-
-    try:
-        episode = Episode(backend, yam_kin, Sweeper())
-        result = episode.run(0)
-    finally:
-        backend.close()
+    result, _ = expert_with_object_swept_off("bimanual_pickup", yam, yam_kin, "bar", (0.3, 0.9, -0.7))
     assert result.end_reason == "done" and not result.success and result.invalid_replies == 0
     assert result.turns == 3

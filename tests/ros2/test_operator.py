@@ -20,22 +20,11 @@ def test_parse_answer() -> None:
 
 
 def test_service_answers_only_an_open_question() -> None:
-    import rclpy
-    from rclpy.executors import SingleThreadedExecutor
     from std_srvs.srv import SetBool
 
     from pear_agent.ros2.operator import Operator
 
-    ctx = rclpy.Context()
-    rclpy.init(context=ctx)
-    node = rclpy.create_node("pear_operator_test", context=ctx)
-    executor = SingleThreadedExecutor(context=ctx)
-    executor.add_node(node)
-    stop = threading.Event()
-    spin = threading.Thread(
-        target=lambda: [executor.spin_once(0.05) for _ in iter(stop.is_set, True)], daemon=True
-    )
-    spin.start()
+    node, close = _node("pear_operator_test")
     try:
         op = Operator(node, "/pear_test/judge", terminal=False)
         client = node.create_client(SetBool, "/pear_test/judge")
@@ -60,20 +49,17 @@ def test_service_answers_only_an_open_question() -> None:
         assert answers == [(False, "the /pear_test/judge service")]
         assert op.ask("again?", 0.2) == (None, "no operator answer within 0.2 s")
     finally:
-        stop.set()
-        spin.join(timeout=2)
-        executor.shutdown(timeout_sec=1)
-        node.destroy_node()
-        ctx.try_shutdown()
+        close()
 
 
-def _node() -> tuple:
+def _node(name: str = "pear_operator_abort_test") -> tuple:
+    """A node in its own context, spun on a thread, and the function that takes it all down."""
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
 
     ctx = rclpy.Context()
     rclpy.init(context=ctx)
-    node = rclpy.create_node("pear_operator_abort_test", context=ctx)
+    node = rclpy.create_node(name, context=ctx)
     executor = SingleThreadedExecutor(context=ctx)
     executor.add_node(node)
     stop = threading.Event()

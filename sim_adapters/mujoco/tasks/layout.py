@@ -208,8 +208,17 @@ def single_arm_frame(
     region = _intersect(area, own.reach_box()) or area
     others = [p.base_xy_m for n, p in places.items() if n != part]
     region = _own_side(region, own.base_xy_m, others)
-    centre = np.array([(region[0][0] + region[0][1]) / 2, (region[1][0] + region[1][1]) / 2])
+    centre = _centre(region)
     forward = snap_to_axis(_unit(centre - own.base_xy_m, np.array([1.0, 0.0])))
+    return _frame(robot, region, centre, forward, ref)
+
+
+def _centre(box: Box) -> np.ndarray:
+    return np.array([(box[0][0] + box[0][1]) / 2, (box[1][0] + box[1][1]) / 2])
+
+
+def _frame(robot: RobotConfig, region: Box, centre: np.ndarray, forward: np.ndarray, ref: Box) -> TableFrame:
+    """The frame over `region` looking along `forward`, mapping the reference box `ref` into it."""
     (rx0, rx1), (ry0, ry1) = ref
     return TableFrame(
         centre_m=centre,
@@ -247,7 +256,7 @@ def two_arm_layout(robot: RobotConfig, places: dict[str, ArmPlace], ref: Box) ->
     a, b = robot.gripper_parts()[:2]
     pa, pb = places[a].base_xy_m, places[b].base_xy_m
     area = task_area_box(robot)
-    centre = np.array([(area[0][0] + area[0][1]) / 2, (area[1][0] + area[1][1]) / 2])
+    centre = _centre(area)
     axis = _unit(pa - pb, np.array([0.0, 1.0]))  # b -> a
     mid = (pa + pb) / 2
     off = centre - mid
@@ -259,15 +268,5 @@ def two_arm_layout(robot: RobotConfig, places: dict[str, ArmPlace], ref: Box) ->
     else:
         left, right = a, b
         forward = -rot90(axis)  # so that left = rot90(forward) = axis points at part a
-    (rx0, rx1), (ry0, ry1) = ref
-    frame = TableFrame(
-        centre_m=centre,
-        forward=forward,
-        depth_m=extent_along(area, forward),
-        width_m=extent_along(area, rot90(forward)),
-        z_m=table_z_m(robot),
-        ref_centre_m=((rx0 + rx1) / 2, (ry0 + ry1) / 2),
-        ref_depth_m=rx1 - rx0,
-        ref_width_m=ry1 - ry0,
-    )
+    frame = _frame(robot, area, centre, forward, ref)
     return TwoArmLayout({"left_arm": left, "right_arm": right}, places, frame)
