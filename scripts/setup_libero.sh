@@ -28,6 +28,15 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 PIP="$VENV/bin/python -m pip"
+# A new .venv-libero takes about 3.7 GB (torch, LIBERO's assets): say so before pip fails half-way.
+NEED_GB=5
+if ! $PIP show -q torch >/dev/null 2>&1; then
+  free_gb=$(df -Pk "$VENV" | awk 'NR==2 {print int($4 / 1048576)}')
+  if [ "${free_gb:-0}" -lt "$NEED_GB" ]; then
+    echo "setup_libero: only ${free_gb} GB free on the disk of $VENV; it needs about $NEED_GB GB" >&2
+    exit 1
+  fi
+fi
 q() { grep -v -e "is ignored" -e "dependency resolver" -e "requires .*, which is not installed" \
   -e "requires numpy>=2" -e "requires robosuite==1.4.0" -e "which is incompatible" || true; }
 
