@@ -30,7 +30,13 @@ from pear_agent.environment import Environment
 from pear_agent.episode import Episode, EpisodeConfig, EpisodeResult, TurnRecord
 from pear_agent.policies.base import Policy
 from pear_agent.records import RunWriter
-from pear_agent.registry import EnvSpec, close_environment, make_spec_environment
+from pear_agent.registry import (
+    EnvSpec,
+    UnknownNameError,
+    close_environment,
+    family_of,
+    make_spec_environment,
+)
 
 MAX_IDLE = 4
 """Idle environments a process keeps by default (a LIBERO suite has 10 tasks, each a simulator)."""
@@ -46,6 +52,13 @@ class EnvironmentPool:
         self.built = 0
         """Environments built so far (a test sees reuse in it)."""
         self.in_use = 0
+        self.concurrency = 1
+        """Episodes this process runs at once (raised by its callers): that many stay reusable."""
+
+    def in_flight(self, concurrency: int) -> None:
+        """Episodes will run `concurrency` at a time: keep that many idle for reuse."""
+        self.concurrency = max(self.concurrency, concurrency)
+        self.max_idle = max(self.max_idle, concurrency)
 
     def acquire(self, spec: EnvSpec) -> Environment:
         for key, (s, env) in reversed(self._idle.items()):  # the most recently used first
@@ -64,6 +77,22 @@ class EnvironmentPool:
         self._idle[id(env)] = (spec, env)
         while len(self._idle) > self.max_idle:
             _, (_, old) = self._idle.popitem(last=False)
+            close_environment(old)
+        self._trim_family(spec)
+
+    def _trim_family(self, spec: EnvSpec) -> None:
+        """Keep at most the family's `idle_environments` of its kind idle, but never fewer than the
+        episodes run at once (each may want one back)."""
+        try:
+            family = family_of(spec.task)
+        except UnknownNameError:
+            return
+        if family.idle_environments is None:
+            return
+        cap = max(family.idle_environments, self.concurrency)
+        mine = [k for k, (s, _) in self._idle.items() if family_of(s.task) is family]
+        for key in mine[: max(0, len(mine) - cap)]:  # the least recently used first
+            _, old = self._idle.pop(key)
             close_environment(old)
 
     def discard(self, env: Environment | None) -> None:
@@ -143,7 +172,7 @@ async def arun_episodes(
     """Outcomes in completion order, `concurrency` episodes in flight on the running loop."""
     if concurrency < 1:
         raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-    pool.max_idle = max(pool.max_idle, concurrency)
+    pool.in_flight(concurrency)
     it = iter(jobs)
     pending: set[asyncio.Task] = set()
     try:

@@ -117,6 +117,9 @@ class Family:
     name: str = ""
     default_episodes: int = 10
     """Episodes per task a bench runs when neither --episodes nor --seeds says."""
+    idle_environments: int | None = None
+    """Idle environments of this family a process keeps for reuse beyond those in flight (None:
+    the pool's own limit); a family whose environments are large keeps fewer."""
 
     # -- names and options ---------------------------------------------------------------
     def task_names(self) -> list[str]:

@@ -93,3 +93,28 @@ def test_arun_episodes_streams_outcomes_as_they_end() -> None:
     tags = asyncio.run(collect())
     assert sorted(tags) == [0, 1, 2] and pool.built == 2
     pool.close()
+
+
+def test_a_family_with_large_environments_keeps_fewer_idle_but_as_many_as_run_at_once(
+    monkeypatch,
+) -> None:
+    from pear_agent.registry import family_of
+
+    monkeypatch.setattr(family_of("pick_cube"), "idle_environments", 1)
+    pool = EnvironmentPool()  # default limit: 4 idle
+    cfg = EpisodeConfig(max_turns=2)
+    tasks = ["pick_cube", "push_to_target", "pick_cube", "push_to_target"]
+    jobs = [EpisodeJob(EnvSpec(t, render=False), ScriptedPolicy(t), seed=0, config=cfg) for t in tasks]
+    run_episodes(jobs, concurrency=1, pool=pool)
+    assert pool.idle() == 1 and pool.built == 4  # each switch of task closed the other one
+    pool.close()
+
+    pool = EnvironmentPool()
+    same = [
+        EpisodeJob(EnvSpec("pick_cube", render=False), ScriptedPolicy("pick_cube"), seed=s, config=cfg)
+        for s in range(6)
+    ]
+    run_episodes(same, concurrency=3, pool=pool)
+    assert pool.built == 3  # three at a time came back and were reused, not rebuilt
+    assert pool.idle() == 3
+    pool.close()

@@ -157,7 +157,8 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
     key_env = (job["policy"].get("settings") or {}).get("api_key_env")
     secrets = [os.environ[key_env]] if key_env and os.environ.get(key_env) else []
     t0 = time.perf_counter()
-    POOL.max_idle = max(POOL.max_idle, int(job.get("concurrency") or 1), MAX_SIMS)
+    POOL.in_flight(int(job.get("concurrency") or 1))
+    POOL.max_idle = max(POOL.max_idle, MAX_SIMS)
     try:
         family = family_of(task)
         spec = _env_spec(job)

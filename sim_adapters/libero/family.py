@@ -91,6 +91,9 @@ def format_summary(summary: dict[str, Any]) -> str:
 
 class LiberoFamily(ArmFamily):
     name = "libero"
+    idle_environments = 1
+    """A LIBERO environment holds about 1 GB, and a bench runs a task's init states one after
+    another: one idle per process (plus those in flight) keeps reuse and bounds memory."""
 
     def __init__(self) -> None:
         self._entries: dict[str, TaskEntry] | None = None
