@@ -67,6 +67,10 @@ class EnvironmentPool:
                 self.in_use += 1
                 return env
         env = make_spec_environment(spec)
+        # close before whatever the build registered to run at exit (robosuite ends its EGL display
+        # there): handlers run last-registered first
+        atexit.unregister(self.close)
+        atexit.register(self.close)
         self.built += 1
         self.in_use += 1
         return env

@@ -86,3 +86,21 @@ def test_bench_preset_runs_the_protocol_and_pairs_with_libero(tmp_path, capsys, 
     (pro,) = [g for g in summary["groups"] if g["benchmark"] == "libero_pro"]
     assert pro["perturbation"] == "language" and pro["all"]["paired"]["pairs"] == 1
     assert (out / "index.html").exists()
+
+
+def test_a_bench_process_exits_without_egl_teardown_errors(tmp_path):
+    """Idle environments are closed before robosuite ends its EGL display at exit (handlers run
+    last-registered first), so a finished bench prints no `EGLError` tracebacks."""
+    import os
+    import subprocess
+    import sys
+
+    argv = ["bench", "--suite", "libero_spatial", "--suite-tasks", "0", "--seeds", "0", "--max-turns", "2"]
+    argv += ["--no-video", "--quiet", "--out", str(tmp_path / "bench")]
+    env = {**os.environ, "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
+    done = subprocess.run(
+        [sys.executable, "-m", "pear_agent", *argv], capture_output=True, text=True, env=env, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "bench" / "results.jsonl").exists()
+    assert "EGLError" not in done.stderr and "Exception ignored" not in done.stderr, done.stderr[-2000:]
