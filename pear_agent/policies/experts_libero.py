@@ -919,7 +919,7 @@ def through_side(arm: Arm, scene: Scene, goal: list[str], op: Opening) -> Reply 
             )
         return _reply(f"The {what} stands on the floor of the {where}; I let go.", None, None, 1.0)
     if _inmost(op, obj) < op.face:  # set inside with its handle sticking out: pushed in by the handle
-        return _push_handle_in(arm, obj, what, where, op, bar, h)
+        return _push_handle_in(arm, obj, what, where, op, bar)
     door = _door_in_front(scene, goal, op)
     wide = _wide_open(door[1]) if door is not None else None
     if door is not None and wide is not None:  # a door half open stands where the arm will work
@@ -954,7 +954,7 @@ def through_side(arm: Arm, scene: Scene, goal: list[str], op: Opening) -> Reply 
 
 
 def _push_handle_in(
-    arm: Arm, obj: dict[str, Any], what: str, where: str, op: Opening, bar: np.ndarray, h: np.ndarray
+    arm: Arm, obj: dict[str, Any], what: str, where: str, op: Opening, bar: np.ndarray
 ) -> Reply:
     """Push an object standing in a side opening further in by the end of its handle: closed
     fingertips, the gripper leaning almost level towards it (its hand behind the fingertips, out of
