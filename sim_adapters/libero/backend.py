@@ -521,10 +521,11 @@ class LiberoBackend:
             facts["parent_name"] = parent
             facts["parent_parts"] = self.fixed_geom_boxes(parent)
             m = self.sim.model
+            bodies = set(self._body_ids(parent))
             doors = [
                 m.joint(j).name
                 for j in range(m.njnt)
-                if m.jnt_bodyid[j] in self._body_ids(parent) and m.jnt_type[j] in (2, 3)
+                if m.jnt_bodyid[j] in bodies and m.jnt_type[j] in (2, 3)
             ]
             if doors:
                 facts["parent_articulation"] = self.articulation(parent, doors)
