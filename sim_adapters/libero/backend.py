@@ -401,6 +401,35 @@ class LiberoBackend:
                 out[label] = {"min_cm": box[0].round(2).tolist(), "max_cm": box[1].round(2).tolist()}
         return out
 
+    def fixed_geom_boxes(self, name: str) -> list[dict[str, list[float]]]:
+        """The bounds (base frame, cm) of each collision geom of an object's fixed part (not what a
+        joint moves): a microwave's floor, ceiling and walls one by one, so a skill can find the
+        opening they leave."""
+        m = self.sim.model
+        bodies = set(self._body_ids(name))
+        moving = {
+            x
+            for j in range(m.njnt)
+            if m.jnt_type[j] in (2, 3)
+            and int(m.jnt_bodyid[j]) in bodies
+            and int(m.jnt_bodyid[j]) != min(bodies)
+            for x in bodies
+            if x == int(m.jnt_bodyid[j]) or self._descends(x, int(m.jnt_bodyid[j]), m.body_parentid)
+        }
+        out = []
+        for g in range(m.ngeom):
+            if m.geom_bodyid[g] not in bodies - moving or not (m.geom_contype[g] or m.geom_conaffinity[g]):
+                continue
+            lo, hi = self._geom_box(g)
+            lo_b, hi_b = self.to_base(lo) * 100, self.to_base(hi) * 100
+            out.append(
+                {
+                    "min_cm": np.minimum(lo_b, hi_b).round(2).tolist(),
+                    "max_cm": np.maximum(lo_b, hi_b).round(2).tolist(),
+                }
+            )
+        return out
+
     def site_position(self, name: str) -> list[float]:
         site = self.inner.object_sites_dict[name]
         sid = self.sim.model.site_name2id(site.name if hasattr(site, "name") else name)
@@ -490,6 +519,16 @@ class LiberoBackend:
         if parent in objs:
             facts["parent"] = self.object_box(parent)
             facts["parent_name"] = parent
+            facts["parent_parts"] = self.fixed_geom_boxes(parent)
+            m = self.sim.model
+            bodies = set(self._body_ids(parent))
+            doors = [
+                m.joint(j).name
+                for j in range(m.njnt)
+                if m.jnt_bodyid[j] in bodies and m.jnt_type[j] in (2, 3)
+            ]
+            if doors:
+                facts["parent_articulation"] = self.articulation(parent, doors)
         if getattr(site, "joints", None):
             facts["articulation"] = self.articulation(parent, list(site.joints))
         return facts

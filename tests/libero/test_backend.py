@@ -5,6 +5,7 @@ import pytest
 
 from pear_agent.backend import PartCommand
 from pear_agent.kinematics import Kinematics
+from pear_agent.policies.side_opening import side_opening
 from sim_adapters.libero.backend import LiberoBackend, parse_task
 
 
@@ -90,3 +91,26 @@ def test_gripper_opening_is_absolute(backend):
     assert abs(backend.observe(render=False).gripper["arm"] - 0.5) < 0.1
     backend.execute({"arm": PartCommand(None, 1.0)})
     assert backend.observe(render=False).gripper["arm"] > 0.9
+
+
+def test_a_region_inside_a_fixture_comes_with_the_fixtures_parts_and_door(libero_robot):
+    """libero_10/9's microwave: its heating region carries the boxes of the microwave's fixed
+    collision geoms (what the expert finds the opening from) and the door's hinge; they agree with
+    the microwave's MJCF (walls 2.9 cm, floor top 2.4 cm and ceiling 16.8 cm above its base)."""
+    b = LiberoBackend(libero_robot, "libero_10/9", render=False)
+    try:
+        b.reset(0)
+        region = b.privileged()["objects"]["microwave_1_heating_region"]
+        parts = [(np.array(p["min_cm"]), np.array(p["max_cm"])) for p in region["parent_parts"]]
+        assert len(parts) == 6  # the MJCF's six collision boxes; the door's are not among them
+        base = min(float(lo[2]) for lo, _ in parts)
+        tops = sorted(round(float(hi[2]) - base, 1) for _, hi in parts)
+        assert tops[0] == pytest.approx(2.4, abs=0.05)  # the floor
+        bottoms = sorted(round(float(lo[2]) - base, 1) for lo, _ in parts)
+        assert bottoms[-1] == pytest.approx(16.8, abs=0.05)  # the ceiling's underside
+        (door,) = region["parent_articulation"]
+        assert door["kind"] == "hinge" and door["ranges"]["open"] == [-2.094, -1.3]
+        op = side_opening(np.array(region["position_cm"]), np.array(region["half_size_cm"]), parts)
+        assert op is not None and (op.axis, op.sign) == (1, -1.0)  # it opens towards -y
+    finally:
+        b.close()

@@ -3,24 +3,34 @@
 import math
 
 import numpy as np
+import pytest
 
 from pear_agent.policies.experts_libero import (
     HAND_ABOVE_TCP_CM,
+    HANDLE_OPENING,
     RIM_OPENING,
     Arm,
     Scene,
+    _door_in_front,
+    _handle,
     _shifted,
+    _wide_open,
     clearing_shove,
     grasp_options,
     grasp_plan,
     graspable,
     hand_hits,
     libero_expert,
+    side_opening_of,
     travel,
 )
+from tests.policies.test_side_opening import MICROWAVE
 
 BOWL = {"min_cm": [54.0, 15.0, -1.2], "max_cm": [65.0, 26.0, 3.9], "position_cm": [59.5, 20.5, 1.3]}
 PLATE = {"min_cm": [64.0, 13.0, -1.2], "max_cm": [78.0, 27.0, 0.7], "position_cm": [71.0, 20.0, -0.2]}
+
+# the mug as libero_10/9 init state 0 leaves it on the table (base frame, cm): its handle points -y
+MUG = {"min_cm": [58.74, -8.79, -1.2], "max_cm": [69.35, 5.18, 9.12], "rim_center_cm": [64.11, -0.08]}
 
 
 def facts(bowl: dict) -> dict:
@@ -143,3 +153,78 @@ def test_a_can_with_a_tall_neighbour_under_the_hand_is_taken_the_other_way():
     point, yaw, opening = grasp_plan(can, scene, "can")
     assert not hand_hits(scene, point, yaw, {"can"}) and opening == 1.0
     assert abs(math.cos(yaw - yaw_first)) < 1e-6  # square to the first way
+
+
+def test_the_mug_is_taken_by_its_handle_from_above_when_the_microwave_is_the_goal():
+    parts = [{"min_cm": list(lo), "max_cm": list(hi)} for lo, hi in MICROWAVE]
+    region = {"site": True, "position_cm": [65.04, 36.67, 10.4], "half_size_cm": [12.0, 8.35, 8.0]}
+    priv = {
+        "goal": [["in", "mug", "oven"]],
+        "objects": {"mug": {**MUG, "yaw_rad": -math.pi / 2}, "oven": {**region, "parent_parts": parts}},
+    }
+    text, act = libero_expert(arm([64.11, -8.3, 25.0], 1.0), priv)
+    assert "handle" in text and act["arm"]["gripper"] == HANDLE_OPENING
+    # held by the handle in front of the opening: carried straight in, level, to where the hand
+    # (4.3 cm to either side of the fingers) still stays out of the opening
+    held = {**MUG, "yaw_rad": -math.pi / 2, "min_cm": [55.9, 0.4, 4.6], "max_cm": [66.5, 14.4, 14.9]}
+    held["rim_center_cm"] = [61.0, 9.1]
+    priv["objects"]["mug"] = held
+    text, act = libero_expert(arm([61.0, 0.9, 12.8], 0.23), priv)
+    move = np.array(act["arm"]["position"])
+    assert "into" in text and move[1] > 5.0 and abs(move[0]) < 0.5 and abs(move[2]) < 0.5
+
+
+def test_a_mugs_handle_from_its_bounds_and_yaw():
+    h, bar = _handle({**MUG, "yaw_rad": -math.pi / 2})
+    assert np.allclose(h, [0.0, -1.0], atol=1e-9)
+    assert bar[0] == pytest.approx(64.11, abs=0.01) and -8.79 < bar[1] < -7.9  # inside the outer bar
+    # set down turned 0.28 rad: the bounds' centre barely moves, the yaw says where the handle went
+    turned = {"min_cm": [56.82, 20.33, 3.3], "max_cm": [67.42, 34.18, 13.62]}
+    turned["rim_center_cm"] = [62.19, 28.96]
+    h, bar = _handle({**turned, "yaw_rad": -1.292})
+    assert np.allclose(h, [math.cos(-1.292), math.sin(-1.292)], atol=1e-9)
+    assert bar[0] > 62.19 + 1.5  # the handle swung towards +x with the mug
+    assert _handle({**MUG, "rim_center_cm": [64.0, -1.8]}) is None  # no handle: the rim is the middle
+
+
+def test_leaning_takes_the_nearer_of_the_two_ways_to_write_it():
+    for yaw_now in (-1.6, 1.53):  # pointing down, fingers along x, written either way
+        arm = Arm(
+            {"arm": {"position": [60.0, 10.0, 15.0], "orientation": [math.pi, 0.0, yaw_now], "gripper": 0.0}}
+        )
+        rot = arm.lean_to(np.array([0.0, 1.0]), 0.2)
+        assert float(np.max(np.abs(rot))) < 1.45  # a tilt of 1.37 rad, not half a turn of the wrist
+        leaned = Arm({"arm": {"position": [60.0, 10.0, 15.0], "orientation": list(arm.rpy + rot)}})
+        assert np.allclose(leaned.approach(), [0.0, math.cos(0.2), -math.sin(0.2)], atol=1e-6)
+
+
+def test_only_a_roofed_region_without_joints_is_reached_from_the_side():
+    parts = [{"min_cm": list(lo), "max_cm": list(hi)} for lo, hi in MICROWAVE]
+    region = {"site": True, "position_cm": [65.04, 36.67, 10.4], "half_size_cm": [12.0, 8.35, 8.0]}
+    scene = Scene({"objects": {"mug": MUG, "oven": {**region, "parent_parts": parts}}})
+    assert side_opening_of(scene, ["in", "mug", "oven"]) is not None
+    assert side_opening_of(scene, ["on", "mug", "oven"]) is None
+    drawer = Scene({"objects": {"mug": MUG, "oven": {**region, "parent_parts": parts, "articulation": [{}]}}})
+    assert side_opening_of(drawer, ["in", "mug", "oven"]) is None  # a drawer has its own skill
+    basket = Scene({"objects": {"mug": MUG, "oven": region}})
+    assert side_opening_of(basket, ["in", "mug", "oven"]) is None
+
+
+def test_a_half_open_door_in_front_of_the_opening_is_swung_wide_once():
+    parts = [{"min_cm": list(lo), "max_cm": list(hi)} for lo, hi in MICROWAVE]
+    region = {"site": True, "position_cm": [65.04, 36.67, 10.4], "half_size_cm": [12.0, 8.35, 8.0]}
+    region |= {"parent_parts": parts, "parent_name": "oven"}
+    ranges = {"open": [-2.094, -1.3], "close": [-0.005, 0.0]}
+    # libero_10/9 init state 3 (shifted to state 0's microwave): open 1.43 rad, its edge 0.3 cm
+    # beside the opening, where the wrist passes
+    door = {"kind": "hinge", "value": -1.43, "ranges": ranges, "part_min_cm": [44.6, 0.9, 1.15]}
+    door["part_max_cm"] = [50.4, 26.9, 19.65]
+    scene = Scene({"objects": {"mug": MUG, "heat": region, "oven": {"articulation": [door]}}})
+    op = side_opening_of(scene, ["in", "mug", "heat"])
+    assert _door_in_front(scene, ["in", "mug", "heat"], op) == ("oven", door)
+    assert _wide_open(door) == pytest.approx(-2.094 + 0.15)
+    assert _wide_open({**door, "value": -1.9}) is None  # already about that far open
+    # state 0: open 1.58 rad, 3 cm clear of the opening's side
+    door0 = {**door, "value": -1.58, "part_min_cm": [41.18, 0.97, 1.15], "part_max_cm": [47.69, 26.89, 19.65]}
+    scene0 = Scene({"objects": {"mug": MUG, "heat": region, "oven": {"articulation": [door0]}}})
+    assert _door_in_front(scene0, ["in", "mug", "heat"], op) is None
