@@ -192,16 +192,44 @@ def _new_object_files() -> dict[str, str]:
 
 
 @lru_cache(maxsize=1)
-def _style_textures() -> dict[str, str]:
-    """Texture style (lower case) -> its image under `assets/textures/`, from LIBERO-Plus's arena
-    styles: a background variant's problem class ends in the style it paints the floor or table
-    with (`..._Floor` + `CarbonFiber001_COL_6K`)."""
+def _style_files() -> dict[str, dict[str, str]]:
+    """`floor`/`wall` -> style -> its image under `assets/textures/`, from LIBERO-Plus's arena
+    styles (`FLOOR_STYLE`, `WALL_STYLE`; styles are named with hyphens: `brick-disp`)."""
     root = package_dir()
     style = root / "envs" / "arenas" / "style.py" if root is not None else None
     if style is None or not style.is_file():
         return {}
-    pairs = re.findall(r'"(\w+)"\s*:\s*"([^"/]+\.png)"', style.read_text(encoding="utf-8"))
-    return {k.lower(): f"textures/{v}" for k, v in pairs}
+    text = style.read_text(encoding="utf-8")
+    return {
+        kind.lower(): dict(re.findall(r'"([^"]+)"\s*:\s*"([^"/]+\.png)"', body))
+        for kind, body in re.findall(r"^(FLOOR|WALL)_STYLE\s*=\s*\{(.*?)^\}", text, re.S | re.M)
+    }
+
+
+@lru_cache(maxsize=1)
+def _problem_styles() -> dict[str, dict[str, str]]:
+    """Problem class (lower case) -> the styles its `scene_properties` paint (`floor`, `wall`):
+    a background variant names its problem class in the task file (`(problem Libero_..._Combined_
+    Floorbrick_disp_Wallgray_plaster)`), and the class says which styles that means."""
+    root = package_dir()
+    folder = root / "envs" / "problems" if root is not None else None
+    out: dict[str, dict[str, str]] = {}
+    if folder is None or not folder.is_dir():
+        return out
+    for source in sorted(folder.glob("*.py")):
+        text = source.read_text(encoding="utf-8")
+        for m in re.finditer(r"^class\s+(\w+)\s*\((.*?)(?=^class\s|\Z)", text, re.S | re.M):
+            styles = dict(re.findall(r'"(floor|wall)_style"\s*:\s*"([^"]+)"', m.group(2)))
+            if styles:
+                out[m.group(1).lower()] = styles
+    return out
+
+
+def _style_textures(problem: str) -> list[str]:
+    """The texture images a problem class paints its floor and walls with."""
+    files = _style_files()
+    styles = _problem_styles().get(problem.lower(), {})
+    return [f"textures/{files[k][v]}" for k, v in styles.items() if v in files.get(k, {})]
 
 
 def missing_assets(ref: TaskRef) -> list[str]:
@@ -214,9 +242,8 @@ def missing_assets(ref: TaskRef) -> list[str]:
     problem = re.search(r"\(problem\s+(\w+)\)", text)
     if problem and problem.group(1).lower() in _scene_files():
         need.append(_scene_files()[problem.group(1).lower()])
-    if problem:  # a style painted on the floor or the table: its texture image
-        name = problem.group(1).lower()
-        need += [png for key, png in _style_textures().items() if name.endswith(key)]
+    if problem:  # styles painted on the floor and walls: their texture images
+        need += _style_textures(problem.group(1))
     objects = _new_object_files()
     for block in re.findall(r"\(:(?:objects|fixtures)(.*?)\)", text, re.S):
         for category in re.findall(r"-\s*(\w+)", block):
