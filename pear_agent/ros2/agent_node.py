@@ -55,6 +55,7 @@ PARAMS: dict[str, Any] = {
     "instruction": "",
     "instruction_topic": "/pear/instruction",
     "instruction_timeout_s": 30.0,
+    "task_status_timeout_s": 30.0,
     "max_turns": 0,
     "seed": 0,
     "policy": "scripted",
@@ -76,6 +77,7 @@ PARAMS: dict[str, Any] = {
     **{k: f.default for k, f in RosSettings.model_fields.items()},
 }
 POLICIES = ("scripted", "bringup", "replay", "openai")
+FINAL_STATUS_ACK_TIMEOUT_S = 5.0
 
 
 class Interrupted(KeyboardInterrupt):
@@ -188,6 +190,17 @@ def _wait_instruction(node: Any, p: dict[str, Any], backend: Any) -> tuple[str, 
     return got[0], backend.status()
 
 
+def _wait_task_status(backend: Any, p: dict[str, Any], topic: str, log: Any) -> dict[str, Any]:
+    """A simulator started beside the agent (a launch file, two shell commands) builds its scene
+    first, and DDS discovery alone can take a few seconds: wait for its status up to
+    `task_status_timeout_s`, saying so once, and go on as soon as it comes."""
+    backend._wait_status(0.5)
+    if not backend.status():
+        log.info(f"waiting up to {p['task_status_timeout_s']:g} s for the simulator's task status on {topic}")
+        backend._wait_status(p["task_status_timeout_s"])
+    return backend.status()
+
+
 def _check_params(p: dict[str, Any], settings: RosSettings) -> None:
     """Refuse, before anything moves, a policy that needs simulator facts on a robot without them,
     and values no node could use."""
@@ -199,6 +212,8 @@ def _check_params(p: dict[str, Any], settings: RosSettings) -> None:
             "robot does not have: use policy bringup (a short motion the operator judges), replay (an "
             "episode recorded with `pear-agent run --robot yam_bimanual`) or openai"
         )
+    if settings.task_status_topic and p["task_status_timeout_s"] <= 0:
+        raise ConfigError("parameter task_status_timeout_s: must be > 0 (seconds to wait for the simulator)")
     if p["keep_images"] < 0:
         raise ConfigError("parameter keep_images: must be >= 0 (0 = keep every image)")
     if p["observation"] not in OBSERVATION_MODES:
@@ -249,6 +264,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
     """One episode; returns the exit code. Raises ConfigError for a configuration the user must fix
     (after writing the run folder's summary when one was started)."""
     from pydantic import ValidationError
+    from rclpy.duration import Duration
     from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
@@ -281,12 +297,12 @@ def run(node: Any, p: dict[str, Any]) -> int:
     prompt_kin = _prompt_kinematics(kin, robot, backend.cameras)
     status: dict[str, Any] = {}
     if settings.task_status_topic:
-        backend._wait_status(3.0)
-        status = backend.status()
+        status = _wait_task_status(backend, p, settings.task_status_topic, log)
         if p["policy"] == "scripted" and not status:
             raise ConfigError(
                 f"policy scripted needs a simulator's task status on {settings.task_status_topic}; none "
-                "came within 3 s (is sim_robot_node running?)"
+                f"came within {p['task_status_timeout_s']:g} s (is sim_robot_node running? "
+                "parameter task_status_timeout_s)"
             )
     task = p["task"] or status.get("task") or "ros2"
     seed = int(p["seed"])
@@ -378,7 +394,14 @@ def run(node: Any, p: dict[str, Any]) -> int:
     (log.info if summary.get("success") else log.warning)(line)
     if reason in ("stopped", "refused", "error", "interrupted"):
         print(f"agent_node: {reason}: {detail}", file=sys.stderr, flush=True)
-    time.sleep(0.5)  # let the final status reach subscribers
+    # the final status is the one a console or a supervisor waits for: keep the process (and the
+    # topic's transient-local history) until every subscriber has acknowledged it, not a guessed
+    # time (under load 0.5 s was not always enough)
+    if not status_pub.wait_for_all_acked(Duration(seconds=FINAL_STATUS_ACK_TIMEOUT_S)):
+        log.warning(
+            f"the final status was not acknowledged by every subscriber of {p['status_topic']} "
+            f"within {FINAL_STATUS_ACK_TIMEOUT_S:.0f} s"
+        )
     if config_error is not None:
         raise config_error
     return code

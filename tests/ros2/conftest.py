@@ -209,6 +209,15 @@ class Probe:
             time.sleep(0.02)
         raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
 
+    def final_status(self, agent: NodeProcess, timeout_s: float = 30.0) -> dict[str, Any]:
+        """The agent's `done` event; when it never comes, the failure says how the agent exited
+        and what it logged (a crash and a lost message read the same otherwise)."""
+        try:
+            return self.wait_for(lambda: self.event("done"), timeout_s, "the agent's final status")
+        except AssertionError as exc:
+            code = agent.proc.poll()
+            raise AssertionError(f"{exc} (agent exit code {code}):\n{agent.log()[-4000:]}") from None
+
     def latest_joints(self) -> dict[str, float]:
         with self.lock:
             return dict(self.joint_states[-1][1]) if self.joint_states else {}

@@ -92,7 +92,7 @@ def test_replay_through_ros2_matches_in_process(
         },
     )
     code = agent.wait(90)
-    done = probe.wait_for(lambda: probe.event("done"), 30, "the agent's final status")
+    done = probe.final_status(agent)
     assert code == 0 and done["success"], (done["end_reason"], done["detail"], agent.log())
     assert done["turns"] == ref.turns
     ros_bar = np.array(done["final_status"]["objects"]["bar"][:3])
@@ -124,10 +124,53 @@ def test_randomized_run_respects_limits_and_speed_cap(
         },
     )
     agent.wait(90)
-    done = probe.wait_for(lambda: probe.event("done"), 30, "the agent's final status")
+    done = probe.final_status(agent)
     assert done["end_reason"] in ("success", "turn_limit"), (done, agent.log())
     n = _check_all(probe, yam, yam_kin)
     assert n >= 8, f"only {n} arm trajectories seen (seed {seed})"
+
+
+def test_agent_started_before_the_sim_waits_for_its_status(tmp_path: Path, start_node, probe: Probe) -> None:
+    """As a launch file or the two commands of docs/ros2.md start them: the simulator builds its
+    scene (seconds) while the agent already waits for its first task status."""
+    agent = start_node(
+        AGENT,
+        "pear_agent",
+        {
+            "policy": "scripted",
+            "seed": 0,
+            "max_turns": 2,
+            "runs_dir": str(tmp_path / "ros"),
+            "task_status_topic": "/pear/sim/task_status",
+            "disabled_cameras": "all",
+        },
+    )
+    time.sleep(1.0)
+    start_node(SIM, "pear_sim_robot", {"task": "align_blocks", "seed": 0, "publish_images": False})
+    agent.wait(120)
+    done = probe.final_status(agent)
+    assert done["end_reason"] in ("success", "turn_limit") and done["turns"] >= 1, (done, agent.log())
+    assert "waiting up to 30 s for the simulator's task status" in agent.log()
+
+
+def test_agent_without_its_sim_names_the_wait_and_the_parameter(tmp_path: Path, start_node) -> None:
+    from pear_agent.ros2.agent_node import EXIT_CONFIG
+
+    agent = start_node(
+        AGENT,
+        "pear_agent",
+        {
+            "policy": "scripted",
+            "runs_dir": str(tmp_path / "ros"),
+            "task_status_topic": "/pear/sim/task_status",
+            "task_status_timeout_s": 1.0,
+        },
+    )
+    assert agent.wait(60) == EXIT_CONFIG, agent.log()
+    log = agent.log()
+    assert "none came within 1 s (is sim_robot_node running? parameter task_status_timeout_s)" in log, log
+    assert "Traceback" not in log
+    assert not (tmp_path / "ros").exists(), "nothing ran: no run folder"
 
 
 @pytest.mark.parametrize("how", ["topic", "service"])
@@ -167,7 +210,16 @@ def test_estop_mid_motion_holds_and_ends(
 
     # a long move, stopped early in it: on a loaded machine the e-stop takes a few hundred ms to
     # reach the driver through the agent, and it must still land before the move's end
-    t_move, topic, move = probe.wait_for(long_move, 60, "an arm move longer than 0.5 s")
+    try:
+        t_move, topic, move = probe.wait_for(long_move, 60, "an arm move longer than 0.5 s")
+    except AssertionError as exc:
+        seen = [
+            (round(t - t_ready, 2), tp, round(float(trajectory_arrays(m)[1][-1]), 2))
+            for t, tp, m, _ in list(probe.trajectories)
+            if tp in arms
+        ]
+        tail = agent.log()[-3000:]
+        raise AssertionError(f"{exc}; arm moves seen (s after ready, topic, s): {seen}\n{tail}") from None
     joints = arms[topic]
     time.sleep(max(0.0, t_move + 0.15 * trajectory_arrays(move)[1][-1] - time.monotonic()))
     t_stop = time.monotonic()
@@ -176,7 +228,7 @@ def test_estop_mid_motion_holds_and_ends(
     else:
         assert "holding the last pose" in probe.estop_service()
     assert agent.wait(30) == 3, agent.log()
-    done = probe.wait_for(lambda: probe.event("done"), 30, "the agent's final status")
+    done = probe.final_status(agent)
     assert done["end_reason"] == "stopped" and "e-stop" in done["detail"], done
     time.sleep(1.0)
     for traj_topic in Probe.TRAJ_TOPICS:
