@@ -190,14 +190,15 @@ def _wait_instruction(node: Any, p: dict[str, Any], backend: Any) -> tuple[str, 
     return got[0], backend.status()
 
 
-def _wait_task_status(backend: Any, p: dict[str, Any], topic: str, log: Any) -> dict[str, Any]:
+def _wait_task_status(backend: Any, topic: str, timeout_s: float, log: Any) -> dict[str, Any]:
     """A simulator started beside the agent (a launch file, two shell commands) builds its scene
-    first, and DDS discovery alone can take a few seconds: wait for its status up to
-    `task_status_timeout_s`, saying so once, and go on as soon as it comes."""
-    backend._wait_status(0.5)
+    first, and DDS discovery alone can take a few seconds: wait for its status up to `timeout_s`,
+    saying so once when it is not there at once, and go on as soon as it comes."""
+    quiet_s = min(0.5, timeout_s)
+    backend._wait_status(quiet_s)
     if not backend.status():
-        log.info(f"waiting up to {p['task_status_timeout_s']:g} s for the simulator's task status on {topic}")
-        backend._wait_status(p["task_status_timeout_s"])
+        log.info(f"waiting up to {timeout_s:g} s for the simulator's task status on {topic}")
+        backend._wait_status(timeout_s - quiet_s)
     return backend.status()
 
 
@@ -297,7 +298,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
     prompt_kin = _prompt_kinematics(kin, robot, backend.cameras)
     status: dict[str, Any] = {}
     if settings.task_status_topic:
-        status = _wait_task_status(backend, p, settings.task_status_topic, log)
+        status = _wait_task_status(backend, settings.task_status_topic, p["task_status_timeout_s"], log)
         if p["policy"] == "scripted" and not status:
             raise ConfigError(
                 f"policy scripted needs a simulator's task status on {settings.task_status_topic}; none "
