@@ -84,8 +84,47 @@ def emit(name: str, result: dict[str, Any], rows: list[Sequence[Any]], header: S
         if j == 0:
             print("  ".join("-" * w for w in widths), file=sys.stderr)
     sys.stderr.flush()
-    print(json.dumps({"benchmark": name, **result}, default=_jsonable))
+    record = {"benchmark": name, "command": command_line(), "commit": git_commit(), **result}
+    text = json.dumps(record, default=_jsonable)
+    print(text)
     sys.stdout.flush()
+    path = results_path(name)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text + "\n")
+        shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+        print(f"raw results: {shown}", file=sys.stderr)
+
+
+RESULTS_DIR = REPO_ROOT / "benchmarks" / "results"
+
+
+def results_path(name: str) -> Path | None:
+    """Where a run's raw results go: `benchmarks/results/<name>[-<PEAR_BENCH_TAG>].json` (committed
+    beside the table that cites them); `PEAR_BENCH_SAVE=0` writes none (tests, quick tries)."""
+    if os.environ.get("PEAR_BENCH_SAVE", "1") == "0":
+        return None
+    tag = os.environ.get("PEAR_BENCH_TAG", "").strip()
+    return RESULTS_DIR / (f"{name}-{tag}.json" if tag else f"{name}.json")
+
+
+def command_line() -> str:
+    """The command that produced a result, as typed (relative to the repository root)."""
+    script = Path(sys.argv[0])
+    if script.resolve().is_relative_to(REPO_ROOT):
+        script = script.resolve().relative_to(REPO_ROOT)
+    return " ".join([str(script), *sys.argv[1:]])
+
+
+def git_commit() -> str | None:
+    import subprocess
+
+    try:
+        cmd = ["git", "-C", str(REPO_ROOT), "rev-parse", "--short", "HEAD"]
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
 
 
 def _fmt(v: Any) -> str:

@@ -3,6 +3,8 @@ import os
 import pytest
 
 os.environ.setdefault("MUJOCO_GL", "egl")
+# benchmark scripts run by tests must not overwrite the committed raw results (benchmarks/results/)
+os.environ["PEAR_BENCH_SAVE"] = "0"
 
 from pear_agent.kinematics import Kinematics
 from pear_agent.robot_config import RobotConfig, load_robot

@@ -107,3 +107,23 @@ def test_benchmark_script_prints_json(name: str) -> None:
     elif name == "ros2_latency":
         assert out["sent"] == 5 and out["received"] == 5  # reliable QoS: every command arrives
         assert out["reply_to_received"]["median_ms"] >= out["reply_to_published"]["min_ms"] > 0
+
+
+def test_emit_saves_raw_results_with_command_and_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import _common
+
+    monkeypatch.setattr(_common, "RESULTS_DIR", tmp_path)
+    monkeypatch.setenv("PEAR_BENCH_SAVE", "1")
+    monkeypatch.setenv("PEAR_BENCH_TAG", "t1")
+    _common.emit("demo", {"machine": _common.machine(), "per_episode": [1, 2]}, [("a", 1.0)], ("k", "v"))
+    saved = json.loads((tmp_path / "demo-t1.json").read_text())
+    assert saved["benchmark"] == "demo"
+    assert saved["per_episode"] == [1, 2]
+    assert saved["command"]
+    assert "cpus" in saved["machine"]
+    monkeypatch.setenv("PEAR_BENCH_SAVE", "0")
+    _common.emit("demo2", {"machine": _common.machine()}, [("a", 1.0)], ("k", "v"))
+    assert not (tmp_path / "demo2.json").exists()
