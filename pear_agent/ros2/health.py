@@ -10,7 +10,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pear_agent.ros2.ros_session import AgentStatus, DriverStatus, Session, domain, wait_until
+from pear_agent.ros2.ros_session import (
+    AgentStatus,
+    DriverStatus,
+    Session,
+    describe_event,
+    domain,
+    wait_until,
+)
 
 OK, FAIL, INFO = "ok", "FAIL", "--"
 RECORDERS = ("rosbag2",)
@@ -245,8 +252,6 @@ def _driver_rows(
 
 
 def _agent_row(p: dict[str, Any], last: list[dict[str, Any]], status: AgentStatus) -> tuple[str, str]:
-    from pear_agent.ros2.operator_cli import describe_event
-
     if not last:
         return INFO, f"agent: not running (nothing on {p['status_topic']})"
     question = status.open_question("success") or status.open_question("home")

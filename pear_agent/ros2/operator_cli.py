@@ -30,6 +30,7 @@ from pear_agent.ros2.ros_session import (
     DriverStatus,
     Session,
     agent_params,
+    describe_event,
     domain,
     wait_until,
 )
@@ -46,29 +47,6 @@ waited for by name."""
 
 def _say(command: str, text: str) -> None:
     print(f"pear-agent ros {command}: {text}", file=sys.stderr, flush=True)
-
-
-def describe_event(e: dict[str, Any]) -> str:
-    """One line per agent status event."""
-    kind = e.get("event")
-    if kind == "start":
-        said = json.dumps(e.get("instruction"))
-        return f"start: task {e.get('task')}, instruction {said} (seed {e.get('seed')})"
-    if kind == "turn":
-        return f"turn {e.get('turn')}: {e.get('summary')} -> {e.get('outcome')}"
-    if kind == "question":
-        how = "pear-agent ros judge yes|no" if e.get("kind") == "success" else "pear-agent ros home yes|no"
-        return f"question ({e.get('kind')}): {e.get('question')} [answer: {how}]"
-    if kind == "answer":
-        said = {True: "yes", False: "no", None: "no answer"}[e.get("answer")]
-        return f"answer ({e.get('kind')}): {said} ({e.get('by')})"
-    if kind == "done":
-        verdict = "success" if e.get("success") else f"failure ({e.get('end_reason')}: {e.get('detail')})"
-        return (
-            f"done: {verdict} in {e.get('turns')} turns, exit code {e.get('exit_code')}; "
-            f"run folder {e.get('run_dir')}"
-        )
-    return json.dumps(e)
 
 
 # -- instruct ---------------------------------------------------------------------------------

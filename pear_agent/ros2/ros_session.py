@@ -182,6 +182,29 @@ class AgentStatus:
         return next((e for e in reversed(self.snapshot()) if e.get("event") == kind), None)
 
 
+def describe_event(e: dict[str, Any]) -> str:
+    """One line per agent status event."""
+    kind = e.get("event")
+    if kind == "start":
+        said = json.dumps(e.get("instruction"))
+        return f"start: task {e.get('task')}, instruction {said} (seed {e.get('seed')})"
+    if kind == "turn":
+        return f"turn {e.get('turn')}: {e.get('summary')} -> {e.get('outcome')}"
+    if kind == "question":
+        how = "pear-agent ros judge yes|no" if e.get("kind") == "success" else "pear-agent ros home yes|no"
+        return f"question ({e.get('kind')}): {e.get('question')} [answer: {how}]"
+    if kind == "answer":
+        said = {True: "yes", False: "no", None: "no answer"}[e.get("answer")]
+        return f"answer ({e.get('kind')}): {said} ({e.get('by')})"
+    if kind == "done":
+        verdict = "success" if e.get("success") else f"failure ({e.get('end_reason')}: {e.get('detail')})"
+        return (
+            f"done: {verdict} in {e.get('turns')} turns, exit code {e.get('exit_code')}; "
+            f"run folder {e.get('run_dir')}"
+        )
+    return json.dumps(e)
+
+
 class DriverStatus:
     """Each yam_driver_node's JSON status (transient local), for the parts of the agent's robot. A
     YAM graph runs one driver per part: once one is heard, every part's is expected."""

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pear_agent.ros2.operator_cli import describe_event
-from pear_agent.ros2.ros_session import AgentStatus, agent_params
+from pear_agent.ros2.ros_session import AgentStatus, agent_params, describe_event
 
 REPO = Path(__file__).resolve().parents[2]
 
