@@ -44,9 +44,9 @@ def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
 
 def cmd_run(args: argparse.Namespace) -> int:
     """One episode of any family's task: a thin wrapper over the bench's coroutine loop."""
-    from pear_agent.episode import Episode, EpisodeConfig, loop_options_from_args
+    from pear_agent.episode import Episode, EpisodeConfig, clock_from_args, loop_options_from_args
     from pear_agent.executors import run_coroutine
-    from pear_agent.policies.openai_client import clock_from_args, secrets_from_args
+    from pear_agent.policies.openai_client import secrets_from_args
     from pear_agent.records import RunWriter, new_run_dir
     from pear_agent.registry import EnvSpec, close_environment, family_options, resolve
 
@@ -54,7 +54,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     family, task = resolve(args.task, options)
     loop_options = loop_options_from_args(args)
     clock = clock_from_args(args)
-    config = EpisodeConfig(max_turns=args.max_turns, **clock, **loop_options)
+    config = EpisodeConfig(**clock, **loop_options)
     policy = _policy(args, task)
     env = family.make(EnvSpec.of(task, options, mode=clock["mode"], render=True, config=config))
     try:
@@ -69,7 +69,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(family.turn_line(t), flush=True)
 
         if not quiet:
-            late = f" (+{args.latency:g} s per decision)" if args.latency is not None else ""
+            late = f" (+{args.latency_s:g} s per decision)" if args.latency_s is not None else ""
             where = family.describe(env, task)
             print(
                 f"pear-agent: {where} / {policy.name} / seed {args.seed} / {clock['mode']}{late}", flush=True
@@ -206,7 +206,6 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="Gaussian noise on the scripted expert's position changes",
     )
-    run.add_argument("--max-turns", type=int, default=None, help="override the task's turn limit")
     run.add_argument("--runs-dir", default="runs")
     run.add_argument("--no-video", action="store_true", help="skip the mp4 (faster)")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -216,9 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     from pear_agent.policies.openai_client import add_model_args
 
     add_model_args(run)
-    from pear_agent.episode import add_loop_args
+    from pear_agent.episode import add_clock_args, add_loop_args
 
-    add_loop_args(run)
+    add_clock_args(run.add_argument_group("clock and context"))
+    add_loop_args(run.add_argument_group("turn loop"))
     run.set_defaults(func=cmd_run)
 
     robots = sub.add_parser("robots", help="list and validate the robot descriptions in robots/")
@@ -273,8 +273,10 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print the reply's JSON Schema (sent with structured output)",
     )
-    prompt.add_argument("--observation", choices=["images", "state", "both"], default="both")
-    prompt.add_argument("--scene-facts", action="store_true", help="add the objects' positions as text")
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.settings import add_arguments
+
+    add_arguments(prompt, EpisodeConfig, only=("observation", "scene_facts"))
     add_family_arguments(prompt.add_argument_group("environment family options"), "prompt")
     prompt.set_defaults(func=cmd_prompt)
 

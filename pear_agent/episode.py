@@ -34,6 +34,7 @@ from pear_agent.policies.base import Policy, PolicyReply, decide_async
 from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
 from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
 from pear_agent.records import RunWriter
+from pear_agent.settings import add_arguments, setting, values_from_args
 
 EndReason = Literal[
     "success",
@@ -52,35 +53,77 @@ JUDGED_ENDINGS: tuple[str, ...] = ("success", "done", "turn_limit")
 a verdict never turns a stop, a refusal or a failure of the loop (a policy error...) into success."""
 
 
+DEFAULT_CONTEXT_TOKENS = 64000
+"""The context budget when neither --max-context-tokens nor the server says."""
+
+
 @dataclass
 class EpisodeConfig:
-    max_turns: int | None = None
-    """Overrides the task's own turn limit when set."""
-    max_context_tokens: int = 64000
-    jpeg_quality: int = 85
-    mode: Literal["paused", "realtime"] = "paused"
-    tokens_per_image_patch_px: int = 28
-    latency_s: float | None = None
-    """Realtime only: the decision latency simulated time advances by, instead of the measured one
-    ("what would this model score at 2 s per decision"). The first decision is untimed either way."""
-    max_invalid: int = 3
-    """Consecutive invalid replies that end the episode (1 = the first invalid reply ends it)."""
-    observation: str = "both"
-    """What the model gets each turn: "both" (state JSON + images), "images" or "state" (text only)."""
-    scene_facts: bool = False
-    """Add the objects' positions from the simulator's privileged facts (recorded as privileged)."""
+    """The turn loop's settings; `add_loop_args` and `add_clock_args` make the command line from
+    these fields (`EnvSpec.of` carries them to workers)."""
+
+    max_turns: int | None = setting(None, help="override the task's turn limit")
+    max_context_tokens: int = setting(
+        DEFAULT_CONTEXT_TOKENS,
+        cli_default=None,
+        help=f"context token budget (default: the server's window where it reports one, else "
+        f"{DEFAULT_CONTEXT_TOKENS})",
+    )
+    jpeg_quality: int = setting(85, cli=False, help="JPEG quality of the camera images sent")
+    mode: Literal["paused", "realtime"] = setting(
+        "paused",
+        flag="--realtime",
+        action="store_const",
+        const="realtime",
+        help="the world keeps moving while the model thinks (default: paused)",
+    )
+    tokens_per_image_patch_px: int = setting(
+        28, cli=False, help="pixels per side of one image token, for the context estimate"
+    )
+    latency_s: float | None = setting(
+        None,
+        flag="--latency",
+        metavar="S",
+        help="realtime: inject S s per decision (simulated time advances by it instead of the measured "
+        "latency; the first decision is untimed either way)",
+    )
+    max_invalid: int = setting(
+        3,
+        help="consecutive invalid replies (each answered with a correction turn) that end an episode; "
+        "1 = the first invalid reply ends it (default 3)",
+    )
+    observation: str = setting(
+        "both",
+        choices=list(OBSERVATION_MODES),
+        help="what the model gets each turn: state JSON and camera images (both, default), images only, "
+        "or state only (text: no image parts, user content sent as a plain string)",
+    )
+    scene_facts: bool = setting(
+        False,
+        action="store_true",
+        help="add the objects' positions (from the simulator's privileged facts) to each turn as text; "
+        "recorded as privileged in the results",
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in ("paused", "realtime"):
             raise ValueError(f"mode must be 'paused' or 'realtime', not {self.mode!r}")
-        if self.latency_s is not None and (self.mode != "realtime" or self.latency_s < 0):
-            raise ValueError("an injected latency needs realtime mode and a value >= 0 s")
+        if self.latency_s is not None and self.mode != "realtime":
+            raise ValueError(
+                "--latency needs --realtime (an injected latency only matters when the world moves)"
+            )
+        if self.latency_s is not None and self.latency_s < 0:
+            raise ValueError("--latency must be >= 0")
+        if self.max_context_tokens <= 0:
+            raise ValueError("--max-context-tokens must be > 0")
+        if self.max_turns is not None and self.max_turns < 1:
+            raise ValueError("--max-turns must be >= 1")
         if (
             isinstance(self.max_invalid, bool)
             or not isinstance(self.max_invalid, int)
             or self.max_invalid < 1
         ):
-            raise ValueError(f"max_invalid must be an integer >= 1, not {self.max_invalid!r}")
+            raise ValueError(f"--max-invalid must be an integer >= 1, not {self.max_invalid!r}")
         if self.observation not in OBSERVATION_MODES:
             raise ValueError(
                 f"observation must be one of {list(OBSERVATION_MODES)}, not {self.observation!r}"
@@ -557,37 +600,38 @@ class Episode:
 
 
 # -- command-line options of the loop, shared by `run` and `bench` -----------------------------
-def add_loop_args(parser: argparse.ArgumentParser) -> None:
-    """`--max-invalid`, `--observation`, `--scene-facts` (EpisodeConfig fields)."""
-    parser.add_argument(
-        "--max-invalid",
-        type=int,
-        default=3,
-        help="consecutive invalid replies (each answered with a correction turn) that end an episode; "
-        "1 = the first invalid reply ends it (default 3)",
-    )
-    parser.add_argument(
-        "--observation",
-        choices=list(OBSERVATION_MODES),
-        default="both",
-        help="what the model gets each turn: state JSON and camera images (both, default), images only, "
-        "or state only (text: no image parts, user content sent as a plain string)",
-    )
-    parser.add_argument(
-        "--scene-facts",
-        action="store_true",
-        help="add the objects' positions (from the simulator's privileged facts) to each turn as text; "
-        "recorded as privileged in the results",
-    )
+LOOP_OPTIONS = ("max_turns", "max_invalid", "observation", "scene_facts")
+CLOCK_OPTIONS = ("mode", "latency_s", "max_context_tokens")
+
+
+def add_loop_args(parser: argparse.ArgumentParser | Any) -> None:
+    """`--max-turns`, `--max-invalid`, `--observation`, `--scene-facts` (EpisodeConfig fields)."""
+    add_arguments(parser, EpisodeConfig, only=LOOP_OPTIONS)
+
+
+def add_clock_args(parser: argparse.ArgumentParser | Any) -> None:
+    """`--realtime`, `--latency`, `--max-context-tokens` (EpisodeConfig fields)."""
+    add_arguments(parser, EpisodeConfig, only=CLOCK_OPTIONS)
+
+
+def clock_from_args(args: Any) -> dict[str, Any]:
+    """EpisodeConfig keyword arguments for the clock and the context budget, checked. Without
+    --max-context-tokens the budget is the server's window where it reports one (asked once)."""
+    values = values_from_args(EpisodeConfig, args)
+    clock = {k: values.get(k) for k in CLOCK_OPTIONS}
+    clock["mode"] = clock["mode"] or "paused"
+    if clock["max_context_tokens"] is None:
+        from pear_agent.policies.openai_client import OpenAIPolicy, settings_from_args
+
+        settings = settings_from_args(args)
+        window = OpenAIPolicy(settings).context_window() if settings is not None else None
+        clock["max_context_tokens"] = window or DEFAULT_CONTEXT_TOKENS
+    EpisodeConfig(**clock)  # the checks, before any worker starts
+    return clock
 
 
 def loop_options_from_args(args: Any) -> dict[str, Any]:
-    """EpisodeConfig keyword arguments from `add_loop_args` options (defaults when absent)."""
-    max_invalid = getattr(args, "max_invalid", 3)
-    if max_invalid is None or max_invalid < 1:
-        raise ValueError("--max-invalid must be >= 1")
-    return {
-        "max_invalid": int(max_invalid),
-        "observation": getattr(args, "observation", "both") or "both",
-        "scene_facts": bool(getattr(args, "scene_facts", False)),
-    }
+    """EpisodeConfig keyword arguments from `add_loop_args` options (defaults when absent); checked
+    by `EpisodeConfig` itself."""
+    values = values_from_args(EpisodeConfig, args)
+    return {k: values[k] for k in LOOP_OPTIONS if k in values}

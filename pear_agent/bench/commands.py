@@ -44,8 +44,8 @@ def _seeds(args: argparse.Namespace, defaults: list[int]) -> list[int]:
 def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.bench.report import format_table, summarize, write_report
     from pear_agent.bench.runner import BenchConfig, run_bench
-    from pear_agent.episode import loop_options_from_args
-    from pear_agent.policies.openai_client import OpenAIPolicy, clock_from_args, settings_from_args
+    from pear_agent.episode import clock_from_args, loop_options_from_args
+    from pear_agent.policies.openai_client import OpenAIPolicy, settings_from_args
     from pear_agent.registry import family_of
 
     if args.workers < 1 or args.concurrency < 1:
@@ -66,6 +66,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         policy = {"kind": "scripted", "action_noise_cm": args.action_noise_cm}
     clock = clock_from_args(args)
     loop_options = loop_options_from_args(args)
+    max_turns = loop_options.pop("max_turns", None)
     render = True if selection is None or selection.render is None else selection.render
     cfg = BenchConfig(
         tasks=tasks,
@@ -79,7 +80,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         concurrency=args.concurrency,
         video=render and not args.no_video,
         render=render,
-        max_turns=args.max_turns,
+        max_turns=max_turns,
         max_context_tokens=clock["max_context_tokens"],
         robot=getattr(args, "robot", None),
         episode=loop_options,
@@ -154,7 +155,6 @@ def add_bench_commands(sub: Any) -> None:
         "(multi-node: --out must be on a file system every node shares)",
     )
     b.add_argument("--out", default="runs/bench", help="folder for results.jsonl, episodes/ and index.html")
-    b.add_argument("--max-turns", type=int, default=None)
     b.add_argument("--action-noise-cm", type=float, default=0.0, help="scripted expert's position noise")
     b.add_argument("--no-video", action="store_true", help="skip the per-episode mp4 (faster)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -162,8 +162,9 @@ def add_bench_commands(sub: Any) -> None:
 
     add_family_arguments(b.add_argument_group("environment family options"), "bench")
     add_model_args(b)
-    from pear_agent.episode import add_loop_args
+    from pear_agent.episode import add_clock_args, add_loop_args
 
+    add_clock_args(b.add_argument_group("clock and context"))
     add_loop_args(b.add_argument_group("turn loop"))
     b.set_defaults(func=cmd_bench)
 

@@ -132,7 +132,7 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one episode on this event loop and return its result line. Never raises: a crash becomes
     end_reason "error" with a one-line detail, so one bad episode does not stop the bench."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.episode import DEFAULT_CONTEXT_TOKENS, Episode, EpisodeConfig
     from pear_agent.episodes import POOL
     from pear_agent.records import RunWriter
     from pear_agent.registry import family_of
@@ -167,7 +167,7 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
         writer = RunWriter(run_dir, video_fps=10.0 if job.get("video", True) else None, secrets=secrets)
         cfg = EpisodeConfig(
             max_turns=job.get("max_turns"),
-            max_context_tokens=int(job.get("max_context_tokens") or 64000),
+            max_context_tokens=int(job.get("max_context_tokens") or DEFAULT_CONTEXT_TOKENS),
             mode=job.get("mode", "paused"),
             latency_s=job.get("latency_s"),
             **(job.get("episode") or {}),

@@ -18,6 +18,7 @@ timeout). The blocking `act` runs the same coroutine on one background event loo
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
 import json
@@ -46,6 +47,7 @@ from pear_agent.policies.openai_wire import (
 from pear_agent.policies.server_logprobs import entries_of, trace_from_logprobs
 from pear_agent.protocol.prompts import Message
 from pear_agent.records import SECRET_PATTERNS
+from pear_agent.settings import add_arguments, setting, values_from_args
 
 THINK_RE = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
@@ -54,8 +56,6 @@ PRIVILEGED_KEY = "pear_privileged"
 """`extra_body` key carrying the turn's simulator facts when `send_privileged` is on (diagnostic)."""
 DEFAULT_MAX_TOKENS = 32768
 """PEAR's limit: 32k (reasoning + answer) tokens per turn; a reply cut there fails that turn."""
-DEFAULT_CONTEXT_TOKENS = 64000
-"""Context budget when neither --max-context-tokens nor the server says otherwise."""
 STRUCTURED_CHOICES = ("off", "auto", *DIALECTS)
 MAX_ADJUSTMENTS = 3
 """Per decision: requests re-sent with a protocol fix (no streaming, smaller max_tokens...)."""
@@ -77,39 +77,90 @@ def _warn(text: str) -> None:
         print(f"pear-agent: warning: {text}", file=sys.stderr, flush=True)
 
 
+def _json_object(text: str) -> dict[str, Any]:
+    """`--extra-body`: a JSON object, or one line saying what is wrong with it."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise argparse.ArgumentTypeError(f"--extra-body is not valid JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("--extra-body must be a JSON object")
+    return value
+
+
+def _yes_no(text: str) -> bool:
+    if text not in ("yes", "no"):
+        raise argparse.ArgumentTypeError(f"use yes or no, not {text!r}")
+    return text == "yes"
+
+
 @dataclass
 class ModelSettings:
-    model: str
-    base_url: str | None = None
-    api_key_env: str | None = None
-    """Name of the environment variable holding the key; None for a local server that needs none."""
-    temperature: float | None = None
-    max_tokens: int | None = DEFAULT_MAX_TOKENS
-    """Per decision (reasoning + answer); None sends none. Lowered automatically when the server
-    says it exceeds the model's output room."""
-    reasoning_effort: str | None = None
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    timeout_s: float = 120.0
-    """Whole decision (first byte to last token); past it the stream is closed."""
-    max_retries: int = 3
-    backoff_s: float = 1.0
-    backoff_max_s: float = 20.0
-    keep_images: int | None = None
-    """Keep only the last K user turns' images; older ones become a short text placeholder."""
-    send_privileged: bool = False
-    """Diagnostic: attach privileged simulator facts (for `pear-agent serve`'s scripted expert)."""
-    stream: bool = True
-    structured_output: str = "off"
-    """off | auto | json_schema (OpenAI, vLLM, SGLang) | json_object (llama.cpp: json_object + schema)."""
-    structured_output_chosen: str | None = None
-    """What `auto` resolved to (set by the parent of a bench so workers need not probe again)."""
-    retry_timeouts: bool = True
-    """Retry a timed-out decision (off by default in realtime mode: the world has moved on)."""
-    logprobs: bool = False
-    """Ask for the sampled tokens' log-probabilities (recorded as the turn's "tokens" when the server
-    gives ids too: vLLM with return_tokens_as_token_ids; see `server_logprobs`)."""
-    max_in_flight: int | None = None
-    """At most this many requests open at once to this endpoint from one process (None: no cap)."""
+    """The model client's settings; `add_model_args` makes the command line from these fields."""
+
+    model: str = setting(default=None, help="model name; selects the OpenAI-compatible client")
+    base_url: str | None = setting(None, help="e.g. http://localhost:8000/v1 (default: OpenAI's)")
+    api_key_env: str | None = setting(
+        None,
+        help="NAME of the environment variable holding the key (none for a local server that needs none)",
+    )
+    temperature: float | None = setting(None, help="sampling temperature (default: the server's)")
+    max_tokens: int | None = setting(
+        DEFAULT_MAX_TOKENS,
+        help=f"tokens per decision, reasoning included (default {DEFAULT_MAX_TOKENS}, PEAR's per-turn "
+        "limit; 0 sends none; lowered automatically to what the server allows)",
+    )
+    reasoning_effort: str | None = setting(None, help="passed through (e.g. low, medium, high)")
+    extra_body: dict[str, Any] = setting(
+        default_factory=dict,
+        help="JSON object merged into the request body",
+        type=_json_object,
+    )
+    timeout_s: float = setting(
+        120.0, help="per-decision timeout, first byte to last token; the stream is closed (default 120)"
+    )
+    max_retries: int = setting(3, help="retries on 408/409/425/429/5xx/connection errors")
+    backoff_s: float = setting(1.0, help="first retry's wait", cli=False)
+    backoff_max_s: float = setting(20.0, help="longest retry wait", cli=False)
+    keep_images: int | None = setting(
+        None, metavar="K", help="send only the last K turns' images (older ones become a placeholder)"
+    )
+    send_privileged: bool = setting(
+        False,
+        action="store_true",
+        help="diagnostic: send simulator facts so `pear-agent serve`'s scripted expert can answer",
+    )
+    stream: bool = setting(
+        True, flag="--no-stream", action="store_false", help="ask for whole replies instead of a stream"
+    )
+    structured_output: str = setting(
+        "off",
+        choices=list(STRUCTURED_CHOICES),
+        help="send the action schema as response_format: json_schema (OpenAI, vLLM, SGLang), json_object "
+        "(llama.cpp's json_object + schema), auto (probe the server once), off (default)",
+    )
+    structured_output_chosen: str | None = setting(
+        None, cli=False, help="what `auto` resolved to (the bench's parent probes once for its workers)"
+    )
+    retry_timeouts: bool = setting(
+        True,
+        type=_yes_no,
+        metavar="{yes,no}",
+        cli_default=None,
+        help="retry a timed-out decision (default: yes paused, no realtime: the world has moved on)",
+    )
+    logprobs: bool = setting(
+        False,
+        cli=False,
+        help="ask for the sampled tokens' log-probabilities (recorded as the turn's tokens when the "
+        "server gives ids too: vLLM with return_tokens_as_token_ids; see `server_logprobs`)",
+    )
+    max_in_flight: int | None = setting(
+        None,
+        metavar="N",
+        help="at most N requests open at once to the endpoint (bench: over all its workers; default no "
+        "cap): keeps a server's batch, and its prefix-cache hits, where you want them",
+    )
 
     def __post_init__(self) -> None:
         if self.structured_output not in STRUCTURED_CHOICES:
@@ -118,6 +169,18 @@ class ModelSettings:
             )
         if self.max_in_flight is not None and self.max_in_flight < 1:
             raise ValueError(f"--max-in-flight must be >= 1, not {self.max_in_flight}")
+        if self.timeout_s <= 0 or self.max_retries < 0:
+            raise ValueError("--timeout-s must be > 0 and --max-retries >= 0")
+        if self.keep_images is not None and self.keep_images < 0:
+            raise ValueError("--keep-images must be >= 0")
+        if self.max_tokens is not None and self.max_tokens < 0:
+            raise ValueError("--max-tokens must be >= 0 (0 sends none)")
+        if self.max_tokens == 0:
+            self.max_tokens = None
+        if "response_format" in self.extra_body and self.structured_output != "off":
+            raise ValueError(
+                "give response_format either in --extra-body or by --structured-output, not both"
+            )
 
 
 class DecisionTimeout(Exception):
@@ -660,72 +723,9 @@ class OpenAIPolicy:
 
 # -- command-line options shared by `run` and `bench` ---------------------------------------------
 def add_model_args(p: Any) -> None:
-    """Model and clock options (argparse): `--model` switches the policy to the OpenAI client."""
-    g = p.add_argument_group("model (any OpenAI-compatible endpoint)")
-    g.add_argument("--model", default=None, help="model name; selects the OpenAI-compatible client")
-    g.add_argument("--base-url", default=None, help="e.g. http://localhost:8000/v1 (default: OpenAI's)")
-    g.add_argument("--api-key-env", default=None, help="NAME of the environment variable holding the key")
-    g.add_argument("--temperature", type=float, default=None)
-    g.add_argument(
-        "--max-tokens",
-        type=int,
-        default=DEFAULT_MAX_TOKENS,
-        help=f"tokens per decision, reasoning included (default {DEFAULT_MAX_TOKENS}, PEAR's per-turn limit; "
-        "0 sends none; lowered automatically to what the server allows)",
-    )
-    g.add_argument("--reasoning-effort", default=None, help="passed through (e.g. low, medium, high)")
-    g.add_argument("--extra-body", default=None, help="JSON object merged into the request body")
-    g.add_argument(
-        "--structured-output",
-        default="off",
-        choices=list(STRUCTURED_CHOICES),
-        help="send the action schema as response_format: json_schema (OpenAI, vLLM, SGLang), json_object "
-        "(llama.cpp's json_object + schema), auto (probe the server once), off (default)",
-    )
-    g.add_argument("--no-stream", action="store_true", help="ask for whole replies instead of a stream")
-    g.add_argument(
-        "--timeout-s",
-        type=float,
-        default=120.0,
-        help="per-decision timeout; the stream is closed (default 120)",
-    )
-    g.add_argument(
-        "--max-retries", type=int, default=3, help="retries on 408/409/425/429/5xx/connection errors"
-    )
-    g.add_argument(
-        "--retry-timeouts",
-        choices=["yes", "no"],
-        default=None,
-        help="retry a timed-out decision (default: yes paused, no realtime)",
-    )
-    g.add_argument(
-        "--keep-images", type=int, default=None, metavar="K", help="send only the last K turns' images"
-    )
-    g.add_argument(
-        "--max-in-flight",
-        type=int,
-        default=None,
-        metavar="N",
-        help="at most N requests open at once to the endpoint (bench: over all its workers; default no "
-        "cap): keeps a server's batch, and its prefix-cache hits, where you want them",
-    )
-    g.add_argument(
-        "--send-privileged",
-        action="store_true",
-        help="diagnostic: send simulator facts so `pear-agent serve`'s scripted expert can answer",
-    )
-    c = p.add_argument_group("clock and context")
-    c.add_argument("--realtime", action="store_true", help="the world keeps moving while the model thinks")
-    c.add_argument(
-        "--latency", type=float, default=None, metavar="S", help="realtime: inject S s per decision"
-    )
-    c.add_argument(
-        "--max-context-tokens",
-        type=int,
-        default=None,
-        help=f"context token budget (default: the server's window where it reports one, else "
-        f"{DEFAULT_CONTEXT_TOKENS})",
-    )
+    """The model options (argparse), made from `ModelSettings`: `--model` switches the policy to the
+    OpenAI client."""
+    add_arguments(p.add_argument_group("model (any OpenAI-compatible endpoint)"), ModelSettings)
 
 
 def settings_from_args(args: Any) -> ModelSettings | None:
@@ -736,64 +736,11 @@ def settings_from_args(args: Any) -> ModelSettings | None:
         if getattr(args, "structured_output", "off") != "off":
             raise ValueError("--structured-output needs --model")
         return None
-    extra: dict[str, Any] = {}
-    if args.extra_body:
-        try:
-            extra = json.loads(args.extra_body)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--extra-body is not valid JSON: {exc}") from None
-        if not isinstance(extra, dict):
-            raise ValueError("--extra-body must be a JSON object")
-    if "response_format" in extra and args.structured_output != "off":
-        raise ValueError("give response_format either in --extra-body or by --structured-output, not both")
-    if args.timeout_s <= 0 or args.max_retries < 0:
-        raise ValueError("--timeout-s must be > 0 and --max-retries >= 0")
-    if args.keep_images is not None and args.keep_images < 0:
-        raise ValueError("--keep-images must be >= 0")
-    if args.max_tokens is not None and args.max_tokens < 0:
-        raise ValueError("--max-tokens must be >= 0 (0 sends none)")
-    max_in_flight = getattr(args, "max_in_flight", None)
-    if max_in_flight is not None and max_in_flight < 1:
-        raise ValueError("--max-in-flight must be >= 1")
-    retry_timeouts = {"yes": True, "no": False}.get(args.retry_timeouts, not getattr(args, "realtime", False))
-    return ModelSettings(
-        model=args.model,
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        temperature=args.temperature,
-        max_tokens=args.max_tokens or None,
-        reasoning_effort=args.reasoning_effort,
-        extra_body=extra,
-        timeout_s=args.timeout_s,
-        max_retries=args.max_retries,
-        keep_images=args.keep_images,
-        send_privileged=args.send_privileged,
-        stream=not args.no_stream,
-        structured_output=args.structured_output,
-        retry_timeouts=retry_timeouts,
-        max_in_flight=max_in_flight,
-    )
-
-
-def clock_from_args(args: Any) -> dict[str, Any]:
-    """EpisodeConfig keyword arguments for the clock and the context budget. Without
-    --max-context-tokens the budget is the server's window where it reports one (asked once)."""
-    if args.latency is not None and not args.realtime:
-        raise ValueError("--latency needs --realtime (an injected latency only matters when the world moves)")
-    if args.latency is not None and args.latency < 0:
-        raise ValueError("--latency must be >= 0")
-    budget = args.max_context_tokens
-    if budget is not None and budget <= 0:
-        raise ValueError("--max-context-tokens must be > 0")
-    if budget is None:
-        settings = settings_from_args(args)
-        window = OpenAIPolicy(settings).context_window() if settings is not None else None
-        budget = window or DEFAULT_CONTEXT_TOKENS
-    return {
-        "mode": "realtime" if args.realtime else "paused",
-        "latency_s": args.latency,
-        "max_context_tokens": budget,
-    }
+    values = values_from_args(ModelSettings, args)
+    values["extra_body"] = values.get("extra_body") or {}
+    if values.get("retry_timeouts") is None:
+        values["retry_timeouts"] = getattr(args, "mode", "paused") != "realtime"
+    return ModelSettings(**values)
 
 
 def secrets_from_args(args: Any) -> list[str]:

@@ -25,14 +25,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--groups", type=int, default=4, help="groups to keep (with a learning signal)")
     p.add_argument("--max-attempts", type=int, default=None, help="groups to sample at most (3 x --groups)")
     p.add_argument("--seed", type=int, default=0, help="first episode seed; each group takes the next")
-    p.add_argument("--max-turns", type=int, default=None)
     p.add_argument("--policy", default="scripted", choices=["scripted", "openai"])
     p.add_argument("--action-noise-cm", type=float, default=1.0, help="scripted expert's move noise")
     p.add_argument("--pilot-noise", type=float, default=1.0, help="roadster: scripted pilot's rule jitter")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible endpoint (--policy openai)")
-    p.add_argument("--model", default=None, help="model name (--policy openai)")
-    p.add_argument("--temperature", type=float, default=1.0, help="sampling temperature (--policy openai)")
-    p.add_argument("--api-key-env", default=None, help="variable holding the API key (--policy openai)")
     p.add_argument("--out", default=None, help="output folder (default runs/rollouts-<stamp>)")
     p.add_argument("--keep-dropped", action="store_true", help="also write dropped groups (advantage 0)")
     p.add_argument("--no-render", action="store_true", help="no camera images (text-only records)")
@@ -50,12 +45,16 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="episodes in flight per worker (default 1): a group's episodes await one model server together",
     )
-    p.add_argument(
-        "--max-in-flight",
-        type=int,
-        default=None,
-        metavar="N",
-        help="--policy openai: at most N requests open at once to the endpoint, over all workers",
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.policies.openai_client import ModelSettings
+    from pear_agent.settings import add_arguments
+
+    add_arguments(p, EpisodeConfig, only=("max_turns",))
+    add_arguments(
+        p.add_argument_group("model (--policy openai)"),
+        ModelSettings,
+        only=("model", "base_url", "api_key_env", "temperature", "max_in_flight"),
+        defaults={"temperature": 1.0},  # rollouts sample
     )
     from pear_agent.registry import add_family_arguments
 

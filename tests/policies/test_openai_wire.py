@@ -229,8 +229,11 @@ def test_dropped_prompt_is_warned_in_log_and_console(capsys) -> None:
 def test_settings_from_args_realtime_does_not_retry_timeouts() -> None:
     import argparse
 
+    from pear_agent.episode import add_clock_args
+
     p = argparse.ArgumentParser()
     oc.add_model_args(p)
+    add_clock_args(p)
     args = p.parse_args(["--model", "m", "--realtime", "--structured-output", "auto"])
     s = oc.settings_from_args(args)
     assert not s.retry_timeouts and s.structured_output == "auto" and s.max_tokens == oc.DEFAULT_MAX_TOKENS
@@ -248,16 +251,19 @@ def test_settings_from_args_realtime_does_not_retry_timeouts() -> None:
 def test_context_budget_defaults_to_the_servers_window() -> None:
     import argparse
 
+    from pear_agent.episode import DEFAULT_CONTEXT_TOKENS, add_clock_args, clock_from_args
+
     p = argparse.ArgumentParser()
     oc.add_model_args(p)
+    add_clock_args(p)
     with bad_server() as root:
         vllm = p.parse_args(["--model", "m", "--base-url", f"{root}/vllm/v1"])
-        assert oc.clock_from_args(vllm)["max_context_tokens"] == 4096
+        assert clock_from_args(vllm)["max_context_tokens"] == 4096
         silent = p.parse_args(["--model", "m", "--base-url", f"{root}/ok/v1"])
-        assert oc.clock_from_args(silent)["max_context_tokens"] == oc.DEFAULT_CONTEXT_TOKENS
+        assert clock_from_args(silent)["max_context_tokens"] == DEFAULT_CONTEXT_TOKENS
         given = p.parse_args(["--model", "m", "--base-url", f"{root}/vllm/v1", "--max-context-tokens", "900"])
-        assert oc.clock_from_args(given)["max_context_tokens"] == 900
-    assert oc.clock_from_args(p.parse_args([]))["max_context_tokens"] == oc.DEFAULT_CONTEXT_TOKENS
+        assert clock_from_args(given)["max_context_tokens"] == 900
+    assert clock_from_args(p.parse_args([]))["max_context_tokens"] == DEFAULT_CONTEXT_TOKENS
 
 
 def test_dropped_prompt_warning_names_the_likely_cause() -> None:
