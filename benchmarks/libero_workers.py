@@ -30,7 +30,7 @@ def bench(out: Path, suite: str, tasks: str, seeds: str, workers: int) -> float:
     cmd = [sys.executable, "-m", "pear_agent", "bench", "--suite", suite, "--suite-tasks", tasks]
     cmd += ["--seeds", seeds, "--workers", str(workers), "--no-video", "--quiet", "--out", str(out)]
     t0 = time.monotonic()
-    subprocess.run(cmd, check=True, cwd=REPO_ROOT)
+    subprocess.run(cmd, check=True, cwd=REPO_ROOT, stdout=subprocess.DEVNULL)  # stdout: our JSON only
     return time.monotonic() - t0
 
 
