@@ -50,3 +50,30 @@ def test_the_anchored_brake_never_goes_behind_the_measured_position() -> None:
         / np.diff(np.concatenate([[0.0], plan.times_s]))[:, None]
     )
     assert np.max(np.abs(dv)) <= 8.0 * 1.05, dv
+
+
+def test_the_driver_publishes_estimated_velocities_where_its_feedback_has_none() -> None:
+    """yam_driver_node: i2rt feedback without velocities (NaN) gets the estimate from the positions'
+    stamps, and the status says so; finite feedback passes unchanged and switches the source back."""
+    from types import SimpleNamespace
+
+    from pear_agent.ros2.yam_driver_node import YamDriver
+
+    warnings: list[str] = []
+    drv = SimpleNamespace(
+        _velocity=jv.VelocityEstimator(),
+        velocity_source=jv.PUBLISHED,
+        _status_dirty=False,
+        log=SimpleNamespace(warning=warnings.append),
+        spec=SimpleNamespace(part="left_arm"),
+    )
+    t0 = 1_700_000_000.0
+    vel = np.full(7, np.nan)
+    for k in range(10):  # joint 0 at 0.8 rad/s, the gripper still, at 100 Hz
+        pos = np.array([0.8 * 0.01 * k, 0, 0, 0, 0, 0, 0.02])
+        out = YamDriver._fill_velocity(drv, pos, vel, t0 + 0.01 * k)  # type: ignore[arg-type]
+    assert abs(out[0] - 0.8) < 1e-3 and np.all(np.abs(out[1:]) < 1e-9), out
+    assert drv.velocity_source == jv.ESTIMATED and drv._status_dirty and len(warnings) == 1
+    measured = np.array([0.5, 0, 0, 0, 0, 0, 0.0])
+    assert np.array_equal(YamDriver._fill_velocity(drv, pos, measured, t0 + 0.2), measured)  # type: ignore[arg-type]
+    assert drv.velocity_source == jv.PUBLISHED
