@@ -4,7 +4,11 @@ full speed (>= 95 % of the 1.5 rad/s cap), stopped by the agent's braking e-stop
 hold at the measured pose the agent sent before issue 22. Peak deceleration, reversal and stopping
 distance are measured from the joint-state stamps the probe receives.
 
-    .venv/bin/python benchmarks/ros2_brake.py [--runs 3]
+    .venv/bin/python benchmarks/ros2_brake.py [--runs 3] [--joint-state-velocity none]
+
+`--joint-state-velocity none|nan` (issue 30): the stand-in's joint_state_broadcaster publishes no
+velocities (hardware without a velocity state interface) or NaN; the agent brakes from velocities it
+estimates from the stamped positions.
 """
 
 from __future__ import annotations
@@ -24,14 +28,14 @@ from _common import emit, machine, verdict
 DECEL = 8.0
 
 
-def one_run(robot: Any, workdir: Path, how: str) -> dict[str, float]:
+def one_run(robot: Any, workdir: Path, how: str, velocity: str = "measured") -> dict[str, float]:
     import numpy as np
 
     from pear_agent.ros2 import conversions as cv
     from tests.ros2.conftest import DoubleProcess, Probe, double_config, home_joints
     from tests.ros2.test_stops import InProcessAgent, motion, run_to_full_speed_then_stop, stamped_series
 
-    double = DoubleProcess(double_config(robot, cameras={}), workdir)
+    double = DoubleProcess(double_config(robot, cameras={}, joint_state_velocity=velocity), workdir)
     probe = Probe()
     agent = InProcessAgent(robot, stop_deceleration_rad_s2=DECEL)
     try:
@@ -78,20 +82,25 @@ def one_run(robot: Any, workdir: Path, how: str) -> dict[str, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--joint-state-velocity", choices=["measured", "none", "nan"], default="measured")
+    ap.add_argument("--stops", default="brake,one_point_hold", help="comma list: brake, one_point_hold")
     args = ap.parse_args()
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     from pear_agent.robot_config import load_robot
 
     robot = load_robot("yam_bimanual")
-    results: dict[str, list[dict[str, float]]] = {"brake": [], "one_point_hold": []}
+    results: dict[str, list[dict[str, float]]] = {h.strip(): [] for h in args.stops.split(",") if h.strip()}
     for i in range(args.runs):
         for how in results:
             os.environ["ROS_DOMAIN_ID"] = str(random.randint(101, 200))
             with tempfile.TemporaryDirectory(prefix=f"pear_brake_{i}_") as d:
-                results[how].append(one_run(robot, Path(d), how))
+                results[how].append(one_run(robot, Path(d), how, args.joint_state_velocity))
     worst = {h: {k: max(r[k] for r in rs) for k in rs[0]} for h, rs in results.items()}
-    ok = worst["brake"]["peak_decel_rad_s2"] <= 1.25 * DECEL and worst["brake"]["reversal_mrad"] <= 5.0
-    result = {"runs": args.runs, "stop_deceleration_rad_s2": DECEL, "worst": worst, "all": results,
+    ok = "brake" in worst and (
+        worst["brake"]["peak_decel_rad_s2"] <= 1.25 * DECEL and worst["brake"]["reversal_mrad"] <= 5.0
+    )
+    result = {"runs": args.runs, "joint_state_velocity": args.joint_state_velocity,
+              "stop_deceleration_rad_s2": DECEL, "worst": worst, "all": results,
               "verdict": verdict(ok), "machine": machine()}  # fmt: skip
     rows = [
         [how, f"{w['speed_rad_s']:.2f}", f"{w['peak_decel_rad_s2']:.1f}", f"{w['reversal_mrad']:.1f}",
@@ -100,7 +109,9 @@ def main() -> None:
     ]  # fmt: skip
     rows.append(["verdict (brake: <= 10 rad/s2, <= 5 mrad)", result["verdict"], "", "", ""])
     emit(
-        "ros2_brake",
+        "ros2_brake"
+        if args.joint_state_velocity == "measured"
+        else f"ros2_brake_{args.joint_state_velocity}_velocity",
         result,
         rows,
         ["stop (worst of runs)", "speed rad/s", "peak decel rad/s2", "reversal mrad", "stop rad"],

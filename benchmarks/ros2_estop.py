@@ -5,7 +5,9 @@ the stop ends: its rest point must lie ahead of the arm (along its motion) when 
 never back (issue 22: a braking trajectory, not a hold at an older pose). All three processes
 stamp with the system-wide monotonic clock.
 
-    .venv/bin/python benchmarks/ros2_estop.py [--runs 5]
+    .venv/bin/python benchmarks/ros2_estop.py [--runs 5] [--joint-state-velocity none]
+
+`--joint-state-velocity none|nan` (issue 30): the stand-in publishes joint states without velocities.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ TARGET_BACK_RAD = 0.001
 """the stop's rest point may lie at most this far behind the arm's position when it arrived"""
 
 
-def one_run(workdir: Path, robot: Any) -> dict[str, Any]:
+def one_run(workdir: Path, robot: Any, velocity: str = "measured") -> dict[str, Any]:
     import numpy as np
 
     from tests.ros2.conftest import DoubleProcess, NodeProcess, Probe, double_config
@@ -55,7 +57,7 @@ def one_run(workdir: Path, robot: Any) -> dict[str, Any]:
         deadline = time.monotonic() + 60
         while probe.estop_pub.get_subscription_count() < 1 and time.monotonic() < deadline:
             time.sleep(0.01)
-        double = DoubleProcess(double_config(robot), workdir)
+        double = DoubleProcess(double_config(robot, joint_state_velocity=velocity), workdir)
         move = None
         while move is None and time.monotonic() < deadline:
             move = next((e for e in double.trajectories("left_arm_controller") if e["points"] > 1), None)
@@ -97,6 +99,7 @@ def one_run(workdir: Path, robot: Any) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--joint-state-velocity", choices=["measured", "none", "nan"], default="measured")
     args = ap.parse_args()
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -106,7 +109,7 @@ def main() -> None:
     runs = []
     for i in range(args.runs):
         with tempfile.TemporaryDirectory(prefix=f"pear_estop_{i}_") as d:
-            runs.append(one_run(Path(d), robot))
+            runs.append(one_run(Path(d), robot, args.joint_state_velocity))
     latencies = [v for r in runs for v in r["latency_s"].values() if v is not None]
     missing = sum(v is None for r in runs for v in r["latency_s"].values())
     lat = stats_ms(latencies)
@@ -119,6 +122,7 @@ def main() -> None:
     )
     result = {
         "runs": args.runs,
+        "joint_state_velocity": args.joint_state_velocity,
         "hold_latency": lat,
         "holds_missing": missing,
         "rest_point_behind_the_arm_rad_max": max(back),
@@ -136,7 +140,12 @@ def main() -> None:
         ["stops accepted, nothing after them", str(result["all_accepted_and_latched"]), "", ""],
         ["verdict", result["verdict"], "", ""],
     ]  # fmt: skip
-    emit("ros2_estop", result, rows, ["measure", "typical", "worst", "target"])
+    name = (
+        "ros2_estop"
+        if args.joint_state_velocity == "measured"
+        else f"ros2_estop_{args.joint_state_velocity}_velocity"
+    )
+    emit(name, result, rows, ["measure", "typical", "worst", "target"])
     sys.exit(0)
 
 

@@ -43,11 +43,18 @@ EndReason = Literal[
     "context_budget",
     "invalid_action",
     "policy_error",
+    "endpoint_error",
     "stopped",
     "refused",
     "error",
 ]
 END_REASONS: tuple[str, ...] = EndReason.__args__  # type: ignore[attr-defined]
+INFRA_ENDINGS: tuple[str, ...] = ("endpoint_error",)
+"""Ends that are the infrastructure's, not the model's: the model endpoint failed (HTTP 5xx/429,
+a cut or garbled stream, no answer in time) after every retry. A bench leaves them out of the
+success rate and its interval (counted apart) and runs them again on a resume."""
+NO_REPLY_ENDINGS: tuple[str, ...] = ("policy_error", "endpoint_error")
+"""Ends where the policy gave no reply: the episode's reward says nothing about the model."""
 JUDGED_ENDINGS: tuple[str, ...] = ("success", "done", "turn_limit")
 """The ends of a task attempt: only these are put to an outside judge (hardware: the operator), so
 a verdict never turns a stop, a refusal or a failure of the loop (a policy error...) into success."""

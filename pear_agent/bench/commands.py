@@ -92,7 +92,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     )
     from pear_agent.executors import ray_executor
 
-    results = run_bench(cfg, executor=ray_executor(args.ray_address), progress=not args.quiet)
+    results = run_bench(
+        cfg,
+        executor=ray_executor(args.ray_address),
+        progress=not args.quiet,
+        keep_endpoint_errors=args.keep_endpoint_errors,
+    )
     rows = summarize(results)
     print(format_table(rows))
     index = write_report(args.out, results)
@@ -158,6 +163,12 @@ def add_bench_commands(sub: Any) -> None:
     b.add_argument("--action-noise-cm", type=float, default=0.0, help="scripted expert's position noise")
     b.add_argument("--no-video", action="store_true", help="skip the per-episode mp4 (faster)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument(
+        "--keep-endpoint-errors",
+        action="store_true",
+        help="on a resume, keep episodes that ended on an endpoint failure (endpoint_error) instead of "
+        "running them again",
+    )
     from pear_agent.registry import add_family_arguments
 
     add_family_arguments(b.add_argument_group("environment family options"), "bench")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pear_agent.bench.report import end_reasons
+from pear_agent.bench.report import end_reasons, is_scored
 from pear_agent.bench.runner import RESULTS, read_results
 from pear_agent.bench.stats import mcnemar_exact, wilson
 
@@ -25,9 +25,13 @@ def _load(path: str | Path) -> dict[str, dict[str, Any]]:
 
 def compare(a_path: str | Path, b_path: str | Path) -> dict[str, Any]:
     a, b = _load(a_path), _load(b_path)
-    shared = sorted(set(a) & set(b))
+    both_ran = set(a) & set(b)
+    # pairs only where both runs completed the episode: an endpoint failure says nothing of either model
+    shared = sorted(k for k in both_ran if is_scored(a[k]) and is_scored(b[k]))
     if not shared:
-        raise ValueError(f"{a_path} and {b_path} share no episode (task, seed); nothing to compare")
+        raise ValueError(
+            f"{a_path} and {b_path} share no episode (task, seed) both completed; nothing to compare"
+        )
     both = sum(1 for k in shared if a[k].get("success") and b[k].get("success"))
     only_a = sum(1 for k in shared if a[k].get("success") and not b[k].get("success"))
     only_b = sum(1 for k in shared if not a[k].get("success") and b[k].get("success"))
@@ -39,6 +43,7 @@ def compare(a_path: str | Path, b_path: str | Path) -> dict[str, Any]:
         "shared": n,
         "only_in_a": len(set(a) - set(b)),
         "only_in_b": len(set(b) - set(a)),
+        "not_completed_by_both": len(both_ran) - len(shared),
         "a": {"successes": ka, "rate": ka / n, "ci95": list(wilson(ka, n)), "end_reasons": ends_a},
         "b": {"successes": kb, "rate": kb / n, "ci95": list(wilson(kb, n)), "end_reasons": ends_b},
         "both_success": both,
@@ -58,7 +63,13 @@ def format_comparison(c: dict[str, Any], a_name: str, b_name: str) -> str:
         )
 
     lines = [
-        f"{c['shared']} shared episodes (only in A: {c['only_in_a']}, only in B: {c['only_in_b']})",
+        f"{c['shared']} shared episodes (only in A: {c['only_in_a']}, only in B: {c['only_in_b']}"
+        + (
+            f"; {c['not_completed_by_both']} left out: an endpoint failure in one run"
+            if c.get("not_completed_by_both")
+            else ""
+        )
+        + ")",
         side(f"A {a_name}", c["a"]),
         side(f"B {b_name}", c["b"]),
         f"  both succeeded {c['both_success']}, only A {c['a_only_success']}, only B {c['b_only_success']}, "

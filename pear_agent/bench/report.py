@@ -11,6 +11,20 @@ from typing import Any
 
 from pear_agent.bench.stats import latency_stats, wilson
 
+INFRA_ENDINGS: tuple[str, ...] = ("endpoint_error",)
+"""= pear_agent.episode.INFRA_ENDINGS (not imported: reading a bench needs no simulator): the
+model endpoint failed after its retries; such an episode says nothing about the model."""
+
+
+def is_scored(r: dict[str, Any]) -> bool:
+    """An episode that counts toward the success rate: it did not end on an infrastructure fault."""
+    return r.get("end_reason") not in INFRA_ENDINGS
+
+
+def scored(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The episodes a success rate and its interval are computed over (infrastructure endings out)."""
+    return [r for r in results if is_scored(r)]
+
 
 def end_reasons(results: list[dict[str, Any]]) -> dict[str, int]:
     """How many episodes ended for each reason, most frequent first."""
@@ -49,7 +63,8 @@ def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if len(groups) > 1:
         groups.append(("all", list(results)))
     rows = []
-    for task, rs in groups:
+    for task, every in groups:
+        rs = scored(every)  # an endpoint that failed after its retries is not the model failing
         n = len(rs)
         k = sum(1 for r in rs if r.get("success"))
         lo, hi = wilson(k, n)
@@ -72,6 +87,8 @@ def summarize(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "mode": "+".join(modes) + (f" (+{injected[0]:g} s/decision)" if injected else ""),
                 "errors": sum(1 for r in rs if r.get("end_reason") in ("error", "policy_error")),
                 "end_reasons": end_reasons(rs),
+                "not_scored": len(every) - n,
+                "not_scored_reasons": end_reasons([r for r in every if not is_scored(r)]),
                 "invalid_replies": sum(int(r.get("invalid_replies") or 0) for r in rs),
                 "policy_failures": sum(int(r.get("policy_failures") or 0) for r in rs),
                 "rules": _rules(rs),
@@ -94,6 +111,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
         f"{'task':<{w}s} {'mode':<20s} {'success':>9s} {'rate':>6s} {'95% CI':>13s} {'turns':>6s} "
         f"{'lat med':>10s} {'lat p90':>10s}  {'rules':<26s} end reasons"
     )
+    unscored = sum(int(r.get("not_scored") or 0) for r in rows if r["task"] != "all")
     lines = [head, "-" * len(head)]
     for r in rows:
         lo, hi = r["ci95"]
@@ -102,6 +120,12 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             f"{r['success_rate']:>6.2f} {f'[{lo:.2f}, {hi:.2f}]':>13s} {r['mean_turns']:>6.1f} "
             f"{_fmt_s(r['latency_median_s']):>10s} {_fmt_s(r['latency_p90_s']):>10s}  "
             f"{r.get('rules', '-'):<26s} {_fmt_reasons(r.get('end_reasons') or {})}"
+            + (f"  | not scored: {_fmt_reasons(r['not_scored_reasons'])}" if r.get("not_scored") else "")
+        )
+    if unscored:
+        lines.append(
+            f"{unscored} episode(s) ended on an endpoint failure after retries: left out of the success "
+            "rate and its interval (a resumed bench runs them again; --keep-endpoint-errors keeps them)"
         )
     return "\n".join(lines)
 
@@ -225,7 +249,13 @@ def write_report(out_dir: str | Path, results: list[dict[str, Any]]) -> Path:
             f"<td>{r['successes']}/{r['episodes']}</td><td>{r['success_rate']:.2f}</td>"
             f"<td>[{lo:.2f}, {hi:.2f}]</td><td>{r['mean_turns']:.1f}</td>"
             f"<td>{_fmt_s(r['latency_median_s'])}</td><td>{_fmt_s(r['latency_p90_s'])}</td>"
-            f"<td>{html.escape(r['rules'])}</td><td>{html.escape(_fmt_reasons(r['end_reasons']))}</td>"
+            f"<td>{html.escape(r['rules'])}</td><td>{html.escape(_fmt_reasons(r['end_reasons']))}"
+            + (
+                f"<br>not scored: {html.escape(_fmt_reasons(r['not_scored_reasons']))}"
+                if r.get("not_scored")
+                else ""
+            )
+            + "</td>"
             f"<td>{r['invalid_replies']}</td><td>{r['policy_failures']}</td></tr>"
         )
     body.append("</table><h2>Episodes</h2><table>")

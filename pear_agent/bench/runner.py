@@ -201,18 +201,31 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
 
 # -- the results file -----------------------------------------------------------------------
 def read_results(path: Path) -> list[dict[str, Any]]:
-    """Every complete result line; a torn last line (killed mid-write) is ignored."""
+    """Every episode's result, once: its last complete line (an episode that ended on an endpoint
+    failure and was run again on a resume has two; the later one stands), in the order episodes
+    were first recorded. A torn last line (killed mid-write) is ignored."""
     if not Path(path).exists():
         return []
-    out = []
+    out: dict[str, dict[str, Any]] = {}
     for raw in Path(path).read_text(encoding="utf-8").splitlines():
         try:
             rec = json.loads(raw)
         except json.JSONDecodeError:
             continue
         if isinstance(rec, dict) and "key" in rec:
-            out.append(rec)
-    return out
+            out[rec["key"]] = rec
+    return list(out.values())
+
+
+def pending_again(done: dict[str, dict[str, Any]], keep_endpoint_errors: bool = False) -> set[str]:
+    """The recorded episodes a resumed bench runs again: those that ended on an infrastructure fault
+    (the model endpoint failed after its retries: nothing was learnt about the model), unless the
+    user keeps them."""
+    from pear_agent.bench.report import INFRA_ENDINGS
+
+    if keep_endpoint_errors:
+        return set()
+    return {k for k, r in done.items() if r.get("end_reason") in INFRA_ENDINGS}
 
 
 def _repair_tail(path: Path) -> None:
@@ -295,8 +308,10 @@ def run_bench(
     executor: Executor | None = None,
     progress: bool = True,
     on_result: Callable[[dict[str, Any]], None] | None = None,
+    keep_endpoint_errors: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run every (task, seed) not yet in `results.jsonl`; return all results, this run's and earlier."""
+    """Run every (task, seed) not yet in `results.jsonl`, and again those that ended on an endpoint
+    failure (`pending_again`); return all results, this run's and earlier."""
     from pear_agent.executors import run_local
 
     out = Path(cfg.out_dir)
@@ -314,6 +329,9 @@ def run_bench(
     _repair_tail(results_path)
     done = {r["key"]: r for r in read_results(results_path)}
     wanted = {episode_key(t, s) for t in cfg.tasks for s in cfg.seeds}
+    again = pending_again(done, keep_endpoint_errors) & wanted
+    for key in again:
+        del done[key]
     jobs = [j for j in cfg.jobs() if episode_key(j["task"], j["seed"]) not in done]
     total = len(wanted)
     bar = None

@@ -34,11 +34,13 @@ from typing import Any
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.openai_wire import (
     DIALECTS,
+    BrokenReply,
     clean_line,
     dropped_prompt_warning,
     error_body_text,
     error_code,
     is_context_error,
+    not_json_event,
     output_room,
     probe_context_window,
     response_format,
@@ -477,9 +479,24 @@ class OpenAIPolicy:
             stream = got["stream"] = await ep.client.chat.completions.create(
                 **stream_kw, timeout=max(0.01, deadline - time.perf_counter())
             )
-            async for chunk in stream:
+            chunks = stream.__aiter__()
+            while True:
+                try:
+                    chunk = await chunks.__anext__()
+                except StopAsyncIteration:
+                    break
+                except json.JSONDecodeError as exc:  # `data: {not json`: the transport, not the model
+                    raise not_json_event(exc) from None
+                except (self._openai.APIConnectionError, *self._transport_errors()) as exc:
+                    if isinstance(exc, self._openai.APITimeoutError):
+                        raise
+                    # the connection broke mid-stream (the server was reached: it answered)
+                    cause = exc.__cause__ or exc
+                    raise BrokenReply(
+                        f"the stream was cut before its end ({type(cause).__name__}: {cause})"
+                    ) from None
                 if isinstance(chunk, str):
-                    raise ValueError(f"malformed stream chunk: {chunk[:200]!r}")
+                    raise BrokenReply(f"the server sent a stream event that is not a chunk: {chunk[:120]!r}")
                 got["model"] = getattr(chunk, "model", None) or got["model"]
                 if getattr(chunk, "usage", None) is not None:
                     got["usage"] = chunk.usage
@@ -519,6 +536,8 @@ class OpenAIPolicy:
             resp = await asyncio.wait_for(ep.client.chat.completions.create(**kw, timeout=left), timeout=left)
         except TimeoutError:
             raise DecisionTimeout() from None
+        except json.JSONDecodeError as exc:
+            raise BrokenReply(f"the server sent a reply that is not JSON: {exc.doc[:120]!r}") from None
         if isinstance(resp, str) or not getattr(resp, "choices", None):
             raise ValueError(f"malformed response: {str(resp)[:200]!r}")
         content, reasoning = split_reasoning(resp.choices[0].message)
@@ -586,11 +605,23 @@ class OpenAIPolicy:
             return "sending max_completion_tokens instead of max_tokens"
         return None
 
+    @staticmethod
+    def _transport_errors() -> tuple[type[BaseException], ...]:
+        """What the openai client's HTTP library (httpx, httpx2 in openai 3) raises when a stream
+        breaks mid-read: the client wraps only errors of the request itself into APIConnectionError."""
+        import importlib
+
+        found = []
+        for name in ("httpx2", "httpx"):
+            with contextlib.suppress(ImportError):
+                found.append(importlib.import_module(name).TransportError)
+        return tuple(found)
+
     def _retryable(self, exc: Exception) -> bool:
         o = self._openai
         if isinstance(exc, DecisionTimeout | o.APITimeoutError):
             return self.settings.retry_timeouts
-        if isinstance(exc, o.APIConnectionError):
+        if isinstance(exc, o.APIConnectionError | BrokenReply):
             return True
         return isinstance(exc, o.APIStatusError) and exc.status_code in RETRY_STATUS
 
@@ -598,6 +629,8 @@ class OpenAIPolicy:
         o = self._openai
         if isinstance(exc, DecisionTimeout | o.APITimeoutError):
             msg = f"no answer within {self.settings.timeout_s:g} s (timeout; stream closed)"
+        elif isinstance(exc, BrokenReply):
+            msg = str(exc)
         elif isinstance(exc, o.APIConnectionError):
             msg = f"cannot reach {self.settings.base_url or 'the API'}: {exc.__cause__ or exc}"
         elif isinstance(exc, o.APIStatusError):
@@ -628,6 +661,8 @@ class OpenAIPolicy:
             ep = self._endpoint()
             kw = await self._request(messages, ctx, info)
         except Exception as exc:  # e.g. unserialisable extra body, a dead server at the probe
+            if self._retryable(exc):  # the endpoint failed, not the model
+                return failed(self._describe(exc), end_reason="endpoint_error")
             return failed(self._describe(exc))
         attempt = adjustments = 0
         unstreamed = False  # for the rest of this decision, after an empty stream
@@ -666,6 +701,8 @@ class OpenAIPolicy:
                 attempts.append(rec | {"wait_s": wait})
                 if not retry:
                     tries = f" after {len(attempts)} attempts" if len(attempts) > 1 else ""
+                    if self._retryable(exc):  # retries ran out on a transport fault: not the model's
+                        return failed(f"{err}{tries}", end_reason="endpoint_error")
                     return failed(f"{err}{tries}")
                 attempt += 1
                 await asyncio.sleep(wait)

@@ -37,6 +37,18 @@ TOO_MANY_OUTPUT_RE = re.compile(
 _TRACE_RE = re.compile(r'File "[^"]*", line \d+(?:, in \S+)?|(?:/[\w.+-]+){2,}\.py(?::\d+)?|Traceback[^:]*:')
 
 
+class BrokenReply(ConnectionError):
+    """The transport broke mid-reply, not the model: a stream event that is not JSON, a stream cut
+    before its end, a body that is not a reply. Retried like a dropped connection; its message says
+    what the server did in plain words (never a bare JSONDecodeError)."""
+
+
+def not_json_event(exc: json.JSONDecodeError) -> BrokenReply:
+    """The BrokenReply for a stream event the server sent that json cannot read."""
+    doc = getattr(exc, "doc", "") or ""
+    return BrokenReply(f"the server sent a stream event that is not JSON: {clean_line(doc, 120)!r}")
+
+
 def clean_line(text: str, limit: int = 300) -> str:
     """One line without traceback frames or file paths, at most `limit` characters."""
     text = _TRACE_RE.sub("", str(text))

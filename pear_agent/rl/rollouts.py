@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from pear_agent.episode import NO_REPLY_ENDINGS
 from pear_agent.policies.base import Policy
 from pear_agent.rl.advantages import FilterCounts, GroupVerdict, classify_group, group_advantages
 from pear_agent.rl.curriculum import CurriculumSampler, SuccessTracker
@@ -230,7 +231,7 @@ def collect_groups(
             recs = [results[gid][i] for i in range(group_size)]
             rewards = [r["reward"] for r in recs]
             verdict = classify_group(rewards)
-            if any(r["end_reason"] == "policy_error" for r in recs):
+            if any(r["end_reason"] in NO_REPLY_ENDINGS for r in recs):  # no reply: the reward says nothing
                 verdict = "policy_error"
             report.counts.add(verdict)
             tracker.update(task, [r["success"] for r in recs])

@@ -41,6 +41,7 @@ from pear_agent.kinematics import Kinematics
 from pear_agent.motion import SettleJudge
 from pear_agent.robot_config import RobotConfig
 from pear_agent.ros2 import conversions as cv
+from pear_agent.ros2 import joint_velocity as jv
 
 START_LATENESS_S = 0.25
 """A controller may start a trajectory this much after it was sent (DDS and a busy machine)
@@ -310,6 +311,10 @@ class RosBackend:
         """name -> (position, velocity, receipt time (monotonic), transit counted in its age, raw
         receipt - header stamp on the system clock or None when unstamped)"""
         self._clock_note = ""
+        self._estimator = jv.VelocityEstimator()
+        self._velocity_from: dict[str, tuple[str, float]] = {}
+        """name -> (where its velocity in `_joints` comes from: jv.PUBLISHED / jv.ESTIMATED / "" when
+        unknown, the estimate's lag behind its position in s: 0 when published, inf when unknown)"""
         self._active: dict[str, tuple[cv.TrajectoryPlan, float]] = {}
         """topic -> (the last trajectory sent, monotonic time sent): where the controller is going"""
         self._images: dict[str, tuple[Any, bool, float]] = {}  # camera -> (msg, compressed, receipt)
@@ -404,10 +409,18 @@ class RosBackend:
         stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         transit = self._transit_s(stamp_s)
         raw = time.time() - stamp_s if stamp_s > 0 else None
+        t_est = stamp_s if stamp_s > 0 else now  # the broadcaster's stamps: free of delivery jitter
         with self._lock:
             for i, name in enumerate(msg.name):
                 pos = float(msg.position[i]) if i < len(msg.position) else float("nan")
                 vel = float(msg.velocity[i]) if i < len(msg.velocity) else float("nan")
+                if np.isfinite(vel):
+                    self._velocity_from[name] = (jv.PUBLISHED, 0.0)
+                else:  # no velocity state interface (empty array) or a driver's NaN: from the motion
+                    self._estimator.add(name, t_est, pos)
+                    est = self._estimator.estimate(name)
+                    vel = est.velocity if est is not None else float("nan")
+                    self._velocity_from[name] = (jv.ESTIMATED, est.lag_s) if est else ("", float("inf"))
                 self._joints[name] = (pos, vel, now, transit, raw)
 
     def _transit_s(self, stamp_s: float) -> float:
@@ -512,17 +525,35 @@ class RosBackend:
         active = self._active.get(topic)
         synced = self._clocks_agree(names)
         ahead = 0.0 if synced else s.command_latency_s
-        if age <= s.joint_state_max_age_s and not np.any(np.isnan(q)):
-            q, v = cv.predict_state(q, v, age + ahead, s.joint_state_max_age_s + 0.1)
-        elif active is not None:
+        planned = None
+        if active is not None:
             plan, sent = active
-            q, v = plan.state(time.monotonic() - sent + ahead)
+            planned = plan.state(time.monotonic() - sent + ahead)
+        fresh = age <= s.joint_state_max_age_s and not np.any(np.isnan(q))
+        source, lag = self.velocity_source(names)
+        if fresh and source == jv.PUBLISHED:
+            q, v = cv.predict_state(q, v, age + ahead, s.joint_state_max_age_s + 0.1)
+            plan = cv.brake_plan(names, q, v, decel, jerk, s.trajectory_dt_s, hold_s=s.hold_time_s)
+        elif fresh and (
+            chosen := jv.choose_velocity(
+                np.array([]), v, lag + age, None if planned is None else planned[1], s.joint_state_max_age_s
+            )
+        ):
+            # no published velocity: the estimated motion (or the trajectory followed), anchored on
+            # the measured position, never an assumed rest
+            plan = cv.anchored_brake_plan(
+                names, q, chosen[0], age + ahead, s.joint_state_max_age_s + 0.1, decel, jerk,
+                s.trajectory_dt_s, hold_s=s.hold_time_s,
+            )  # fmt: skip
+            v = chosen[0]
+        elif planned is not None:
+            q, v = planned
+            plan = cv.brake_plan(names, q, v, decel, jerk, s.trajectory_dt_s, hold_s=s.hold_time_s)
         elif np.any(np.isnan(q)):
             return None
-        else:  # stale and nothing commanded by us: one point where it was last seen, slowly
-            duration = cv.hold_time_s(age, v, decel, s.hold_time_s)
+        else:  # stale, or its velocity unknown, and nothing commanded by us: a slow point where it is
+            duration = cv.hold_time_s(age, None if np.any(np.isnan(v)) else v, decel, s.hold_time_s)
             return self._to_msg(cv.hold_plan(names, q, q, q, duration))
-        plan = cv.brake_plan(names, q, v, decel, jerk, s.trajectory_dt_s, hold_s=s.hold_time_s)
         if synced and float(np.max(np.abs(np.nan_to_num(v)))) >= 1e-3:  # braking, not at rest
             plan = cv.TrajectoryPlan(
                 plan.joint_names,
@@ -533,6 +564,36 @@ class RosBackend:
             )
         self._active[topic] = (plan, time.monotonic())
         return self._to_msg(plan)
+
+    def velocity_source(self, names: list[str]) -> tuple[str, float]:
+        """Where the velocities of `names` come from (the worst of them: jv.PUBLISHED, jv.ESTIMATED,
+        or "" when one is unknown) and the oldest estimate's lag behind its position (s)."""
+        with self._lock:
+            rows = [self._velocity_from.get(n, ("", float("inf"))) for n in names]
+        lag = max((r[1] for r in rows), default=float("inf"))
+        if any(r[0] == "" for r in rows) or not rows:
+            return "", lag
+        return (jv.ESTIMATED if any(r[0] == jv.ESTIMATED for r in rows) else jv.PUBLISHED), lag
+
+    def velocity_report(self) -> dict[str, dict[str, Any]]:
+        """Per controller: whether /joint_states publishes its joints' velocities, and what a stop
+        brakes from (the stack check logs it)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, p in self.parts.items():
+            for topic, names in self._targets(p):
+                controller = (
+                    self.robot.parts[name].controller
+                    if names == p.joints
+                    else getattr(p.gripper, "controller", None)
+                ) or topic
+                source, _ = self.velocity_source(names)
+                stop = jv.PUBLISHED if source == jv.PUBLISHED else jv.ESTIMATED
+                out[controller] = {
+                    "velocities_published": source == jv.PUBLISHED,
+                    "stop_velocity_source": stop,
+                    "fallback": None if source == jv.PUBLISHED else jv.TRAJECTORY,
+                }
+        return out
 
     def _clocks_agree(self, names: list[str]) -> bool:
         """The last joint states of `names` were stamped by a clock that agrees with ours: they
@@ -750,8 +811,24 @@ class RosBackend:
         why = self._wait_images(s.wait_for_images_s)
         if why is not None:
             return why
+        self._log_velocity_sources()
         self._stack_ok = True
         return None
+
+    def _log_velocity_sources(self) -> None:
+        """One line per controller whose joint states carry no velocities: its stops brake from
+        the estimated motion (a warning: the robot's broadcaster lacks a velocity interface)."""
+        report = self.velocity_report()
+        log = self.node.get_logger()
+        for controller, r in report.items():
+            if r["velocities_published"]:
+                log.info(f"{controller}: stops brake from {jv.SOURCES[jv.PUBLISHED]}")
+            else:
+                log.warning(
+                    f"{controller}: {self.settings.joint_states_topic} carries no (finite) velocities "
+                    f"for its joints: stops brake from {jv.SOURCES[jv.ESTIMATED]} (else "
+                    f"{jv.SOURCES[jv.TRAJECTORY]})"
+                )
 
     def limits_check(self) -> str | None:
         """An arm joint outside the limits the agent plans within (the model's, from the robot

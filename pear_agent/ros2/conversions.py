@@ -251,6 +251,32 @@ def brake_plan(
     return TrajectoryPlan(list(joint_names), np.array(times), pos, vel)
 
 
+def anchored_brake_plan(
+    joint_names: list[str],
+    q_measured: np.ndarray,
+    v_estimated: np.ndarray,
+    age_s: float,
+    max_age_s: float,
+    deceleration: float,
+    jerk: float,
+    dt: float = 0.05,
+    hold_s: float = MIN_SEGMENT_S,
+) -> TrajectoryPlan:
+    """A braking trajectory from a measured position and a velocity that was not measured with it
+    (estimated from the position stream, or the trajectory followed: issue 30): the arm is carried
+    forward from the measured position by its age at that velocity, braked within `deceleration` and
+    `jerk`, and no point lies behind the measured position along each joint's motion (an estimate
+    that lags or overshoots never turns into a move back)."""
+    q_measured = np.asarray(q_measured, float)
+    v = np.nan_to_num(np.asarray(v_estimated, float))
+    q, _ = predict_state(q_measured, v, age_s, max_age_s)
+    plan = brake_plan(joint_names, q, v, deceleration, jerk, dt, hold_s=hold_s)
+    direction = np.sign(v)
+    behind = (plan.positions - q_measured[None, :]) * direction[None, :] < 0
+    plan.positions = np.where(behind, q_measured[None, :], plan.positions)
+    return plan
+
+
 def predict_state(
     q: np.ndarray, v: np.ndarray, age_s: float, max_age_s: float
 ) -> tuple[np.ndarray, np.ndarray]:

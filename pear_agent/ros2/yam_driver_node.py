@@ -41,6 +41,7 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.ros2.joint_velocity import ESTIMATED, PUBLISHED, VelocityEstimator
 from pear_agent.ros2.yam_trajectory import (
     JointGroup,
     Spline,
@@ -313,6 +314,10 @@ class YamDriver:
         self.estop_at: dict[str, Any] = {}
         """wall time and arm reference when the e-stop came (status, and the < 0.02 rad check)"""
         self.measured: np.ndarray | None = None
+        self._velocity = VelocityEstimator()
+        self.velocity_source = PUBLISHED
+        """What /joint_states carries as velocity: the motors' (`published`) or, where i2rt's
+        feedback has none (or not finite ones), `estimated` from the read positions' stamps."""
         """the last positions read (7: arm + gripper in YAML units)"""
         self.last_rejection = ""
         self.floating = bool(p["zero_gravity_mode"])
@@ -361,10 +366,15 @@ class YamDriver:
         # implement get_joint_state (it inherits the Robot protocol's stub, which returns None)
         obs = self.robot.get_observations()
         pos = np.append(np.asarray(obs["joint_pos"], float), np.asarray(obs.get("gripper_pos", [0.0]), float))
-        vel = np.append(np.asarray(obs["joint_vel"], float), np.asarray(obs.get("gripper_vel", [0.0]), float))
+        arm_vel = obs.get("joint_vel")
+        arm_vel = np.full(6, np.nan) if arm_vel is None else np.asarray(arm_vel, float)
+        grip_vel = obs.get("gripper_vel")
+        grip_vel = np.full(1, np.nan) if grip_vel is None else np.asarray(grip_vel, float)
+        vel = np.append(arm_vel, grip_vel)
         if pos.shape[0] != 7 or not np.all(np.isfinite(pos)):
             raise RobotFault(f"the robot reported joint positions {pos.tolist()}")
-        vel = np.nan_to_num(vel)
+        if vel.shape[0] != 7:
+            vel = np.full(7, np.nan)
         span = self.spec.gripper_open - self.spec.gripper_closed
         pos[6] = self.spec.gripper_from_i2rt(pos[6])
         vel[6] = vel[6] * span
@@ -410,6 +420,8 @@ class YamDriver:
         if why:
             raise RobotFault(why)
         pos, vel, read_s = self._read_consistent()
+        stamp_s = self._stamp_s(wall, read_s)
+        vel = self._fill_velocity(pos, vel, stamp_s)
         with self._lock:
             self.measured = pos.copy()
         if floating:
@@ -417,7 +429,29 @@ class YamDriver:
                 self.arm.set_hold(pos[:6])
                 if self.grip is not None:
                     self.grip.set_hold(pos[6:7])
-        self._publish_joints(pos, vel, self._stamp_s(wall, read_s))
+        self._publish_joints(pos, vel, stamp_s)
+
+    def _fill_velocity(self, pos: np.ndarray, vel: np.ndarray, stamp_s: float) -> np.ndarray:
+        """Velocities where i2rt's feedback has none or non-finite ones: the mean over the last
+        stamped positions (issue 30), so the agent never reads a moving arm as at rest; 0 before
+        two positions are known (the arm holds at start)."""
+        missing = ~np.isfinite(vel)
+        if not np.any(missing):
+            if self.velocity_source != PUBLISHED:
+                self.velocity_source, self._status_dirty = PUBLISHED, True
+            return vel
+        out = vel.copy()
+        for i in np.flatnonzero(missing):
+            self._velocity.add(str(i), stamp_s, float(pos[i]))
+            est = self._velocity.estimate(str(i))
+            out[i] = est.velocity if est is not None else 0.0
+        if self.velocity_source != ESTIMATED:
+            self.velocity_source, self._status_dirty = ESTIMATED, True
+            self.log.warning(
+                f"{self.spec.part}: the robot's feedback has no velocity for joints "
+                f"{np.flatnonzero(missing).tolist()}: publishing velocities estimated from the positions"
+            )
+        return out
 
     def _read_timestamp(self) -> float | None:
         read = getattr(getattr(self.robot, "_joint_state", None), "timestamp", None)
@@ -621,6 +655,7 @@ class YamDriver:
                 "last_rejection": self.last_rejection,
                 "accepted": self.arm.accepted + (self.grip.accepted if self.grip else 0),
                 "rejected": self.arm.rejected + (self.grip.rejected if self.grip else 0),
+                "velocity_source": self.velocity_source,
             }
 
     def _publish_status(self) -> None:

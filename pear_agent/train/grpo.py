@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.episode import NO_REPLY_ENDINGS
 from pear_agent.rl.advantages import FilterCounts, classify_group, group_advantages
 from pear_agent.train.config import Recipe
 from pear_agent.train.mix import Draw, TaskMix
@@ -207,7 +208,7 @@ class GRPOTrainer:
             recs = records[j * g.group_size : (j + 1) * g.group_size]
             rewards = [reward_of(r, g.reward) for r in recs]
             verdict = classify_group(rewards)
-            if any(r["end_reason"] == "policy_error" for r in recs):
+            if any(r["end_reason"] in NO_REPLY_ENDINGS for r in recs):  # no reply: the reward says nothing
                 verdict = "policy_error"
             groups.append(Group(d, recs, rewards, verdict))
         return groups

@@ -182,6 +182,14 @@ class LiberoBackend:
                 f"{self.task.name}: init state {seed} does not exist "
                 f"(LIBERO has 0-{len(self.init_states) - 1})"
             )
+        # LIBERO appends one set of property samplers (door open/closed, ...) to this list at every
+        # (hard) reset and never clears it, so the n-th reset draws n sets from the random stream
+        # before it places the fixtures (microwave, cabinet: model body positions, which the init
+        # state does not restore). Cleared, every reset draws the same: the scene is a function of
+        # the init state alone, whatever this environment ran before.
+        initializers = getattr(self.inner, "object_property_initializers", None)
+        if isinstance(initializers, list):
+            initializers.clear()
         with _quiet():
             self.env.seed(seed)  # LIBERO's reset samples a placement before the init state replaces it
             self.env.reset()

@@ -52,7 +52,10 @@ def suite_tasks(suite_text: str, tasks_text: str) -> list[str]:
 def suite_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Per suite, overall and per task: successes, rate, 95% Wilson interval, wall seconds per turn,
     from the bench runner's result lines (task `suite/i`, seed = init state)."""
+    from pear_agent.bench.report import scored
     from pear_agent.bench.stats import wilson
+
+    results = scored(results)  # an endpoint failure after retries is not the model's
 
     def block(rs: list[dict[str, Any]]) -> dict[str, Any]:
         k, n = sum(bool(r.get("success")) for r in rs), len(rs)

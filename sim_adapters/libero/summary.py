@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from pear_agent.bench.report import is_scored
 from pear_agent.bench.stats import mcnemar_exact, wilson
 from sim_adapters.libero.naming import TaskNameError, parse
 
@@ -53,6 +54,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Per (benchmark, perturbation): overall and per suite. Results of other tasks are ignored."""
     rows = []
     for r in results:
+        if not is_scored(r):  # the endpoint failed after its retries: not the model's result
+            continue
         try:
             ref = parse(str(r["task"]))
         except (TaskNameError, KeyError):

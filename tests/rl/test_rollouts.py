@@ -77,7 +77,7 @@ def test_rollouts_command_rejects_bad_options(capsys) -> None:
 
 
 def test_groups_whose_policy_got_no_reply_are_dropped_not_scored() -> None:
-    # a model policy (the real OpenAI client) pointed at a closed port: every episode ends in policy_error
+    # a model policy (the real OpenAI client) pointed at a closed port: every episode ends endpoint_error
     model = (("base_url", "http://127.0.0.1:9/v1"), ("max_retries", 0), ("model", "m"), ("temperature", 1.0))
     groups = []
     report = collect_groups(
@@ -90,7 +90,7 @@ def test_groups_whose_policy_got_no_reply_are_dropped_not_scored() -> None:
         on_group=groups.append,
     )
     assert report.counts.to_json()["dropped_policy_error"] == 1 and report.attempts_exhausted
-    assert [r["end_reason"] for r in groups[0].records] == ["policy_error", "policy_error"]
+    assert [r["end_reason"] for r in groups[0].records] == ["endpoint_error", "endpoint_error"]
 
 
 def test_groups_with_episodes_in_flight_match_the_sequential_ones() -> None:

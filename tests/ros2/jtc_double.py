@@ -40,7 +40,10 @@ JSON line per event to `log`.
 config.json: controllers {name: [joints]}, initial {joint: rad}, vmax {controller: rad/s},
 rate_hz, omit_joints [...], inactive [controllers], servo_omega_rad_s, velocity_state_interface,
 stamp_offset_s (joint states stamped by a clock this far off the system's), stuck_joints [...]
-(held by an obstacle: they do not move),
+(held by an obstacle: they do not move), joint_state_velocity ("measured", the default; "none": an
+empty `velocity` array, as the broadcaster publishes over hardware without a velocity state
+interface; "nan": NaN for every joint, as some drivers fill an interface they do not read; the
+controller's own measured state keeps its velocity unless velocity_state_interface is false),
 cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s, stop_joint_states_after_trajectory_s /
 stop_joint_states_after_trajectory_end_s (stop publishing joint states this long after the first
 accepted trajectory arrived / ended; < 0 never), log. Service /jtc_double/joint_states
@@ -368,7 +371,13 @@ class Double:
         names = [j for j in state if j not in omit]
         msg.name = names
         msg.position = [state[j][0] for j in names]
-        msg.velocity = [state[j][1] for j in names]
+        mode = cfg.get("joint_state_velocity", "measured")
+        if mode == "none":
+            msg.velocity = []
+        elif mode == "nan":
+            msg.velocity = [float("nan")] * len(names)
+        else:
+            msg.velocity = [state[j][1] for j in names]
         msg.effort = [0.0] * len(names)
         self.js_pub.publish(msg)
         if self.last_js is not None and now - self.last_js > GAP_S:  # this process was late itself

@@ -230,3 +230,55 @@ def test_a_stalled_arm_is_blocked_and_stopped_where_it_is(start_double, probe: P
     sent = [e for e in sent if e["accepted"]]
     assert len(sent) == 2 and sent[1]["points"] == 1, sent  # the move, then one stop at rest
     np.testing.assert_allclose(sent[1]["last"], sent[1]["actual"], atol=1e-3)
+
+
+@pytest.mark.parametrize("published", ["none", "nan"])
+def test_without_published_velocities_the_estop_brakes_from_the_arms_real_motion(
+    start_double, probe: Probe, agent, yam, published: str
+) -> None:
+    """Issue 30: a joint_state_broadcaster over hardware without a velocity state interface (an
+    empty `velocity` array) or a driver that fills it with NaN. Read as zero, the stop was a hold
+    where the arm was: 32.5 rad/s2 and 14 mrad back. From the velocity estimated from the stamped
+    positions, the e-stop at full speed stays within the stop deceleration (+ 25 %) and does not
+    come back; the stack check names the source."""
+    double = start_double(double_config(yam, cameras={}, joint_state_velocity=published))
+    decel = 8.0
+    a = agent(stop_deceleration_rad_s2=decel, stop_jerk_rad_s3=100.0)
+    assert a.backend.check_stack() is None
+    report = a.backend.velocity_report()
+    assert report[LEFT] == {
+        "velocities_published": False,
+        "stop_velocity_source": "estimated",
+        "fallback": "trajectory",
+    }, report
+    joints = list(yam.parts["left_arm"].joints)
+    start = np.array([home_joints(yam)[j] for j in joints])
+    part = a.backend.parts["left_arm"]
+    target = np.clip(start + np.array([1.2, 0.9, -0.9, 0.8, 0.0, 0.0]), part.lower + 0.05, part.upper - 0.05)
+    marks: list[float] = []
+
+    def estop() -> None:
+        marks.append(time.monotonic())
+        a.backend.emergency_stop("test")
+
+    t_stop, speed = run_to_full_speed_then_stop(a, probe, joints, target, estop)
+    time.sleep(1.5)
+    t, q = stamped_series(probe, joints, t_stop - 0.2)
+    tv, v, acc = motion(t, q)
+    k0 = int(np.searchsorted(tv, t_stop))
+    v_at_stop = v[max(0, k0 - 1)]
+    moving = np.abs(v_at_stop) > 0.2
+    assert speed >= 1.0 and np.any(moving), (speed, v_at_stop)
+    peak = float(np.max((-acc[k0:] * np.sign(v_at_stop))[:, moving]))
+    k_stop = int(np.searchsorted(t, t_stop))
+    along = q[k_stop:] * np.sign(v_at_stop)[None, :]
+    reversal = float(np.max((np.maximum.accumulate(along, axis=0) - along)[:, moving]))
+    print(
+        f"{published}: e-stop at {speed:.2f} rad/s: peak {peak:.2f} rad/s2, back {1000 * reversal:.2f} mrad"
+    )
+    assert peak <= DECEL_SLACK * decel, f"peak deceleration {peak:.2f} rad/s2 over {DECEL_SLACK * decel}"
+    assert peak > 0.5 * decel, peak  # it did brake (not a test of an arm that never moved)
+    assert reversal <= REVERSAL_LIMIT_RAD, f"came back {1000 * reversal:.1f} mrad"
+    assert np.max(np.abs(v[-5:])) < 0.01, v[-5:]
+    stops = [e for e in double.trajectories(LEFT) if e["t"] > marks[0]]
+    assert len(stops) == 1 and stops[0]["accepted"] and stops[0]["points"] >= 2, stops  # a brake, not a hold
