@@ -22,7 +22,7 @@ from pear_agent.kinematics import Kinematics
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.protocol.actions import parse_reply
 from pear_agent.registry import TASKS, make_backend
-from pear_agent.robot_config import list_robots, load_robot
+from pear_agent.robot_loader import list_robots, load_robot
 
 MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
 

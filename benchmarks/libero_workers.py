@@ -77,8 +77,12 @@ def main() -> None:
                 found |= episodes(out)
             runs[workers] = found
     keys = sorted(runs[1])
-    same_replies = [k for k in keys if runs[2].get(k, {}).get("replies_sha256") == runs[1][k]["replies_sha256"]]
-    same_prompts = [k for k in keys if runs[2].get(k, {}).get("prompts_sha256") == runs[1][k]["prompts_sha256"]]
+    same_replies = [
+        k for k in keys if runs[2].get(k, {}).get("replies_sha256") == runs[1][k]["replies_sha256"]
+    ]
+    same_prompts = [
+        k for k in keys if runs[2].get(k, {}).get("prompts_sha256") == runs[1][k]["prompts_sha256"]
+    ]
     same_outcome = [
         k
         for k in keys
@@ -86,7 +90,9 @@ def main() -> None:
         and (runs[2][k]["success"], runs[2][k]["end_reason"], runs[2][k]["turns"])
         == (runs[1][k]["success"], runs[1][k]["end_reason"], runs[1][k]["turns"])
     ]
-    ok = len(keys) > 0 and set(runs[1]) == set(runs[2]) and len(same_replies) == len(same_outcome) == len(keys)
+    ok = (
+        len(keys) > 0 and set(runs[1]) == set(runs[2]) and len(same_replies) == len(same_outcome) == len(keys)
+    )
     result = {
         "episodes": len(keys),
         "identical_replies": len(same_replies),
@@ -105,7 +111,12 @@ def main() -> None:
         for k in keys
     ]  # fmt: skip
     rows.append(["verdict (replies identical, outcomes equal)", result["verdict"], "", ""])
-    emit("libero_workers", result, rows, ["episode", "--workers 1 (turns)", "--workers 2 (turns)", "same replies"])
+    emit(
+        "libero_workers",
+        result,
+        rows,
+        ["episode", "--workers 1 (turns)", "--workers 2 (turns)", "same replies"],
+    )
     sys.exit(0)
 
 

@@ -33,7 +33,7 @@ def episode_job(job: tuple[str, int]) -> dict[str, Any]:
     from pear_agent.policies.scripted import ScriptedPolicy
     from pear_agent.records import RunWriter
     from pear_agent.registry import make_backend
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     task, seed = job
     if task not in _CACHE:

@@ -103,7 +103,7 @@ def main() -> None:
     from pear_agent.kinematics import Kinematics, rpy_to_matrix
     from pear_agent.protocol.actions import parse_reply
     from pear_agent.protocol.state import PartPose
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
     from pear_agent.safety import clip_target
 
     env = dict(os.environ)  # the ROS wheels' .pth re-execs with LD_LIBRARY_PATH: pass it on

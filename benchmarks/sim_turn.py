@@ -23,7 +23,7 @@ from pear_agent.episode import Episode
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
-from pear_agent.robot_config import load_robot
+from pear_agent.robot_loader import load_robot
 from sim_adapters.mujoco.scene import camera_name
 
 TARGET_OVERHEAD = 0.10

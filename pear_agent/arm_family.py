@@ -87,7 +87,7 @@ class ArmFamily(Family):
     def make(self, spec: EnvSpec) -> Environment:
         from pear_agent.arm_environment import ArmEnvironment
         from pear_agent.kinematics import Kinematics
-        from pear_agent.robot_config import load_robot
+        from pear_agent.robot_loader import load_robot
 
         robot = load_robot(spec.option("robot") or self.entry(spec.task).default_robot)
         # cameras are rendered only when the model is sent images (video frames render anyway)

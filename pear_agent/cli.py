@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pear_agent.executors import ExecutorError
-from pear_agent.robot_config import RobotConfigError, list_robots, load_robot
+from pear_agent.robot_config import RobotConfigError
+from pear_agent.robot_loader import list_robots, load_robot
 
 if TYPE_CHECKING:
     from pear_agent.episode import EpisodeResult

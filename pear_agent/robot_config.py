@@ -784,10 +784,11 @@ def _error_line(path: Path, err: dict) -> str:
     return f"{path}: key {loc}: {err['msg']}"
 
 
-def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> RobotConfig:
-    """Load `robots/<name>.yaml` (or a YAML anywhere, by path) with errors that name the file, the
-    key and the problem. Only the YAML is checked here; `sim_adapters.mujoco.scene` and
-    `kinematics` check the names it gives against the model files, `pear-agent robots --check` all."""
+def read_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> RobotConfig:
+    """Read `robots/<name>.yaml` (or a YAML anywhere, by path) with errors that name the file, the
+    key and the problem. Only the YAML is checked here (homes given as a tool pose stay unsolved:
+    `pear_agent.robot_loader.load_robot` solves them); `sim_adapters.mujoco.scene` and `kinematics`
+    check the names it gives against the model files, `pear-agent robots --check` all."""
     path = Path(name_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = robots_dir / f"{name_or_path}.yaml"
@@ -819,12 +820,4 @@ def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> Robot
                 raise RobotConfigError(
                     f"{path}: key parts.{part_name}.limits.workspace_cm.{axis}: not finite"
                 )
-    if any(p.home.joints_rad is None for p in cfg.parts.values()):
-        from pear_agent.kinematics import solve_homes  # Pinocchio and MuJoCo only when needed
-
-        cfg = solve_homes(cfg)
     return cfg
-
-
-def list_robots(robots_dir: Path = ROBOTS_DIR) -> list[Path]:
-    return sorted(robots_dir.glob("*.yaml"))

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from pear_agent.robot_config import RobotConfig, RobotConfigError, load_robot
+from pear_agent.robot_config import RobotConfig, RobotConfigError
+from pear_agent.robot_loader import load_robot
 
 
 @dataclass

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from pear_agent.kinematics import Kinematics, matrix_to_rpy, rpy_to_matrix
-from pear_agent.robot_config import load_robot
+from pear_agent.robot_loader import load_robot
 from sim_adapters.mujoco.scene import build_robot_spec, compile_spec, ee_site_name
 
 

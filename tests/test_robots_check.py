@@ -468,7 +468,7 @@ def test_check_tasks_reports_the_expert_success_per_task(tmp_path: Path) -> None
 
 def test_suggest_home_prints_joints_that_reach_the_pose() -> None:
     from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     p = _cli("robots", str(PANDA), "--suggest-home", "45", "5", "25")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -485,7 +485,8 @@ def test_suggest_home_prints_joints_that_reach_the_pose() -> None:
 
 def test_home_as_a_tool_pose_is_solved_when_loaded(tmp_path: Path) -> None:
     from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_config import RobotConfigError, load_robot
+    from pear_agent.robot_config import RobotConfigError
+    from pear_agent.robot_loader import load_robot
 
     pose = {"position_cm": [42.0, -5.0, 22.0], "orientation_rad": [3.14159, 0.0, 0.3]}
     path = _variant(tmp_path, lambda r: _arm(r).update(home={"tool_pose": pose, "gripper": 1.0}))

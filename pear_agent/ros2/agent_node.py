@@ -273,7 +273,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
     from pear_agent.episode import JUDGED_ENDINGS, Episode, EpisodeConfig
     from pear_agent.kinematics import Kinematics
     from pear_agent.records import RunWriter, new_run_dir
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
     from pear_agent.ros2.backend import ResetAborted, RosBackend
 
     try:

@@ -107,7 +107,7 @@ def check_health(p: dict[str, Any], window_s: float, wait_s: float = 0.0, discov
     """Print the table for the agent parameters `p`, measured over the last `window_s` once every
     joint, camera and driver was heard (or `discovery_s` passed); with `wait_s`, measure again until
     nothing fails or that time is up. 0 when no row fails."""
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     robot = load_robot(p["robot"])
     cameras = _cameras(robot, p["disabled_cameras"])

@@ -212,7 +212,7 @@ class DriverStatus:
     def __init__(self, s: Session, p: dict[str, Any]) -> None:
         from std_msgs.msg import String
 
-        from pear_agent.robot_config import load_robot
+        from pear_agent.robot_loader import load_robot
 
         self.session = s
         self._lock = threading.Lock()

@@ -92,7 +92,7 @@ class SimRobot:
         from trajectory_msgs.msg import JointTrajectory
 
         from pear_agent.registry import make_backend
-        from pear_agent.robot_config import load_robot
+        from pear_agent.robot_loader import load_robot
         from pear_agent.ros2.backend import trajectory_topic
         from pear_agent.ros2.conversions import is_compressed_topic
 

@@ -132,7 +132,7 @@ class ArmSpec:
 
 def arm_spec(robot_name: str, part_name: str, vmax_override: float, gripper_vmax: float) -> ArmSpec:
     from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     robot = load_robot(robot_name)
     if part_name not in robot.parts:
@@ -184,7 +184,7 @@ def physics_factory(robot_name: str, part: str) -> Any:
     the part's home pose from the robot YAML."""
 
     def make(channel: str, arm_type: str, gripper_type: str, sim: bool, zero_gravity: bool) -> Any:
-        from pear_agent.robot_config import load_robot
+        from pear_agent.robot_loader import load_robot
         from pear_agent.ros2.yam_physics import make_physics_yam
 
         home = np.array(load_robot(robot_name).parts[part].home.joints_rad, float)

@@ -12,7 +12,7 @@ from pear_agent.policies.base import TurnContext
 from pear_agent.policies.bringup import BringupPolicy
 from pear_agent.protocol.actions import parse_reply
 from pear_agent.registry import make_backend
-from pear_agent.robot_config import load_robot
+from pear_agent.robot_loader import load_robot
 
 STATE = {
     "left_arm": {"position": [30.0, 10.0, 20.0], "orientation": [3.1, 0.0, 0.0], "gripper": 1.0},

@@ -11,7 +11,7 @@ from pear_agent.episode import Episode
 from pear_agent.policies.experts import SINGLE_ARM_EXPERTS, Stop, _belt_grasp_yaw, wrap
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
-from pear_agent.robot_config import load_robot
+from pear_agent.robot_loader import load_robot
 from tests.policies.rates import expert_success_rate, expert_with_object_swept_off
 
 SEEDS = range(50)

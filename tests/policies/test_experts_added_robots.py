@@ -8,7 +8,7 @@ import pytest
 
 from pear_agent.kinematics import Kinematics
 from pear_agent.registry import TASKS
-from pear_agent.robot_config import load_robot
+from pear_agent.robot_loader import load_robot
 from tests.policies.rates import expert_success_rate
 
 SEEDS = range(20)

@@ -41,7 +41,8 @@ def test_two_arm_tasks_take_any_part_names(tmp_path) -> None:
     import yaml
 
     from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_config import ROBOTS_DIR, load_robot
+    from pear_agent.robot_config import ROBOTS_DIR
+    from pear_agent.robot_loader import load_robot
 
     raw = yaml.safe_load((ROBOTS_DIR / "yam_bimanual.yaml").read_text())
     raw["parts"] = {"starboard": raw["parts"]["right_arm"], "port": raw["parts"]["left_arm"]}
@@ -60,7 +61,7 @@ FACING = Path(__file__).resolve().parents[1] / "robots" / "yam_facing.yaml"
 def test_arms_facing_each_other_solve_the_two_arm_tasks(task: str) -> None:
     """A layout the tasks were not written for (YAML only): two YAMs facing each other."""
     from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     robot = load_robot(FACING)
     rate, failures = expert_success_rate(task, robot, Kinematics(robot), range(5))
@@ -107,7 +108,7 @@ def test_a_bar_off_the_table_stops_both_arms_with_done() -> None:
     from pear_agent.backend import Observation
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     state = arms([22, -10, 14], [22, -51, 14])
     facts = bar_facts([24, -30, -293])

@@ -140,7 +140,7 @@ def test_schema_requires_a_part_with_a_quantity(panda) -> None:
             jsonschema.validate(bad, schema)
         with pytest.raises(ActionError):
             parse_reply(json.dumps(bad), panda)
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     bi = response_schema(load_robot("yam_bimanual"))
     jsonschema.validate({"action": {"right_arm": {"turn_rad": [0, 0, 1]}}}, bi)

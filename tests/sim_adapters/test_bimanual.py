@@ -91,7 +91,7 @@ def test_two_arm_tasks_lie_between_arms_facing_each_other() -> None:
     """Two YAMs 80 cm apart, facing each other (YAML only): the bar lies along the line between
     their bases in the middle of the table, each role's grasp point on its own arm's side; the
     blocks' line runs along the same line and success measures the distance across it."""
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     robot = load_robot(FACING)
     backend = make_backend("bimanual_pickup", robot, render=False)

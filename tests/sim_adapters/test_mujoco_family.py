@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from pear_agent.registry import family_of
-from pear_agent.robot_config import load_robot
+from pear_agent.robot_loader import load_robot
 from sim_adapters.mujoco.backend import MujocoBackend
 from sim_adapters.mujoco.family import ENTRIES
 from sim_adapters.mujoco.tasks import TASKS

@@ -10,7 +10,8 @@ import pytest
 import yaml
 
 from pear_agent.backend import PartCommand
-from pear_agent.robot_config import ROBOTS_DIR, RobotConfig, RobotConfigError, load_robot
+from pear_agent.robot_config import ROBOTS_DIR, RobotConfig, RobotConfigError
+from pear_agent.robot_loader import load_robot
 from sim_adapters.mujoco.scene import build_robot_spec, build_scene, compile_spec
 from sim_adapters.mujoco.tasks.base import MujocoTask
 

@@ -37,7 +37,7 @@ def test_expert_rows_can_carry_the_executed_clipped_action(tmp_path):
     from pear_agent.policies.scripted import ScriptedPolicy
     from pear_agent.protocol.actions import parse_reply
     from pear_agent.registry import make_backend
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     robot = load_robot("panda")
     backend = make_backend("pick_cube", robot, render=False)
