@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from pear_agent.environment import Environment
     from pear_agent.episode import EpisodeResult
     from pear_agent.policies.base import Policy
+    from pear_agent.policies.experts import Expert
 
 ROBOT_HELP = "robot name in robots/ or a path to a robot YAML anywhere (default: the task's robot)"
 
@@ -107,17 +108,21 @@ class ArmFamily(Family):
             max_invalid=spec.max_invalid,
         )
 
-    def has_default_policy(self, task: str) -> bool:
+    def expert(self, task: str) -> Expert | None:
+        """The task's scripted expert (a family with experts of its own, LIBERO, overrides this)."""
         from pear_agent.policies.expert_registry import EXPERTS
 
-        return task in EXPERTS
+        return EXPERTS.get(task)
+
+    def has_default_policy(self, task: str) -> bool:
+        return self.expert(task) is not None
 
     def default_policy(
         self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
     ) -> Policy:
         from pear_agent.policies.scripted import ScriptedPolicy
 
-        return ScriptedPolicy(task, action_noise_cm=action_noise_cm, seed=seed)
+        return ScriptedPolicy(task, action_noise_cm=action_noise_cm, seed=seed, expert=self.expert(task))
 
     def rewards(self, env: Environment, result: EpisodeResult) -> tuple[float, float | None]:
         shaped = getattr(getattr(env, "backend", None), "shaped_reward", None)

@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from pear_agent.policies.expert_registry import EXPERTS
-from pear_agent.policies.experts import Stop
+from pear_agent.policies.experts import Expert, Stop
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
 from pear_agent.protocol.actions import reply_text, wire_action
 
@@ -62,13 +62,30 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
     task = priv.get("task")
     if isinstance(task, str):  # a perturbed task (`pick_cube~camera`) has its base task's expert
         task = task.partition("~")[0]
-    if task not in EXPERTS:
+    expert = _expert(task)
+    if expert is None:
         raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
     try:
-        reasoning, action = EXPERTS[task](priv["state"], priv["facts"])
+        reasoning, action = expert(priv["state"], priv["facts"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed {PRIVILEGED_KEY}: {type(exc).__name__}: {exc}") from None
     return reasoning, reply_text(reasoning, wire_action(action, done=isinstance(action, Stop)))
+
+
+def _expert(task: Any) -> Expert | None:
+    """The task's scripted expert, from its family (LIBERO names its own)."""
+    if not isinstance(task, str):
+        return None
+    if task in EXPERTS:
+        return EXPERTS[task]
+    from pear_agent.registry import UnknownNameError, family_of
+
+    try:
+        family = family_of(task)
+    except UnknownNameError:
+        return None
+    find = getattr(family, "expert", None)
+    return find(task) if callable(find) else None
 
 
 STREAM_PIECE_CHARS = 16

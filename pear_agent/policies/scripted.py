@@ -8,7 +8,7 @@ import numpy as np
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.expert_registry import EXPERTS
-from pear_agent.policies.experts import Stop, cap_action
+from pear_agent.policies.experts import Expert, Stop, cap_action
 from pear_agent.protocol.actions import reply_text, wire_action
 from pear_agent.protocol.prompts import Message
 
@@ -16,6 +16,7 @@ from pear_agent.protocol.prompts import Message
 class ScriptedPolicy:
     """Answers through the text protocol so every layer a model would exercise is exercised.
 
+    `expert` is the task's expert where its family names it (default: the MuJoCo tasks' own);
     `action_noise_cm` adds Gaussian noise to position changes (for stochastic rollouts).
     """
 
@@ -23,10 +24,12 @@ class ScriptedPolicy:
     blocking = False
     """Answers in microseconds: `Episode.arun` calls it inline."""
 
-    def __init__(self, task: str, action_noise_cm: float = 0.0, seed: int = 0) -> None:
-        if task not in EXPERTS:
+    def __init__(
+        self, task: str, action_noise_cm: float = 0.0, seed: int = 0, expert: Expert | None = None
+    ) -> None:
+        if expert is None and task not in EXPERTS:
             raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
-        self.expert = EXPERTS[task]
+        self.expert = expert if expert is not None else EXPERTS[task]
         self.action_noise_cm = action_noise_cm
         self.seed = seed
         self._rng = np.random.default_rng(seed)

@@ -111,6 +111,12 @@ class LiberoFamily(ArmFamily):
     def owns(self, task: str) -> bool:
         return task in self.entries
 
+    def expert(self, task: str) -> Any:
+        """The LIBERO expert (`sim_adapters/libero/expert/`), for the suites it solves."""
+        from sim_adapters.libero.expert import libero_expert, solves
+
+        return libero_expert if self.owns(task) and solves(task) else None
+
     def add_arguments(self, parser: Any, command: str) -> None:
         super().add_arguments(parser, command)
         if command != "bench":

@@ -5,8 +5,8 @@ import pytest
 
 from pear_agent.backend import PartCommand
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.side_opening import side_opening
 from sim_adapters.libero.backend import LiberoBackend, parse_task
+from sim_adapters.libero.expert.opening import side_opening
 
 
 @pytest.fixture(scope="module")

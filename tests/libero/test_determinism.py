@@ -11,7 +11,7 @@ from typing import Any
 
 from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.scripted import ScriptedPolicy
+from pear_agent.registry import family_of
 from sim_adapters.libero.backend import LiberoBackend
 
 TASK = "libero_10/9"  # the mug into the microwave: a fixture LIBERO places at reset
@@ -20,7 +20,8 @@ INIT = 2
 
 def first_turn(backend: LiberoBackend, robot: Any, seed: int) -> dict[str, Any]:
     """The first observation and the expert's first reply of the episode `seed` on `backend`."""
-    episode = Episode(backend, Kinematics(robot), ScriptedPolicy(TASK), EpisodeConfig(max_turns=1))
+    expert = family_of(TASK).default_policy(TASK)
+    episode = Episode(backend, Kinematics(robot), expert, EpisodeConfig(max_turns=1))
     assert episode.begin(seed)
     prompt = episode.observe()
     assert prompt is not None

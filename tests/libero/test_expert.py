@@ -8,10 +8,11 @@ import pytest
 
 from pear_agent.episode import Episode
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.experts_libero import MAX_STEP_CM, MAX_TURN_RAD, _act
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.records import RunWriter
+from pear_agent.registry import family_of
 from sim_adapters.libero.backend import LiberoBackend
+from sim_adapters.libero.expert.scene import MAX_STEP_CM, MAX_TURN_RAD, _act
 
 
 @pytest.mark.parametrize(
@@ -29,7 +30,8 @@ def test_scripted_expert_reaches_libero_success(libero_robot, task, tmp_path):
     backend = LiberoBackend(libero_robot, task, render=False)
     try:
         writer = RunWriter(tmp_path / "run", video_fps=None)
-        result = Episode(backend, Kinematics(libero_robot), ScriptedPolicy(task), writer=writer).run(0)
+        expert = family_of(task).default_policy(task)
+        result = Episode(backend, Kinematics(libero_robot), expert, writer=writer).run(0)
         assert result.success, f"{result.end_reason}: {result.detail}"
         assert result.end_reason == "success"
         assert backend.env.check_success()  # LIBERO's BDDL goal holds at the end

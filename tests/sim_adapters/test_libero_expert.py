@@ -5,26 +5,18 @@ import math
 import numpy as np
 import pytest
 
-from pear_agent.policies.experts_libero import (
-    HAND_ABOVE_TCP_CM,
+from sim_adapters.libero.expert.grasps import _shifted, clearing_shove, grasp_options, grasp_plan, graspable
+from sim_adapters.libero.expert.hand import HAND_ABOVE_TCP_CM, hand_hits, travel
+from sim_adapters.libero.expert.plan import libero_expert
+from sim_adapters.libero.expert.scene import RIM_OPENING, Arm, Scene
+from sim_adapters.libero.expert.side_openings import (
     HANDLE_OPENING,
-    RIM_OPENING,
-    Arm,
-    Scene,
     _door_in_front,
     _handle,
-    _shifted,
     _wide_open,
-    clearing_shove,
-    grasp_options,
-    grasp_plan,
-    graspable,
-    hand_hits,
-    libero_expert,
     side_opening_of,
-    travel,
 )
-from tests.policies.test_side_opening import MICROWAVE
+from tests.sim_adapters.test_libero_opening import MICROWAVE
 
 BOWL = {"min_cm": [54.0, 15.0, -1.2], "max_cm": [65.0, 26.0, 3.9], "position_cm": [59.5, 20.5, 1.3]}
 PLATE = {"min_cm": [64.0, 13.0, -1.2], "max_cm": [78.0, 27.0, 0.7], "position_cm": [71.0, 20.0, -0.2]}

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pear_agent.policies.side_opening import side_opening
+from sim_adapters.libero.expert.opening import side_opening
 
 # LIBERO's microwave (libero/assets/articulated_objects/microwave.xml) as libero_10/9 init state 0
 # places it: its six collision boxes in the robot base frame (cm), and its heating region
