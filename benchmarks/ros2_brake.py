@@ -79,6 +79,25 @@ def one_run(robot: Any, workdir: Path, how: str, velocity: str = "measured") -> 
         double.stop()
 
 
+def one_run_retried(
+    robot: Any, workdir: Path, how: str, velocity: str, retried: list[str]
+) -> dict[str, float]:
+    """A run whose move ended before full speed (blocked: on this shared machine the stand-in can
+    be kept off the CPU long enough to fall behind) is run again, at most twice; each is noted."""
+    for attempt in range(3):
+        try:
+            d = workdir / f"try{attempt}"
+            d.mkdir()
+            if attempt:
+                os.environ["ROS_DOMAIN_ID"] = str(random.randint(101, 200))
+            return one_run(robot, d, how, velocity)
+        except AssertionError as exc:
+            if "before full speed" not in str(exc) or attempt == 2:
+                raise
+            retried.append(f"{how}: {' '.join(str(exc).split())[:300]}")
+    raise AssertionError("unreachable")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=3)
@@ -90,17 +109,18 @@ def main() -> None:
 
     robot = load_robot("yam_bimanual")
     results: dict[str, list[dict[str, float]]] = {h.strip(): [] for h in args.stops.split(",") if h.strip()}
+    retried: list[str] = []
     for i in range(args.runs):
         for how in results:
             os.environ["ROS_DOMAIN_ID"] = str(random.randint(101, 200))
             with tempfile.TemporaryDirectory(prefix=f"pear_brake_{i}_") as d:
-                results[how].append(one_run(robot, Path(d), how, args.joint_state_velocity))
+                results[how].append(one_run_retried(robot, Path(d), how, args.joint_state_velocity, retried))
     worst = {h: {k: max(r[k] for r in rs) for k in rs[0]} for h, rs in results.items()}
     ok = "brake" in worst and (
         worst["brake"]["peak_decel_rad_s2"] <= 1.25 * DECEL and worst["brake"]["reversal_mrad"] <= 5.0
     )
     result = {"runs": args.runs, "joint_state_velocity": args.joint_state_velocity,
-              "stop_deceleration_rad_s2": DECEL, "worst": worst, "all": results,
+              "stop_deceleration_rad_s2": DECEL, "worst": worst, "all": results, "runs_retried": retried,
               "verdict": verdict(ok), "machine": machine()}  # fmt: skip
     rows = [
         [how, f"{w['speed_rad_s']:.2f}", f"{w['peak_decel_rad_s2']:.1f}", f"{w['reversal_mrad']:.1f}",
