@@ -216,3 +216,20 @@ def test_a_waiting_expert_holds_a_part_the_robot_has() -> None:
     reply = ScriptedPolicy("align_blocks").act([], TurnContext(1, "align_blocks", state, obs))
     parsed = parse_reply(reply.text, load_robot("yam_bimanual"))
     assert list(parsed.parts) == ["left_arm"] and parsed.parts["left_arm"].position_cm is None
+
+
+def test_align_blocks_on_a_narrow_table_solved(tmp_path) -> None:
+    """A task area 23 cm wide puts all three blocks near the middle of the line: the expert
+    deadlocked (0 of 3 seeds, both arms waiting out the turns); it solves them now."""
+    import yaml
+
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.robot_config import ROBOTS_DIR, load_robot
+
+    raw = yaml.safe_load((ROBOTS_DIR / "yam_bimanual.yaml").read_text())
+    raw["table"]["task_area_cm"] = {"x": [16, 32], "y": [-42, -19]}
+    path = tmp_path / "yam_narrow.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    robot = load_robot(path)
+    rate, failures = expert_success_rate("align_blocks", robot, Kinematics(robot), range(3))
+    assert rate == 1.0, failures
