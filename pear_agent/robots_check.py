@@ -264,7 +264,8 @@ class Squeeze:
 
     WEAK = (
         "a gripper too weak or slippery for what the tasks carry: a larger gripper.sim.force_limit "
-        "or kp, or more finger friction (gripper.sim.friction)"
+        "or kp, more finger friction (gripper.sim.friction) or stiffer finger contacts "
+        "(gripper.sim.contact_time_s)"
     )
 
     @property
@@ -281,8 +282,8 @@ class Squeeze:
             f"at {self.force_n:.0f} N"
         )
         return (
-            f"squeezed too hard: {what}; a smaller gripper.sim.force_limit or kp, or stiffer finger "
-            "contacts (gripper.sim.contact_time_s)"
+            f"squeezed too hard for its contacts: {what}; stiffer finger contacts "
+            "(gripper.sim.contact_time_s) or a smaller gripper.sim.force_limit or kp"
         )
 
 

@@ -612,10 +612,10 @@ def test_grasp_messages_say_weak_or_too_hard() -> None:
     weak = Squeeze(sink_mm=0.3, force_n=4.0, rise_cm=0.0, off_tool_cm=0.1).why()
     assert "too weak or slippery" in weak and "gripper.sim.friction" in weak
     sunk = Squeeze(sink_mm=4.5, force_n=900.0, rise_cm=0.2, off_tool_cm=0.0).why()
-    assert sunk.startswith("squeezed too hard: the fingers sank 4.5 mm into it at 900 N")
+    assert sunk.startswith("squeezed too hard for its contacts: the fingers sank 4.5 mm into it at 900 N")
     assert "gripper.sim.force_limit" in sunk and "weak" not in sunk
     popped = Squeeze(sink_mm=0.5, force_n=300.0, rise_cm=2.5, off_tool_cm=0.0).why()
-    assert popped.startswith("squeezed too hard: closing pressed it 2.5 cm out of the grip")
+    assert popped.startswith("squeezed too hard for its contacts: closing pressed it 2.5 cm out of the grip")
 
 
 def test_the_yam_fingers_on_soft_contacts_are_called_too_hard_not_weak(tmp_path: Path) -> None:
@@ -631,6 +631,7 @@ def test_the_yam_fingers_on_soft_contacts_are_called_too_hard_not_weak(tmp_path:
     p = _cli("robots", "--check", str(path))
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     assert "left_arm: grasp-and-carry: closed on the 4 cm cube but" in p.stdout
-    assert "squeezed too hard: the fingers sank" in p.stdout and "weak" not in p.stdout, p.stdout
+    assert "squeezed too hard for its contacts: the fingers sank" in p.stdout, p.stdout
+    assert "weak" not in p.stdout
     p = _cli("robots", "--check", str(ROBOTS_DIR / "yam_bimanual.yaml"))
     assert p.returncode == 0 and "left_arm: grasp-and-carry ok" in p.stdout, p.stdout + p.stderr
