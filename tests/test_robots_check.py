@@ -635,3 +635,30 @@ def test_the_yam_fingers_on_soft_contacts_are_called_too_hard_not_weak(tmp_path:
     assert "weak" not in p.stdout
     p = _cli("robots", "--check", str(ROBOTS_DIR / "yam_bimanual.yaml"))
     assert p.returncode == 0 and "left_arm: grasp-and-carry ok" in p.stdout, p.stdout + p.stderr
+
+
+def test_gym_alohas_own_red_cube_removed_and_its_finger_friction_overridden() -> None:
+    """gym-aloha's transfer-cube scene as its wheel ships it (tests/robots/aloha.yaml): its red
+    cube `box` (a free body, in the file's keyframe) is gone from every task's scene, which still
+    compiles, and the finger slides carry the YAML's 0.5 N of dry friction, not the file's 30 N."""
+    from pear_agent.registry import make_backend
+    from pear_agent.robot_config import load_robot
+
+    aloha = Path(__file__).resolve().parent / "robots" / "aloha.yaml"
+    robot = load_robot(aloha)
+    for task in ("pick_cube", "align_blocks"):
+        backend = make_backend(task, robot, render=False)
+        try:
+            backend.reset(0)
+            names = mujoco_body_names(backend)
+            assert "box" not in names and "vx300s_left/gripper_link" in names
+            assert backend.model.nkey == 0  # the file's keyframe held the cube's pose
+            m = backend.model
+            assert m.joint("vx300s_left/left_finger").frictionloss[0] == pytest.approx(0.5)
+            # the arm's joints keep the file's
+            assert m.joint("vx300s_left/waist").frictionloss[0] == pytest.approx(50.0)
+        finally:
+            backend.close()
+    p = _cli("robots", str(aloha))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "aloha: parts: left_arm (6 joints + gripper)" in p.stdout

@@ -127,7 +127,12 @@ def test_two_arm_tasks_lie_between_arms_facing_each_other() -> None:
         backend.close()
 
 
-@pytest.mark.parametrize("robot_path", [FACING, "yam_bimanual"], ids=["facing", "side_by_side"])
+ALOHA = Path(__file__).resolve().parents[1] / "robots" / "aloha.yaml"
+
+
+@pytest.mark.parametrize(
+    "robot_path", [FACING, ALOHA, "yam_bimanual"], ids=["facing", "aloha_facing", "side_by_side"]
+)
 def test_align_blocks_draws_its_line_along_the_scored_line(robot_path) -> None:
     """The painted line is drawn along the line the blocks are scored on, whatever the arms'
     layout: with arms facing each other it was drawn across it (MuJoCo never read the rotation
