@@ -22,6 +22,14 @@ def test_bimanual_expert_success_rate(yam, yam_kin, task: str) -> None:
     assert rate >= 0.8, failures
 
 
+@pytest.mark.parametrize("task", ["pick_cube", "place_in_bowl", "push_to_target", "conveyor_pick"])
+def test_yam_one_arm_tasks_as_strong_as_any_arm(yam, yam_kin, task: str) -> None:
+    """The YAM's one-arm tasks (its left arm) on seeds 0-19: at least 19 of 20 each (pick 14,
+    place 6, push 17 before the finger armature and stiff finger contacts of robots/yam_bimanual.yaml)."""
+    rate, failures = expert_success_rate(task, yam, yam_kin, range(20))
+    assert rate >= 0.95, failures
+
+
 def test_experts_are_registered_and_use_both_arms(yam, yam_kin) -> None:
     backend = make_backend("bimanual_pickup", yam, render=False)
     try:
