@@ -81,6 +81,13 @@ class ModelFiles(_Strict):
     attachments: list[Attachment] = Field(
         [], description="more files fixed to bodies of the main one, in order"
     )
+    remove_bodies: list[str] = Field(
+        [],
+        description="bodies of the model (after the attachments) removed with everything below "
+        "them: a maker's scene's own task objects (gym-aloha's red transfer cube), which would "
+        "otherwise stay in every task's scene beside the task's objects",
+        examples=[["box"]],
+    )
 
 
 class EndEffector(_Strict):
@@ -189,6 +196,21 @@ class GripperSim(_Strict):
         "MuJoCo's 0.02 s, under which fingers squeezing at tens of N sink millimetres into the "
         "object and it rolls out of the grip when carried",
         examples=[0.004],
+    )
+    friction: float | None = Field(
+        None,
+        gt=0,
+        description="sliding friction coefficient of the fingers' contacts (every colliding geom the "
+        "finger and mimic joints move, pads included); it wins over the touched object's (MuJoCo "
+        "otherwise takes the larger of the two); unset: the file's (pads: their own `friction`)",
+        examples=[1.0],
+    )
+    frictionloss: float | None = Field(
+        None,
+        ge=0,
+        description="dry friction of each finger and mimic joint (N for a slide, N m for a hinge); "
+        "unset: the file's",
+        examples=[0.1],
     )
 
 

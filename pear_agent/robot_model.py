@@ -128,10 +128,50 @@ def load_robot_spec(robot: RobotConfig) -> mujoco.MjSpec:
                 frame.attach_body(body, att.prefix, "")
         except Exception as exc:
             raise RobotConfigError(f"{label}: key {key}: MuJoCo cannot attach it: {one_line(exc)}") from None
+    _remove_bodies(robot, spec)
     for i, act in enumerate(spec.actuators):
         if not act.name:
             act.name = f"{RUNTIME_PREFIX}actuator{i}"
     return spec
+
+
+def _remove_bodies(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
+    """`model.remove_bodies`: each body and its subtree leave the spec (the kinematics and the
+    simulator both see the model without them). A keyframe of the file holds a value per joint of
+    the whole model, so one that no longer fits is dropped too (the runtime sets home itself)."""
+    import mujoco
+
+    if not robot.model.remove_bodies:
+        return
+    nq = _nq(spec)
+    for i, name in enumerate(robot.model.remove_bodies):
+        key = f"model.remove_bodies.{i}"
+        body = find_body(spec, name)
+        if body is None:
+            raise RobotConfigError(f"{robot.label}: key {key}: body {name!r} is not in the model")
+        if name == "world":
+            raise RobotConfigError(f"{robot.label}: key {key}: the world body cannot be removed")
+        joints = {j.name for j in body.find_all(mujoco.mjtObj.mjOBJ_JOINT)}
+        bodies = {name, *(b.name for b in body.find_all(mujoco.mjtObj.mjOBJ_BODY))}
+        for part_name, part in robot.parts.items():
+            moved = joints & {*part.joints, *(part.gripper.joints if part.gripper else [])}
+            if moved or part.end_effector.parent_body in bodies:
+                raise RobotConfigError(
+                    f"{robot.label}: key {key}: body {name!r} carries part {part_name!r} "
+                    "(its joints or tool point); remove only what is not the robot"
+                )
+        spec.delete(body)
+    if _nq(spec) != nq:
+        for k in list(spec.keys):
+            spec.delete(k)
+
+
+def _nq(spec: mujoco.MjSpec) -> int:
+    """Generalized coordinates of the spec's joints (free 7, ball 4, else 1)."""
+    import mujoco
+
+    size = {mujoco.mjtJoint.mjJNT_FREE: 7, mujoco.mjtJoint.mjJNT_BALL: 4}
+    return sum(size.get(j.type, 1) for j in spec.joints)
 
 
 def apply_joint_overrides(robot: RobotConfig, spec: mujoco.MjSpec) -> None:

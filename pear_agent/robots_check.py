@@ -213,9 +213,12 @@ def _grasp_and_carry(backend, robot: RobotConfig, part: str) -> tuple[str | None
     q = io.home.copy()
     here = kin.fk(part, q).position_m * 100
     cap = spec.limits.max_position_step_cm
+    squeeze: Squeeze | None = None
     for what, target, grip in steps:
         if target is None:
+            before = d.body("cube").xpos * 100
             backend.execute({part: PartCommand(gripper=grip)})
+            squeeze = _squeeze(m, d, list(g.joints) + list(g.mimic_joints), before, ee_site_name(part))
             continue
         # no move longer than the part's per-turn cap, as a policy would move
         n = max(1, int(np.ceil(np.linalg.norm(np.array(target) - here) / cap)))
@@ -232,15 +235,82 @@ def _grasp_and_carry(backend, robot: RobotConfig, part: str) -> tuple[str | None
             held = _holds(d, part, table_z, ee_site_name(part))
             if not held:
                 drop = "could not lift" if what == "lifted" else f"dropped it when {what}"
+                why = squeeze.why() if squeeze is not None else Squeeze.WEAK
                 return (
-                    f"grasp-and-carry: closed on the {2 * CUBE_HALF_M * 100:.0f} cm cube but {drop} "
-                    "(a gripper too weak or slippery for what the tasks carry)",
+                    f"grasp-and-carry: closed on the {2 * CUBE_HALF_M * 100:.0f} cm cube but {drop} ({why})",
                     "",
                 )
     backend.advance(1.0)
     if not _holds(d, part, table_z, ee_site_name(part)):
         return "grasp-and-carry: the cube slipped out while held still after the carry", ""
     return None, f"grasp-and-carry ok (held the cube through a {CARRY_CM:.0f} cm carry sideways and back)"
+
+
+SINK_MM = 2.0
+"""Fingers sunk deeper than this into the cube squeeze it (MuJoCo's contacts are soft)."""
+SQUEEZED_OUT_CM = 1.0
+"""A cube that the closing fingers moved more than this (up or sideways off the tool point) was
+pressed out of the grip."""
+
+
+@dataclass
+class Squeeze:
+    """What the fingers did to the cube as they closed: how deep they sank into it, with how much
+    force, and how far the close moved it (cm) up and sideways away from the tool point."""
+
+    sink_mm: float
+    force_n: float
+    rise_cm: float
+    off_tool_cm: float
+
+    WEAK = (
+        "a gripper too weak or slippery for what the tasks carry: a larger gripper.sim.force_limit "
+        "or kp, more finger friction (gripper.sim.friction) or stiffer finger contacts "
+        "(gripper.sim.contact_time_s)"
+    )
+
+    @property
+    def too_hard(self) -> bool:
+        return self.sink_mm > SINK_MM or self.rise_cm > SQUEEZED_OUT_CM or self.off_tool_cm > SQUEEZED_OUT_CM
+
+    def why(self) -> str:
+        if not self.too_hard:
+            return self.WEAK
+        what = (
+            f"the fingers sank {self.sink_mm:.1f} mm into it at {self.force_n:.0f} N"
+            if self.sink_mm > SINK_MM
+            else f"closing pressed it {max(self.rise_cm, self.off_tool_cm):.1f} cm out of the grip "
+            f"at {self.force_n:.0f} N"
+        )
+        return (
+            f"squeezed too hard for its contacts: {what}; stiffer finger contacts "
+            "(gripper.sim.contact_time_s) or a smaller gripper.sim.force_limit or kp"
+        )
+
+
+def _squeeze(m, d, finger_joints: list[str], before_cm: np.ndarray, site: str) -> Squeeze:  # noqa: ANN001
+    """The fingers' contacts with the cube right after the close (see `Squeeze`)."""
+    import mujoco
+
+    from sim_adapters.mujoco.tasks.base import finger_geoms
+
+    fingers = finger_geoms(m, finger_joints)
+    cube = {g for g in range(m.ngeom) if int(m.geom_bodyid[g]) == m.body("cube").id}
+    sink, force = 0.0, 0.0
+    f6 = np.zeros(6)
+    for i in range(d.ncon):
+        c = d.contact[i]
+        if (c.geom1 in fingers and c.geom2 in cube) or (c.geom2 in fingers and c.geom1 in cube):
+            sink = max(sink, -float(c.dist) * 1000)
+            mujoco.mj_contactForce(m, d, i, f6)
+            force += abs(float(f6[0]))
+    now, tool = d.body("cube").xpos * 100, d.site(site).xpos * 100
+    return Squeeze(
+        sink_mm=sink,
+        force_n=force,
+        rise_cm=float(now[2] - before_cm[2]),
+        off_tool_cm=float(np.linalg.norm(now[:2] - tool[:2]) - np.linalg.norm(before_cm[:2] - tool[:2])),
+    )
 
 
 def _holds(d, part: str, table_z_cm: float, site: str) -> bool:  # noqa: ANN001

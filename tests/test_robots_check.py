@@ -453,6 +453,8 @@ def test_check_fails_a_gripper_that_cannot_hold_the_cube(tmp_path: Path) -> None
         assert (
             line.startswith(f"{path}  FAIL") and "arm: grasp-and-carry: closed on the 4 cm cube but" in line
         )
+    # the Panda hand at 2 N: too weak, and the message says which keys make it hold
+    assert "a gripper too weak or slippery" in lines[1] and "gripper.sim.friction" in lines[1], lines[1]
 
 
 def test_check_tasks_reports_the_expert_success_per_task(tmp_path: Path) -> None:
@@ -524,3 +526,140 @@ def test_joint_friction_the_servos_cannot_overcome_fails_the_check(tmp_path: Pat
     p = _cli("robots", "--check", str(path))
     assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
     assert "FAIL" in p.stdout and "arm: grasp-and-carry: blocked moving above the cube" in p.stdout
+
+
+# -- what a user adding gym-aloha's ALOHA met (issue 28) ---------------------------------------------
+RED_CUBE = (
+    '<body name="stand"/><body name="box" pos="0.3 -0.2 -0.55"><freejoint/>'
+    '<inertial pos="0 0 0" mass="0.05" diaginertia="1e-5 1e-5 1e-5"/>'
+    '<geom type="box" size="0.02 0.02 0.02" rgba="1 0 0 1"/></body>'
+)
+
+
+def test_remove_bodies_takes_a_makers_task_object_out_of_every_scene(tmp_path: Path) -> None:
+    """A maker's scene with its own task object (gym-aloha's red transfer cube, a free body): it
+    stayed in every task, so a model told "the red cube" saw two. `model.remove_bodies` removes it
+    (the kinematics and the sim see the same model); a name not in the model, or a body carrying
+    the robot, is one keyed line."""
+    from pear_agent.kinematics import Kinematics
+    from pear_agent.registry import make_backend
+    from pear_agent.robot_config import load_robot
+
+    stand = STAND.format(actuators="").replace('<body name="stand"/>', RED_CUBE)
+    kept = load_robot(_stand_robot(tmp_path, stand))
+    backend = make_backend("pick_cube", kept, render=False)
+    assert mujoco_body_names(backend) >= {"box", "cube"}
+    backend.close()
+    path = _stand_robot(tmp_path, stand, lambda r: r["model"].update(remove_bodies=["box"]))
+    robot = load_robot(path)
+    backend = make_backend("pick_cube", robot, render=False)
+    try:
+        names = mujoco_body_names(backend)
+        assert "box" not in names and {"cube", "panda_link7"} <= names
+        Kinematics(robot)  # builds from the same spec
+    finally:
+        backend.close()
+    p = _run(path, tmp_path)
+    assert p.returncode == 0 and json.loads(p.stdout.strip().splitlines()[-1])["success"] is True, p.stderr
+    for name, what in (("nope", "body 'nope' is not in the model"), ("stand", "carries part 'arm'")):
+        bad = _stand_robot(tmp_path, stand, lambda r, n=name: r["model"].update(remove_bodies=[n]))
+        p = _cli("robots", str(bad))
+        line = p.stdout.strip()
+        assert p.returncode == 2 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+        assert "\n" not in line and "key model.remove_bodies.0: " in line and what in line, line
+
+
+def mujoco_body_names(backend) -> set[str]:
+    m = backend.model
+    return {m.body(i).name for i in range(m.nbody)}
+
+
+def test_finger_friction_and_joint_friction_are_yaml_keys(tmp_path: Path) -> None:
+    """`gripper.sim.friction` (the fingers' contact friction, winning over the touched object's)
+    and `gripper.sim.frictionloss` (the finger joints' dry friction) were refused as unknown keys."""
+    from pear_agent.registry import make_backend
+    from pear_agent.robot_config import load_robot
+    from sim_adapters.mujoco.tasks.base import finger_geoms
+
+    sim = {"friction": 0.4, "frictionloss": 0.25}
+    path = _variant(tmp_path, lambda r: _arm(r)["gripper"].update(sim=sim), "friction.yaml")
+    robot = load_robot(path)
+    backend = make_backend("pick_cube", robot, render=False)
+    try:
+        m, g = backend.model, robot.parts["arm"].gripper
+        colliding = [i for i in finger_geoms(m, g.joints) if m.geom_contype[i] or m.geom_conaffinity[i]]
+        assert colliding
+        for i in colliding:
+            assert m.geom_friction[i][0] == pytest.approx(0.4) and m.geom_priority[i] >= 1
+        for j in g.joints:
+            assert m.joint(j).frictionloss[0] == pytest.approx(0.25)
+    finally:
+        backend.close()
+    default = load_robot(PANDA)
+    backend = make_backend("pick_cube", default, render=False)
+    try:
+        m = backend.model
+        assert all(m.geom_priority[i] == 0 for i in finger_geoms(m, default.parts["arm"].gripper.joints))
+    finally:
+        backend.close()
+
+
+def test_grasp_messages_say_weak_or_too_hard() -> None:
+    """The check's grasp message named "too weak or slippery" whatever happened; a squeeze that
+    sinks the fingers into the cube or presses it out of the grip is called too hard, and the
+    weak case names the friction key."""
+    from pear_agent.robots_check import Squeeze
+
+    weak = Squeeze(sink_mm=0.3, force_n=4.0, rise_cm=0.0, off_tool_cm=0.1).why()
+    assert "too weak or slippery" in weak and "gripper.sim.friction" in weak
+    sunk = Squeeze(sink_mm=4.5, force_n=900.0, rise_cm=0.2, off_tool_cm=0.0).why()
+    assert sunk.startswith("squeezed too hard for its contacts: the fingers sank 4.5 mm into it at 900 N")
+    assert "gripper.sim.force_limit" in sunk and "weak" not in sunk
+    popped = Squeeze(sink_mm=0.5, force_n=300.0, rise_cm=2.5, off_tool_cm=0.0).why()
+    assert popped.startswith("squeezed too hard for its contacts: closing pressed it 2.5 cm out of the grip")
+
+
+def test_the_yam_fingers_on_soft_contacts_are_called_too_hard_not_weak(tmp_path: Path) -> None:
+    """The i2rt fingers at their 60 N force limit on MuJoCo's default (soft) contacts sink into the
+    cube and press it out as it is lifted: the check said "too weak or slippery"; it says the
+    squeeze was too hard now (the shipped YAML's stiff finger contacts make it hold)."""
+    raw = yaml.safe_load((ROBOTS_DIR / "yam_bimanual.yaml").read_text())
+    for part in raw["parts"].values():
+        for key in ("armature", "contact_time_s"):
+            part["gripper"]["sim"].pop(key, None)
+    path = tmp_path / "yam_soft.yaml"
+    path.write_text(yaml.safe_dump(raw, sort_keys=False))
+    p = _cli("robots", "--check", str(path))
+    assert p.returncode == 1 and "Traceback" not in p.stdout + p.stderr, p.stdout + p.stderr
+    assert "left_arm: grasp-and-carry: closed on the 4 cm cube but" in p.stdout
+    assert "squeezed too hard for its contacts: the fingers sank" in p.stdout, p.stdout
+    assert "weak" not in p.stdout
+    p = _cli("robots", "--check", str(ROBOTS_DIR / "yam_bimanual.yaml"))
+    assert p.returncode == 0 and "left_arm: grasp-and-carry ok" in p.stdout, p.stdout + p.stderr
+
+
+def test_gym_alohas_own_red_cube_removed_and_its_finger_friction_overridden() -> None:
+    """gym-aloha's transfer-cube scene as its wheel ships it (tests/robots/aloha.yaml): its red
+    cube `box` (a free body, in the file's keyframe) is gone from every task's scene, which still
+    compiles, and the finger slides carry the YAML's 0.5 N of dry friction, not the file's 30 N."""
+    from pear_agent.registry import make_backend
+    from pear_agent.robot_config import load_robot
+
+    aloha = Path(__file__).resolve().parent / "robots" / "aloha.yaml"
+    robot = load_robot(aloha)
+    for task in ("pick_cube", "align_blocks"):
+        backend = make_backend(task, robot, render=False)
+        try:
+            backend.reset(0)
+            names = mujoco_body_names(backend)
+            assert "box" not in names and "vx300s_left/gripper_link" in names
+            assert backend.model.nkey == 0  # the file's keyframe held the cube's pose
+            m = backend.model
+            assert m.joint("vx300s_left/left_finger").frictionloss[0] == pytest.approx(0.5)
+            # the arm's joints keep the file's
+            assert m.joint("vx300s_left/waist").frictionloss[0] == pytest.approx(50.0)
+        finally:
+            backend.close()
+    p = _cli("robots", str(aloha))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "aloha: parts: left_arm (6 joints + gripper)" in p.stdout

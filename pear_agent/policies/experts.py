@@ -288,6 +288,18 @@ def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     return "The cube is just above the bowl's floor; I let go.", {part: _act(None, None, 1.0)}
 
 
+WRIST_MARGIN_RAD = 0.1
+"""How close to the end of its last joint's room the push expert turns the tool."""
+
+
+def _in_room(yaw: float, room: list[float]) -> bool:
+    """Is the yaw (any turn of it) within the wrist's room [lo, hi] (absolute yaws, pointing down),
+    `WRIST_MARGIN_RAD` inside its ends? (A YAM's wrist stops 0.95 rad below its home yaw: a push
+    asked for the other way round, past the stop, was refused by IK on every turn.)"""
+    lo, hi = room[0] + WRIST_MARGIN_RAD, room[1] - WRIST_MARGIN_RAD
+    return any(lo <= yaw + k * 2 * np.pi <= hi for k in range(-2, 3))
+
+
 def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     part = priv.get("part", "arm")
     arm = state[part]
@@ -315,10 +327,17 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     lateral = float(np.linalg.norm(r - along * u))
     g = float(arm.get("gripper", 1.0))
     grip = 0.0 if g > 0.2 else None
-    # push with the wide face of the closed fingers: tool x along the push (yaw has period pi)
+    # push with the wide face of the closed fingers: tool x along the push (yaw has period pi),
+    # of the two ways round the one nearer the tool's yaw that the wrist can turn to
     face_yaw = float(np.arctan2(u[1], u[0]))
     options = face_yaw + np.arange(-2, 3) * np.pi
-    yaw = float(options[np.argmin(np.abs(wrap(options - float(arm["orientation"][2]))))])
+    dist_yaw = np.abs(wrap(options - float(arm["orientation"][2])))
+    room = tool.get("yaw_room_rad")
+    if room is not None:
+        inside = np.array([_in_room(float(v), room) for v in options])
+        if inside.any():
+            dist_yaw = np.where(inside, dist_yaw, np.inf)
+    yaw = float(options[np.argmin(dist_yaw)])
     rot = _rot_delta(arm, yaw)
     in_line = lateral < 1.0 and -(standoff + 1.5) < along < -(size / 2 - 0.5)
     if in_line and p[2] < push_z + 1.0:

@@ -247,6 +247,13 @@ def _align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
         o = np.asarray(obj["position_cm"], float)[:2]
         if abs(float((o - point) @ across)) > tol:
             todo["left_arm" if (o - point) @ along > 0 else "right_arm"].append((name, obj))
+    # the block nearest each arm's own base first, so the arms stay apart
+    jobs = {a: (todo[a][0] if a == "left_arm" else todo[a][-1]) if todo[a] else None for a in ARMS}
+    in_middle = {a: jobs[a] is not None and abs(along_line(jobs[a][1])) < MIDDLE_BAND_CM for a in ARMS}
+    # the middle of the table is shared: an arm whose next block is there waits until the other
+    # arm is done; when both arms' next blocks are there, the left arm goes first (both waited for
+    # ever before, holding still, until the episode ran out of turns)
+    first = "left_arm" if all(in_middle.values()) else None
     action: dict[str, Any] = {}
     notes = []
     for a in ARMS:
@@ -254,10 +261,9 @@ def _align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
         tool = _tool(priv, a)
         table_z = _table_z(tool)
         other = ARMS[1 - ARMS.index(a)]
-        # the block nearest my own base first, so the arms stay apart
-        job = (todo[a][0] if a == "left_arm" else todo[a][-1]) if todo[a] else None
-        if job is not None and todo[other] and abs(along_line(job[1])) < MIDDLE_BAND_CM:
-            job = None  # the middle of the table is shared: wait until the other arm is done
+        job = jobs[a]
+        if job is not None and todo[other] and in_middle[a] and a != first:
+            job = None  # wait for the other arm
         if job is None:
             p = np.asarray(arm["position"], float)
             d = park[a] - p

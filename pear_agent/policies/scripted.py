@@ -47,5 +47,7 @@ class ScriptedPolicy:
                     noise = self._rng.normal(0.0, self.action_noise_cm, 3)
                     part["position"] = [round(v + n, 2) for v, n in zip(part["position"], noise, strict=True)]
             cap_action(ctx.state, ctx.observation.privileged or {}, action)  # noise stays within the caps
-        text = reply_text(reasoning, wire_action(action, done=isinstance(action, Stop)))
+        text = reply_text(
+            reasoning, wire_action(action, done=isinstance(action, Stop), parts=list(ctx.state))
+        )
         return PolicyReply(text=text, latency_s=time.perf_counter() - t0)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,12 +99,17 @@ def _clean(message: str) -> str:
 
 
 # -- the expert's internal dict -> the wire ------------------------------------------------------
-def wire_action(internal: dict[str, dict[str, Any]], done: bool = False) -> dict[str, Any]:
+def wire_action(
+    internal: dict[str, dict[str, Any]], done: bool = False, parts: Sequence[str] | None = None
+) -> dict[str, Any]:
     """The ONE conversion from a scripted expert's internal action to the wire format.
 
     Experts speak `{"arm": {"position": [dx, dy, dz], "orientation": [...], "gripper": g}}` (changes
     in cm / rad, absolute gripper). Empty parts are dropped; when nothing is left, every named part
-    (or `arm`) holds still with a zero `move_cm`, since an action must name a quantity.
+    holds still with a zero `move_cm`, since an action must name a quantity. An expert that waits
+    with no part named (`{}`) holds the robot's first part (`parts`, its part names); only without
+    them does it fall back to `arm` (on a robot without that part, the hold was refused as an
+    unknown part, three times over, and the episode ended invalid).
     """
     names = {"position": MOVE, "orientation": TURN, "gripper": GRIPPER}
     action: dict[str, dict[str, Any]] = {}
@@ -115,7 +121,8 @@ def wire_action(internal: dict[str, dict[str, Any]], done: bool = False) -> dict
         if wire:
             action[part] = wire
     if not action:
-        action = {part: {MOVE: [0.0, 0.0, 0.0]} for part in (internal or {"arm": {}})}
+        names = list(internal) or list(parts or [])[:1] or ["arm"]
+        action = {part: {MOVE: [0.0, 0.0, 0.0]} for part in names}
     out: dict[str, Any] = {ACTION: action}
     if done:
         out[DONE] = True

@@ -15,7 +15,7 @@ import mujoco
 import numpy as np
 
 from pear_agent.kinematics import quat_wxyz_to_matrix
-from pear_agent.robot_config import ArmSim, GripperSim, Part, RobotConfig, RobotConfigError
+from pear_agent.robot_config import ArmSim, Gripper, GripperSim, Part, RobotConfig, RobotConfigError
 from pear_agent.robot_model import (
     CONTACT_OPTIONS,
     RUNTIME_PREFIX,
@@ -193,14 +193,22 @@ FINGER_SOLMIX = 1e4
 def _finger_dynamics(
     robot: RobotConfig, key: str, part: Part, spec: mujoco.MjSpec, timestep_s: float
 ) -> None:
-    """`gripper.sim.armature` on the driven finger joints; `gripper.sim.contact_time_s` on the
-    contacts of every colliding geom the finger and mimic joints move (pads included)."""
+    """`gripper.sim.armature` on the driven finger joints, `frictionloss` on every finger and mimic
+    joint; `gripper.sim.contact_time_s` and `friction` on the contacts of every colliding geom the
+    finger and mimic joints move (pads included)."""
     g = part.gripper
     if g is None or g.sim is None:
         return
     if g.sim.armature is not None:
         for j in g.joints:  # the driven joints: a passive linkage carries no motor
             spec.joint(j).armature = g.sim.armature
+    if g.sim.frictionloss is not None:
+        for j in [*g.joints, *g.mimic_joints]:
+            spec.joint(j).frictionloss = g.sim.frictionloss
+    if g.sim.friction is not None:
+        for geom in _finger_collision_geoms(g, spec):
+            geom.friction = [g.sim.friction, *list(geom.friction)[1:]]
+            geom.priority = max(int(geom.priority), 1)  # its friction, not the larger of the two
     t = g.sim.contact_time_s
     if t is None:
         return
@@ -209,11 +217,20 @@ def _finger_dynamics(
             f"{robot.label}: key {key}.gripper.sim.contact_time_s: {t:g} s is stiffer than MuJoCo allows "
             f"at a {timestep_s:g} s physics step (at least two steps: {2 * timestep_s:g} s)"
         )
-    for j in [*g.joints, *g.mimic_joints]:  # a geom below two of them is set twice, to the same values
-        for geom in spec.joint(j).parent.find_all(mujoco.mjtObj.mjOBJ_GEOM):
-            if geom.contype or geom.conaffinity:
-                geom.solref = [t, 1.0]
-                geom.solmix = FINGER_SOLMIX
+    for geom in _finger_collision_geoms(g, spec):
+        geom.solref = [t, 1.0]
+        geom.solmix = FINGER_SOLMIX
+
+
+def _finger_collision_geoms(g: Gripper, spec: mujoco.MjSpec) -> list[mujoco.MjsGeom]:
+    """Every colliding geom the finger and mimic joints move (pads included); a geom below two of
+    them comes twice (it is set twice, to the same values)."""
+    return [
+        geom
+        for j in [*g.joints, *g.mimic_joints]
+        for geom in spec.joint(j).parent.find_all(mujoco.mjtObj.mjOBJ_GEOM)
+        if geom.contype or geom.conaffinity
+    ]
 
 
 def check_names(robot: RobotConfig, spec: mujoco.MjSpec) -> None:

@@ -188,3 +188,19 @@ def test_an_episode_whose_cube_falls_off_ends_done_not_invalid(panda, panda_kin)
     assert result.end_reason == "done" and not result.success and result.invalid_replies == 0
     assert result.turns == 3
     assert "fallen off the table" in episode.messages[-1]["content"]
+
+
+def test_the_push_turns_the_fingers_the_way_the_wrist_can() -> None:
+    """Pushing with the fingers' face works either way round (yaw period pi); the nearer way (yaw
+    0.43 from 1.57) is past the stop of a YAM left wrist (room 0.62 .. 4.81 rad): IK refused it on
+    every turn. With the wrist's room in the tool facts the push turns the other way, to 3.58."""
+    facts = cube_facts([40, -10, 2.5], size=5.0) | {
+        "task": "push_to_target",
+        "target": {"position_cm": [54, -3.5, 0], "radius_cm": 4.0},
+    }
+    state = arm_state([40, -20, 12], yaw=math.pi / 2, gripper=0.0)
+    _, free = SINGLE_ARM_EXPERTS["push_to_target"](state, facts)
+    assert free["arm"]["orientation"][2] < -0.4  # towards 0.43, the nearer way
+    facts["tool"] = TOOL | {"yaw_room_rad": [0.62, 4.81]}
+    _, held = SINGLE_ARM_EXPERTS["push_to_target"](state, facts)
+    assert held["arm"]["orientation"][2] > 0.4  # towards 3.58, inside the wrist's room

@@ -125,3 +125,28 @@ def test_two_arm_tasks_lie_between_arms_facing_each_other() -> None:
         assert not task.success(m, d)
     finally:
         backend.close()
+
+
+ALOHA = Path(__file__).resolve().parents[1] / "robots" / "aloha.yaml"
+
+
+@pytest.mark.parametrize(
+    "robot_path", [FACING, ALOHA, "yam_bimanual"], ids=["facing", "aloha_facing", "side_by_side"]
+)
+def test_align_blocks_draws_its_line_along_the_scored_line(robot_path) -> None:
+    """The painted line is drawn along the line the blocks are scored on, whatever the arms'
+    layout: with arms facing each other it was drawn across it (MuJoCo never read the rotation
+    set at reset: the geom was compiled in its body's frame)."""
+    from pear_agent.robot_config import load_robot
+
+    backend = make_backend("align_blocks", load_robot(robot_path), render=False)
+    try:
+        for seed in range(2):
+            priv = backend.reset(seed).privileged
+            mujoco.mj_forward(backend.model, backend.data)
+            long_axis = backend.data.geom("line").xmat.reshape(3, 3)[:2, 1]  # the box is long along y
+            assert abs(float(long_axis @ np.array(priv["line"]["direction"]))) > 0.999
+            centre = backend.data.geom("line").xpos[:2] * 100
+            assert np.allclose(centre, priv["line"]["point_cm"][:2], atol=0.05)
+    finally:
+        backend.close()

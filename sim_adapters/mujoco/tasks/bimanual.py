@@ -211,6 +211,10 @@ class AlignBlocks(_BimanualTask):
         line = model.geom("line").id
         model.geom_pos[line][:2] = self._line_xy
         model.geom_quat[line] = [np.cos(f.heading_rad / 2), 0.0, 0.0, np.sin(f.heading_rad / 2)]
+        # compiled with the world's rotation, MuJoCo marks the geom as turning with its body and
+        # never reads geom_quat: the line was drawn across the scored line unless the arms stand
+        # side by side (heading 0). Not so any more: it reads the rotation set here
+        model.geom_sameframe[line] = 0
         lanes = [sorted(f.uv(f.place(LINE_X_M, y))[1] for y in lane) for lane in BLOCK_LANES_Y_M]
         order = rng.permutation(len(BLOCK_NAMES))
         for k, name in zip(order, BLOCK_NAMES, strict=True):

@@ -57,9 +57,16 @@ class _SingleArmTask(MujocoTask):
     def frame(self, model: mujoco.MjModel, data: mujoco.MjData) -> TableFrame:
         """This arm's region of the table, from the model at home (the first reset computes it)."""
         if self._frame is None:
-            self._frame = single_arm_frame(
-                self.robot, arm_places(model, data, self.robot), self.part, REF_AREA
-            )
+            places = arm_places(model, data, self.robot)
+            self._frame = single_arm_frame(self.robot, places, self.part, REF_AREA)
+            # the yaws the wrist can turn the tool to, pointing down (its last joint's room)
+            place = places[self.part]
+            if place.yaw_offsets_rad is not None:
+                lo, hi = place.yaw_offsets_rad
+                self._tool = {
+                    **self._tool,
+                    "yaw_room_rad": [round(place.home_yaw_rad + lo, 4), round(place.home_yaw_rad + hi, 4)],
+                }
         return replace(self._frame, mirrored=True) if self.mirror_layout else self._frame
 
     def _fingers(self, model: mujoco.MjModel) -> set[int]:
