@@ -1,4 +1,5 @@
-"""Vision-language models in training, on `tiny-idefics3` (a 2-layer Idefics3, SmolVLM's architecture, random weights
+"""Vision-language models in training, on `tiny-idefics3` (a 2-layer Idefics3, SmolVLM's architecture,
+random weights
 built from a config, SmolLM2's tokenizer: nothing downloaded): the images are in the sequence as the
 model's image tokens, token-exact with the processor's one-shot encoding, and out of the loss; the
 model loads as image-text-to-text; a GRPO update runs on arm episodes flown with camera images."""
@@ -123,7 +124,11 @@ def test_a_grpo_update_on_arm_episodes_flown_with_camera_images(tmp_path):
     recipe = load_recipe(
         "libero_pear",
         "cpu",
-        ["model.name=tiny-idefics3", "model.max_new_tokens=4", "observation=both", "grpo.max_turns=2"],
+        [
+            "model.max_new_tokens=4",
+            "grpo.max_turns=2",
+            "grpo.stages=[{name: arm, mix: [{task: pick_cube}]}]",  # LIBERO itself: .venv-libero
+        ],
     )
     trainer = GRPOTrainer(recipe, tmp_path / "grpo", log=lambda *_: None)
     draws = [trainer.mixes[0].draw()]
