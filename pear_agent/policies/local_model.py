@@ -72,6 +72,10 @@ def load_model(name: str, dtype: str = "float32", device: str | None = None) -> 
         base, tok = load_model(meta["base_model"], dtype=dtype, device=device)
         model = PeftModel.from_pretrained(base, str(path))
         return model, tok
+    from pear_agent.train.vision import TINY_VLM, load_vision_model, tiny_vlm, vision_config_kind
+
+    if name == TINY_VLM:  # a vision-language model built from a config (tests, CPU runs)
+        return tiny_vlm(dtype)
     if not path.exists() and len(path.parts) > 1 and Path(path.parts[0]).is_dir():
         raise ValueError(f"no model or checkpoint folder at {name}")  # a path, not a hub id
     folder, gguf = resolve_model(name)
@@ -79,9 +83,18 @@ def load_model(name: str, dtype: str = "float32", device: str | None = None) -> 
     if not gguf and not Path(folder).exists():
         kw["local_files_only"] = True
     try:
+        if not gguf and vision_config_kind(folder, **kw):  # image-text-to-text: model + processor
+            model, processor = load_vision_model(folder, dtype, **kw)
+            model.eval()
+            return model, processor
         tok = AutoTokenizer.from_pretrained(folder, **kw)
         model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **kw)
     except OSError as exc:
+        if kw.get("local_files_only"):
+            raise ValueError(
+                f"cannot load model {name!r}: not in the Hugging Face cache (nothing is downloaded "
+                f"here): get it with `hf download {name}` (or pass a model folder)"
+            ) from None
         raise ValueError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
     if gguf:
         # transformers dequantises a GGUF to plain float weights but keeps the GGUF marker, which the

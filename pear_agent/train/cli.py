@@ -85,7 +85,14 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
     recipe = _recipe(args)
     out = _out(args, "teacher")
-    summary = collect_teacher(recipe, out, episodes=args.episodes)
+    summary = collect_teacher(
+        recipe,
+        out,
+        episodes=args.episodes,
+        base_url=args.base_url,
+        model=args.model,
+        api_key_env=args.api_key_env,
+    )
     print(
         json.dumps(summary)
         if args.json
@@ -157,6 +164,14 @@ def add_parser(sub: Any) -> None:
     c = tsub.add_parser("collect", help="teacher flights for the warm start (temperature 0, no group filter)")
     _recipe_args(c)
     c.add_argument("--episodes", type=int, default=None, help="override teacher.episodes")
+    c.add_argument(
+        "--base-url",
+        default=None,
+        help="a second teacher: the model behind this OpenAI-compatible endpoint flies teacher.served_mix "
+        "(the study: gale and storm kickflips); its landed flights are kept",
+    )
+    c.add_argument("--model", default=None, help="the served teacher's model name (with --base-url)")
+    c.add_argument("--api-key-env", default=None, help="environment variable holding the endpoint's key")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_collect)
 

@@ -65,6 +65,10 @@ class SFTConfig(Strict):
     gradient_accumulation_steps: int = Field(1, ge=1)
     max_tokens: int | None = Field(None, ge=16)
     """Longest training sequence; a longer episode is an error (never silently truncated)."""
+    chunked_loss: bool = True
+    """The loss on reply positions only, the output head in chunks of `reply_chunk` positions; off:
+    TRL's own loss over the whole sequence's logits (peak memory grows with episode x vocabulary)."""
+    reply_chunk: int = Field(512, ge=1)
     min_reward: float = 1.0
     """Keep episodes that succeeded or reached this reward."""
     executed_actions: bool = False
@@ -80,6 +84,11 @@ class TeacherConfig(Strict):
     episodes: int = Field(64, ge=1)
     mix: list[MixEntry] = Field(default_factory=list)
     successes_only: bool = True
+    served_mix: list[MixEntry] = Field(default_factory=list)
+    """What a second teacher behind an endpoint flies (`train collect --base-url URL --model NAME`):
+    the study's stronger model flew gale and storm kickflips, paused, on training seeds, and only its
+    landed flights were kept. Empty: the scripted teacher's `mix`."""
+    served_episodes: int = Field(64, ge=1)
 
 
 class GRPOConfig(Strict):
@@ -91,6 +100,9 @@ class GRPOConfig(Strict):
     learning_rate: float = Field(1e-5, gt=0)
     micro_batch: int = Field(1, ge=1)
     """Episodes per forward/backward (gradients accumulate over the whole step's batch)."""
+    reply_chunk: int = Field(512, ge=1)
+    """Reply positions per chunk of the loss (output head and log-softmax over the vocabulary): peak
+    memory follows this, not the episode's length times the vocabulary."""
     reward: Literal["binary", "shaped"] = "binary"
     """binary: 1 on success else 0; shaped: the task's shaped reward (roadster: [0, 1])."""
     eps: float = 1e-6
@@ -99,8 +111,10 @@ class GRPOConfig(Strict):
     rollout_lag: int = Field(0, ge=0, le=2)
     """Versions the sampling weights lag the trained ones (PEAR: one or two, asynchronous)."""
     max_staleness: int = Field(2, ge=0)
-    curriculum: bool = True
-    """Weight the mix by each entry's learning signal p(1 - p) (`pear_agent.rl.curriculum`)."""
+    curriculum: bool = False
+    """Multiply each mix entry's weight by its learning signal p(1 - p) over its recent rollouts
+    (`pear_agent.rl.curriculum`). Off unless a recipe asks: it changes the mix's proportions by the
+    success rates (at the study's warm-start rates, "storm counts double" became about 9x storm)."""
     checkpoint_every: int = Field(5, ge=1)
     max_turns: int | None = None
     max_grad_norm: float = 1.0
@@ -119,6 +133,9 @@ class EvalConfig(Strict):
     test_episodes: dict[str, int] = Field(default_factory=lambda: {"light": 192, "gale": 192, "storm": 384})
     """Held-out test flights per wind band (the study's), flown once by the picked checkpoint."""
     tasks: list[str] = Field(default_factory=list)
+    val_tasks: list[str] = Field(default_factory=list)
+    """What `train pick` flies (bands and stunts, e.g. `roadster_kickflip:storm`: the study picked on
+    storm kickflips); empty: `tasks` (an unbanded roadster task flies light)."""
 
 
 class Recipe(Strict):

@@ -17,9 +17,11 @@ from pear_agent.train.rollout import EpisodeJob, LoopOptions, run_episodes
 
 
 def eval_draws(recipe: Recipe, split: str, episodes: int | None = None) -> list[Draw]:
-    """Validation: `eval.val_episodes` per task of `eval.tasks` (or of the last stage's mix);
-    test: `eval.test_episodes[band]` per roadster band, or `episodes` per task."""
+    """Validation: `eval.val_episodes` per task of `eval.val_tasks` (else `eval.tasks`, else the last
+    stage's mix); test: `eval.test_episodes[band]` per roadster band, or `episodes` per task."""
     tasks = recipe.eval.tasks or [e.task for e in recipe.grpo.stages[-1].mix]
+    if split == "val" and recipe.eval.val_tasks:
+        tasks = recipe.eval.val_tasks
     entries: list[tuple[MixEntry, int]] = []
     for t in dict.fromkeys(tasks):
         from pear_agent.registry import family_of
@@ -48,10 +50,11 @@ def evaluate(
     """Greedy episodes (temperature 0 by default) of a model; one result line per episode.
     `loaded`: the (model, tokenizer) already in memory; `append`: add to the results file."""
     from pear_agent.bench.runner import episode_key
-    from pear_agent.policies.local_model import LocalModelPolicy, load_model
+    from pear_agent.policies.local_model import load_model
+    from pear_agent.train.vision import make_local_policy
 
     model, tok = loaded or load_model(model_name, dtype=recipe.model.dtype)
-    policy = LocalModelPolicy(
+    policy = make_local_policy(
         model,
         tok,
         temperature=temperature,

@@ -73,6 +73,18 @@ def reward_of(record: dict[str, Any], kind: str) -> float:
     return 1.0 if record["success"] else 0.0
 
 
+def warm_start_note(recipe: Recipe, init: str | None) -> str | None:
+    """The line `train grpo` prints when a recipe that has a warm start (`sft.data`) is started from
+    the base model: the study's GRPO starts from its warm start, so that is rarely what was meant."""
+    if init is not None or not recipe.sft.data:
+        return None
+    return (
+        f"note: recipe {recipe.name} has a warm start (sft.data: {', '.join(recipe.sft.data)}) but no "
+        "--init was given: GRPO starts from the base model "
+        f"(train sft --recipe {recipe.name}, then train grpo --init RUN/checkpoint-sft)"
+    )
+
+
 class GRPOTrainer:
     def __init__(
         self,
@@ -85,12 +97,15 @@ class GRPOTrainer:
         import torch
         from accelerate import Accelerator
 
-        from pear_agent.policies.local_model import LocalModelPolicy
         from pear_agent.train.models import snapshot, trainable_model
+        from pear_agent.train.vision import make_local_policy
 
         self.recipe, self.cfg, self.out, self.log = recipe, recipe.grpo, Path(out), log
         self.out.mkdir(parents=True, exist_ok=True)
         self.run_fn = run_fn
+        note = warm_start_note(recipe, init)
+        if note:
+            log(note)
         torch.manual_seed(self.cfg.seed)
         model, self.tokenizer, self.base = trainable_model(recipe.model, init)
         if recipe.model.gradient_checkpointing:
@@ -108,7 +123,7 @@ class GRPOTrainer:
             TaskMix(st.mix, "train", seed=self.cfg.seed + i, curriculum=self.cfg.curriculum)
             for i, st in enumerate(self.cfg.stages)
         ]
-        self.policy = LocalModelPolicy(
+        self.policy = make_local_policy(  # a vision-language model's processor: images in the sequence
             self.model,
             self.tokenizer,
             temperature=self.cfg.temperature,
@@ -240,9 +255,10 @@ class GRPOTrainer:
         """One optimizer step on the kept groups: (loss, trained tokens, on-policy logprob drift)."""
         import torch
 
-        from pear_agent.train.loss import pear_loss, token_logprobs
+        from pear_agent.train.loss import causal_parts, pear_loss_chunked, reply_hidden
         from pear_agent.train.models import load_snapshot, snapshot
         from pear_agent.train.sequences import episode_tokens
+        from pear_agent.train.vision import text_tokenizer
 
         g = self.cfg
         items = []
@@ -258,7 +274,13 @@ class GRPOTrainer:
         self.model.train()
         self.optimizer.zero_grad()
         total, drift = 0.0, 0.0
-        pad = self.tokenizer.pad_token_id or 0
+        pad = text_tokenizer(self.tokenizer).pad_token_id or 0
+        model = self.accelerator.unwrap_model(self.model)
+        _, head, softcap = causal_parts(model)
+        # a trainable head (full fine-tuning) differs between versions: the snapshot holds its weight
+        head_name = next(
+            (n for n, p in model.named_parameters() if p is head.weight and p.requires_grad), None
+        )
         for k in range(0, len(items), g.micro_batch):
             batch = items[k : k + g.micro_batch]
             width = max(len(s.input_ids) for s, _ in batch)
@@ -278,35 +300,46 @@ class GRPOTrainer:
             attn = torch.ones_like(ids)
             for b, (s, _) in enumerate(batch):
                 attn[b, len(s.input_ids) :] = 0
-            inputs, targets = ids[:, :-1], ids[:, 1:]
-            tmask, tvers, told = mask[:, 1:], vers[:, 1:], old[:, 1:]
-            # logits only where a generated token is predicted (a whole episode's vocabulary-wide
-            # logits would not fit): transformers' `logits_to_keep` takes the positions
-            keep = torch.nonzero(tmask.sum(0) > 0).squeeze(-1)
-            targets, tmask, tvers, told = targets[:, keep], tmask[:, keep], tvers[:, keep], told[:, keep]
-            fwd = {"input_ids": inputs, "attention_mask": attn[:, :-1], "logits_to_keep": keep}
-            # the sampling policy's logits first (its weights swapped in, no graph), then pi's
-            behaviour = None
-            stale = [int(v) for v in torch.unique(tvers[tmask > 0]).tolist() if int(v) != self.version]
-            if stale:
-                with torch.no_grad():
-                    behaviour = self.model(**fwd).logits
-                    for v in stale:
-                        if v not in self.snapshots:
-                            raise ValueError(f"tokens of policy version {v} are older than max_staleness")
+            fwd = {"input_ids": ids, "attention_mask": attn}
+            pixels = [s.vision for s, _ in batch if s.vision]  # a vision-language model's images
+            if pixels:
+                fwd |= {k: torch.cat([p[k] for p in pixels]).to(device) for k in pixels[0]}
+            # the model's body over the sequence; the head, the log-softmax and the estimator only at
+            # the positions that predict a generated token, in chunks (`loss.pear_loss_chunked`)
+            sel = mask[:, 1:] > 0
+            tvers, told = vers[:, 1:][sel], old[:, 1:][sel]
+            tadv = adv.unsqueeze(-1).expand_as(mask[:, 1:])[sel]
+            hidden, targets = reply_hidden(model, fwd, mask)
+            loss = hidden.new_zeros((), dtype=torch.float32)
+            for v in sorted({int(x) for x in torch.unique(tvers).tolist()}):
+                rows = tvers == v
+                behaviour, weight = None, None
+                if v != self.version:
+                    # the sampling policy's hidden states: its weights swapped in, no graph
+                    if v not in self.snapshots:
+                        raise ValueError(f"tokens of policy version {v} are older than max_staleness")
+                    with torch.no_grad():
                         current = load_snapshot(self.model, self.snapshots[v])
-                        old_logits = self.model(**fwd).logits
+                        behaviour = reply_hidden(model, fwd, mask)[0][rows]
                         load_snapshot(self.model, current)
-                        behaviour = torch.where((tvers == v).unsqueeze(-1), old_logits, behaviour)
-            logits = self.model(**fwd).logits
-            loss = pear_loss(logits, targets, tmask, adv, n_tokens, behaviour, g.temperature)
+                    weight = self.snapshots[v].get(head_name) if head_name else None
+                part, lp = pear_loss_chunked(
+                    head,
+                    hidden[rows],
+                    targets[rows],
+                    tadv[rows],
+                    n_tokens,
+                    g.temperature,
+                    softcap,
+                    behaviour,
+                    weight,
+                    g.reply_chunk,
+                )
+                loss = loss + part
+                if v == self.version and bool(rows.any()):
+                    drift = max(drift, float((lp - told[rows]).abs().max().item()))
             self.accelerator.backward(loss)
             total += float(loss.item())
-            with torch.no_grad():
-                lp, _ = token_logprobs(logits.detach(), targets, g.temperature)
-                on = (tmask > 0) & (tvers == self.version)
-                if on.any():
-                    drift = max(drift, float((lp - told)[on].abs().max().item()))
         if g.max_grad_norm:
             self.accelerator.clip_grad_norm_(
                 [p for p in self.model.parameters() if p.requires_grad], g.max_grad_norm

@@ -58,3 +58,138 @@ def pear_loss(
         score = lp - (mu * logp_all).sum(-1)
     weighted = advantages.unsqueeze(-1) * score * mask
     return -weighted.sum() / max(1, int(n_tokens))
+
+
+# -- the loss where it is needed, in chunks ------------------------------------------------------
+# A whole episode's vocabulary-wide logits ([T, V] floats: 4,300 x 49,152 for SmolLM2, and the
+# log-softmax, its gradient and TRL's metrics over them) were most of a warm start's 9.7 GB. The
+# model's body runs over the whole sequence (its hidden states [T, H] are small); the output head,
+# the log-softmax and the estimator run only on the positions that predict a reply token, CHUNK
+# positions at a time, each chunk recomputed in the backward pass (activation checkpointing), so the
+# vocabulary-wide tensors alive at once are one chunk's, whatever the episode's length.
+
+REPLY_CHUNK = 512
+"""Reply positions per chunk: [512, V] float32 logits are 100 MB for SmolLM2, 310 MB for Qwen3."""
+
+
+def causal_parts(model: Any) -> tuple[Any, Any, float | None]:
+    """(the model's body, its output head, the final logit soft-cap or None) of a causal LM or an
+    image-text-to-text model (transformers names the body `base_model_prefix`, usually `model`), under
+    a PEFT wrapper (LoRA layers sit inside the body: calling it directly trains them)."""
+    lm = model.get_base_model() if hasattr(model, "get_base_model") else model
+    head = lm.get_output_embeddings()
+    body = getattr(lm, getattr(lm, "base_model_prefix", "model"), None)
+    if head is None or body is None or body is lm:
+        raise ValueError(f"{type(lm).__name__}: cannot find its body and output head for the chunked loss")
+    cfg = getattr(lm.config, "get_text_config", lambda: lm.config)()
+    return body, head, getattr(cfg, "final_logit_softcapping", None)
+
+
+def reply_hidden(model: Any, inputs: dict[str, Any], mask: Any) -> tuple[Any, Any]:
+    """(hidden states [N, H] at the N positions that predict a reply token, those tokens [N]).
+
+    inputs: the model's inputs (input_ids [B, T], attention_mask, and for a vision-language model its
+    pixel inputs); mask [B, T] 1 on reply tokens. The state at position t predicts token t + 1."""
+    body, _, _ = causal_parts(model)
+    out = body(**inputs, use_cache=False)
+    hidden = out.last_hidden_state if hasattr(out, "last_hidden_state") else out[0]
+    ids = inputs["input_ids"]
+    sel = mask[:, 1:] > 0
+    return hidden[:, :-1][sel], ids[:, 1:][sel]
+
+
+def _terms(
+    hidden: Any,
+    targets: Any,
+    weight: Any,
+    bias: Any,
+    temperature: float,
+    softcap: float | None,
+    behaviour_hidden: Any,
+    behaviour_weight: Any,
+) -> tuple[Any, Any]:
+    """(score, log pi(target)) of one chunk; score = log pi(y) - E_mu[log pi] where mu is given."""
+    import torch
+    import torch.nn.functional as F
+
+    def logits_of(h: Any, w: Any) -> Any:
+        z = F.linear(h, w, bias).float()
+        if softcap:
+            z = torch.tanh(z / softcap) * softcap
+        return z / temperature
+
+    logp_all = torch.log_softmax(logits_of(hidden, weight), dim=-1)
+    lp = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    if behaviour_hidden is None:
+        return lp, lp
+    with torch.no_grad():
+        mu = torch.softmax(logits_of(behaviour_hidden, behaviour_weight), dim=-1)
+    return lp - (mu * logp_all).sum(-1), lp
+
+
+def chunked_terms(
+    head: Any,
+    hidden: Any,
+    targets: Any,
+    temperature: float = 1.0,
+    softcap: float | None = None,
+    behaviour_hidden: Any | None = None,
+    behaviour_weight: Any | None = None,
+    chunk: int = REPLY_CHUNK,
+) -> tuple[Any, Any]:
+    """(score [N], log pi [N]) at N reply positions, the output head applied `chunk` rows at a time
+    and recomputed in the backward pass (only one chunk's [chunk, V] tensors are alive at once).
+
+    behaviour_hidden [N, H] and behaviour_weight: the sampling policy's hidden states and head weight
+    where it is older than pi (None: on-policy, score = log pi)."""
+    import torch
+    from torch.utils.checkpoint import checkpoint
+
+    t = temperature if temperature > 0 else 1.0
+    weight, bias = head.weight, getattr(head, "bias", None)
+    if behaviour_hidden is not None and behaviour_weight is None:
+        behaviour_weight = weight.detach()
+    scores, lps = [], []
+    for s in range(0, hidden.shape[0], max(1, chunk)):
+        args = (
+            hidden[s : s + chunk],
+            targets[s : s + chunk],
+            weight,
+            bias,
+            t,
+            softcap,
+            None if behaviour_hidden is None else behaviour_hidden[s : s + chunk],
+            behaviour_weight,
+        )
+        if torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad):
+            sc, lp = checkpoint(_terms, *args, use_reentrant=False)
+        else:
+            sc, lp = _terms(*args)
+        scores.append(sc)
+        lps.append(lp)
+    if not scores:
+        empty = hidden.new_zeros(0, dtype=torch.float32)
+        return empty, empty
+    return torch.cat(scores), torch.cat(lps)
+
+
+def pear_loss_chunked(
+    head: Any,
+    hidden: Any,
+    targets: Any,
+    advantages: Any,
+    n_tokens: int,
+    temperature: float = 1.0,
+    softcap: float | None = None,
+    behaviour_hidden: Any | None = None,
+    behaviour_weight: Any | None = None,
+    chunk: int = REPLY_CHUNK,
+) -> tuple[Any, Any]:
+    """`pear_loss` on reply positions only, in chunks: (loss, log pi [N] detached, for the drift).
+
+    hidden [N, H] at the positions predicting the N generated tokens `targets`; advantages [N] each
+    token's episode advantage; n_tokens the generated tokens of the whole batch."""
+    score, lp = chunked_terms(
+        head, hidden, targets, temperature, softcap, behaviour_hidden, behaviour_weight, chunk
+    )
+    return -(advantages * score).sum() / max(1, int(n_tokens)), lp.detach()

@@ -62,38 +62,100 @@ class ChatSequence:
     mask: list[int] = field(default_factory=list)
     reply_token_counts: list[int] = field(default_factory=list)
     """Tokens of each reply (its text and its end-of-turn token, as generated)."""
-    _messages: list[dict[str, str]] = field(default_factory=list)
+    reply_spans: list[tuple[int, int]] = field(default_factory=list)
+    """[start, end) of each reply in `ids`: where the loss must be, recorded independently of `mask`."""
+    _messages: list[dict[str, Any]] = field(default_factory=list)
     _text: str = ""
+    _raw: list[dict[str, Any]] = field(default_factory=list)
+    processor: Any = None
+    """A vision-language model's processor (`pear_agent.train.vision`): images enter the sequence as
+    the model's image tokens (never in the loss); None for a text model."""
+    images: list[str] = field(default_factory=list)
+    """The image URLs in the sequence, in order."""
+    vision: list[dict[str, Any]] = field(default_factory=list)
+    """The processor's pixel inputs for each prompt that added images (pixel_values, image_grid_thw)."""
+
+    def __post_init__(self) -> None:
+        from pear_agent.train.vision import is_processor
+
+        if is_processor(self.tokenizer):  # a processor given where a tokenizer goes
+            self.processor, self.tokenizer = self.tokenizer, self.tokenizer.tokenizer
 
     def prompt(self, messages: list[dict[str, Any]]) -> list[int]:
         """Append the messages not yet in the sequence and the generation prompt; the ids to generate
         from (the whole sequence)."""
-        msgs = text_messages(messages)
+        if self.processor is not None:
+            from pear_agent.train.vision import vision_messages
+
+            msgs, urls = vision_messages(messages)
+        else:
+            msgs, urls = text_messages(messages), []
         n = len(self._messages)
         if msgs[:n] != self._messages:
             raise TemplateDriftError("the conversation changed under the sequence (an earlier turn differs)")
         if any(m["role"] == "assistant" for m in msgs[n:]):
             raise ValueError("replies enter the sequence through add_reply, not as prompt messages")
-        text = self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
+        templater = self.processor if self.processor is not None else self.tokenizer
+        text = templater.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         if not text.startswith(self._text):
             raise TemplateDriftError(
                 "the chat template is not append-only here (it rewrites earlier turns); pear-agent trains "
                 "a whole episode as one sequence"
             )
         delta = text[len(self._text) :]
-        new = self.tokenizer(delta, add_special_tokens=False)["input_ids"] if delta else []
+        if urls[: len(self.images)] != self.images:
+            raise TemplateDriftError("the conversation's earlier images changed under the sequence")
+        fresh = urls[len(self.images) :]
+        if fresh:
+            new = self._encode_images(delta, fresh)
+        else:
+            new = self.tokenizer(delta, add_special_tokens=False)["input_ids"] if delta else []
         self.ids += new
         self.mask += [0] * len(new)
         self._messages = msgs
+        self._raw = [dict(m) for m in messages]
         self._text = text
         return list(self.ids)
 
+    def _encode_images(self, delta: str, urls: list[str]) -> list[int]:
+        """The new text's ids with each image placeholder expanded into its image's tokens."""
+        from pear_agent.train.vision import decode_image
+
+        enc = self.processor(
+            text=[delta],
+            images=[decode_image(u) for u in urls],
+            add_special_tokens=False,
+            return_tensors="pt",
+        )
+        self.images += urls
+        self.vision.append({k: v for k, v in enc.items() if k not in ("input_ids", "attention_mask")})
+        return enc["input_ids"][0].tolist()
+
+    def vision_inputs(self) -> dict[str, Any]:
+        """The pixel inputs of every image in the sequence, concatenated in order ({} without images)."""
+        import torch
+
+        if not self.vision:
+            return {}
+        out = {}
+        for k in self.vision[0]:
+            parts = [v[k] for v in self.vision]
+            # batched per-image tensors [1, images, ...] (Idefics3, SmolVLM) join along the images;
+            # flat ones (Qwen-VL's patches and grids) along the first axis
+            dim = 1 if parts[0].dim() >= 4 and parts[0].shape[0] == 1 else 0
+            out[k] = torch.cat(parts, dim=dim)
+        return out
+
     def add_reply(self, token_ids: list[int], text: str) -> None:
         """The reply's tokens as sampled (ending with the end-of-turn token when it stopped there)."""
+        start = len(self.ids)
         self.ids += list(token_ids)
         self.mask += [1] * len(token_ids)
         self.reply_token_counts.append(len(token_ids))
-        self._messages = [*self._messages, {"role": "assistant", "content": text}]
+        self.reply_spans.append((start, len(self.ids)))
+        content: Any = text if self.processor is None else [{"type": "text", "text": text}]
+        self._messages = [*self._messages, {"role": "assistant", "content": content}]
+        self._raw = [*self._raw, {"role": "assistant", "content": text}]
         self._text += self.tokenizer.decode(token_ids, skip_special_tokens=False)
 
     def add_text_reply(self, text: str) -> None:
@@ -102,20 +164,27 @@ class ChatSequence:
         self.add_reply(ids, text)
 
     @property
-    def messages(self) -> list[dict[str, str]]:
-        """The conversation in the sequence (text), replies included."""
-        return list(self._messages)
+    def messages(self) -> list[dict[str, Any]]:
+        """The conversation in the sequence as it was given (images included), replies included."""
+        return list(self._raw)
 
     @property
     def masked_tokens(self) -> int:
         return sum(self.mask)
 
     def check_mask(self) -> None:
-        """The loss covers exactly the replies' tokens (and nothing else)."""
-        if self.masked_tokens != sum(self.reply_token_counts):
+        """The loss covers exactly the replies' tokens (and nothing else): the mask is compared
+        position by position with the replies' spans, which are recorded apart from it."""
+        if len(self.mask) != len(self.ids):
+            raise AssertionError(f"loss mask has {len(self.mask)} entries for {len(self.ids)} tokens")
+        want = [0] * len(self.ids)
+        for start, end in self.reply_spans:
+            want[start:end] = [1] * (end - start)
+        if self.mask != want:
+            bad = next(i for i, (a, b) in enumerate(zip(self.mask, want, strict=True)) if a != b)
             raise AssertionError(
-                f"loss mask covers {self.masked_tokens} tokens, "
-                f"the replies hold {sum(self.reply_token_counts)}"
+                f"loss mask covers {self.masked_tokens} tokens, the replies hold {sum(want)}; "
+                f"first difference at token {bad} (mask {self.mask[bad]}, reply {want[bad]})"
             )
 
 
@@ -130,6 +199,8 @@ class EpisodeTokens:
     """log mu(token) of the sampling policy on masked positions (0 elsewhere); None when unknown."""
     versions: list[int] | None = None
     """Policy version that sampled each masked token (-1 elsewhere)."""
+    vision: dict[str, Any] = field(default_factory=dict)
+    """A vision-language model's pixel inputs for the sequence's images (pixel_values, image_grid_thw)."""
 
 
 def episode_tokens(
@@ -177,5 +248,10 @@ def episode_tokens(
         raise ValueError(f"episode of {len(ids)} tokens exceeds the {max_tokens}-token training limit")
     has_old = traces is not None and not any(v != v for v, b in zip(old, mask, strict=True) if b)
     return EpisodeTokens(
-        ids, mask, seq.masked_tokens, old_logprobs=old if has_old else None, versions=versions
+        ids,
+        mask,
+        seq.masked_tokens,
+        old_logprobs=old if has_old else None,
+        versions=versions,
+        vision=seq.vision_inputs(),
     )

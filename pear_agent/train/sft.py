@@ -17,6 +17,24 @@ from typing import Any
 from pear_agent.train.config import Recipe
 from pear_agent.train.data import Example, load_examples
 
+MIN_TRL = "1.7"
+"""TRL builds the `labels` column (-100 off the assistant mask) in the prepared dataset from 1.7 on:
+the mask check below reads it. setup.cfg's train extra pins at least this (a test holds them equal)."""
+
+
+def check_trl_version(version: str | None = None) -> None:
+    """One line naming the fix when the installed TRL is older than the mask check needs."""
+    from packaging.version import Version
+
+    if version is None:
+        import trl
+
+        version = trl.__version__
+    if Version(version) < Version(MIN_TRL):
+        raise ValueError(
+            f"train sft needs trl>={MIN_TRL} (installed: {version}): pip install 'trl>={MIN_TRL}'"
+        )
+
 
 @dataclass
 class SFTResult:
@@ -53,6 +71,38 @@ def select(examples: list[Example], min_reward: float) -> list[Example]:
     return [e for e in examples if e.success or e.reward >= min_reward]
 
 
+MODEL_INPUTS = ("input_ids", "attention_mask", "position_ids")
+"""What the body takes from a batch; a vision-language batch adds its pixel inputs (`PIXEL_INPUTS`)."""
+PIXEL_INPUTS = ("pixel_values", "pixel_attention_mask", "image_grid_thw", "image_sizes")
+
+
+def reply_loss(model: Any, inputs: dict[str, Any], num_items: Any = None, chunk: int = 512) -> Any:
+    """Cross-entropy on the reply tokens only (labels other than -100), the output head applied in
+    chunks at those positions (`loss.chunked_terms`): never the whole episode's [T, V] logits.
+    Averaged over `num_items` (the accumulation's reply tokens) when given, else this batch's."""
+    from pear_agent.train.loss import causal_parts, chunked_terms, reply_hidden
+
+    labels = inputs["labels"]
+    fwd = {k: inputs[k] for k in (*MODEL_INPUTS, *PIXEL_INPUTS) if inputs.get(k) is not None}
+    hidden, targets = reply_hidden(model, fwd, labels != -100)
+    _, head, softcap = causal_parts(model)
+    _, lp = chunked_terms(head, hidden, targets, softcap=softcap, chunk=chunk)
+    n = int(num_items) if num_items is not None else int(targets.numel())
+    return -lp.sum() / max(1, n)
+
+
+def _reply_only_trainer(base: Any) -> Any:
+    """TRL's SFTTrainer with the loss on reply positions, in chunks (`reply_loss`); TRL's own
+    compute_loss builds the whole sequence's logits (and its entropy and accuracy over them)."""
+
+    class ReplyOnlySFTTrainer(base):  # type: ignore[misc, valid-type]
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None) -> Any:  # noqa: ANN001
+            loss = reply_loss(model, inputs, num_items_in_batch, chunk=self.reply_chunk)
+            return (loss, None) if return_outputs else loss
+
+    return ReplyOnlySFTTrainer
+
+
 def run_sft(
     recipe: Recipe,
     out: Path,
@@ -68,6 +118,7 @@ def run_sft(
 
     from pear_agent.train.models import save_checkpoint, trainable_model
 
+    check_trl_version()
     cfg = recipe.sft
     t0 = time.perf_counter()
     examples = select(load_examples(data or cfg.data, cfg.executed_actions), cfg.min_reward)
@@ -96,7 +147,9 @@ def run_sft(
         lr_scheduler_type="constant",
         gradient_checkpointing=recipe.model.gradient_checkpointing,
     )
-    trainer = SFTTrainer(model=model, args=args, train_dataset=dataset, processing_class=tok)
+    trainer_cls = _reply_only_trainer(SFTTrainer) if cfg.chunked_loss else SFTTrainer
+    trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tok)
+    trainer.reply_chunk = cfg.reply_chunk
     trained = sum(sum(1 for x in row if x != -100) for row in trainer.train_dataset["labels"])
     # TRL's labels are shifted inside the model; the unshifted labels count each reply token once
     if trained != reply_tokens:

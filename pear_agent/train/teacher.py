@@ -1,7 +1,12 @@
 """Teacher flights for the warm start, as the study collected them: the scripted teacher at
 "temperature 0" (no per-flight jitter), every flight flown once and kept (no group filter: a
 teacher's single flights have no group), drawn from the recipe's teacher mix (bands, weights,
-scenario filters such as slow approaches). Written as a trajectory folder `train sft` reads."""
+scenario filters such as slow approaches). Written as a trajectory folder `train sft` reads.
+
+A second teacher is any model behind an OpenAI-compatible endpoint (`--base-url`, `--model`): it
+flies the recipe's `teacher.served_mix` (the study: gale and storm kickflips, which the scripted
+pilot's light-wind flights do not teach), paused, on training seeds, and only its landed flights are
+kept. The recipe's `sft.data` names both folders, so the warm start mixes them as the study did."""
 
 from __future__ import annotations
 
@@ -21,13 +26,48 @@ def teacher_policy(task: str) -> Any:
     return family_of(task).default_policy(task, seed=0, action_noise_cm=0.0, pilot_noise=0.0)
 
 
-def collect_teacher(recipe: Recipe, out: Path, episodes: int | None = None) -> dict[str, Any]:
+def served_policy(base_url: str, model: str, api_key_env: str | None = None) -> Any:
+    """A model behind an endpoint as the teacher: greedy (temperature 0), as a teacher flies."""
+    from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+
+    return OpenAIPolicy(
+        ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env, temperature=0.0)
+    )
+
+
+def collect_teacher(
+    recipe: Recipe,
+    out: Path,
+    episodes: int | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
+    api_key_env: str | None = None,
+) -> dict[str, Any]:
+    """Teacher flights into `out`: the scripted teacher on `teacher.mix`, or, with `base_url` and
+    `model`, the served model on `teacher.served_mix` (its landed flights only)."""
     from pear_agent.rl.trajectories import TrajectoryWriter
 
     t = recipe.teacher
-    mix_entries = t.mix or recipe.grpo.stages[0].mix
-    mix = TaskMix(mix_entries, "train", seed=recipe.sft.seed)
-    n = episodes or t.episodes
+    if (base_url is None) != (model is None):
+        raise ValueError("a served teacher needs both --base-url and --model")
+    if base_url is not None:
+        mix_entries = t.served_mix or t.mix or recipe.grpo.stages[0].mix
+        # other training seeds than the scripted teacher's draws (its mix starts at seed sft.seed)
+        mix = TaskMix(mix_entries, "train", seed=recipe.sft.seed + 1)
+        n = episodes or t.served_episodes
+        served = served_policy(base_url, model, api_key_env)  # type: ignore[arg-type]
+
+        def make(job: EpisodeJob) -> Any:
+            return served
+    else:
+        mix_entries = t.mix or recipe.grpo.stages[0].mix
+        mix = TaskMix(mix_entries, "train", seed=recipe.sft.seed)
+        n = episodes or t.episodes
+
+        def make(job: EpisodeJob) -> Any:
+            return teacher_policy(job.task)
+
+    successes_only = t.successes_only or base_url is not None
     draws = [mix.draw() for _ in range(n)]
     opts = LoopOptions(observation=recipe.observation, scene_facts=recipe.scene_facts)
     written = 0
@@ -42,7 +82,7 @@ def collect_teacher(recipe: Recipe, out: Path, episodes: int | None = None) -> d
             s = per_task.setdefault(rec["task"], [0, 0])
             s[0] += 1
             s[1] += int(rec["success"])
-            if rec["success"] or not t.successes_only:
+            if rec["success"] or not successes_only:
                 rec = dict(rec)
                 rec.pop("completion_tokens", None)
                 rec.pop("wall_time_s", None)
@@ -52,8 +92,9 @@ def collect_teacher(recipe: Recipe, out: Path, episodes: int | None = None) -> d
                 written += 1
 
         jobs = [EpisodeJob(d.task, d.seed, group_id=f"teacher{i:04d}") for i, d in enumerate(draws)]
-        run_episodes(jobs, lambda job: teacher_policy(job.task), opts, on_record=keep)
+        run_episodes(jobs, make, opts, on_record=keep)
     summary = {
+        "teacher": f"{model} at {base_url}" if base_url else "scripted",
         "flown": n,
         "written": written,
         "tasks": {k: {"flown": v[0], "landed": v[1]} for k, v in per_task.items()},

@@ -29,7 +29,12 @@ def test_every_recipe_and_profile_loads():
     for name in recipe_names():
         base = load_recipe(name)
         for profile in base.profiles:
-            assert load_recipe(name, profile).model.name == "smollm2"
+            assert load_recipe(name, profile).model.name in ("smollm2", "tiny-idefics3")
+    cpu = load_recipe("libero_pear", "cpu")  # LIBERO with camera images, a vision-language model
+    assert cpu.model.name == "tiny-idefics3" and cpu.observation == "both"
+    assert {e.task for e in cpu.grpo.stages[1].mix} == {
+        f"libero_{s}/*" for s in ("goal", "spatial", "object", "10")
+    }
     pear = load_recipe("libero_pear")
     assert [s.steps for s in pear.grpo.stages] == [148, None]
     assert {e.task for e in pear.grpo.stages[0].mix} == {

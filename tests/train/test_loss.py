@@ -59,3 +59,44 @@ def test_temperature_scales_the_distribution():
     onehot = torch.nn.functional.one_hot(targets, 5).float()
     want = adv[:, None, None] * (onehot - pi) * mask[..., None] / 4 / 0.5
     assert torch.allclose(-logits.grad, want, atol=1e-6)
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 5, 64])
+@pytest.mark.parametrize("stale", [False, True])
+def test_the_chunked_loss_on_reply_positions_equals_the_full_loss(chunk, stale):
+    """The same loss and gradients (on the hidden states and the head) as `pear_loss` over the whole
+    [B, T, V] logits, whatever the chunk, with and without the score-centering correction."""
+    from pear_agent.train.loss import pear_loss_chunked
+
+    g = torch.Generator().manual_seed(0)
+    head = torch.nn.Linear(8, 11, bias=False)
+    with torch.no_grad():
+        head.weight.copy_(torch.randn(11, 8, generator=g))
+    hidden = torch.randn(2, 6, 8, generator=g, requires_grad=True)
+    targets = torch.randint(0, 11, (2, 6), generator=g)
+    mask = torch.tensor([[0, 1, 1, 0, 1, 0], [0, 0, 1, 1, 1, 1]], dtype=torch.float)
+    adv = torch.tensor([0.7, -0.7])
+    bh = (hidden.detach() + 0.3 * torch.randn(2, 6, 8, generator=g)) if stale else None
+    n = 9  # the whole batch's generated tokens
+    full = pear_loss(head(hidden), targets, mask, adv, n, head(bh).detach() if stale else None, 0.8)
+    full.backward()
+    want_h, want_w = hidden.grad.clone(), head.weight.grad.clone()
+    hidden.grad, head.weight.grad = None, None
+    sel = mask > 0
+    loss, lp = pear_loss_chunked(
+        head,
+        hidden[sel],
+        targets[sel],
+        adv[:, None].expand_as(mask)[sel],
+        n,
+        temperature=0.8,
+        behaviour_hidden=bh[sel] if stale else None,
+        chunk=chunk,
+    )
+    loss.backward()
+    assert float(loss) == pytest.approx(float(full), abs=1e-6)
+    assert torch.allclose(hidden.grad, want_h, atol=1e-6) and torch.allclose(
+        head.weight.grad, want_w, atol=1e-6
+    )
+    want_lp = torch.log_softmax(head(hidden).detach() / 0.8, -1).gather(-1, targets[..., None])[..., 0]
+    assert torch.allclose(lp, want_lp[sel], atol=1e-6)

@@ -65,3 +65,22 @@ def test_images_are_refused_with_the_fix(tiny):
     convo = [CONVO[0], {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]
     with pytest.raises(ValueError, match="--observation state"):
         ChatSequence(tok).prompt(convo)
+
+
+def test_check_mask_catches_a_mask_shifted_off_the_replies(tiny):
+    """The same number of masked tokens in the wrong place (a prompt token in the loss, a reply token
+    out of it) fails: the mask is checked position by position against the replies' spans."""
+    _, tok = tiny
+    seq = ChatSequence(tok)
+    seq.prompt(CONVO[:2])
+    seq.add_text_reply(CONVO[2]["content"])
+    seq.check_mask()  # as built: fine
+    start, end = seq.reply_spans[0]
+    seq.mask[start - 1], seq.mask[end - 1] = 1, 0  # shifted by one: the count is unchanged
+    assert sum(seq.mask) == seq.reply_token_counts[0]
+    with pytest.raises(AssertionError, match="first difference at token"):
+        seq.check_mask()
+    seq.mask[start - 1], seq.mask[end - 1] = 0, 1
+    seq.mask.append(0)  # one entry more than there are tokens
+    with pytest.raises(AssertionError, match="entries for"):
+        seq.check_mask()

@@ -83,3 +83,33 @@ def test_no_successful_episode_is_one_clear_error(tiny_model_dir, tmp_path):
     (empty / "trajectories.jsonl").write_text("")
     with pytest.raises(ValueError, match="no episode to learn from"):
         run_sft(recipe, tmp_path / "sft", data=[str(empty)])
+
+
+def test_the_reply_loss_equals_transformers_loss_on_the_same_labels(tiny):
+    """The warm start's chunked loss on reply positions is the model's own cross-entropy over the
+    labels (the whole sequence's logits), value and gradient, whatever the chunk."""
+    import torch
+
+    from pear_agent.train.sequences import episode_tokens
+    from pear_agent.train.sft import reply_loss
+
+    model, tok = tiny
+    msgs = [{"role": "system", "content": "Fly."}]
+    for t in range(3):
+        msgs += [{"role": "user", "content": f"t={t}"}, {"role": "assistant", "content": '{"mode": "land"}'}]
+    seq = episode_tokens(tok, msgs)
+    ids = torch.tensor([seq.input_ids])
+    labels = torch.where(torch.tensor([seq.mask]) > 0, ids, torch.full_like(ids, -100))
+    inputs = {"input_ids": ids, "attention_mask": torch.ones_like(ids), "labels": labels}
+    model.zero_grad()
+    full = model(**inputs).loss
+    full.backward()
+    want = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+    for chunk in (1, 4, 512):
+        model.zero_grad()
+        loss = reply_loss(model, inputs, chunk=chunk)
+        loss.backward()
+        got = [p.grad for p in model.parameters() if p.grad is not None]
+        assert loss.item() == pytest.approx(full.item(), rel=1e-5)
+        assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, want, strict=True))
+    model.zero_grad()

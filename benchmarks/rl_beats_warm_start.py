@@ -1,0 +1,204 @@
+"""Does GRPO, not the warm start, raise held-out success? A warm start that lands well under the
+ceiling (few teacher flights of a harder stunt or band), then GRPO from it, then the GRPO checkpoint
+and its own warm start flown on the SAME held-out test seeds (greedy, paused) and compared with an
+exact paired test (McNemar, two-sided; `pear_agent.bench.stats.mcnemar_exact`).
+
+CPU (SmolLM2-135M, the roadster_study recipe's cpu profile, hours on 2 cores):
+
+    PEAR_BENCH_TAG=issue27 nice -n 10 python benchmarks/rl_beats_warm_start.py --out runs/rl-vs-warm \\
+        --task roadster_kickflip:light --teacher 4 --test 48 --grpo-steps 30 --groups 4 --group-size 8
+
+GPU (the study's model; `--profile ''` keeps the recipe's Qwen3-4B, in the Hugging Face cache):
+
+    PEAR_BENCH_TAG=issue27-gpu python benchmarks/rl_beats_warm_start.py --profile '' \\
+        --out runs/rl-vs-warm-gpu --task roadster_kickflip:storm --teacher 16 --test 192 \\
+        --grpo-steps 60 --groups 16 --group-size 8
+
+Phases (each saves `<out>/rl_beats_warm_start.json` as it ends; `--sft-checkpoint` and
+`--grpo-run` resume): teacher flights -> warm start -> warm start on the test seeds -> GRPO steps
+(metrics per step: mean reward, success, s/step, tokens/s, peak RSS) -> the last checkpoint on the
+same test seeds -> the paired test. Figures: success of each, mean reward per step, tokens/s, s/step,
+peak memory, the command, its wall time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from _common import emit, machine
+
+
+def paired(a: list[dict], b: list[dict]) -> dict:
+    """a vs b on their shared seeds: discordant pairs and the exact McNemar p-value."""
+    from pear_agent.bench.stats import mcnemar_exact
+
+    ka = {x["key"]: x for x in a}
+    kb = {x["key"]: x for x in b}
+    shared = sorted(set(ka) & set(kb))
+    a_only = sum(1 for k in shared if ka[k]["success"] and not kb[k]["success"])
+    b_only = sum(1 for k in shared if kb[k]["success"] and not ka[k]["success"])
+    return {
+        "shared": len(shared),
+        "a_only": a_only,
+        "b_only": b_only,
+        "mcnemar_p": mcnemar_exact(a_only, b_only),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="runs/rl-vs-warm")
+    ap.add_argument("--recipe", default="roadster_study")
+    ap.add_argument("--profile", default="cpu", help="'' for the recipe itself (a GPU machine)")
+    ap.add_argument("--task", default="roadster_kickflip:light", help="the stunt and band trained and tested")
+    ap.add_argument(
+        "--teacher", type=int, default=4, help="teacher flights: few, so the warm start is not at the ceiling"
+    )
+    ap.add_argument("--test", type=int, default=48, help="paired held-out test seeds")
+    ap.add_argument("--grpo-steps", type=int, default=30)
+    ap.add_argument("--groups", type=int, default=4, help="groups per GRPO step")
+    ap.add_argument("--group-size", type=int, default=8)
+    ap.add_argument("--lr", type=float, default=None, help="GRPO learning rate (default: the recipe's)")
+    ap.add_argument("--max-turns", type=int, default=None)
+    ap.add_argument("--sft-checkpoint", default=None, help="reuse this warm start (skip teacher and SFT)")
+    ap.add_argument("--grpo-run", default=None, help="reuse this GRPO run's last checkpoint (skip GRPO)")
+    ap.add_argument("--set", action="append", default=[], help="more recipe overrides KEY=VALUE")
+    args = ap.parse_args()
+
+    from pear_agent.train.config import load_recipe
+    from pear_agent.train.evaluate import eval_draws, evaluate, summarize
+    from pear_agent.train.grpo import GRPOTrainer
+    from pear_agent.train.sft import peak_rss_mb, run_sft
+    from pear_agent.train.teacher import collect_teacher
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    report: dict = {"args": vars(args), "machine": machine()}
+    path = out / "rl_beats_warm_start.json"
+
+    def save() -> None:
+        report["peak_rss_mb"] = peak_rss_mb()
+        report["wall_s"] = time.perf_counter() - t0
+        path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+
+    def log(msg: str) -> None:
+        print(f"[rl_beats_warm_start {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+    mix = f"[{{task: '{args.task}'}}]"
+    sets = [
+        f"teacher.mix={mix}",
+        f"grpo.stages=[{{name: '{args.task}', mix: {mix}}}]",
+        f"grpo.groups_per_step={args.groups}",
+        f"grpo.group_size={args.group_size}",
+        "grpo.reward=shaped",
+        f"grpo.checkpoint_every={max(1, args.grpo_steps // 6)}",
+        f"eval.tasks=['{args.task}']",
+        *([f"grpo.learning_rate={args.lr}"] if args.lr else []),
+        *([f"grpo.max_turns={args.max_turns}"] if args.max_turns else []),
+        *args.set,
+    ]
+    recipe = load_recipe(args.recipe, args.profile or None, sets)
+    report["recipe"] = recipe.model_dump(exclude={"profiles"})
+
+    # 1. the warm start, on few teacher flights
+    if args.sft_checkpoint:
+        sft_out = Path(args.sft_checkpoint)
+        report["sft"] = json.loads((sft_out.parent / "sft_summary.json").read_text()) | {"reused": True}
+    else:
+        teacher = collect_teacher(recipe, out / "teacher", episodes=args.teacher)
+        report["teacher"] = teacher
+        log(f"teacher: {teacher}")
+        sft = run_sft(recipe, out / "sft", data=[str(out / "teacher")], log=log)
+        sft_out = sft.out
+        report["sft"] = {
+            "episodes": sft.episodes,
+            "tokens": sft.tokens,
+            "reply_tokens": sft.reply_tokens,
+            "losses": sft.losses,
+            "seconds": sft.seconds,
+            "s_per_step": sft.seconds / max(1, len(sft.losses)),
+            "peak_rss_mb": sft.peak_rss_mb,
+        }
+    log(f"sft: {report['sft']}")
+    save()
+
+    # 2. the warm start on the held-out test seeds (the same seeds the GRPO checkpoint flies)
+    draws = eval_draws(recipe, "test", args.test)
+    draws = [d for d in draws if d.task == args.task][: args.test]
+    t = time.perf_counter()
+    warm = evaluate(str(sft_out), draws, recipe, out / "test_warm.jsonl", log=log)
+    report["test_warm"] = summarize(warm) | {"seconds": time.perf_counter() - t}
+    log(f"warm start on test: {report['test_warm']}")
+    save()
+
+    # 3. GRPO from the warm start
+    if args.grpo_run:
+        ckpt = sorted(Path(args.grpo_run).glob("checkpoint-*"))[-1]
+        report["grpo"] = [
+            json.loads(x) for x in (Path(args.grpo_run) / "metrics.jsonl").read_text().splitlines()
+        ]
+    else:
+        trainer = GRPOTrainer(recipe, out / "grpo", init=str(sft_out), log=log)
+        report["grpo"] = []
+        n = args.grpo_steps
+        with (trainer.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
+            for s in range(n):
+                rep = trainer.step(s)
+                if (s + 1) % trainer.cfg.checkpoint_every == 0 or s == n - 1:
+                    rep.checkpoint = str(trainer.checkpoint(s + 1))
+                f.write(json.dumps(asdict(rep)) + "\n")
+                f.flush()
+                report["grpo"].append(asdict(rep))
+                log(
+                    f"grpo step {s + 1}/{n}: mean reward {rep.mean_reward:.3f}, "
+                    f"success {rep.success_rate:.2f}, kept {rep.groups_kept}/{rep.groups_sampled}, "
+                    f"{rep.step_s:.0f} s"
+                )
+                save()
+        ckpt = Path(report["grpo"][-1]["checkpoint"])
+    steps = report["grpo"]
+    report["grpo_summary"] = {
+        "steps": len(steps),
+        "mean_reward_per_step": [r["mean_reward"] for r in steps],
+        "s_per_step": sum(r["step_s"] for r in steps) / max(1, len(steps)),
+        "tokens_per_s": sum(r["generated_tokens"] for r in steps)
+        / max(1e-9, sum(r["rollout_s"] for r in steps)),
+        "peak_rss_mb": max((r["peak_rss_mb"] for r in steps), default=None),
+        "checkpoint": str(ckpt),
+    }
+    save()
+
+    # 4. the GRPO checkpoint on the same test seeds; the paired test
+    t = time.perf_counter()
+    rl = evaluate(str(ckpt), draws, recipe, out / "test_grpo.jsonl", log=log)
+    report["test_grpo"] = summarize(rl) | {"seconds": time.perf_counter() - t}
+    report["grpo_vs_warm"] = paired(rl, warm)
+    report["grpo_beats_warm"] = (
+        report["grpo_vs_warm"]["a_only"] > report["grpo_vs_warm"]["b_only"]
+        and report["grpo_vs_warm"]["mcnemar_p"] < 0.05
+    )
+    save()
+    rows = [
+        [
+            "warm start",
+            f"{report['test_warm']['successes']}/{report['test_warm']['episodes']}",
+            report["test_warm"]["mean_reward"],
+        ],
+        [
+            "GRPO",
+            f"{report['test_grpo']['successes']}/{report['test_grpo']['episodes']}",
+            report["test_grpo"]["mean_reward"],
+        ],
+    ]
+    emit("rl_beats_warm_start", report, rows, ["model", "landed", "mean reward"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
