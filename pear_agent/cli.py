@@ -165,7 +165,9 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
-    config = EpisodeConfig(observation=args.observation, scene_facts=args.scene_facts)
+    config = EpisodeConfig(
+        observation=args.observation, scene_facts=args.scene_facts, max_chunk=args.max_chunk
+    )
     env = family.make(EnvSpec.of(task, options, render=True, config=config))
     try:
         env.reset(args.seed)
@@ -275,6 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prompt.add_argument("--observation", choices=["images", "state", "both"], default="both")
     prompt.add_argument("--scene-facts", action="store_true", help="add the objects' positions as text")
+    prompt.add_argument(
+        "--max-chunk",
+        type=int,
+        default=None,
+        metavar="K",
+        help="the most steps one reply may carry (shown in the prompt and the schema's maxItems)",
+    )
     add_family_arguments(prompt.add_argument_group("environment family options"), "prompt")
     prompt.set_defaults(func=cmd_prompt)
 

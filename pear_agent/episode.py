@@ -69,6 +69,8 @@ class EpisodeConfig:
     """What the model gets each turn: "both" (state JSON + images), "images" or "state" (text only)."""
     scene_facts: bool = False
     """Add the objects' positions from the simulator's privileged facts (recorded as privileged)."""
+    max_chunk: int | None = None
+    """The most steps one reply may carry (a chunk; the roadster: a plan); None: the robot's default."""
 
     def __post_init__(self) -> None:
         if self.mode not in ("paused", "realtime"):
@@ -85,6 +87,10 @@ class EpisodeConfig:
             raise ValueError(
                 f"observation must be one of {list(OBSERVATION_MODES)}, not {self.observation!r}"
             )
+        if self.max_chunk is not None and (
+            isinstance(self.max_chunk, bool) or not isinstance(self.max_chunk, int) or self.max_chunk < 1
+        ):
+            raise ValueError(f"max_chunk must be an integer >= 1, not {self.max_chunk!r}")
 
 
 @dataclass
@@ -203,6 +209,7 @@ class Episode:
             jpeg_quality=cfg.jpeg_quality,
             tokens_per_image_patch_px=cfg.tokens_per_image_patch_px,
             max_invalid=cfg.max_invalid,
+            max_chunk=cfg.max_chunk,
         )
         self._setup(env, policy, cfg, writer, on_turn)
         self.kin = kinematics
@@ -579,6 +586,14 @@ def add_loop_args(parser: argparse.ArgumentParser) -> None:
         help="add the objects' positions (from the simulator's privileged facts) to each turn as text; "
         "recorded as privileged in the results",
     )
+    parser.add_argument(
+        "--max-chunk",
+        type=int,
+        default=None,
+        metavar="K",
+        help="the most steps one reply's action may carry (a chunk, run as one motion; the roadster: a "
+        "plan of K commands); default: the robot YAML's max_chunk, else 1",
+    )
 
 
 def loop_options_from_args(args: Any) -> dict[str, Any]:
@@ -586,8 +601,14 @@ def loop_options_from_args(args: Any) -> dict[str, Any]:
     max_invalid = getattr(args, "max_invalid", 3)
     if max_invalid is None or max_invalid < 1:
         raise ValueError("--max-invalid must be >= 1")
-    return {
+    out: dict[str, Any] = {
         "max_invalid": int(max_invalid),
         "observation": getattr(args, "observation", "both") or "both",
         "scene_facts": bool(getattr(args, "scene_facts", False)),
     }
+    max_chunk = getattr(args, "max_chunk", None)
+    if max_chunk is not None:  # only when given: benches recorded before it stay resumable
+        if max_chunk < 1:
+            raise ValueError("--max-chunk must be >= 1")
+        out["max_chunk"] = int(max_chunk)
+    return out

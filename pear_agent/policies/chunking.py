@@ -1,0 +1,134 @@
+"""Chunks from a stateless expert (issue 29): ask it again on the state its own steps would reach.
+
+A scripted expert decides one step from the state it sees. With `max_chunk` K > 1 the policy asks it
+again on a PREDICTED state (the arm moved by the step; an object the hand holds moved with it) until
+the chunk is K steps long or a prediction stops being trustworthy:
+
+- a step that changes the gripper ends the chunk (what the fingers close on is measured, not guessed);
+- a step that brings the hand into contact with an object ends it, except that a following step
+  which only works the gripper joins it (descend + close in one reply);
+- a step that asks for (almost) nothing, a `Stop`, a moving object (a belt) or a two-handed hold
+  end it too.
+
+Units are the protocol's (cm, rad); the steps are the expert's internal dicts.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import numpy as np
+
+from pear_agent.policies.experts import Expert, Stop, _holding, _tools, wrap
+
+CONTACT_MARGIN_CM = 1.5
+"""A tool point this close (horizontally, beyond half the object's size) and below its top + 1 cm
+is in contact with the object: what happens next is measured, not predicted."""
+MOVING_CM_S = 0.5
+"""An object faster than this (a belt) cannot be predicted over several steps."""
+GRIPPER_CHANGE = 0.3
+
+
+def _objects(priv: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    if isinstance(priv.get("object"), dict) and "position_cm" in priv["object"]:
+        out.append(priv["object"])
+    for o in (priv.get("objects") or {}).values():
+        if isinstance(o, dict) and "position_cm" in o:
+            out.append(o)
+    return out
+
+
+def _size_cm(obj: dict[str, Any]) -> float:
+    size = obj.get("size_cm", 0.0)
+    return float(max(size)) if isinstance(size, list | tuple) else float(size or 0.0)
+
+
+def _moving(priv: dict[str, Any]) -> bool:
+    speeds = [o.get("velocity_cm_s") for o in _objects(priv)]
+    belt = (priv.get("belt") or {}).get("velocity_cm_s")
+    return any(v is not None and float(np.linalg.norm(v)) > MOVING_CM_S for v in [*speeds, belt])
+
+
+def _in_contact(pos: np.ndarray, obj: dict[str, Any]) -> bool:
+    o = np.asarray(obj["position_cm"], float)
+    size = _size_cm(obj)
+    near = float(np.linalg.norm(pos[:2] - o[:2])) < size / 2 + CONTACT_MARGIN_CM
+    return near and pos[2] < o[2] + size / 2 + 1.0
+
+
+def _nothing(step: dict[str, Any], commanded: dict[str, float]) -> bool:
+    for part, act in step.items():
+        if float(np.linalg.norm(act.get("position") or [0.0])) > 0.05:
+            return False
+        if max((abs(v) for v in act.get("orientation") or [0.0]), default=0.0) > 0.005:
+            return False
+        if (
+            "gripper" in act
+            and abs(float(act["gripper"]) - commanded.get(part, act["gripper"])) > GRIPPER_CHANGE
+        ):
+            return False
+    return True
+
+
+def expert_chunk(
+    expert: Expert, state: dict[str, Any], priv: dict[str, Any], max_chunk: int
+) -> tuple[str, list[dict[str, Any]], bool]:
+    """(reasoning, steps, done): up to `max_chunk` steps of `expert`, each planned on the state the
+    previous ones predict. `done`: the expert stopped (its last reply declares the task over)."""
+    why, action = expert(state, priv)
+    if isinstance(action, Stop) or max_chunk <= 1 or _moving(priv):
+        return why, [dict(action)], isinstance(action, Stop)
+    state, priv = copy.deepcopy(state), copy.deepcopy(priv)
+    tools = _tools(priv)
+    objects = _objects(priv)
+    # what each gripper is commanded to now: a reading below fully open is a closed command
+    commanded = {p: (0.0 if float(s.get("gripper", 1.0)) < 0.85 else 1.0) for p, s in state.items()}
+    whys, steps = [why], [action]
+    while True:
+        two_handed = bool(priv.get("touching")) and len(tools) > 1
+        ends = two_handed
+        for part, act in action.items():
+            arm = state.get(part)
+            if arm is None:
+                ends = True
+                continue
+            held = [o for o in objects if _holding(arm, o)]
+            move = np.asarray(act.get("position") or [0.0, 0.0, 0.0], float)
+            arm["position"] = [float(v) for v in np.asarray(arm["position"], float) + move]
+            if act.get("orientation"):
+                turn = np.asarray(act["orientation"], float)
+                arm["orientation"] = [float(v) for v in wrap(np.asarray(arm["orientation"], float) + turn)]
+            for o in held:
+                o["position_cm"] = [float(v) for v in np.asarray(o["position_cm"], float) + move]
+            if "gripper" in act:
+                g = float(act["gripper"])
+                if abs(g - commanded.get(part, g)) > GRIPPER_CHANGE:
+                    ends = True
+                commanded[part] = g
+            pos = np.asarray(arm["position"], float)
+            if any(_in_contact(pos, o) for o in objects if o not in held):
+                ends = True
+                nxt_why, nxt = expert(state, priv)
+                gripper_only = (
+                    not isinstance(nxt, Stop)
+                    and len(steps) < max_chunk
+                    and all(set(a) == {"gripper"} for a in nxt.values())
+                    and nxt
+                )
+                if gripper_only:
+                    whys.append(nxt_why)
+                    steps.append(nxt)
+                break
+        if ends or len(steps) >= max_chunk:
+            break
+        why, action = expert(state, priv)
+        if isinstance(action, Stop) or _nothing(action, commanded):
+            break
+        whys.append(why)
+        steps.append(action)
+    if len(steps) == 1:
+        return whys[0], steps, False
+    told = " Then: ".join(f"step {i}: {w.rstrip('.')}" for i, w in enumerate(whys, 1))
+    return f"I plan {len(steps)} steps in one reply. {told}.", steps, False
