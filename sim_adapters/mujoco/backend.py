@@ -297,17 +297,18 @@ class MujocoBackend:
         cum = np.cumsum([0.0, *legs])
         # Minimum-jerk peak speed is 1.875x the mean: stretch so the peak respects the cap.
         duration = total * 1.875
+        # the gripper of the last step starts with the leg into that step (a single action: at once)
+        ramp_t0 = _time_at(cum[-2] / total, duration) if total > 0 and len(legs) > 1 else 0.0
         ramps: dict[str, tuple[float, float, float]] = {}  # part -> (from, to, seconds)
         for name, cmd in steps[-1].items():
             io = self.parts[name]
             if cmd.gripper is not None:
                 target = float(np.clip(cmd.gripper, 0.0, 1.0))
-                if io.gripper is not None and io.g_ramp_s > 0:
+                if io.gripper is not None and (io.g_ramp_s > 0 or ramp_t0 > 0):
                     start = io.gripper_command(d)
                     ramps[name] = (start, target, io.g_ramp_s * abs(target - start))
                 else:
                     io.set_gripper(d, target)
-        ramp_t0 = _time_at(cum[-2] / total, duration) if total > 0 and len(legs) > 1 else 0.0
         dt = m.opt.timestep * s.control_substeps
         t = 0.0
         ramp_s = max((r[2] for r in ramps.values()), default=0.0)
