@@ -7,8 +7,12 @@ the chunk is K steps long or a prediction stops being trustworthy:
 - a step that changes the gripper ends the chunk (what the fingers close on is measured, not guessed);
 - a step that brings the hand into contact with an object ends it, except that a following step
   which only works the gripper joins it (descend + close in one reply);
-- a step that asks for (almost) nothing, a `Stop`, a moving object (a belt) or a two-handed hold
-  end it too.
+- a step that asks for (almost) nothing, a `Stop` or a two-handed hold end it too, and with an
+  object moving by itself no later step may change the gripper (a close timed to its arrival) and
+  the chunk ends once the hand is down at its height.
+
+An object that moves by itself (on a belt) is carried along by its velocity for each step's
+estimated motion time (`step_time_s`: what the runtime takes for such a move, measured on the Panda).
 
 Units are the protocol's (cm, rad); the steps are the expert's internal dicts.
 """
@@ -26,7 +30,7 @@ CONTACT_MARGIN_CM = 1.5
 """A tool point this close (horizontally, beyond half the object's size) and below its top + 1 cm
 is in contact with the object: what happens next is measured, not predicted."""
 MOVING_CM_S = 0.5
-"""An object faster than this (a belt) cannot be predicted over several steps."""
+"""An object faster than this (a belt) is moved by its velocity in the prediction."""
 GRIPPER_CHANGE = 0.3
 
 
@@ -45,10 +49,10 @@ def _size_cm(obj: dict[str, Any]) -> float:
     return float(max(size)) if isinstance(size, list | tuple) else float(size or 0.0)
 
 
-def _moving(priv: dict[str, Any]) -> bool:
-    speeds = [o.get("velocity_cm_s") for o in _objects(priv)]
-    belt = (priv.get("belt") or {}).get("velocity_cm_s")
-    return any(v is not None and float(np.linalg.norm(v)) > MOVING_CM_S for v in [*speeds, belt])
+def step_time_s(move_cm: np.ndarray, turn_rad: np.ndarray | None) -> float:
+    """A step's motion time as the runtime takes it, roughly (0.93 s for 10 cm on the Panda)."""
+    turn = float(np.max(np.abs(turn_rad))) if turn_rad is not None and len(turn_rad) else 0.0
+    return 0.2 + 0.06 * float(np.linalg.norm(move_cm)) + 0.4 * turn
 
 
 def _in_contact(pos: np.ndarray, obj: dict[str, Any]) -> bool:
@@ -78,7 +82,7 @@ def expert_chunk(
     """(reasoning, steps, done): up to `max_chunk` steps of `expert`, each planned on the state the
     previous ones predict. `done`: the expert stopped (its last reply declares the task over)."""
     why, action = expert(state, priv)
-    if isinstance(action, Stop) or max_chunk <= 1 or _moving(priv):
+    if isinstance(action, Stop) or max_chunk <= 1:
         return why, [dict(action)], isinstance(action, Stop)
     state, priv = copy.deepcopy(state), copy.deepcopy(priv)
     tools = _tools(priv)
@@ -86,16 +90,25 @@ def expert_chunk(
     # what each gripper is commanded to now: a reading below fully open is a closed command
     commanded = {p: (0.0 if float(s.get("gripper", 1.0)) < 0.85 else 1.0) for p, s in state.items()}
     whys, steps = [why], [action]
+    # a close timed to a moving object's arrival is decided on a fresh observation, never predicted
+    moving = any(
+        o.get("velocity_cm_s") is not None and float(np.linalg.norm(o["velocity_cm_s"])) > MOVING_CM_S
+        for o in objects
+    )
     while True:
         two_handed = bool(priv.get("touching")) and len(tools) > 1
         ends = two_handed
+        held_all: list[dict[str, Any]] = []
+        duration_s = 0.0
         for part, act in action.items():
             arm = state.get(part)
             if arm is None:
                 ends = True
                 continue
             held = [o for o in objects if _holding(arm, o)]
+            held_all += held
             move = np.asarray(act.get("position") or [0.0, 0.0, 0.0], float)
+            duration_s = max(duration_s, step_time_s(move, act.get("orientation")))
             arm["position"] = [float(v) for v in np.asarray(arm["position"], float) + move]
             if act.get("orientation"):
                 turn = np.asarray(act["orientation"], float)
@@ -107,12 +120,27 @@ def expert_chunk(
                 if abs(g - commanded.get(part, g)) > GRIPPER_CHANGE:
                     ends = True
                 commanded[part] = g
+        for o in objects:  # what the belt carries on meanwhile
+            v = o.get("velocity_cm_s")
+            if v is not None and float(np.linalg.norm(v)) > MOVING_CM_S and o not in held_all:
+                o["position_cm"] = [
+                    float(x) for x in np.asarray(o["position_cm"], float) + duration_s * np.asarray(v, float)
+                ]
+        for part in action:
+            arm = state.get(part)
+            if arm is None:
+                continue
+            held = [o for o in objects if _holding(arm, o)]
             pos = np.asarray(arm["position"], float)
+            if moving and any(pos[2] < o["position_cm"][2] + _size_cm(o) / 2 + 3.0 for o in objects):
+                ends = True  # down at a moving object: meeting it is timed on fresh observations
+                break
             if any(_in_contact(pos, o) for o in objects if o not in held):
                 ends = True
                 nxt_why, nxt = expert(state, priv)
                 gripper_only = (
-                    not isinstance(nxt, Stop)
+                    not moving
+                    and not isinstance(nxt, Stop)
                     and len(steps) < max_chunk
                     and all(set(a) == {"gripper"} for a in nxt.values())
                     and nxt
@@ -125,6 +153,12 @@ def expert_chunk(
             break
         why, action = expert(state, priv)
         if isinstance(action, Stop) or _nothing(action, commanded):
+            break
+        if moving and any(
+            abs(float(a["gripper"]) - commanded.get(p, float(a["gripper"]))) > GRIPPER_CHANGE
+            for p, a in action.items()
+            if "gripper" in a
+        ):
             break
         whys.append(why)
         steps.append(action)
