@@ -193,10 +193,13 @@ def predict(row: dict[str, Any], command: dict[str, Any], dt_s: float = ROW_S) -
 
 
 def plan_ahead(
-    stunt: str, row: dict[str, Any], k: int, params: PilotParams = DEFAULT
+    stunt: str, row: dict[str, Any], k: int, params: PilotParams = DEFAULT, skip: int = 0
 ) -> tuple[str, list[dict[str, Any]]]:
-    """(reasoning, commands): the rules applied to this row and the K-1 rows predicted after it."""
+    """(reasoning, commands): the rules applied to the row predicted `skip` intervals ahead (the
+    decision time: the reply lands that late) and to the K-1 rows predicted after it."""
     rule = RULES[stunt]
+    for _ in range(skip):  # the old plan flies meanwhile: by the same rules
+        row = predict(row, rule(row, params)[1])
     why, cmd = rule(row, params)
     whys, plan = [why], [cmd]
     for _ in range(k - 1):
@@ -216,10 +219,11 @@ def plan_ahead(
 
 
 def pilot_reply(
-    messages: list[Message], params: PilotParams = DEFAULT, max_plan: int | None = None
+    messages: list[Message], params: PilotParams = DEFAULT, max_plan: int | None = None, lead_s: float = 0.0
 ) -> tuple[str, str]:
     """(reasoning, reply text) from the conversation; ValueError when it is not a roadster flight.
-    `max_plan`: plan this many intervals ahead (None: what the briefing's `max_plan:` line allows)."""
+    `max_plan`: plan this many intervals ahead (None: what the briefing's `max_plan:` line allows).
+    `lead_s`: the pilot's own decision time: its first command is for the row that much later."""
     system = next((_text(m["content"]) for m in messages if m["role"] == "system"), "")
     found = STUNT_RE.search(system)
     if not found or found.group(1) not in RULES:
@@ -229,7 +233,8 @@ def pilot_reply(
         max_plan = int(allowed.group(1)) if allowed else 1
     user = next((_text(m["content"]) for m in reversed(messages) if m["role"] == "user"), "")
     row = parse_row(user)
-    reasoning, plan = plan_ahead(found.group(1), row, max(1, max_plan), params)
+    skip = int(lead_s / ROW_S + 1e-9)
+    reasoning, plan = plan_ahead(found.group(1), row, max(1, max_plan), params, skip)
     wire: dict[str, Any] = plan[0] if len(plan) == 1 else {"plan": plan}
     return reasoning, f"{reasoning}\n```json\n{json.dumps(wire)}\n```"
 
@@ -241,10 +246,11 @@ class PilotPolicy:
     blocking = False
     """A few rules on one telemetry row: `Episode.arun` calls it inline."""
 
-    def __init__(self, noise: float = 0.0, seed: int = 0) -> None:
+    def __init__(self, noise: float = 0.0, seed: int = 0, lead_s: float = 0.0) -> None:
         """`noise` > 0 perturbs the rules per flight (seeded by this seed and the episode's), so the
-        rollouts of an RL group differ; 0 is the deterministic pilot of the benchmarks."""
-        self.noise, self.seed = noise, seed
+        rollouts of an RL group differ; 0 is the deterministic pilot of the benchmarks. `lead_s`:
+        the decision time the pilot plans for (realtime: its reply flies that late; 0: none)."""
+        self.noise, self.seed, self.lead_s = noise, seed, lead_s
         self.params = DEFAULT
 
     def reset(self, seed: int) -> None:
@@ -254,7 +260,7 @@ class PilotPolicy:
         t0 = time.perf_counter()
         try:
             k = int(getattr(ctx, "max_chunk", 1) or 1) if ctx is not None else None
-            _, text = pilot_reply(messages, self.params, k)
+            _, text = pilot_reply(messages, self.params, k, self.lead_s if ctx and ctx.turn > 1 else 0.0)
         except ValueError as exc:
             return PolicyReply(text="", error=f"scripted pilot: {exc}")
         return PolicyReply(text=text, latency_s=time.perf_counter() - t0)
