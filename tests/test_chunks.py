@@ -188,3 +188,18 @@ def test_scripted_expert_sends_chunks_and_succeeds(backend, panda_kin) -> None:
     assert one.success and four.success and four.turns < one.turns
     sizes = [len(ep.env.parse(m["content"]).chunk) for m in ep.messages if m["role"] == "assistant"]
     assert max(sizes) > 1 and max(sizes) <= 4
+
+
+def test_served_expert_answers_with_a_chunk_when_told_k(backend, panda_kin) -> None:
+    from pear_agent.arm_environment import ArmEnvironment
+    from pear_agent.serve import expert_reply
+
+    env = ArmEnvironment(backend, panda_kin, max_chunk=4)
+    env.reset(0)
+    ctx = env.observe(1, 25, None).context
+    facts = ctx.observation.privileged
+    body = {"messages": [], "pear_privileged": {"task": "pick_cube", "state": ctx.state, "facts": facts}}
+    _, one = expert_reply(body)
+    body["pear_privileged"]["max_chunk"] = ctx.max_chunk
+    _, four = expert_reply(body)
+    assert len(env.parse(one).chunk) == 1 and 1 < len(env.parse(four).chunk) <= 4
