@@ -44,7 +44,30 @@ def _objects(priv: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def _shift(obj: dict[str, Any], delta: np.ndarray) -> None:
+    """Move an object's facts (its centre and, where given, its bounding box) by `delta` cm."""
+    for key in ("position_cm", "body_cm", "min_cm", "max_cm"):
+        if key in obj:
+            obj[key] = [float(x) for x in np.asarray(obj[key], float) + delta]
+
+
+def _held(arm: dict[str, Any], obj: dict[str, Any]) -> bool:
+    """Does the hand hold this object (so it moves with the hand)? The experts' own test, or, for
+    an object with a bounding box (LIBERO: a bowl taken by its rim), a half-closed gripper whose
+    tool point is inside the box grown by 1.5 cm."""
+    if _holding(arm, obj):
+        return True
+    g = float(arm.get("gripper", 1.0))
+    if not 0.012 < g < 0.85 or "min_cm" not in obj or "max_cm" not in obj:  # a bowl's wall: g ~0.03
+        return False
+    p = np.asarray(arm["position"], float)
+    lo, hi = np.asarray(obj["min_cm"], float) - 1.5, np.asarray(obj["max_cm"], float) + 1.5
+    return bool(np.all(p >= lo) and np.all(p <= hi))
+
+
 def _size_cm(obj: dict[str, Any]) -> float:
+    if "size_cm" not in obj and "min_cm" in obj and "max_cm" in obj:
+        return float(np.max(np.asarray(obj["max_cm"], float) - np.asarray(obj["min_cm"], float)))
     size = obj.get("size_cm", 0.0)
     return float(max(size)) if isinstance(size, list | tuple) else float(size or 0.0)
 
@@ -105,7 +128,7 @@ def expert_chunk(
             if arm is None:
                 ends = True
                 continue
-            held = [o for o in objects if _holding(arm, o)]
+            held = [o for o in objects if _held(arm, o)]
             held_all += held
             move = np.asarray(act.get("position") or [0.0, 0.0, 0.0], float)
             duration_s = max(duration_s, step_time_s(move, act.get("orientation")))
@@ -114,7 +137,7 @@ def expert_chunk(
                 turn = np.asarray(act["orientation"], float)
                 arm["orientation"] = [float(v) for v in wrap(np.asarray(arm["orientation"], float) + turn)]
             for o in held:
-                o["position_cm"] = [float(v) for v in np.asarray(o["position_cm"], float) + move]
+                _shift(o, move)
             if "gripper" in act:
                 g = float(act["gripper"])
                 if abs(g - commanded.get(part, g)) > GRIPPER_CHANGE:
@@ -123,14 +146,12 @@ def expert_chunk(
         for o in objects:  # what the belt carries on meanwhile
             v = o.get("velocity_cm_s")
             if v is not None and float(np.linalg.norm(v)) > MOVING_CM_S and o not in held_all:
-                o["position_cm"] = [
-                    float(x) for x in np.asarray(o["position_cm"], float) + duration_s * np.asarray(v, float)
-                ]
+                _shift(o, duration_s * np.asarray(v, float))
         for part in action:
             arm = state.get(part)
             if arm is None:
                 continue
-            held = [o for o in objects if _holding(arm, o)]
+            held = [o for o in objects if _held(arm, o)]
             pos = np.asarray(arm["position"], float)
             if moving and any(pos[2] < o["position_cm"][2] + _size_cm(o) / 2 + 3.0 for o in objects):
                 ends = True  # down at a moving object: meeting it is timed on fresh observations
