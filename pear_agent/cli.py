@@ -32,7 +32,11 @@ def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
     if settings is not None:
         return OpenAIPolicy(settings)
     if args.policy == "scripted":
-        return family_of(task).default_policy(task, seed=args.seed, action_noise_cm=args.action_noise_cm)
+        policy = family_of(task).default_policy(task, seed=args.seed, action_noise_cm=args.action_noise_cm)
+        plans = (getattr(args, "max_chunk", None) or 1) > 1
+        if plans and getattr(policy, "lead_s", 0.0) is None and getattr(args, "latency", None) is not None:
+            policy.lead_s = float(args.latency)  # a planning pilot plans for the injected decision time
+        return policy
     if args.policy == "replay":
         from pear_agent.policies.replay import ReplayPolicy
 

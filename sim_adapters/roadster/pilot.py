@@ -36,6 +36,8 @@ VZ_ACCEL_MPS2 = 6.0
 ROLL_ACCEL_DPS2 = 600.0
 """How fast the predicted roll rate builds up under a rotate command."""
 ROLL_RATE_DPS = 360.0
+REALTIME_TEXT = "keeps flying while you think"
+"""The realtime briefing's words (environment.briefing)."""
 
 
 @dataclass(frozen=True)
@@ -219,11 +221,16 @@ def plan_ahead(
 
 
 def pilot_reply(
-    messages: list[Message], params: PilotParams = DEFAULT, max_plan: int | None = None, lead_s: float = 0.0
+    messages: list[Message],
+    params: PilotParams = DEFAULT,
+    max_plan: int | None = None,
+    lead_s: float | None = None,
 ) -> tuple[str, str]:
     """(reasoning, reply text) from the conversation; ValueError when it is not a roadster flight.
     `max_plan`: plan this many intervals ahead (None: what the briefing's `max_plan:` line allows).
-    `lead_s`: the pilot's own decision time: its first command is for the row that much later."""
+    `lead_s`: the pilot's own decision time: its first command is for the row that much later.
+    None: with plans in realtime, what the last decision cost (the rows' clock: the time between
+    the last two rows beyond the interval flown), else 0."""
     system = next((_text(m["content"]) for m in messages if m["role"] == "system"), "")
     found = STUNT_RE.search(system)
     if not found or found.group(1) not in RULES:
@@ -231,8 +238,16 @@ def pilot_reply(
     if max_plan is None:
         allowed = MAX_PLAN_RE.search(system)
         max_plan = int(allowed.group(1)) if allowed else 1
-    user = next((_text(m["content"]) for m in reversed(messages) if m["role"] == "user"), "")
-    row = parse_row(user)
+    users = [_text(m["content"]) for m in messages if m["role"] == "user"]
+    row = parse_row(users[-1] if users else "")
+    if lead_s is None:
+        lead_s = 0.0
+        if max_plan > 1 and REALTIME_TEXT in system and len(users) >= 2:
+            try:
+                before = parse_row(users[-2])
+                lead_s = max(0.0, float(row["t_s"]) - float(before["t_s"]) - ROW_S)
+            except (ValueError, KeyError, TypeError):
+                lead_s = 0.0
     skip = int(lead_s / ROW_S + 1e-9)
     reasoning, plan = plan_ahead(found.group(1), row, max(1, max_plan), params, skip)
     wire: dict[str, Any] = plan[0] if len(plan) == 1 else {"plan": plan}
@@ -246,10 +261,11 @@ class PilotPolicy:
     blocking = False
     """A few rules on one telemetry row: `Episode.arun` calls it inline."""
 
-    def __init__(self, noise: float = 0.0, seed: int = 0, lead_s: float = 0.0) -> None:
+    def __init__(self, noise: float = 0.0, seed: int = 0, lead_s: float | None = None) -> None:
         """`noise` > 0 perturbs the rules per flight (seeded by this seed and the episode's), so the
         rollouts of an RL group differ; 0 is the deterministic pilot of the benchmarks. `lead_s`:
-        the decision time the pilot plans for (realtime: its reply flies that late; 0: none)."""
+        the decision time the pilot plans for (realtime: its reply flies that late; 0: none; None:
+        with plans in realtime, measured from the rows, see `pilot_reply`)."""
         self.noise, self.seed, self.lead_s = noise, seed, lead_s
         self.params = DEFAULT
 
@@ -260,7 +276,9 @@ class PilotPolicy:
         t0 = time.perf_counter()
         try:
             k = int(getattr(ctx, "max_chunk", 1) or 1) if ctx is not None else None
-            _, text = pilot_reply(messages, self.params, k, self.lead_s if ctx and ctx.turn > 1 else 0.0)
+            _, text = pilot_reply(
+                messages, self.params, k, self.lead_s if ctx is None or ctx.turn > 1 else 0.0
+            )
         except ValueError as exc:
             return PolicyReply(text="", error=f"scripted pilot: {exc}")
         return PolicyReply(text=text, latency_s=time.perf_counter() - t0)
