@@ -140,6 +140,8 @@ class EpisodeResult:
     """True when the backend's judge_success decided `success` (hardware)."""
     reward: float | None = None
     """The last reward an environment gave with a step (None for the arm tasks)."""
+    max_chunk: int = 1
+    """The most steps (arm) or commands (roadster plan) one reply could carry (issue 29)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -314,6 +316,7 @@ class Episode:
             max_invalid=cfg.max_invalid,
             observation=str(header.get("observation", "")),
             scene_facts=bool(header.get("scene_facts", False)),
+            max_chunk=int(header.get("max_chunk") or 1),
         )
         if self.writer is not None:
             self.writer.write_text("system_prompt.txt", sys_prompt)
