@@ -53,6 +53,7 @@ class ArmEnvironment:
         jpeg_quality: int = 85,
         tokens_per_image_patch_px: int = 28,
         max_invalid: int = 3,
+        max_chunk: int | None = None,
     ) -> None:
         if observation not in OBSERVATION_MODES:
             raise ValueError(f"observation must be one of {list(OBSERVATION_MODES)}, not {observation!r}")
@@ -65,7 +66,11 @@ class ArmEnvironment:
         self.jpeg_quality = jpeg_quality
         self.patch_px = tokens_per_image_patch_px
         self.max_invalid = max_invalid
-        self._schema = response_schema(self.robot)
+        self.max_chunk = int(max_chunk if max_chunk is not None else self.robot.max_chunk)
+        """The most steps one reply may carry (`--max-chunk`, else the robot YAML's, else 1)."""
+        if self.max_chunk < 1:
+            raise ValueError(f"max_chunk must be >= 1, not {self.max_chunk}")
+        self._schema = response_schema(self.robot, self.max_chunk)
         self._obs: Any = None
         self._state: dict[str, PartPose] = {}
 
@@ -83,6 +88,7 @@ class ArmEnvironment:
             observation=self.observation,
             scene_facts=self.scene_facts,
             max_invalid=self.max_invalid,
+            max_chunk=self.max_chunk,
         )
 
     def header(self) -> dict[str, Any]:
@@ -91,7 +97,7 @@ class ArmEnvironment:
     def result_fields(self) -> dict[str, Any]:
         """The episode's perturbation and its drawn values, where the backend applied one."""
         drawn = getattr(self.backend, "perturbation", None)
-        return {"perturbation": drawn} if drawn else {}
+        return ({"perturbation": drawn} if drawn else {}) | {"max_chunk": self.max_chunk}
 
     def response_schema(self) -> dict[str, Any]:
         return self._schema
@@ -118,19 +124,26 @@ class ArmEnvironment:
         record: dict[str, Any] = {"state": state}
         if scene is not None:
             record["scene"] = scene
-        ctx = TurnContext(turn, self.task.name, state, obs, response_schema=self._schema)
+        ctx = TurnContext(
+            turn, self.task.name, state, obs, response_schema=self._schema, max_chunk=self.max_chunk
+        )
         return TurnPrompt(msg, text, ctx, len(text) // 4 + img_tokens + 8, jpegs, record)
 
     def parse(self, reply: str) -> Action:
-        return parse_reply(reply, self.robot)
+        return parse_reply(reply, self.robot, self.max_chunk)
 
     def plan(
-        self, action: Action, state: dict[str, PartPose], joints_rad: dict[str, np.ndarray]
+        self,
+        action: Action,
+        state: dict[str, PartPose],
+        joints_rad: dict[str, np.ndarray],
+        parts: dict[str, Any] | None = None,
     ) -> tuple[dict[str, PartCommand], dict[str, Any], Outcome | None]:
-        """Clip each part's target, solve IK; refuse the whole action if any part has no solution."""
+        """Clip each part's target, solve IK; refuse the whole action if any part has no solution.
+        `parts`: the step to plan (default: the action's first)."""
         commands: dict[str, PartCommand] = {}
         info: dict[str, Any] = {"notes": [], "ik": {}, "executed": {}}
-        for name, pa in action.parts.items():
+        for name, pa in (action.parts if parts is None else parts).items():
             part = self.robot.parts[name]
             target = clip_target(name, part, state[name], pa)
             info["notes"].extend(target.notes)
@@ -165,7 +178,39 @@ class ArmEnvironment:
             commands[name] = cmd
         return commands, info, None
 
+    def plan_chunk(
+        self, action: Action, state: dict[str, PartPose], joints_rad: dict[str, np.ndarray]
+    ) -> tuple[list[dict[str, PartCommand]], list[dict[str, Any]], Outcome | None]:
+        """Every step of a chunk planned before anything moves: each clipped from the previous
+        step's target and IK-solved from the previous step's solution. The first refused step
+        refuses the whole chunk ("step 3: ..."), nothing moves."""
+        state, joints = dict(state), dict(joints_rad)
+        commands: list[dict[str, PartCommand]] = []
+        infos: list[dict[str, Any]] = []
+        for i, parts in enumerate(action.chunk, 1):
+            cmds, info, refused = self.plan(action, state, joints, parts)
+            infos.append(info)
+            if refused is not None:
+                why = refused.detail.removesuffix("; the robot did not move")
+                return [], infos, Outcome(refused.status, f"step {i}: {why}; nothing moved")
+            for name, cmd in cmds.items():
+                ik = info["ik"].get(name)
+                if ik is not None:
+                    pose = state[name]
+                    state[name] = PartPose(
+                        np.asarray(ik["target_position_cm"], float),
+                        np.asarray(ik["target_orientation_rad"], float),
+                        pose.gripper if cmd.gripper is None else cmd.gripper,
+                        pose.pose,
+                    )
+                if cmd.joints_rad is not None:
+                    joints[name] = cmd.joints_rad
+            commands.append(cmds)
+        return commands, infos, None
+
     def execute(self, action: Action) -> StepResult:  # type: ignore[override]
+        if len(action.chunk) > 1:
+            return self._execute_chunk(action)
         commands, info, refused = self.plan(action, self._state, self._obs.joints_rad)
         outcome = refused if refused is not None else self.backend.execute(commands)
         self._obs = obs = self.backend.observe()
@@ -193,6 +238,94 @@ class ArmEnvironment:
             success=bool(obs.success),
             record=record,
             end=outcome.status in ("stopped", "refused"),  # e-stop, or the backend would not command
+            detail=outcome.detail,
+        )
+
+    def _execute_chunk(self, action: Action) -> StepResult:
+        """A chunk: planned whole, then run as one motion (`execute_chunk` where the backend has
+        it, else step by step); the feedback says which step was reached and why it stopped."""
+        n = len(action.chunk)
+        commands, infos, refused = self.plan_chunk(action, self._state, self._obs.joints_rad)
+        reached = 0
+        if refused is not None:
+            outcome = refused
+        else:
+            run_chunk = getattr(self.backend, "execute_chunk", None)
+            if callable(run_chunk):
+                outcome, reached = run_chunk(commands)
+            else:  # a backend without it: the steps one after another, stopping at the first miss
+                outcome = Outcome("reached")
+                for cmds in commands:
+                    outcome = self.backend.execute(cmds)
+                    if outcome.status != "reached":
+                        break
+                    reached += 1
+        self._obs = obs = self.backend.observe()
+        notes = list(action.notes) + [
+            f"step {i}: {x}" for i, inf in enumerate(infos, 1) for x in inf["notes"]
+        ]
+        if refused is not None:
+            said = outcome.describe()
+        elif outcome.status == "reached":
+            said = f"reached: all {n} steps of the chunk"
+        else:
+            where = f"step {reached} of {n} reached" if reached else f"no step of {n} reached"
+            said = f"{outcome.status} during step {min(reached + 1, n)} ({where}): {outcome.detail}"
+        feedback = said + (f" (note: {'; '.join(notes)})" if notes else "")
+        executed = [inf.get("executed", {}) for inf in infos] if refused is None else []
+        steps = []
+        for i, inf in enumerate(infos, 1):
+            status = (
+                "refused"
+                if refused is not None and i == len(infos)
+                else "not run"
+                if refused is not None
+                else "reached"
+                if i <= reached
+                else outcome.status
+                if i == reached + 1
+                else "not run"
+            )
+            steps.append(
+                {
+                    "step": i,
+                    "executed": inf.get("executed", {}),
+                    "ik": inf["ik"],
+                    "notes": inf["notes"],
+                    "status": status,
+                }
+            )
+        record = {
+            "plan": {
+                "notes": [x for inf in infos for x in inf["notes"]],
+                "ik": infos[-1]["ik"] if infos else {},
+            },
+            "executed": executed,
+            "steps": steps,
+            "outcome": {
+                "status": outcome.status,
+                "detail": outcome.detail,
+                "duration_s": outcome.duration_s,
+                "blocked_joints": outcome.blocked_joints,
+                "notes": notes,
+                "steps": n,
+                "steps_reached": reached,
+            },
+            "sim_time_s": obs.time_s,
+            "success": obs.success,
+        }
+        summary = (
+            " | ".join(describe_executed(e) for e in executed[: reached + 1])
+            if refused is None
+            else "nothing (refused)"
+        )
+        return StepResult(
+            status=outcome.status,
+            feedback=feedback,
+            executed=f"chunk {reached}/{n}: {summary}",
+            success=bool(obs.success),
+            record=record,
+            end=outcome.status in ("stopped", "refused"),
             detail=outcome.detail,
         )
 

@@ -106,6 +106,7 @@ class ArmFamily(Family):
             jpeg_quality=spec.jpeg_quality,
             tokens_per_image_patch_px=spec.tokens_per_image_patch_px,
             max_invalid=spec.max_invalid,
+            max_chunk=spec.max_chunk,
         )
 
     def expert(self, task: str) -> Expert | None:
@@ -129,6 +130,4 @@ class ArmFamily(Family):
         return (1.0 if result.success else 0.0), (float(shaped()) if callable(shaped) else None)
 
     def prompt_schema(self, env: Environment) -> tuple[str, dict[str, Any]]:
-        from pear_agent.protocol.actions import action_schema
-
-        return "action schema", action_schema(env.robot)  # type: ignore[attr-defined]
+        return "action schema", env.response_schema()

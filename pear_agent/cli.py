@@ -33,7 +33,11 @@ def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
     if settings is not None:
         return OpenAIPolicy(settings)
     if args.policy == "scripted":
-        return family_of(task).default_policy(task, seed=args.seed, action_noise_cm=args.action_noise_cm)
+        policy = family_of(task).default_policy(task, seed=args.seed, action_noise_cm=args.action_noise_cm)
+        plans = (getattr(args, "max_chunk", None) or 1) > 1
+        if plans and getattr(policy, "lead_s", 0.0) is None and getattr(args, "latency", None) is not None:
+            policy.lead_s = float(args.latency)  # a planning pilot plans for the injected decision time
+        return policy
     if args.policy == "replay":
         from pear_agent.policies.replay import ReplayPolicy
 
@@ -166,7 +170,9 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
-    config = EpisodeConfig(observation=args.observation, scene_facts=args.scene_facts)
+    config = EpisodeConfig(
+        observation=args.observation, scene_facts=args.scene_facts, max_chunk=args.max_chunk
+    )
     env = family.make(EnvSpec.of(task, options, render=True, config=config))
     try:
         env.reset(args.seed)
@@ -277,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pear_agent.episode import EpisodeConfig
     from pear_agent.settings import add_arguments
 
-    add_arguments(prompt, EpisodeConfig, only=("observation", "scene_facts"))
+    add_arguments(prompt, EpisodeConfig, only=("observation", "scene_facts", "max_chunk"))
     add_family_arguments(prompt.add_argument_group("environment family options"), "prompt")
     prompt.set_defaults(func=cmd_prompt)
 

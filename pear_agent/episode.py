@@ -111,6 +111,12 @@ class EpisodeConfig:
         help="add the objects' positions (from the simulator's privileged facts) to each turn as text; "
         "recorded as privileged in the results",
     )
+    max_chunk: int | None = setting(
+        None,
+        metavar="K",
+        help="the most steps one reply's action may carry (a chunk, run as one motion; the roadster: a "
+        "plan of K commands); default: the robot YAML's max_chunk, else 1",
+    )
 
     def __post_init__(self) -> None:
         if self.mode not in ("paused", "realtime"):
@@ -135,6 +141,10 @@ class EpisodeConfig:
             raise ValueError(
                 f"observation must be one of {list(OBSERVATION_MODES)}, not {self.observation!r}"
             )
+        if self.max_chunk is not None and (
+            isinstance(self.max_chunk, bool) or not isinstance(self.max_chunk, int) or self.max_chunk < 1
+        ):
+            raise ValueError(f"--max-chunk must be an integer >= 1, not {self.max_chunk!r}")
 
 
 @dataclass
@@ -184,6 +194,8 @@ class EpisodeResult:
     """True when the backend's judge_success decided `success` (hardware)."""
     reward: float | None = None
     """The last reward an environment gave with a step (None for the arm tasks)."""
+    max_chunk: int = 1
+    """The most steps (arm) or commands (roadster plan) one reply could carry (issue 29)."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -253,6 +265,7 @@ class Episode:
             jpeg_quality=cfg.jpeg_quality,
             tokens_per_image_patch_px=cfg.tokens_per_image_patch_px,
             max_invalid=cfg.max_invalid,
+            max_chunk=cfg.max_chunk,
         )
         self._setup(env, policy, cfg, writer, on_turn)
         self.kin = kinematics
@@ -357,6 +370,7 @@ class Episode:
             max_invalid=cfg.max_invalid,
             observation=str(header.get("observation", "")),
             scene_facts=bool(header.get("scene_facts", False)),
+            max_chunk=int(header.get("max_chunk") or 1),
         )
         if self.writer is not None:
             self.writer.write_text("system_prompt.txt", sys_prompt)
@@ -607,12 +621,13 @@ class Episode:
 
 
 # -- command-line options of the loop, shared by `run` and `bench` -----------------------------
-LOOP_OPTIONS = ("max_turns", "max_invalid", "observation", "scene_facts")
+LOOP_OPTIONS = ("max_turns", "max_invalid", "observation", "scene_facts", "max_chunk")
 CLOCK_OPTIONS = ("mode", "latency_s", "max_context_tokens")
 
 
 def add_loop_args(parser: argparse.ArgumentParser | Any) -> None:
-    """`--max-turns`, `--max-invalid`, `--observation`, `--scene-facts` (EpisodeConfig fields)."""
+    """`--max-turns`, `--max-invalid`, `--observation`, `--scene-facts`, `--max-chunk` (EpisodeConfig
+    fields)."""
     add_arguments(parser, EpisodeConfig, only=LOOP_OPTIONS)
 
 
@@ -641,4 +656,7 @@ def loop_options_from_args(args: Any) -> dict[str, Any]:
     """EpisodeConfig keyword arguments from `add_loop_args` options (defaults when absent); checked
     by `EpisodeConfig` itself."""
     values = values_from_args(EpisodeConfig, args)
-    return {k: values[k] for k in LOOP_OPTIONS if k in values}
+    out = {k: values[k] for k in LOOP_OPTIONS if k in values}
+    if out.get("max_chunk") is None:  # only when given: benches recorded before it stay resumable
+        out.pop("max_chunk", None)
+    return out

@@ -63,6 +63,8 @@ class EnvSpec:
     jpeg_quality: int = 85
     tokens_per_image_patch_px: int = 28
     max_invalid: int = 3
+    max_chunk: int | None = None
+    """The most steps one reply may carry (None: the robot's or environment's default)."""
 
     @classmethod
     def of(
@@ -82,6 +84,7 @@ class EnvSpec:
                 "jpeg_quality": config.jpeg_quality,
                 "tokens_per_image_patch_px": config.tokens_per_image_patch_px,
                 "max_invalid": config.max_invalid,
+                "max_chunk": config.max_chunk,
             }
         opts = tuple(sorted((k, v) for k, v in (options or {}).items() if v is not None))
         return cls(task, opts, mode, render, **cfg)

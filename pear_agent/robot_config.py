@@ -584,6 +584,14 @@ class RobotConfig(_Strict):
     table: Table = Field(Table(), description="where the tasks put their objects")
     render: Render = Field(Render(), description="what the cameras do not show")
     sim: SimOptions = Field(SimOptions(), description="simulator options for this robot")
+    max_chunk: int = Field(
+        1,
+        ge=1,
+        le=16,
+        description="the most steps one reply's action may carry (a chunk; `--max-chunk` overrides); "
+        "1: one action per reply",
+        examples=[4],
+    )
     source: Path | None = Field(None, exclude=True)
 
     @field_validator("parts", "cameras")

@@ -19,10 +19,11 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
+from pear_agent.policies.chunking import expert_chunk
 from pear_agent.policies.expert_registry import EXPERTS
-from pear_agent.policies.experts import Expert, Stop
+from pear_agent.policies.experts import Expert
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
-from pear_agent.protocol.actions import reply_text, wire_action
+from pear_agent.protocol.actions import reply_text, wire_chunk
 
 NO_PRIVILEGED = (
     "pear-agent serve answers with the scripted expert, which needs the simulator's privileged facts: "
@@ -66,10 +67,11 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
     if expert is None:
         raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
     try:
-        reasoning, action = expert(priv["state"], priv["facts"])
+        k = int(priv.get("max_chunk") or 1)  # the environment's chunk limit (issue 29)
+        reasoning, steps, done = expert_chunk(expert, priv["state"], priv["facts"], k)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed {PRIVILEGED_KEY}: {type(exc).__name__}: {exc}") from None
-    return reasoning, reply_text(reasoning, wire_action(action, done=isinstance(action, Stop)))
+    return reasoning, reply_text(reasoning, wire_chunk(steps, done=done))
 
 
 def _expert(task: Any) -> Expert | None:

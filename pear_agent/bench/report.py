@@ -46,6 +46,9 @@ def _rules(rs: list[dict[str, Any]]) -> str:
         bits.append("obs " + "/".join(obs))
     if any(r.get("scene_facts") for r in rs):
         bits.append("scene facts (privileged)")
+    chunks = sorted({int(r.get("max_chunk") or 1) for r in rs})
+    if chunks != [1] and chunks:
+        bits.append("max_chunk " + "/".join(map(str, chunks)))
     return ", ".join(bits) or "-"
 
 

@@ -164,6 +164,9 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
         spec = _env_spec(job)
         env = POOL.acquire(spec)
         policy = make_policy(job["policy"], task, seed)
+        plans = ((job.get("episode") or {}).get("max_chunk") or 1) > 1
+        if plans and getattr(policy, "lead_s", 0.0) is None and job.get("latency_s") is not None:
+            policy.lead_s = float(job["latency_s"])  # a planning pilot plans for the injected decision time
         writer = RunWriter(run_dir, video_fps=10.0 if job.get("video", True) else None, secrets=secrets)
         cfg = EpisodeConfig(
             max_turns=job.get("max_turns"),

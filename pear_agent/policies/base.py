@@ -27,6 +27,8 @@ class TurnContext:
     observation: Observation | Any
     response_schema: dict[str, Any] | None = None
     """JSON Schema of a valid reply object, from the environment (for structured output)."""
+    max_chunk: int = 1
+    """The most steps (arm) or commands (roadster plan) one reply may carry, as the prompt says."""
 
 
 @dataclass

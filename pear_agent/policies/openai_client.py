@@ -452,7 +452,12 @@ class OpenAIPolicy:
         body = dict(s.extra_body)
         if s.send_privileged:
             body[PRIVILEGED_KEY] = _jsonable(
-                {"task": ctx.task, "state": ctx.state, "facts": ctx.observation.privileged}
+                {
+                    "task": ctx.task,
+                    "state": ctx.state,
+                    "facts": ctx.observation.privileged,
+                    "max_chunk": getattr(ctx, "max_chunk", 1),
+                }
             )
         dialect, how = await self._astructured_dialect()
         info["structured_output"] = how

@@ -7,9 +7,10 @@ import time
 import numpy as np
 
 from pear_agent.policies.base import PolicyReply, TurnContext
+from pear_agent.policies.chunking import expert_chunk
 from pear_agent.policies.expert_registry import EXPERTS
-from pear_agent.policies.experts import Expert, Stop, cap_action
-from pear_agent.protocol.actions import reply_text, wire_action
+from pear_agent.policies.experts import Expert, cap_action
+from pear_agent.protocol.actions import reply_text, wire_chunk
 from pear_agent.protocol.prompts import Message
 
 
@@ -17,7 +18,9 @@ class ScriptedPolicy:
     """Answers through the text protocol so every layer a model would exercise is exercised.
 
     `expert` is the task's expert where its family names it (default: the MuJoCo tasks' own);
-    `action_noise_cm` adds Gaussian noise to position changes (for stochastic rollouts).
+    `action_noise_cm` adds Gaussian noise to position changes (for stochastic rollouts). When the
+    environment takes chunks (`ctx.max_chunk` > 1) the reply carries up to that many steps
+    (`pear_agent.policies.chunking`).
     """
 
     name = "scripted"
@@ -40,14 +43,17 @@ class ScriptedPolicy:
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
         t0 = time.perf_counter()
-        reasoning, action = self.expert(ctx.state, ctx.observation.privileged)
+        priv = ctx.observation.privileged
+        reasoning, steps, done = expert_chunk(self.expert, ctx.state, priv, int(ctx.max_chunk or 1))
         if self.action_noise_cm > 0:
-            for part in action.values():
-                if "position" in part:
-                    noise = self._rng.normal(0.0, self.action_noise_cm, 3)
-                    part["position"] = [round(v + n, 2) for v, n in zip(part["position"], noise, strict=True)]
-            cap_action(ctx.state, ctx.observation.privileged or {}, action)  # noise stays within the caps
-        text = reply_text(
-            reasoning, wire_action(action, done=isinstance(action, Stop), parts=list(ctx.state))
-        )
+            for action in steps:
+                for part in action.values():
+                    if "position" in part:
+                        noise = self._rng.normal(0.0, self.action_noise_cm, 3)
+                        part["position"] = [
+                            round(v + n, 2) for v, n in zip(part["position"], noise, strict=True)
+                        ]
+                if len(steps) == 1:  # noise stays within the caps (a chunk's later steps: the runtime's)
+                    cap_action(ctx.state, priv or {}, action)
+        text = reply_text(reasoning, wire_chunk(steps, done=done, parts=list(ctx.state)))
         return PolicyReply(text=text, latency_s=time.perf_counter() - t0)

@@ -10,6 +10,13 @@ not move; a part whose only quantities are zero changes holds still. `"done": tr
 task finished (the action in the same reply runs first). The state (`{"arm": {"position": ...}}`)
 has no `action` key and none of these quantity names, so an echoed state is refused, never run.
 
+A chunk (issue 29) is a list of such steps, each a change from the previous step's target::
+
+    {"action": [{"arm": {"move_cm": [0, 0, -4]}}, {"arm": {"gripper": 0}}], "done": false}
+
+One object is a chunk of one (backward compatible). A chunk longer than the environment's
+`max_chunk` is refused with a correction turn, never cut short.
+
 `parse_reply` never raises anything but `ActionError`, takes time linear in the reply's length,
 and refuses replies longer than `MAX_REPLY_CHARS`.
 """
@@ -66,14 +73,29 @@ class PartAction:
 @dataclass
 class Action:
     parts: dict[str, PartAction] = field(default_factory=dict)
+    """The first (for a single action: the only) step."""
     done: bool = False
     notes: list[str] = field(default_factory=list)
     """What the parser changed (e.g. a gripper command clipped into [0, 1])."""
+    steps: list[dict[str, PartAction]] = field(default_factory=list)
+    """A chunk's steps in order (`parts` is steps[0]); empty for a single action."""
+    chunked: bool = False
+    """The reply gave `"action"` as a list (recorded in list form even with one step)."""
+
+    @property
+    def chunk(self) -> list[dict[str, PartAction]]:
+        """Every step, a single action being a chunk of one."""
+        return self.steps or [self.parts]
 
     def to_json(self) -> dict[str, Any]:
-        """The wire form: `{"action": {...}}` plus `"done": true` when set."""
+        """The wire form: `{"action": {...}}` (a chunk: `{"action": [{...}, ...]}`) plus `"done": true`."""
         hold = {MOVE: [0.0, 0.0, 0.0]}
-        out: dict[str, Any] = {ACTION: {name: p.to_json() or hold for name, p in self.parts.items()}}
+
+        def one(parts: dict[str, PartAction]) -> dict[str, Any]:
+            return {name: p.to_json() or hold for name, p in parts.items()}
+
+        body: Any = [one(s) for s in self.chunk] if self.chunked else one(self.parts)
+        out: dict[str, Any] = {ACTION: body}
         if self.done:
             out[DONE] = True
         return out
@@ -99,6 +121,18 @@ def _clean(message: str) -> str:
 
 
 # -- the expert's internal dict -> the wire ------------------------------------------------------
+def wire_chunk(
+    steps: list[dict[str, dict[str, Any]]], done: bool = False, parts: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """A chunk of expert actions on the wire: one step is sent as a plain action (a chunk of one)."""
+    if len(steps) == 1:
+        return wire_action(steps[0], done, parts)
+    out: dict[str, Any] = {ACTION: [wire_action(s, parts=parts)[ACTION] for s in steps]}
+    if done:
+        out[DONE] = True
+    return out
+
+
 def wire_action(
     internal: dict[str, dict[str, Any]], done: bool = False, parts: Sequence[str] | None = None
 ) -> dict[str, Any]:
@@ -166,20 +200,35 @@ def _part_schema(has_gripper: bool) -> dict[str, Any]:
     }
 
 
-def response_schema(robot: RobotConfig) -> dict[str, Any]:
+def response_schema(robot: RobotConfig, max_chunk: int = 1) -> dict[str, Any]:
     """JSON Schema of a whole valid reply object for this robot: for prompts and `response_format`.
 
     At least one part with at least one quantity, written with `anyOf`/`required` only (no
     `minProperties`), so grammar-constrained decoders cannot produce `{}` or an empty action.
+    With `max_chunk` > 1 the action may also be a list of 1..max_chunk steps (`maxItems`).
     """
     parts = {name: _part_schema(part.gripper is not None) for name, part in robot.parts.items()}
-    action = {
+    action: dict[str, Any] = {
         "anyOf": [
             {"type": "object", "properties": parts, "required": [name], "additionalProperties": False}
             for name in parts
         ],
         "description": "part name -> the change to make; at least one part with at least one quantity",
     }
+    if max_chunk > 1:
+        action = {
+            "anyOf": [
+                action,
+                {
+                    "type": "array",
+                    "items": action,
+                    "minItems": 1,
+                    "maxItems": max_chunk,
+                    "description": f"a chunk: up to {max_chunk} steps run in order, each a change from "
+                    "the previous step's target",
+                },
+            ]
+        }
     return {
         "type": "object",
         "properties": {
@@ -264,8 +313,33 @@ def _part(name: str, body: Any, robot: RobotConfig, notes: list[str]) -> PartAct
     return pa
 
 
-def validate_action(obj: Any, robot: RobotConfig) -> Action:
-    """A decoded reply object -> Action, or ActionError naming the first problem."""
+def _step(body: Any, robot: RobotConfig, notes: list[str], where: str) -> dict[str, PartAction]:
+    """One step's parts (`where`: "" for a single action, "step N: " in a chunk)."""
+    try:
+        if not isinstance(body, dict):
+            raise ActionError(f'"action" must be an object of parts, got {_show(body)}')
+        if not body:
+            raise ActionError(
+                f'"action" names no part; give at least one of {sorted(robot.parts)} with at least one '
+                'quantity (to hold still: {"move_cm": [0, 0, 0]})'
+            )
+        parts: dict[str, PartAction] = {}
+        step_notes: list[str] = []
+        for name, part_body in body.items():
+            if name not in robot.parts:
+                raise ActionError(f"unknown part {_show(name)}; parts are {sorted(robot.parts)}")
+            parts[name] = _part(name, part_body, robot, step_notes)
+        notes.extend(where + n for n in step_notes)
+        return parts
+    except ActionError as exc:
+        if not where:
+            raise
+        raise ActionError(f"{where}{exc}") from None
+
+
+def validate_action(obj: Any, robot: RobotConfig, max_chunk: int = 1) -> Action:
+    """A decoded reply object -> Action, or ActionError naming the first problem (and, in a chunk,
+    its step: "step 3: ..."). A chunk longer than `max_chunk` is refused, not cut short."""
     if not isinstance(obj, dict):
         raise ActionError(f"the reply must end with a JSON object, got {type(obj).__name__}")
     if ACTION not in obj:
@@ -285,18 +359,25 @@ def validate_action(obj: Any, robot: RobotConfig) -> Action:
     if not isinstance(done, bool):
         raise ActionError(f'"done" must be true or false, got {_show(done)}')
     body = obj[ACTION]
-    if not isinstance(body, dict):
-        raise ActionError(f'"action" must be an object of parts, got {_show(body)}')
-    if not body:
-        raise ActionError(
-            f'"action" names no part; give at least one of {sorted(robot.parts)} with at least one quantity '
-            '(to hold still: {"move_cm": [0, 0, 0]})'
-        )
     action = Action(done=done)
-    for name, part_body in body.items():
-        if name not in robot.parts:
-            raise ActionError(f"unknown part {_show(name)}; parts are {sorted(robot.parts)}")
-        action.parts[name] = _part(name, part_body, robot, action.notes)
+    if isinstance(body, list):
+        if not body:
+            raise ActionError('"action" is an empty list; a chunk has at least one step')
+        if len(body) > max_chunk:
+            limit = (
+                "a single action (an object, not a list of more than one)"
+                if max_chunk == 1
+                else f"at most {max_chunk} steps"
+            )
+            raise ActionError(
+                f"the chunk has {len(body)} steps; this robot takes {limit} per reply: nothing was run "
+                "(send fewer steps; the rest can follow next turn)"
+            )
+        action.steps = [_step(b, robot, action.notes, f"step {i}: ") for i, b in enumerate(body, 1)]
+        action.parts = action.steps[0]
+        action.chunked = True
+        return action
+    action.parts = _step(body, robot, action.notes, "")
     return action
 
 
@@ -398,7 +479,7 @@ def _why_not_json(visible: str, brace: int) -> str:
     return f"the last action object is not a JSON object holding the key: {tail}"
 
 
-def parse_reply(text: Any, robot: RobotConfig) -> Action:
+def parse_reply(text: Any, robot: RobotConfig, max_chunk: int = 1) -> Action:
     """The action in a reply (fenced or bare JSON, last one wins), or ActionError naming the problem.
 
     Reasoning up to the last `</think>` is ignored. Only the last JSON object holding an "action"
@@ -420,8 +501,8 @@ def parse_reply(text: Any, robot: RobotConfig) -> Action:
         for brace in (visible.find("{"), visible.rfind("{")):
             got = _decode_at(visible, brace) if brace != -1 else None
             if got is not None and isinstance(got[0], dict):
-                validate_action(got[0], robot)  # raises with the reason (no "action" key...)
+                validate_action(got[0], robot, max_chunk)  # raises with the reason (no "action" key...)
         raise ActionError(
             'no action found: end the reply with one JSON object {"action": {<part>: {<quantity>: ...}}}'
         )
-    return validate_action(candidate, robot)
+    return validate_action(candidate, robot, max_chunk)

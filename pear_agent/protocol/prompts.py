@@ -72,6 +72,7 @@ def system_prompt(
     observation: str = "both",
     scene_facts: bool = False,
     max_invalid: int = 3,
+    max_chunk: int = 1,
 ) -> str:
     if observation not in OBSERVATION_MODES:
         raise ValueError(f"observation must be one of {OBSERVATION_MODES}, not {observation!r}")
@@ -102,8 +103,28 @@ def system_prompt(
         max_rot_rad=f"{first.limits.max_rotation_step_rad:g}",
         workspace=f"x {_fmt_range(ws['x'])}, y {_fmt_range(ws['y'])}, z {_fmt_range(ws['z'])} cm",
         max_invalid=max_invalid,
+        chunk=chunk_rules(first_name, max_chunk, first.gripper is not None),
         instruction=task.instruction,
         max_turns=task.max_turns,
+    )
+
+
+def chunk_rules(part: str, max_chunk: int, has_gripper: bool) -> str:
+    """The prompt's paragraph on chunks: how many steps one reply may carry, and how they run."""
+    if max_chunk <= 1:
+        return 'Send one action per reply (this robot takes no chunks: `"action"` is one object).'
+    second: dict[str, Any] = {"move_cm": [0.0, 0.0, -3.0]}
+    third: dict[str, Any] = {"gripper": 0.0} if has_gripper else {"move_cm": [0.0, 0.0, -1.0]}
+    example = {"action": [{part: {"move_cm": [2.0, 0.0, 0.0]}}, {part: second}, {part: third}]}
+    return (
+        f'Chunks: `"action"` may also be a list of up to {max_chunk} steps, run in order as one '
+        "smooth motion. Each step is a change from the previous step's target (not from where the "
+        "robot is now), with the same per-step limits. The whole chunk is checked before anything "
+        "moves: if any step is refused, nothing moves and the reply names the step. A step that "
+        "changes the gripper is reached and the gripper settles before the next step starts. Contact "
+        "or a blocked motion ends the chunk early; the next turn says which step was reached. A list "
+        f"longer than {max_chunk} steps is refused (not shortened). Example:\n```json\n"
+        f"{json.dumps(example)}\n```"
     )
 
 

@@ -1199,6 +1199,112 @@ class RosBackend:
                 return Outcome("refused", f"{why}: the model is not shown an old image", outcome.duration_s)
         return outcome
 
+    def execute_chunk(self, steps: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
+        """A chunk (issue 29): consecutive arm steps as ONE multi-point trajectory per controller
+        (`ruckig_chain`: through the waypoints without stopping, within the speed, acceleration and
+        jerk limits), which the stock joint_trajectory_controller follows; a step that changes a
+        gripper ends a path: the arm reaches it, then the gripper moves and settles. An e-stop
+        mid-chunk brakes along the path as for any motion. (outcome, steps reached)."""
+        if self._estop_reason is not None:
+            return Outcome("stopped", f"{self._estop_reason}; no further motion"), 0
+        reached, path, elapsed = 0, [], 0.0
+        commanded = dict(self._gripper_target)
+        for i, step in enumerate(steps):
+            path.append(step)
+            changes = False
+            for name, cmd in step.items():
+                p = self.parts[name]
+                if cmd.gripper is not None and p.gripper is not None:
+                    target = float(np.clip(p.gripper_position(cmd.gripper), p.g_lo, p.g_hi))
+                    changes = changes or abs(commanded.get(name, np.nan) - target) >= 1e-9
+                    commanded[name] = target
+            if not (changes or i == len(steps) - 1):
+                continue
+            arm = [
+                {n: PartCommand(joints_rad=c.joints_rad) for n, c in st.items() if c.joints_rad is not None}
+                for st in path
+            ]
+            grip = {n: PartCommand(gripper=c.gripper) for n, c in path[-1].items() if c.gripper is not None}
+            moving = [a for a in arm if a]
+            if len(moving) <= 1:  # one waypoint: the single-action path
+                together = bool(arm[-1])  # the gripper step moves too: both at once, as one action
+                first = dict(moving[0]) if moving else {}
+                if together:
+                    for n, c in grip.items():
+                        joints = first[n].joints_rad if n in first else None
+                        first[n] = PartCommand(joints_rad=joints, gripper=c.gripper)
+                for cmds in [first] + ([] if together or not grip else [grip]):
+                    outcome = self.execute(cmds) if cmds else Outcome("reached")
+                    elapsed += outcome.duration_s
+                    if outcome.status != "reached":
+                        n_ok = reached + (len(path) - 1 if cmds is grip else 0)
+                        return Outcome(outcome.status, outcome.detail, elapsed, outcome.blocked_joints), n_ok
+                reached += len(path)
+            else:
+                outcome, n_passed = self._follow_chunk(arm)
+                elapsed += outcome.duration_s
+                if outcome.status != "reached":
+                    n = min(n_passed, len(path) - 1)
+                    return Outcome(
+                        outcome.status, outcome.detail, elapsed, outcome.blocked_joints
+                    ), reached + n
+                if grip:
+                    outcome = self.execute(grip)
+                    elapsed += outcome.duration_s
+                    if outcome.status != "reached":
+                        return (
+                            Outcome(outcome.status, outcome.detail, elapsed, outcome.blocked_joints),
+                            reached + len(path) - 1,
+                        )
+                reached += len(path)
+            path = []
+        return Outcome("reached", "", elapsed), reached
+
+    def _follow_chunk(self, arm: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
+        """One multi-point trajectory per moving part through the steps' waypoints; (outcome, how
+        many waypoints the plan had passed when it ended)."""
+        s = self.settings
+        names = [n for n in self.parts if any(n in st for st in arm)]
+        needed = [j for n in names for j in self.parts[n].joints]
+        why = self.fresh_check(needed)
+        if why is not None:
+            return Outcome("refused", f"{why}; no command was sent"), 0
+        why = self.driver_check()
+        if why is not None:
+            return Outcome("stopped", f"{why}; no command was sent"), 0
+        start = time.monotonic()
+        plans: dict[str, cv.TrajectoryPlan] = {}
+        passed: dict[str, list[float]] = {}
+        for name in names:
+            p = self.parts[name]
+            q0, v0 = self._read(p.joints)
+            wps, prev = [], np.asarray(q0, float)
+            for st in arm:
+                prev = np.asarray(st[name].joints_rad, float) if name in st else prev
+                wps.append(prev)
+            plans[name], passed[name] = cv.ruckig_chain(
+                p.joints,
+                q0,
+                wps,
+                p.vmax,
+                s.joint_acceleration_rad_s2,
+                s.joint_jerk_rad_s3,
+                p.lower,
+                p.upper,
+                s.trajectory_dt_s,
+                v0=v0,
+            )
+        self.chunk_waypoint_times_s = {n: list(v) for n, v in passed.items()}
+        """When each part's last chunk trajectory passes its waypoints (s after the send)."""
+        for name, plan in plans.items():
+            if not self._send(self.parts[name].topic, plan):
+                return Outcome("stopped", f"{self._estop_reason}; no further motion"), 0
+        duration = max(pl.duration_s for pl in plans.values())
+        outcome = self._wait(plans, {}, start, duration)
+        t = outcome.duration_s
+        n = min(sum(1 for x in passed[name] if x <= t) for name in plans)
+        return outcome, n
+
     def _wait(
         self,
         plans: dict[str, cv.TrajectoryPlan],

@@ -195,6 +195,88 @@ def ruckig_plan(
     return TrajectoryPlan(list(joint_names), times, pos, vel)
 
 
+def through_velocities(
+    q0: np.ndarray, waypoints: list[np.ndarray], vmax: float, share: float = 0.7
+) -> list[np.ndarray]:
+    """The velocity to pass each waypoint with (the last: rest): per joint, along both legs' common
+    direction at `share` of the speed the shorter leg allows, zero where the joint turns back."""
+    pts = [np.asarray(q0, float)] + [np.asarray(w, float) for w in waypoints]
+    out = []
+    for i in range(1, len(pts)):
+        if i == len(pts) - 1:
+            out.append(np.zeros_like(pts[i]))
+            continue
+        a, b = pts[i] - pts[i - 1], pts[i + 1] - pts[i]
+        span = max(float(np.max(np.abs(a))), float(np.max(np.abs(b))), 1e-9)
+        same = np.sign(a) == np.sign(b)
+        v = np.where(same, np.sign(a) * vmax * share * np.minimum(np.abs(a), np.abs(b)) / span, 0.0)
+        out.append(v)
+    return out
+
+
+def ruckig_chain(
+    joint_names: list[str],
+    q0: np.ndarray,
+    waypoints: list[np.ndarray],
+    vmax: float,
+    amax: float,
+    jmax: float,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    dt: float = 0.05,
+    v0: np.ndarray | None = None,
+) -> tuple[TrajectoryPlan, list[float]]:
+    """One multi-point trajectory through `waypoints` without stopping at them (a chunk, issue 29):
+    jerk-limited legs (ruckig) from the measured state, each ending on its waypoint with the
+    velocity `through_velocities` picks (zero where a leg cannot end that fast: a stop there), the
+    last at rest. Within the speed cap and acceleration limit; (plan, the time each waypoint is
+    passed)."""
+    from ruckig import InputParameter, Result, Ruckig, Trajectory
+
+    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    q = np.asarray(q0, float)
+    n = q.size
+    v = np.zeros(n) if v0 is None else np.clip(np.nan_to_num(np.asarray(v0, float)), -vmax, vmax)
+    targets = [np.clip(np.asarray(w, float), lower, upper) for w in waypoints]
+    vias = through_velocities(q, targets, vmax)
+    times: list[float] = []
+    pos: list[np.ndarray] = []
+    vel: list[np.ndarray] = []
+    passed: list[float] = []
+    t0 = 0.0
+    for target, v_end in zip(targets, vias, strict=True):
+        traj = None
+        for v_try in (v_end, np.zeros(n)):
+            inp = InputParameter(n)
+            inp.current_position, inp.current_velocity, inp.current_acceleration = list(q), list(v), [0.0] * n
+            inp.target_position, inp.target_velocity = list(target), list(v_try)
+            inp.target_acceleration = [0.0] * n
+            inp.max_velocity, inp.max_acceleration, inp.max_jerk = [vmax] * n, [amax] * n, [jmax] * n
+            attempt = Trajectory(n)
+            if Ruckig(n).calculate(inp, attempt) in (Result.Working, Result.Finished):
+                traj, v_end = attempt, v_try
+                break
+        if traj is None:
+            raise ValueError("no trajectory through the chunk's waypoints within the limits")
+        duration = max(MIN_SEGMENT_S if not np.any(v_end) else dt, float(traj.duration))
+        steps = max(1, math.ceil(duration / dt - 1e-9))
+        for k in range(1, steps + 1):
+            t = k / steps * duration
+            p, pv, _ = traj.at_time(min(t, float(traj.duration)))
+            times.append(t0 + t)
+            pos.append(np.asarray(p, float))
+            vel.append(np.clip(np.asarray(pv, float), -vmax, vmax))
+        pos[-1], vel[-1] = target, np.asarray(v_end, float)
+        t0 += duration
+        passed.append(t0)
+        q, v = target, np.asarray(v_end, float)
+    P, V = np.array(pos), np.array(vel)
+    if bool(np.all(np.asarray(q0) >= lower) and np.all(np.asarray(q0) <= upper)):
+        P = np.clip(P, lower, upper)
+    V[-1] = 0.0
+    return TrajectoryPlan(list(joint_names), np.array(times), P, V), passed
+
+
 def brake_plan(
     joint_names: list[str],
     q: np.ndarray,

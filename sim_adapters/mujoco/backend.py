@@ -46,6 +46,18 @@ from sim_adapters.mujoco.scene import (  # noqa: E402
 from sim_adapters.mujoco.tasks.base import MujocoTask  # noqa: E402
 
 
+def _time_at(fraction: float, duration_s: float) -> float:
+    """When a minimum-jerk motion of `duration_s` has covered `fraction` of its path (bisection)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        if 10 * mid**3 - 15 * mid**4 + 6 * mid**5 < fraction:
+            lo = mid
+        else:
+            hi = mid
+    return lo * duration_s
+
+
 @dataclass(frozen=True)
 class ControllerSettings:
     reach_tolerance_rad: float = 0.006
@@ -148,6 +160,7 @@ class MujocoBackend:
         """The drawn values of this episode's perturbation (recorded), or None."""
         self.data = mujoco.MjData(self.model)
         self.parts = {name: _PartIO(self.model, robot, name, drives[name]) for name in robot.parts}
+        self._moving_bodies = self._robot_moving_bodies()
         self.render_enabled = render
         self._own_renderers = renderers is None
         self._renderers: dict[tuple[int, int], mujoco.Renderer] = {} if renderers is None else renderers
@@ -223,41 +236,105 @@ class MujocoBackend:
         self._renderers.clear()
 
     def execute(self, commands: dict[str, PartCommand]) -> Outcome:
-        m, d, s = self.model, self.data, self.settings
+        return self.execute_chunk([commands])[0]
+
+    def execute_chunk(self, steps: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
+        """Follow a chunk of joint targets as one motion; (outcome, how many steps were reached).
+
+        Consecutive steps run as one continuous path through their waypoints (at rest only at its
+        ends); a step that changes a gripper ends a path: its waypoint is reached, the gripper
+        ramps (from the start of the leg into that step, as a single action's does) and settles,
+        then the next path starts. A stall or a motion that never settles ends the chunk there."""
+        d = self.data
         if self._stopped:
-            return Outcome("stopped", "the robot was stopped; no further motion")
+            return Outcome("stopped", "the robot was stopped; no further motion"), 0
         start_t = float(d.time)
-        q0, qT = {}, {}
+        gripper_now = {n: io.gripper_command(d) for n, io in self.parts.items() if io.gripper is not None}
+        reached, path = 0, []
+        for i, step in enumerate(steps):
+            path.append(step)
+            changes = False
+            for name, cmd in step.items():
+                if cmd.gripper is not None and name in gripper_now:
+                    changes = changes or abs(float(cmd.gripper) - gripper_now[name]) > 1e-3
+                    gripper_now[name] = float(np.clip(cmd.gripper, 0.0, 1.0))
+            if changes or i == len(steps) - 1:
+                outcome, n = self._follow(path, start_t)
+                reached += n
+                if outcome.status != "reached":
+                    return outcome, reached
+                path = []
+        return Outcome("reached", "", float(d.time) - start_t), reached
+
+    def _follow(self, steps: list[dict[str, PartCommand]], start_t: float) -> tuple[Outcome, int]:
+        """One continuous motion through the steps' waypoints (one minimum-jerk timing over the
+        whole polyline, so every joint stays within its speed cap), grippers of the last step."""
+        m, d, s = self.model, self.data, self.settings
+        moving = [n for n in self.parts if any(st.get(n) and st[n].joints_rad is not None for st in steps)]
+        q0 = {n: d.ctrl[self.parts[n].act].copy() for n in moving}
+        waypoints: list[dict[str, np.ndarray]] = []
+        prev = dict(q0)
+        for st in steps:
+            wp = dict(prev)
+            for n in moving:
+                cmd = st.get(n)
+                if cmd is not None and cmd.joints_rad is not None:
+                    io = self.parts[n]
+                    wp[n] = np.clip(np.asarray(cmd.joints_rad, float), io.lower, io.upper)
+            waypoints.append(wp)
+            prev = wp
+        qT = waypoints[-1] if moving else {}
+        legs = []  # each leg's length in seconds at the speed cap
+        prev = q0
+        for wp in waypoints:
+            legs.append(
+                max(
+                    (float(np.max(np.abs(wp[n] - prev[n]))) / self.parts[n].vmax for n in moving), default=0.0
+                )
+            )
+            prev = wp
+        total = float(sum(legs))
+        cum = np.cumsum([0.0, *legs])
+        # Minimum-jerk peak speed is 1.875x the mean: stretch so the peak respects the cap.
+        duration = total * 1.875
+        # the gripper of the last step starts with the leg into that step (a single action: at once)
+        ramp_t0 = _time_at(cum[-2] / total, duration) if total > 0 and len(legs) > 1 else 0.0
         ramps: dict[str, tuple[float, float, float]] = {}  # part -> (from, to, seconds)
-        duration = 0.0
-        for name, cmd in commands.items():
+        for name, cmd in steps[-1].items():
             io = self.parts[name]
             if cmd.gripper is not None:
                 target = float(np.clip(cmd.gripper, 0.0, 1.0))
-                if io.gripper is not None and io.g_ramp_s > 0:
+                if io.gripper is not None and (io.g_ramp_s > 0 or ramp_t0 > 0):
                     start = io.gripper_command(d)
                     ramps[name] = (start, target, io.g_ramp_s * abs(target - start))
                 else:
                     io.set_gripper(d, target)
-            if cmd.joints_rad is not None:
-                q0[name] = d.ctrl[io.act].copy()
-                qT[name] = np.clip(np.asarray(cmd.joints_rad, float), io.lower, io.upper)
-                duration = max(duration, float(np.max(np.abs(qT[name] - q0[name]))) / io.vmax)
-        # Minimum-jerk peak speed is 1.875x the mean: stretch so the peak respects the cap.
-        duration *= 1.875
         dt = m.opt.timestep * s.control_substeps
         t = 0.0
         ramp_s = max((r[2] for r in ramps.values()), default=0.0)
-        judge = SettleJudge(max(duration, ramp_s), s.reach_tolerance_rad, s.settle_timeout_s)
+        judge = SettleJudge(max(duration, ramp_t0 + ramp_s), s.reach_tolerance_rad, s.settle_timeout_s)
+        # a chunk (several steps) stops on touching the table or anything fixed, new since it began
+        touching = self._static_contacts() if len(steps) > 1 else None
         while True:
             t += dt
+            tr = t - ramp_t0
             for name, (g0, g1, T) in ramps.items():
-                self.parts[name].set_gripper(d, g1 if t >= T else g0 + (g1 - g0) * t / T)
+                if tr > 0:
+                    self.parts[name].set_gripper(d, g1 if tr >= T else g0 + (g1 - g0) * tr / T)
             if qT and t <= duration:
                 tau = t / duration
                 blend = 10 * tau**3 - 15 * tau**4 + 6 * tau**5
-                for name in qT:
-                    d.ctrl[self.parts[name].act] = q0[name] + (qT[name] - q0[name]) * blend
+                if len(legs) == 1:
+                    for name in qT:
+                        d.ctrl[self.parts[name].act] = q0[name] + (qT[name] - q0[name]) * blend
+                else:
+                    at = total * blend
+                    k = int(min(np.searchsorted(cum, at, side="right"), len(legs)))  # leg 1..n
+                    frac = (at - cum[k - 1]) / legs[k - 1] if legs[k - 1] > 0 else 1.0
+                    a = q0 if k == 1 else waypoints[k - 2]
+                    b = waypoints[k - 1]
+                    for name in qT:
+                        d.ctrl[self.parts[name].act] = a[name] + (b[name] - a[name]) * min(frac, 1.0)
             elif qT:
                 for name in qT:
                     d.ctrl[self.parts[name].act] = qT[name]
@@ -268,17 +345,86 @@ class MujocoBackend:
                 io = self.parts[name]
                 err = np.abs(d.qpos[io.qadr] - d.ctrl[io.act])
                 if t <= duration and np.max(err) > s.stall_tracking_error_rad:
-                    return self._blocked(name, qT[name], start_t, "stalled during the motion")
+                    n = min(self._steps_passed(q0, waypoints, moving), len(steps) - 1)
+                    return self._blocked(name, qT[name], start_t, "stalled during the motion"), n
+            if touching is not None and t <= duration:
+                new = self._static_contacts() - touching
+                if new:
+                    rg, og = next(iter(new))
+                    part = self._moving_bodies[int(m.geom_bodyid[rg])]
+                    what = m.geom(og).name or m.body(int(m.geom_bodyid[og])).name or "the table"
+                    n = min(self._steps_passed(q0, waypoints, moving), len(steps) - 1)
+                    return self._blocked(part, qT[part], start_t, f"touched {what} (contact)"), n
             errors = {n: float(np.max(np.abs(d.qpos[self.parts[n].qadr] - qT[n]))) for n in qT}
             verdict = judge.verdict(t, errors, self._is_still())
             if verdict is None:
                 continue
             what, name = verdict
             if what == "reached":
-                return Outcome("reached", "", float(d.time) - start_t)
+                return Outcome("reached", "", float(d.time) - start_t), len(steps)
+            n = min(self._steps_passed(q0, waypoints, moving), len(steps) - 1)  # the last was missed
             if name is None:
-                return Outcome("timeout", "the robot did not come to rest", float(d.time) - start_t)
-            return self._blocked(name, qT[name], start_t, what)
+                return Outcome("timeout", "the robot did not come to rest", float(d.time) - start_t), n
+            return self._blocked(name, qT[name], start_t, what), n
+
+    def _robot_moving_bodies(self) -> dict[int, str]:
+        """Body id -> part, for every body a part's joints move (the links, the hand, the fingers)."""
+        m = self.model
+        roots = {
+            int(m.jnt_bodyid[m.joint(j).id]): name for name, io in self.parts.items() for j in io.joint_names
+        }
+        out: dict[int, str] = {}
+        for b in range(m.nbody):
+            a = b
+            while a > 0 and a not in roots:
+                a = int(m.body_parentid[a])
+            if a in roots:
+                out[b] = roots[a]
+        return out
+
+    def _static_contacts(self) -> set[tuple[int, int]]:
+        """(robot geom, static geom) pairs in contact now: a moving part of the robot touching
+        something fixed to the world (the table, a wall), not an object it may push or hold."""
+        m, d = self.model, self.data
+        out = set()
+        for c in d.contact[: d.ncon]:
+            g1, g2 = int(c.geom1), int(c.geom2)
+            b1, b2 = int(m.geom_bodyid[g1]), int(m.geom_bodyid[g2])
+            for rg, rb, og, ob in ((g1, b1, g2, b2), (g2, b2, g1, b1)):
+                if rb in self._moving_bodies and ob not in self._moving_bodies and m.body_weldid[ob] == 0:
+                    out.add((rg, og))
+        return out
+
+    def _steps_passed(
+        self, q0: dict[str, np.ndarray], waypoints: list[dict[str, np.ndarray]], moving: list[str]
+    ) -> int:
+        """How many waypoints the MEASURED joints got to: the nearest point of the path to where
+        the arm is (joint space, each part scaled by its speed cap), counted in whole legs."""
+        if not moving or len(waypoints) < 2:
+            return 0
+
+        def vec(q: dict[str, np.ndarray]) -> np.ndarray:
+            return np.concatenate([q[n] / self.parts[n].vmax for n in moving])
+
+        here = vec({n: self.data.qpos[self.parts[n].qadr] for n in moving})
+        pts = [vec(q0)] + [vec(w) for w in waypoints]
+        best, best_pos = np.inf, 0.0
+        for k in range(1, len(pts)):
+            a, b = pts[k - 1], pts[k]
+            ab = b - a
+            den = float(ab @ ab)
+            f = 1.0 if den == 0 else float(np.clip((here - a) @ ab / den, 0.0, 1.0))
+            dist = float(np.linalg.norm(a + f * ab - here))
+            if dist < best - 1e-12:
+                best, best_pos = dist, (k - 1) + f
+        here_rad = {n: self.data.qpos[self.parts[n].qadr] for n in moving}
+        tol = 2 * self.settings.reach_tolerance_rad
+        passed = 0
+        for k, w in enumerate(waypoints, 1):
+            near = max(float(np.max(np.abs(w[n] - here_rad[n]))) for n in moving) < tol
+            if best_pos >= k - 1e-6 or near:
+                passed = k
+        return passed
 
     def advance(self, duration_s: float) -> None:
         m, d = self.model, self.data

@@ -74,9 +74,28 @@ class CommandError(ValueError):
     """A reply that is not one valid command; the message is one line naming the cause."""
 
 
-def command_schema() -> dict[str, Any]:
-    """JSON Schema of one command (for structured output / guided decoding)."""
-    return _ADAPTER.json_schema()
+def command_schema(max_plan: int = 1) -> dict[str, Any]:
+    """JSON Schema of one command (for structured output / guided decoding); with `max_plan` > 1
+    also of a plan `{"plan": [command, ...]}` of 1..max_plan commands (`maxItems`)."""
+    one = _ADAPTER.json_schema()
+    if max_plan <= 1:
+        return one
+    defs = one.pop("$defs", {})
+    plan = {
+        "type": "object",
+        "properties": {
+            "plan": {
+                "type": "array",
+                "items": one,
+                "minItems": 1,
+                "maxItems": max_plan,
+                "description": f"up to {max_plan} commands, one per 0.2 s interval, in order",
+            }
+        },
+        "required": ["plan"],
+        "additionalProperties": False,
+    }
+    return {"anyOf": [one, plan], "$defs": defs}
 
 
 def _json_candidates(text: str) -> list[str]:
@@ -136,6 +155,26 @@ def _fields(mode: Any) -> str:
 
 
 def parse_command(text: str) -> Coast | Climb | Hold | Rotate | Land:
+    plan = parse_plan(text, 1)
+    return plan[0]
+
+
+def _one(obj: Any, where: str = "") -> Any:
+    if not isinstance(obj, dict):
+        raise CommandError(f"{where}the command must be a JSON object")
+    for key, value in obj.items():
+        if (isinstance(value, float) and value != value) or value in (float("inf"), float("-inf")):
+            raise CommandError(f"{where}'{key}' must be a finite number")
+    try:
+        return _ADAPTER.validate_python(obj, strict=True)
+    except ValidationError as exc:
+        raise CommandError(where + _describe(exc, obj)) from None
+
+
+def parse_plan(text: str, max_plan: int = 1) -> list[Any]:
+    """The reply's commands: one command (a plan of one) or `{"plan": [command, ...]}` of at most
+    `max_plan` (a longer plan is refused, not cut short); CommandError naming the cause (and the
+    plan step) otherwise."""
     if not isinstance(text, str) or not text.strip():
         raise CommandError('empty reply: send one JSON command such as {"mode": "coast"}')
     if len(text) > MAX_REPLY_CHARS:
@@ -148,7 +187,7 @@ def parse_command(text: str) -> Coast | Climb | Hold | Rotate | Land:
     if not candidates:
         raise CommandError('no JSON object in the reply: send one command such as {"mode": "coast"}')
     raw = candidates[-1]
-    if len(raw) > MAX_COMMAND_CHARS:
+    if len(raw) > MAX_COMMAND_CHARS * max(1, max_plan):
         raise CommandError(f"the command object is longer than {MAX_COMMAND_CHARS} characters")
     try:
         obj = json.loads(raw)
@@ -156,15 +195,20 @@ def parse_command(text: str) -> Coast | Climb | Hold | Rotate | Land:
         raise CommandError(f"the command is not valid JSON: {exc.msg} at character {exc.pos}") from None
     except RecursionError:
         raise CommandError("the command is nested too deeply") from None
-    if not isinstance(obj, dict):
-        raise CommandError("the command must be a JSON object")
-    for key, value in obj.items():
-        if (isinstance(value, float) and value != value) or value in (float("inf"), float("-inf")):
-            raise CommandError(f"'{key}' must be a finite number")
-    try:
-        return _ADAPTER.validate_python(obj, strict=True)
-    except ValidationError as exc:
-        raise CommandError(_describe(exc, obj)) from None
+    if isinstance(obj, dict) and "plan" in obj:
+        extra = sorted(set(obj) - {"plan"})
+        if extra:
+            raise CommandError(f"a plan takes only the key 'plan', not {extra[:3]}")
+        steps = obj["plan"]
+        if not isinstance(steps, list) or not steps:
+            raise CommandError("'plan' must be a non-empty list of commands")
+        if len(steps) > max_plan:
+            limit = "one command per reply (no plans)" if max_plan == 1 else f"plans of at most {max_plan}"
+            raise CommandError(
+                f"the plan has {len(steps)} commands; this flight takes {limit}: nothing was flown"
+            )
+        return [_one(c, f"plan step {i}: ") for i, c in enumerate(steps, 1)]
+    return [_one(obj)]
 
 
 def command_json(cmd: BaseModel) -> str:

@@ -7,6 +7,13 @@ intervals, a reply within its interval is on time (a 0.09 s model flies as when 
 full interval of lag is one more interval flown on the old command (2 s = ten intervals). The
 continuous rule (fly the measured lag itself, the arm tasks' model) stays as `clock="continuous"`.
 Reward: the shaped reward in [0, 1] once the flight is over.
+
+Plans (issue 29): with `max_plan` K > 1 a reply may carry `{"plan": [c1, c2, ...]}`, one command per
+0.2 s interval. Realtime: c1 flies now, and while the next decision is being made the late
+intervals fly c2, c3, ... (the last one in force once the plan runs out); a new plan replaces
+whatever is left of the old one (recorded: intervals flown from the plan, commands dropped).
+Paused (`plan_rule`): "first" flies c1 only, one interval per turn, as a single command would;
+"whole" flies the whole plan, one interval per command, before the next turn.
 """
 
 from __future__ import annotations
@@ -28,13 +35,15 @@ from sim_adapters.roadster.commands import (
     command_json,
     command_schema,
     describe_command,
-    parse_command,
+    parse_plan,
 )
 from sim_adapters.roadster.scenario import WIND_BANDS
 from sim_adapters.roadster.sim import MAX_FLIGHT_S, ROW_S, RoadsterSim
 from sim_adapters.roadster.telemetry import format_row
 
 TASKS = {"roadster_ramp_flip": "ramp_flip", "roadster_kickflip": "kickflip"}
+PLAN_RULES = ("first", "whole")
+"""Paused mode: fly a plan's first command per turn, or the whole plan."""
 CLOCK_RULES = ("intervals", "continuous")
 """intervals: the study's rule (whole 0.2 s intervals of lag); continuous: the measured lag itself."""
 
@@ -60,16 +69,41 @@ TRUCK_FIELDS = (
 
 @dataclass
 class RoadsterCommand:
-    """A parsed command (EnvAction): the roadster's commands carry no "done": a flight ends by itself."""
+    """A parsed command (EnvAction): the roadster's commands carry no "done": a flight ends by itself.
+    `plan`: every command of the reply in order (command = plan[0])."""
 
     command: Any
     done: bool = False
+    plan: list[Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
+        if self.plan is not None and len(self.plan) > 1:
+            return {"plan": [c.model_dump() for c in self.plan]}
         return self.command.model_dump()
 
 
-def briefing(sim: RoadsterSim, mode: str) -> str:
+def plan_text(max_plan: int, mode: str, plan_rule: str) -> str:
+    """The briefing's paragraph on plans."""
+    if max_plan <= 1:
+        return "One command per reply (no plans)."
+    how = (
+        "while you think, the car flies the rest of your plan, one command per 0.2 s interval (the last "
+        "one stays in force if the plan runs out); your next reply replaces whatever is left of it"
+        if mode == "realtime"
+        else (
+            "the world flies the whole plan, one command per 0.2 s interval, before your next turn"
+            if plan_rule == "whole"
+            else "only the plan's first command is flown each turn (the world waits for you)"
+        )
+    )
+    return (
+        f"max_plan: {max_plan}\nInstead of one command you may send a plan of up to {max_plan} commands, "
+        '{"plan": [{"mode": "coast"}, {"mode": "climb", "vz": 4.0}]}: the first flies now and ' + how + ". "
+        f"A plan longer than {max_plan} is refused (nothing flies)."
+    )
+
+
+def briefing(sim: RoadsterSim, mode: str, max_plan: int = 1, plan_rule: str = "first") -> str:
     sc = sim.scenario
     lo, hi = WIND_BANDS[sc.wind_band]
     if sc.stunt == "kickflip":
@@ -98,7 +132,7 @@ def briefing(sim: RoadsterSim, mode: str) -> str:
         stunt=sc.stunt,
         air_kg=f"{sc.air_kg:.0f}",
         truck_fields=TRUCK_FIELDS if sc.stunt == "kickflip" else "",
-        clock=clock,
+        clock=clock + "\n" + plan_text(max_plan, mode, plan_rule),
         task=task,
     )
 
@@ -119,7 +153,15 @@ class RoadsterEnvironment:
         mode: str = "paused",
         render: bool = True,
         clock: str = "intervals",
+        max_plan: int = 1,
+        plan_rule: str = "first",
     ) -> None:
+        if plan_rule not in PLAN_RULES:
+            raise ValueError(f"unknown plan rule {plan_rule!r}; rules are: {', '.join(PLAN_RULES)}")
+        if max_plan < 1:
+            raise ValueError(f"max_plan must be >= 1, not {max_plan}")
+        self.max_plan, self.plan_rule = int(max_plan), plan_rule
+        self._queue: list[Any] = []
         if clock not in CLOCK_RULES:
             raise ValueError(f"unknown clock rule {clock!r}; rules are: {', '.join(CLOCK_RULES)}")
         self.clock = clock
@@ -149,9 +191,13 @@ class RoadsterEnvironment:
         self.intervals_late = 0
         """Intervals flown on an old command while the policy thought (realtime), this flight."""
         self.lag_flown_s = 0.0
+        self._queue = []
+        self._late_from_plan = 0
+        """Late intervals of the turn in progress that flew a queued plan command (realtime)."""
+        self.plan_stats = {"late_intervals_from_plan": 0, "commands_dropped": 0, "plans": 0}
 
     def system_prompt(self) -> str:
-        return briefing(self.sim, self.mode)
+        return briefing(self.sim, self.mode, self.max_plan, self.plan_rule)
 
     def header(self) -> dict[str, Any]:
         return {
@@ -159,7 +205,16 @@ class RoadsterEnvironment:
             "wind": self.wind,
             "scenario": self.sim.scenario.to_json(),
             "clock_rule": self.clock_rule(),
+            "max_chunk": self.max_plan,
+            "plan_rule": self.plan_rule_in_force(),
         }
+
+    def plan_rule_in_force(self) -> str | None:
+        """How a plan flies (recorded): "realtime" (the rest flies while the model thinks), paused
+        "first" or "whole"; None when plans are off (max_plan 1)."""
+        if self.max_plan <= 1:
+            return None
+        return "realtime" if self.mode == "realtime" else self.plan_rule
 
     def clock_rule(self) -> str | None:
         """Which realtime rule runs (recorded in headers and results); None when paused."""
@@ -171,17 +226,23 @@ class RoadsterEnvironment:
         if feedback:
             text = f"Last: {feedback}\n{text}"
         ctx = TurnContext(
-            turn, self.task_name, {"telemetry": row}, row, response_schema=self.response_schema()
+            turn,
+            self.task_name,
+            {"telemetry": row},
+            row,
+            response_schema=self.response_schema(),
+            max_chunk=self.max_plan,
         )
         msg = {"role": "user", "content": text}
         return TurnPrompt(msg, text, ctx, len(text) // 4 + 8, record={"telemetry": row})
 
     def response_schema(self) -> dict[str, Any]:
-        return command_schema()
+        return command_schema(self.max_plan)
 
     def parse(self, reply: str) -> RoadsterCommand:
         try:
-            return RoadsterCommand(parse_command(reply))
+            plan = parse_plan(reply, self.max_plan)
+            return RoadsterCommand(plan[0], plan=plan)
         except CommandError as exc:
             raise ActionError(str(exc)) from None
 
@@ -212,8 +273,17 @@ class RoadsterEnvironment:
     def execute(self, action: RoadsterCommand) -> StepResult:
         sim = self.sim
         rows, self._pending = self._pending, []  # what flew while the policy thought (realtime)
-        if not sim.status.over:
-            sim.set_command(action.command)
+        plan = action.plan or [action.command]
+        previous = {"late_intervals_flown": self._late_from_plan, "dropped": len(self._queue)}
+        self.plan_stats["commands_dropped"] += len(self._queue)
+        self.plan_stats["plans"] += len(plan) > 1
+        self._late_from_plan = 0
+        now = plan if (self.mode == "paused" and self.plan_rule == "whole") else plan[:1]
+        self._queue = list(plan[len(now) :]) if self.mode == "realtime" else []
+        for cmd in now:
+            if sim.status.over:
+                break
+            sim.set_command(cmd)
             rows += self._fly(ROW_S)
         st = sim.status
         reward = sim.reward() if st.over else None
@@ -225,7 +295,16 @@ class RoadsterEnvironment:
         }
         if reward is not None:
             record["reward_parts"] = reward
-        executed = describe_command(action.command)
+        if self.max_plan > 1:
+            record["plan"] = {
+                "commands": [describe_command(c) for c in plan],
+                "flown_now": len(now),
+                "queued": len(self._queue),
+                "previous_plan": previous,
+            }
+        executed = describe_command(action.command) + (
+            f" (+{len(plan) - 1} planned)" if len(plan) > 1 else ""
+        )
         if not st.over:
             return StepResult("flying", f"{command_json(action.command)} in force", executed, False, record)
         total = reward["total"] if reward else None
@@ -253,7 +332,14 @@ class RoadsterEnvironment:
             duration_s = n * ROW_S
         if duration_s > 0:
             self.lag_flown_s += duration_s
-            self._pending += self._fly(duration_s)
+            while duration_s > 1e-9 and self._queue and not self.sim.status.over:
+                self.sim.set_command(self._queue.pop(0))  # the plan flies on while the model thinks
+                self._late_from_plan += 1
+                self.plan_stats["late_intervals_from_plan"] += 1
+                self._pending += self._fly(min(ROW_S, duration_s))
+                duration_s -= ROW_S
+            if duration_s > 1e-9:
+                self._pending += self._fly(duration_s)
 
     def time_s(self) -> float:
         return self.sim.t_s
@@ -268,6 +354,8 @@ class RoadsterEnvironment:
             "wind": self.wind,
             "reward": self.sim.reward()["total"],
             "reward_parts": self.sim.reward(),
+            "max_chunk": self.max_plan,
+            "plan": {"rule": self.plan_rule_in_force(), **self.plan_stats},
             "clock": {
                 "rule": self.clock_rule(),
                 "late_intervals": self.intervals_late,

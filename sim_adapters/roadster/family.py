@@ -57,6 +57,14 @@ class RoadsterFamily(Family):
 
     def add_arguments(self, parser: Any, command: str) -> None:
         bands = list(WIND_BANDS)
+        if command in ("run", "bench"):
+            add_option(
+                parser,
+                "--fly-whole-plan",
+                action="store_true",
+                help="roadster, paused mode, with --max-chunk K > 1: fly every command of a plan (one per "
+                "0.2 s) before the next turn, not only the first",
+            )
         if command == "run":
             add_option(parser, "--wind", default="light", choices=bands, help="roadster tasks: the wind band")
         elif command == "prompt":
@@ -71,10 +79,14 @@ class RoadsterFamily(Family):
 
     def options(self, args: Any) -> dict[str, Any]:
         wind = getattr(args, "wind", None)
-        return {"wind": wind} if wind in WIND_BANDS else {}
+        out: dict[str, Any] = {"wind": wind} if wind in WIND_BANDS else {}
+        if getattr(args, "fly_whole_plan", False):
+            out["plan_rule"] = "whole"
+        return out
 
     def bench_options(self, args: Any) -> dict[str, Any]:
-        return {}  # the band is part of each task's name (`roadster_kickflip:storm`)
+        # the band is part of each task's name (`roadster_kickflip:storm`)
+        return {"plan_rule": "whole"} if getattr(args, "fly_whole_plan", False) else {}
 
     def resolve(self, task: str, options: dict[str, Any]) -> str:
         name, band = split_task(task, options.get("wind"))
@@ -87,7 +99,14 @@ class RoadsterFamily(Family):
         from sim_adapters.roadster.environment import RoadsterEnvironment
 
         name, band = split_task(spec.task)
-        return RoadsterEnvironment(name, band, mode=spec.mode, render=spec.render)
+        return RoadsterEnvironment(
+            name,
+            band,
+            mode=spec.mode,
+            render=spec.render,
+            max_plan=spec.max_chunk or 1,
+            plan_rule=spec.option("plan_rule", "first"),
+        )
 
     def has_default_policy(self, task: str) -> bool:
         return True

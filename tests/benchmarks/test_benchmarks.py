@@ -22,6 +22,8 @@ CASES = {
     "abandoned_decision": ["--reps", "1", "--max-tokens", "200"],
     "expert_success": ["--robots", "panda", "--tasks", "pick_cube,bimanual_pickup", "--seeds", "1"],
     "concurrency": ["--sizes", "3", "--decision-s", "0.2", "--turns", "2", "--waves", "1"],
+    "chunk_turns": ["--tasks", "pick_cube", "--chunks", "1,4", "--seeds", "1"],
+    "roadster_plans": ["--flights", "1", "--bands", "light", "--latencies", "1.0"],
     "loop_equivalence": [
         "--seeds",
         "0",
