@@ -83,6 +83,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         max_context_tokens=clock["max_context_tokens"],
         robot=getattr(args, "robot", None),
         episode=loop_options,
+        view=[v.strip() for v in args.view.split(",") if v.strip()] if args.view else None,
         options={
             k: v
             for fam in {id(f): f for f in map(family_of, tasks)}.values()
@@ -158,6 +159,14 @@ def add_bench_commands(sub: Any) -> None:
     b.add_argument("--action-noise-cm", type=float, default=0.0, help="scripted expert's position noise")
     b.add_argument("--no-video", action="store_true", help="skip the per-episode mp4 (faster)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument(
+        "--view",
+        nargs="?",
+        const="all",
+        default=None,
+        metavar="all|TASK/sSEED,...",
+        help="write a Rerun recording (episode.rrd) beside each chosen episode's log (default: all)",
+    )
     from pear_agent.registry import add_family_arguments
 
     add_family_arguments(b.add_argument_group("environment family options"), "bench")
