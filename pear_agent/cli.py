@@ -262,6 +262,42 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
+def lerobot_python() -> str | None:
+    """A Python that can import lerobot: this one, $PEAR_LEROBOT_PYTHON, or .venv-lerobot (made by
+    scripts/setup_lerobot.sh) in the current folder or beside this package."""
+    import importlib.util
+    import os
+
+    if importlib.util.find_spec("lerobot") is not None:
+        return sys.executable
+    env = os.environ.get("PEAR_LEROBOT_PYTHON")
+    if env:
+        return env
+    for root in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        py = root / ".venv-lerobot" / "bin" / "python"
+        if py.exists():
+            return str(py)
+    return None
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Run the LeRobot writer (pear_agent.export_lerobot) where lerobot is installed: its pins
+    (torch<2.11, ...) keep it out of the core environment."""
+    import os
+    import subprocess
+
+    py = lerobot_python()
+    if py is None:
+        raise CliError(
+            "export --format lerobot needs LeRobot: run `bash scripts/setup_lerobot.sh` (.venv-lerobot) "
+            "or set PEAR_LEROBOT_PYTHON to a Python with lerobot 0.4"
+        )
+    argv = [*args.runs, "--out", args.out, "--fps", str(args.fps), "--repo-id", args.repo_id]
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    return subprocess.run([py, "-m", "pear_agent.export_lerobot", *argv], env=env, check=False).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pear-agent", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -307,6 +343,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--serve-s", type=float, default=0.0, help="with --web: serve this long (0: until Ctrl-C)"
     )
     view.set_defaults(func=cmd_view)
+
+    export = sub.add_parser("export", help="episodes (run, bench, rollout folders) as a LeRobot dataset")
+    export.add_argument("runs", nargs="+", help="run folders, bench folders or any folder of episode logs")
+    export.add_argument("--format", choices=["lerobot"], default="lerobot")
+    export.add_argument("--out", required=True, help="a new folder for the dataset")
+    export.add_argument("--fps", type=int, default=10, help="frames (turns) per second in the dataset")
+    export.add_argument("--repo-id", default="pear-agent/episodes", help="the dataset's name in its metadata")
+    export.set_defaults(func=cmd_export)
 
     robots = sub.add_parser("robots", help="list and validate the robot descriptions in robots/")
     robots.add_argument("files", nargs="*", help="robot YAML files (default: every file in robots/)")

