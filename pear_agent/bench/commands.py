@@ -109,6 +109,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     c = compare(args.a, args.b)
     print(json.dumps(c) if args.json else format_comparison(c, str(args.a), str(args.b)))
+    if args.html:
+        from pear_agent.bench.compare import write_compare_page
+
+        page = write_compare_page(args.a, args.b, Path(args.html))
+        if not args.json:
+            print(f"page: {page}")
     return 0
 
 
@@ -180,6 +186,7 @@ def add_bench_commands(sub: Any) -> None:
     c.add_argument("a", help="bench folder (or its results.jsonl)")
     c.add_argument("b", help="bench folder (or its results.jsonl)")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--html", default=None, metavar="PATH", help="also write a page with the per-task chart")
     c.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("serve", help="OpenAI-compatible endpoint answered by the scripted expert")
