@@ -103,6 +103,12 @@ def add_view_args(parser: argparse.ArgumentParser) -> None:
         help="with --view: also serve the live episode to Rerun's web viewer on this port (headless robots)",
     )
     g.add_argument(
+        "--view-grpc-port",
+        type=int,
+        default=9876,
+        help="with --view-web: the port of the recording's gRPC server",
+    )
+    g.add_argument(
         "--view-linger-s",
         type=float,
         default=0.0,
@@ -122,6 +128,7 @@ def attach_view(args: argparse.Namespace, writer: RunWriter, env: Any) -> Any:
         kinematics=getattr(env, "kin", None),
         spawn=args.view_spawn,
         web_port=args.view_web,
+        grpc_port=args.view_grpc_port,
     )
     if view.web_url and not getattr(args, "json", False):
         print(f"pear-agent: live view at {view.web_url}", flush=True)

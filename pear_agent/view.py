@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
@@ -149,9 +150,11 @@ class EpisodeView:
             sinks.append(rr.GrpcSink())
         self.rec.set_sinks(*sinks)
         if web_port is not None:
-            uri = server.uri()
+            uri = server.uri
             rr.serve_web_viewer(web_port=web_port, open_browser=False, connect_to=uri)
-            self.web_url = f"http://127.0.0.1:{web_port}/?url={uri}"
+            # the server listens on every interface: from another computer use this one's name
+            here = uri.replace("0.0.0.0", "127.0.0.1")
+            self.web_url = f"http://127.0.0.1:{web_port}/?url={urllib.parse.quote(here, safe=':/')}"
         self._kin = kinematics
         self._poser: LinkPoser | None = None
         self._parts_joints: dict[str, list[str]] = {}
