@@ -121,7 +121,10 @@ class ArmEnvironment:
         msg = user_message(text, jpegs, as_string=self.observation == "state")
         p = self.patch_px
         img_tokens = sum(math.ceil(i.shape[0] / p) * math.ceil(i.shape[1] / p) for i in images.values())
-        record: dict[str, Any] = {"state": state}
+        record: dict[str, Any] = {
+            "state": state,
+            "joints_rad": {k: [round(float(v), 5) for v in q] for k, q in obs.joints_rad.items()},
+        }
         if scene is not None:
             record["scene"] = scene
         ctx = TurnContext(
@@ -167,6 +170,7 @@ class ArmEnvironment:
                     "ik_ms": (time.perf_counter() - t0) * 1000,
                     "target_position_cm": target.position_cm,
                     "target_orientation_rad": target.orientation_rad,
+                    "target_joints_rad": np.round(res.joints_rad, 5) if res.success else None,
                 }
                 if not res.success:
                     info["executed"] = {}

@@ -68,6 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             run_dir, video_fps=None if args.no_video else 10.0, secrets=secrets_from_args(args)
         )
         quiet = args.json
+        view = attach_view(args, writer, env)
 
         def on_turn(t) -> None:  # noqa: ANN001
             if not quiet:
@@ -84,7 +85,89 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary = result.to_json() | family.result_fields(env)
     finally:
         close_environment(env)
-    return print_result(result, summary, writer, as_json=args.json, won=won, extra=extra)
+    code = print_result(result, summary, writer, as_json=args.json, won=won, extra=extra)
+    if view is not None:
+        if not args.json:
+            print(f"view: {view.rrd_path}" + (f"   web viewer: {view.web_url}" if view.web_url else ""))
+        linger_view(view, args.view_linger_s)
+    return code
+
+
+def add_view_args(parser: argparse.ArgumentParser) -> None:
+    """--view and its sinks (Rerun: the `view` extra; nothing of it is imported without --view)."""
+    g = parser.add_argument_group("episode view (Rerun)")
+    g.add_argument("--view", action="store_true", help="write a Rerun recording (episode.rrd) beside the log")
+    g.add_argument(
+        "--view-spawn", action="store_true", help="with --view: also stream to a spawned Rerun viewer"
+    )
+    g.add_argument(
+        "--view-web",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="with --view: also serve the live episode to Rerun's web viewer on this port (headless robots)",
+    )
+    g.add_argument(
+        "--view-grpc-port",
+        type=int,
+        default=9876,
+        help="with --view-web: the port of the recording's gRPC server",
+    )
+    g.add_argument(
+        "--view-linger-s",
+        type=float,
+        default=0.0,
+        help="with --view-web: keep serving this long after the episode ends",
+    )
+
+
+def attach_view(args: argparse.Namespace, writer: RunWriter, env: Any) -> Any:
+    """An `EpisodeView` listening to the writer when --view (or --view-web/--view-spawn) is given."""
+    if not (args.view or args.view_spawn or args.view_web is not None):
+        return None
+    from pear_agent.view import RRD_NAME, EpisodeView
+
+    view = EpisodeView(
+        writer.run_dir / RRD_NAME,
+        run_dir=writer.run_dir,
+        kinematics=getattr(env, "kin", None),
+        spawn=args.view_spawn,
+        web_port=args.view_web,
+        grpc_port=args.view_grpc_port,
+    )
+    if view.web_url and not getattr(args, "json", False):
+        print(f"pear-agent: live view at {view.web_url}", flush=True)
+    writer.observers.append(view)
+    return view
+
+
+def linger_view(view: Any, seconds: float) -> None:
+    """Keep a served view up a while after the episode (the server ends with the process)."""
+    import time
+
+    if view.web_url and seconds > 0:
+        time.sleep(seconds)
+
+
+def cmd_view(args: argparse.Namespace) -> int:
+    """A finished run's episode.jsonl into a Rerun recording (and optionally a viewer)."""
+    from pear_agent.view import view_run
+
+    rrd = view_run(
+        Path(args.run_dir),
+        rrd_path=Path(args.out) if args.out else None,
+        spawn=args.spawn,
+        web_port=args.web,
+    )
+    print(f"view: {rrd}")
+    if args.web is not None:
+        import time
+
+        print(f"pear-agent: web viewer on port {args.web}; Ctrl-C to stop", flush=True)
+        deadline = time.monotonic() + args.serve_s if args.serve_s > 0 else float("inf")
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+    return 0
 
 
 def print_result(
@@ -193,6 +276,42 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
+def lerobot_python() -> str | None:
+    """A Python that can import lerobot: this one, $PEAR_LEROBOT_PYTHON, or .venv-lerobot (made by
+    scripts/setup_lerobot.sh) in the current folder or beside this package."""
+    import importlib.util
+    import os
+
+    if importlib.util.find_spec("lerobot") is not None:
+        return sys.executable
+    env = os.environ.get("PEAR_LEROBOT_PYTHON")
+    if env:
+        return env
+    for root in (Path.cwd(), Path(__file__).resolve().parents[1]):
+        py = root / ".venv-lerobot" / "bin" / "python"
+        if py.exists():
+            return str(py)
+    return None
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Run the LeRobot writer (pear_agent.export_lerobot) where lerobot is installed: its pins
+    (torch<2.11, ...) keep it out of the core environment."""
+    import os
+    import subprocess
+
+    py = lerobot_python()
+    if py is None:
+        raise CliError(
+            "export --format lerobot needs LeRobot: run `bash scripts/setup_lerobot.sh` (.venv-lerobot) "
+            "or set PEAR_LEROBOT_PYTHON to a Python with lerobot 0.4"
+        )
+    argv = [*args.runs, "--out", args.out, "--fps", str(args.fps), "--repo-id", args.repo_id]
+    root = str(Path(__file__).resolve().parents[1])
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
+    return subprocess.run([py, "-m", "pear_agent.export_lerobot", *argv], env=env, check=False).returncode
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pear-agent", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
@@ -226,7 +345,26 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_clock_args(run.add_argument_group("clock and context"))
     add_loop_args(run.add_argument_group("turn loop"))
+    add_view_args(run)
     run.set_defaults(func=cmd_run)
+
+    view = sub.add_parser("view", help="a finished run's episode as a Rerun recording (episode.rrd)")
+    view.add_argument("run_dir", help="a run folder (with episode.jsonl), or the episode.jsonl")
+    view.add_argument("--out", default=None, help="the .rrd to write (default: episode.rrd beside the log)")
+    view.add_argument("--spawn", action="store_true", help="also open a native Rerun viewer")
+    view.add_argument("--web", type=int, default=None, metavar="PORT", help="also serve Rerun's web viewer")
+    view.add_argument(
+        "--serve-s", type=float, default=0.0, help="with --web: serve this long (0: until Ctrl-C)"
+    )
+    view.set_defaults(func=cmd_view)
+
+    export = sub.add_parser("export", help="episodes (run, bench, rollout folders) as a LeRobot dataset")
+    export.add_argument("runs", nargs="+", help="run folders, bench folders or any folder of episode logs")
+    export.add_argument("--format", choices=["lerobot"], default="lerobot")
+    export.add_argument("--out", required=True, help="a new folder for the dataset")
+    export.add_argument("--fps", type=int, default=10, help="frames (turns) per second in the dataset")
+    export.add_argument("--repo-id", default="pear-agent/episodes", help="the dataset's name in its metadata")
+    export.set_defaults(func=cmd_export)
 
     robots = sub.add_parser("robots", help="list and validate the robot descriptions in robots/")
     robots.add_argument("files", nargs="*", help="robot YAML files (default: every file in robots/)")

@@ -106,6 +106,9 @@ class RunWriter:
         self.video: VideoWriter | None = None
         if video_fps:
             self.video = VideoWriter(self.run_dir / "episode.mp4", video_fps)
+        self.observers: list[Any] = []
+        """Objects with `record(line)` and `close(summary)` (`pear_agent.view.EpisodeView`): they get
+        each log line as written (secrets redacted) and the summary. Empty unless asked for."""
 
     def redact(self, text: str) -> str:
         for s in self._secrets:
@@ -125,9 +128,11 @@ class RunWriter:
         return rel
 
     def log(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, default=_jsonable)
-        self._log.write(self.redact(line) + "\n")
+        line = self.redact(json.dumps(record, default=_jsonable))
+        self._log.write(line + "\n")
         self._log.flush()
+        if self.observers:
+            self._notify("record", json.loads(line))
 
     def add_frame(self, frame: np.ndarray) -> None:
         if self.video is not None:
@@ -145,7 +150,17 @@ class RunWriter:
                 log.warning("video not written: %s", exc)
             if self.video.frames and self.video.path.exists():
                 summary["video"] = str(self.video.path)
-        (self.run_dir / "summary.json").write_text(
-            self.redact(json.dumps(summary, indent=2, default=_jsonable)), encoding="utf-8"
-        )
+        text = self.redact(json.dumps(summary, indent=2, default=_jsonable))
+        (self.run_dir / "summary.json").write_text(text, encoding="utf-8")
         self._log.close()
+        if self.observers:
+            self._notify("close", json.loads(text))
+
+    def _notify(self, method: str, payload: dict[str, Any]) -> None:
+        """Pass a line or the summary on; an observer that fails is dropped, the episode goes on."""
+        for obs in list(self.observers):
+            try:
+                getattr(obs, method)(payload)
+            except Exception as exc:  # a broken viewer must not end the episode
+                log.warning("episode view disabled: %s", exc)
+                self.observers.remove(obs)

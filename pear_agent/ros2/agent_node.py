@@ -72,6 +72,7 @@ PARAMS: dict[str, Any] = {
     "keep_images": 0,
     "observation": "both",
     "video_fps": 10.0,
+    "view": False,
     "runs_dir": "runs",
     "status_topic": "/pear/agent/status",
     **{k: f.default for k, f in RosSettings.model_fields.items()},
@@ -310,6 +311,12 @@ def run(node: Any, p: dict[str, Any]) -> int:
     policy = make_policy(p, task)
     video_fps = float(p["video_fps"]) if backend.video_camera and p["video_fps"] > 0 else None
     writer = RunWriter(new_run_dir(Path(p["runs_dir"]), task, seed), video_fps=video_fps)
+    if p["view"]:  # a Rerun recording (episode.rrd) beside the log: the `view` extra
+        from pear_agent.view import RRD_NAME, EpisodeView
+
+        writer.observers.append(
+            EpisodeView(writer.run_dir / RRD_NAME, run_dir=writer.run_dir, kinematics=kin)
+        )
     backend.log = writer.log
     backend.video_fps = video_fps or backend.video_fps
     backend.operator.on_event = publish
