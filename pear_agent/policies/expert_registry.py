@@ -7,6 +7,7 @@ from typing import Any
 from pear_agent.policies.experts import SINGLE_ARM_EXPERTS, Expert
 from pear_agent.policies.experts_bimanual import align_blocks, bimanual_pickup
 from pear_agent.policies.experts_libero import LIBERO_EXPERTS
+from pear_agent.policies.experts_ruler import ALIGN_WITH_RULER
 
 OBJECT_TASK_PREFIX = "pick_up_object/"
 
@@ -36,17 +37,12 @@ class _Experts(dict):
         return default
 
 
-def _ruler() -> dict[str, Expert]:
-    from pear_agent.policies.experts_ruler import align_with_ruler
-
-    return {"align_with_ruler": align_with_ruler}
-
-
 EXPERTS: dict[str, Expert] = _Experts(
     {
         **SINGLE_ARM_EXPERTS,
         "bimanual_pickup": bimanual_pickup,
         "align_blocks": align_blocks,
+        "align_with_ruler": ALIGN_WITH_RULER,
         **LIBERO_EXPERTS,
     }
 )

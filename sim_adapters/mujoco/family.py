@@ -29,6 +29,9 @@ ENTRIES: dict[str, TaskEntry] = {
     "bimanual_pickup": TaskEntry("mujoco", "yam_bimanual", TWO_ARMS),
     "align_blocks": TaskEntry("mujoco", "yam_bimanual", TWO_ARMS),
 }
+PEAR_ENTRIES: dict[str, TaskEntry] = {"align_with_ruler": TaskEntry("mujoco", "yam_bimanual", ONE_ARM)}
+"""The PEAR paper's real-robot tasks (with `pick_up_object/<name>`): kept out of `ENTRIES`, which
+`robots --check --tasks` and the per-robot expert tables run on every robot."""
 OBJECT_TASK_PREFIX = "pick_up_object/"
 OBJECT_ENTRY = TaskEntry("mujoco", "panda", ONE_ARM)
 """`pick_up_object/<name>`: one task per object YAML (`pear_agent.object_config`), any arm."""
@@ -55,7 +58,7 @@ class MujocoFamily(ArmFamily):
         return ENTRIES
 
     def task_names(self) -> list[str]:
-        return [*ENTRIES, *object_tasks()]
+        return [*ENTRIES, *PEAR_ENTRIES, *object_tasks()]
 
     def entry(self, task: str) -> TaskEntry:
         base, _ = split_task(task)
@@ -69,13 +72,15 @@ class MujocoFamily(ArmFamily):
                     "PEAR_OBJECT_DIRS)"
                 )
             return OBJECT_ENTRY
+        if base in PEAR_ENTRIES:
+            return PEAR_ENTRIES[base]
         if base not in ENTRIES:
             raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(ENTRIES)}")
         return ENTRIES[base]
 
     def owns(self, task: str) -> bool:
         base = task.partition("~")[0]
-        return base in ENTRIES or base.startswith(OBJECT_TASK_PREFIX)
+        return base in ENTRIES or base in PEAR_ENTRIES or base.startswith(OBJECT_TASK_PREFIX)
 
     def add_arguments(self, parser: Any, command: str) -> None:
         super().add_arguments(parser, command)
