@@ -152,6 +152,7 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
         "latency_injected_s": job.get("latency_s"),
         "policy": policy_label(job["policy"]),
         "run_dir": str(rel),
+        **(job.get("fields") or {}),
     }
     writer = env = spec = None
     key_env = (job["policy"].get("settings") or {}).get("api_key_env")
@@ -256,6 +257,15 @@ class BenchConfig:
     options: dict[str, Any] = field(default_factory=dict)
     """Environment families' own options besides the robot (plain values)."""
     extra: dict[str, Any] = field(default_factory=dict)
+    pairs: list[tuple[str, int]] | None = None
+    """(task, seed) episodes instead of tasks x seeds (a preset such as `pear_real`)."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Added to every result line (a preset's name, the token cap the model ran under)."""
+
+    def episodes(self) -> list[tuple[str, int]]:
+        if self.pairs is not None:
+            return [(t, int(s)) for t, s in self.pairs]
+        return [(t, s) for t in self.tasks for s in self.seeds]
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resume to be the same bench (not how many ran at once)."""
@@ -286,8 +296,9 @@ class BenchConfig:
             "episode": self.episode,
             "options": self.options,
             "concurrency": self.concurrency,
+            "fields": self.fields,
         }
-        return [base | {"task": t, "seed": s} for t in self.tasks for s in self.seeds]
+        return [base | {"task": t, "seed": s} for t, s in self.episodes()]
 
 
 def run_bench(
@@ -313,7 +324,7 @@ def run_bench(
     results_path = out / RESULTS
     _repair_tail(results_path)
     done = {r["key"]: r for r in read_results(results_path)}
-    wanted = {episode_key(t, s) for t in cfg.tasks for s in cfg.seeds}
+    wanted = {episode_key(t, s) for t, s in cfg.episodes()}
     jobs = [j for j in cfg.jobs() if episode_key(j["task"], j["seed"]) not in done]
     total = len(wanted)
     bar = None
