@@ -75,8 +75,7 @@ def format_table(rows: dict[str, Any], label: str = "") -> str:
     for key, row in rows.items():
         name = GROUPS.get(key, "total")
         lo, hi = row["ci95"]
-        lines.append(
-            f"  {name:<18s} {row['successes']:>4d}/{row['trials']:<4d}  {row['rate']:5.2f}  [{lo:.2f}, {hi:.2f}]"
-        )
+        k, n = row["successes"], row["trials"]
+        lines.append(f"  {name:<18s} {k:>4d}/{n:<4d}  {row['rate']:5.2f}  [{lo:.2f}, {hi:.2f}]")
     lines.append(f"  (the paper, real YAM: base model {PAPER['base']}/30, PEAR {PAPER['pear']}/30)")
     return "\n".join(lines)
