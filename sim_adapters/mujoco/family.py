@@ -33,8 +33,9 @@ PEAR_ENTRIES: dict[str, TaskEntry] = {"align_with_ruler": TaskEntry("mujoco", "y
 """The PEAR paper's real-robot tasks (with `pick_up_object/<name>`): kept out of `ENTRIES`, which
 `robots --check --tasks` and the per-robot expert tables run on every robot."""
 OBJECT_TASK_PREFIX = "pick_up_object/"
-OBJECT_ENTRY = TaskEntry("mujoco", "panda", ONE_ARM)
-"""`pick_up_object/<name>`: one task per object YAML (`pear_agent.object_config`), any arm."""
+OBJECT_ENTRY = TaskEntry("mujoco", "yam_bimanual", ONE_ARM)
+"""`pick_up_object/<name>`: one task per object YAML (`pear_agent.object_config`), any arm; by
+default on the YAM station, where the PEAR paper evaluates it (`--robot panda` for the Panda)."""
 
 
 def object_tasks() -> list[str]:
