@@ -122,7 +122,7 @@ def result_line(trial: pear_real.Trial, summary: dict[str, Any], params: dict[st
         "seed": trial.seed,
         "mode": "real",
         "preset": pear_real.NAME,
-        "max_turns": params.get("max_turns"),
+        "max_turns": summary.get("max_turns") or params.get("max_turns"),
         "reasoning_token_cap": params.get("max_tokens") or None,
     }
     line |= {k: summary[k] for k in SUMMARY_KEYS if k in summary}
@@ -165,7 +165,8 @@ def _run_trial(trial: pear_real.Trial, instruction: str, params: dict[str, Any],
         summary = wait_until(done, timeout_s, 0.1)
         if summary is None:
             raise RuntimeError(f"the agent did not finish within {timeout_s:g} s")
-        return summary
+        start = next((e for e in status.snapshot() if e.get("event") == "start"), {})
+        return summary | {"max_turns": start.get("max_turns")}
 
 
 def cmd_protocol(args: argparse.Namespace) -> int:
@@ -205,6 +206,8 @@ def cmd_protocol(args: argparse.Namespace) -> int:
         _say(str(exc))
         return 1
     line = result_line(trial, summary, params)
+    if line["max_turns"] != pear_real.MAX_TURNS:
+        _say(f"the agent ran with max_turns {line['max_turns']}, not the protocol's {pear_real.MAX_TURNS}")
     out.mkdir(parents=True, exist_ok=True)
     append_result(out / RESULTS, line)
     (out / "bench.json").exists() or (out / "bench.json").write_text(
