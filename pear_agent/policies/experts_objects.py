@@ -23,7 +23,7 @@ from pear_agent.policies.experts import (
     wrap,
 )
 
-LIFT_MARGIN_CM = 2.5
+LIFT_MARGIN_CM = 1.5
 
 
 def _close_yaw(close_yaw: float, current: float) -> float:
