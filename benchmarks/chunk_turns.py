@@ -21,7 +21,7 @@ from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import TASKS, make_backend
-from pear_agent.robot_config import load_robot
+from pear_agent.robot_loader import load_robot
 
 MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
 

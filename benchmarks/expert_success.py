@@ -2,6 +2,7 @@
 for more than the robot's per-turn caps (a reply the safety clip would shorten is bad SFT data).
 
     .venv/bin/python benchmarks/expert_success.py [--robots panda,ur5e] [--tasks pick_cube] [--seeds 20]
+    .venv/bin/python benchmarks/expert_success.py --robots panda,yam_bimanual --tasks objects --seeds 10
 
 Every compatible task of each robot runs on seeds 0..N-1 without rendering. Per cell: successes,
 mean and median turns of the successful episodes, end reasons of the failures, the largest move
@@ -21,7 +22,7 @@ from pear_agent.episode import Episode
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.protocol.actions import parse_reply
-from pear_agent.registry import TASKS, make_backend
+from pear_agent.registry import TASKS, make_backend, task_entry
 from pear_agent.robot_loader import list_robots, load_robot
 
 MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
@@ -29,7 +30,7 @@ MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
 
 def run_cell(robot_name: str, task: str, seeds: range) -> dict[str, Any] | None:
     robot = load_robot(robot_name)
-    if TASKS[task].refusal(task, robot):
+    if task_entry(task).refusal(task, robot):  # `pick_up_object/<name>` too (not in TASKS)
         return None
     kin = Kinematics(robot)
     backend = make_backend(task, robot, render=False)
@@ -75,6 +76,16 @@ def run_cell(robot_name: str, task: str, seeds: range) -> dict[str, Any] | None:
     }
 
 
+def expand(tasks: str) -> list[str]:
+    """Comma-separated task names; `objects` stands for every `pick_up_object/<name>`."""
+    from sim_adapters.mujoco.family import object_tasks
+
+    out: list[str] = []
+    for t in tasks.split(","):
+        out += object_tasks() if t == "objects" else [t]
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--robots", default=",".join(p.stem for p in list_robots()))
@@ -83,7 +94,7 @@ def main() -> None:
     args = ap.parse_args()
     cells = []
     for robot in args.robots.split(","):
-        for task in args.tasks.split(","):
+        for task in expand(args.tasks):
             cell = run_cell(robot, task, range(args.seeds))
             if cell is not None:
                 cells.append(cell)

@@ -293,7 +293,7 @@ def family_of(task: str) -> Family:
     raise UnknownNameError(f"unknown task {task!r}; tasks are: {_task_summary()}")
 
 
-def _task_summary(most: int = 12) -> str:
+def _task_summary(most: int = 20) -> str:
     """Every family's tasks for a one-line error; a family with many (LIBERO-Plus alone has 10,030)
     by its first few and its count (`pear-agent tasks` lists them all)."""
     parts = []

@@ -109,7 +109,7 @@ def _kinematics_for(robot: str) -> Any | None:
     (a finished run's view then has the tool points but no links)."""
     try:
         from pear_agent.kinematics import Kinematics
-        from pear_agent.robot_config import load_robot
+        from pear_agent.robot_loader import load_robot
 
         return Kinematics(load_robot(robot))
     except Exception as exc:  # an unknown or hardware-only robot: no link frames

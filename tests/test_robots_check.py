@@ -543,7 +543,7 @@ def test_remove_bodies_takes_a_makers_task_object_out_of_every_scene(tmp_path: P
     the robot, is one keyed line."""
     from pear_agent.kinematics import Kinematics
     from pear_agent.registry import make_backend
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     stand = STAND.format(actuators="").replace('<body name="stand"/>', RED_CUBE)
     kept = load_robot(_stand_robot(tmp_path, stand))
@@ -578,7 +578,7 @@ def test_finger_friction_and_joint_friction_are_yaml_keys(tmp_path: Path) -> Non
     """`gripper.sim.friction` (the fingers' contact friction, winning over the touched object's)
     and `gripper.sim.frictionloss` (the finger joints' dry friction) were refused as unknown keys."""
     from pear_agent.registry import make_backend
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
     from sim_adapters.mujoco.tasks.base import finger_geoms
 
     sim = {"friction": 0.4, "frictionloss": 0.25}
@@ -643,7 +643,7 @@ def test_gym_alohas_own_red_cube_removed_and_its_finger_friction_overridden() ->
     cube `box` (a free body, in the file's keyframe) is gone from every task's scene, which still
     compiles, and the finger slides carry the YAML's 0.5 N of dry friction, not the file's 30 N."""
     from pear_agent.registry import make_backend
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     aloha = Path(__file__).resolve().parent / "robots" / "aloha.yaml"
     robot = load_robot(aloha)

@@ -51,7 +51,25 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.workers < 1 or args.concurrency < 1:
         raise ValueError("--workers and --concurrency must be >= 1")
     settings = settings_from_args(args)
-    tasks, seeds, selection = _tasks_and_seeds(args, model=settings is not None)
+    preset = getattr(args, "preset", None)
+    pairs: list[tuple[str, int]] | None = None
+    fields: dict[str, Any] = {}
+    if preset == "pear_real":
+        from pear_agent.bench import pear_real
+
+        trials = pear_real.trials()
+        pairs = [(t.task, t.seed) for t in trials]
+        tasks, seeds, selection = list(dict.fromkeys(t.task for t in trials)), [], None
+        args.max_turns = pear_real.MAX_TURNS if args.max_turns is None else args.max_turns
+        if getattr(args, "robot", None) is None:
+            args.robot = pear_real.ROBOT
+        fields = {
+            "preset": preset,
+            "reasoning_token_cap": settings.max_tokens if settings is not None else None,
+            "max_turns": args.max_turns,
+        }
+    else:
+        tasks, seeds, selection = _tasks_and_seeds(args, model=settings is not None)
     if settings is not None:
         if settings.max_in_flight is not None:  # the cap is the bench's: each worker takes its share
             settings.max_in_flight = math.ceil(settings.max_in_flight / args.workers)
@@ -73,7 +91,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         seeds=seeds,
         policy=policy,
         out_dir=str(args.out),
-        split=None if (args.seeds or selection is not None) else args.split,
+        split=None if (args.seeds or selection is not None or pairs is not None) else args.split,
         mode=clock["mode"],
         latency_s=clock["latency_s"],
         workers=args.workers,
@@ -90,6 +108,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             for fam in {id(f): f for f in map(family_of, tasks)}.values()
             for k, v in fam.bench_options(args).items()
         },
+        pairs=pairs,
+        fields=fields,
     )
     from pear_agent.executors import ray_executor
 
@@ -106,6 +126,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         text = fam.bench_summary(results, Path(args.out), args)
         if text:
             print(text)
+    if preset == "pear_real":
+        from pear_agent.bench import pear_real
+
+        rows_pear = pear_real.table(results)
+        print(pear_real.format_table(rows_pear, policy.get("settings", {}).get("model") or "scripted expert"))
+        (Path(args.out) / "pear_real.json").write_text(json.dumps(rows_pear, indent=2))
     print(f"results: {Path(args.out) / 'results.jsonl'}   report: {index}")
     return 0
 
@@ -138,6 +164,13 @@ def add_bench_commands(sub: Any) -> None:
 
     b = sub.add_parser("bench", help="many episodes over tasks x seeds, in parallel, resumable")
     b.add_argument("--tasks", default="pick_cube", help="comma-separated task names (any family's)")
+    b.add_argument(
+        "--preset",
+        default=None,
+        choices=["pear_real"],
+        help="pear_real: the PEAR paper's 30 real-robot trials on the YAM (5 ruler scenes x 2, 10 objects "
+        "x 2, 25 turns; replaces --tasks, --seeds and the default robot)",
+    )
     b.add_argument(
         "--split",
         default="test",

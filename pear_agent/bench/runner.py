@@ -157,6 +157,7 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
         "latency_injected_s": job.get("latency_s"),
         "policy": policy_label(job["policy"]),
         "run_dir": str(rel),
+        **(job.get("fields") or {}),
     }
     writer = env = spec = None
     key_env = (job["policy"].get("settings") or {}).get("api_key_env")
@@ -284,6 +285,15 @@ class BenchConfig:
     extra: dict[str, Any] = field(default_factory=dict)
     view: list[str] | None = None
     """Episodes that get a Rerun recording (`episode.rrd`): ["all"] or episode keys (task/s<seed>)."""
+    pairs: list[tuple[str, int]] | None = None
+    """(task, seed) episodes instead of tasks x seeds (a preset such as `pear_real`)."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """Added to every result line (a preset's name, the token cap the model ran under)."""
+
+    def episodes(self) -> list[tuple[str, int]]:
+        if self.pairs is not None:
+            return [(t, int(s)) for t, s in self.pairs]
+        return [(t, s) for t in self.tasks for s in self.seeds]
 
     def identity(self) -> dict[str, Any]:
         """What must match for a resume to be the same bench (not how many ran at once)."""
@@ -315,8 +325,9 @@ class BenchConfig:
             "options": self.options,
             "concurrency": self.concurrency,
             "view": self.view,
+            "fields": self.fields,
         }
-        return [base | {"task": t, "seed": s} for t in self.tasks for s in self.seeds]
+        return [base | {"task": t, "seed": s} for t, s in self.episodes()]
 
 
 def run_bench(
@@ -344,7 +355,7 @@ def run_bench(
     results_path = out / RESULTS
     _repair_tail(results_path)
     done = {r["key"]: r for r in read_results(results_path)}
-    wanted = {episode_key(t, s) for t in cfg.tasks for s in cfg.seeds}
+    wanted = {episode_key(t, s) for t, s in cfg.episodes()}
     again = pending_again(done, keep_endpoint_errors) & wanted
     for key in again:
         del done[key]

@@ -339,7 +339,14 @@ def run(node: Any, p: dict[str, Any]) -> int:
         max_turns = int(p["max_turns"]) or int(status.get("max_turns") or 30)
         backend.task = TaskInfo(task, instruction, max_turns)
         publish(
-            {"event": "start", "robot": robot.name, "task": task, "instruction": instruction, "seed": seed}
+            {
+                "event": "start",
+                "robot": robot.name,
+                "task": task,
+                "instruction": instruction,
+                "seed": seed,
+                "max_turns": max_turns,
+            }
         )
 
         def on_turn(t: Any) -> None:

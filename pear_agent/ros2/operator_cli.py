@@ -8,6 +8,7 @@ install has none).
     pear-agent ros release            # every yam_driver_node's ~/release_estop
     pear-agent ros health             # topics, rates, ages, controllers, drivers, latches
     pear-agent ros status [--follow]  # the agent's status, as it publishes it
+    pear-agent ros protocol pear_real # the PEAR paper's 30 real-robot trials, one per agent run
 
 Topic and service names are agent_node's defaults, or those of the agent file given with
 `--params-file` (the file the agent was started with). Each command is a short-lived node on the
@@ -380,6 +381,9 @@ def add_parser(sub: Any) -> None:
     )
     common(c, 10.0)  # how long to wait to hear every joint, camera and driver
     c.set_defaults(func=cmd_health)
+    from pear_agent.ros2.protocol_cli import add_protocol_parser
+
+    add_protocol_parser(cmds, common)  # `pear-agent ros protocol pear_real`
     c = cmds.add_parser("status", help="echo the agent's status events")
     c.add_argument("--follow", action="store_true", help="keep printing until the episode is done")
     c.add_argument("--json", action="store_true", help="one JSON object per event")

@@ -18,10 +18,11 @@ def expand_tasks(pattern: str) -> list[str]:
     """`libero_goal/*` -> every task of that suite; any other name as it is."""
     if not pattern.endswith("/*"):
         return [pattern]
-    from pear_agent.registry import TASKS
+    from pear_agent.registry import TASKS, task_names
 
     prefix = pattern[:-1]
-    found = sorted((t for t in TASKS if t.startswith(prefix)), key=lambda t: (len(t), t))
+    names = set(TASKS) | {t for t in task_names() if t.startswith(prefix)}  # `pick_up_object/*` too
+    found = sorted((t for t in names if t.startswith(prefix)), key=lambda t: (len(t), t))
     if not found:
         raise ValueError(f"task pattern {pattern!r} matches no task")
     return found

@@ -188,6 +188,9 @@ class MujocoBackend:
         if self.perturber is not None:
             self.perturbation = self.perturber.reset(seed, self._task.name)
             self._task.mirror_layout = self.perturber.mirrored
+        seed_scene = getattr(self._task, "seed_scene", None)
+        if callable(seed_scene):  # a task of fixed scenes picks one by the seed (align_with_ruler)
+            seed_scene(seed)
         self._task.reset(m, d, rng)
         instruction = self._task.instruction
         if self.perturber is not None:

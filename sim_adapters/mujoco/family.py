@@ -29,6 +29,19 @@ ENTRIES: dict[str, TaskEntry] = {
     "bimanual_pickup": TaskEntry("mujoco", "yam_bimanual", TWO_ARMS),
     "align_blocks": TaskEntry("mujoco", "yam_bimanual", TWO_ARMS),
 }
+PEAR_ENTRIES: dict[str, TaskEntry] = {"align_with_ruler": TaskEntry("mujoco", "yam_bimanual", ONE_ARM)}
+"""The PEAR paper's real-robot tasks (with `pick_up_object/<name>`): kept out of `ENTRIES`, which
+`robots --check --tasks` and the per-robot expert tables run on every robot."""
+OBJECT_TASK_PREFIX = "pick_up_object/"
+OBJECT_ENTRY = TaskEntry("mujoco", "yam_bimanual", ONE_ARM)
+"""`pick_up_object/<name>`: one task per object YAML (`pear_agent.object_config`), any arm; by
+default on the YAM station, where the PEAR paper evaluates it (`--robot panda` for the Panda)."""
+
+
+def object_tasks() -> list[str]:
+    from pear_agent.object_config import object_names
+
+    return [f"{OBJECT_TASK_PREFIX}{n}" for n in object_names()]
 
 
 class MujocoFamily(ArmFamily):
@@ -45,14 +58,30 @@ class MujocoFamily(ArmFamily):
     def entries(self) -> dict[str, TaskEntry]:
         return ENTRIES
 
+    def task_names(self) -> list[str]:
+        return [*ENTRIES, *PEAR_ENTRIES, *object_tasks()]
+
     def entry(self, task: str) -> TaskEntry:
         base, _ = split_task(task)
+        if base.startswith(OBJECT_TASK_PREFIX):
+            if base not in object_tasks():
+                from pear_agent.object_config import object_names
+
+                raise UnknownNameError(
+                    f"unknown object {base[len(OBJECT_TASK_PREFIX) :]!r} in task {base!r}; objects are: "
+                    f"{', '.join(object_names())} (an object is one YAML in objects/ or a folder named by "
+                    "PEAR_OBJECT_DIRS)"
+                )
+            return OBJECT_ENTRY
+        if base in PEAR_ENTRIES:
+            return PEAR_ENTRIES[base]
         if base not in ENTRIES:
             raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(ENTRIES)}")
         return ENTRIES[base]
 
     def owns(self, task: str) -> bool:
-        return task.partition("~")[0] in ENTRIES
+        base = task.partition("~")[0]
+        return base in ENTRIES or base in PEAR_ENTRIES or base.startswith(OBJECT_TASK_PREFIX)
 
     def add_arguments(self, parser: Any, command: str) -> None:
         super().add_arguments(parser, command)
@@ -97,7 +126,8 @@ class MujocoFamily(ArmFamily):
         return out
 
     def has_default_policy(self, task: str) -> bool:
-        return super().has_default_policy(split_task(task)[0])
+        base = split_task(task)[0]
+        return base.startswith(OBJECT_TASK_PREFIX) or super().has_default_policy(base)
 
     def default_policy(
         self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
@@ -110,7 +140,7 @@ class MujocoFamily(ArmFamily):
 
     def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:
         from sim_adapters.mujoco.backend import MujocoBackend
-        from sim_adapters.mujoco.tasks import TASKS
+        from sim_adapters.mujoco.tasks import make_task
 
         base, dim = split_task(task)
         # a perturbed backend's model changes per episode: it keeps its own renderer. One cache per
@@ -118,7 +148,7 @@ class MujocoFamily(ArmFamily):
         # another: EGL_BAD_ACCESS), e.g. skyrl-gym's episode threads beside the main one
         key = (base, robot.label, threading.get_ident())
         shared = self._renderers.setdefault(key, {}) if render and pooled and not dim else None
-        return MujocoBackend(robot, TASKS[base](), render=render, renderers=shared, perturbation=dim)
+        return MujocoBackend(robot, make_task(base), render=render, renderers=shared, perturbation=dim)
 
     def close_renderers(self) -> None:
         for cache in self._renderers.values():

@@ -213,7 +213,7 @@ def test_a_waiting_expert_holds_a_part_the_robot_has() -> None:
     from pear_agent.backend import Observation
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     # all blocks on the line and both arms parked: nothing to do this turn
     facts = blocks_facts(
@@ -233,7 +233,8 @@ def test_align_blocks_on_a_narrow_table_solved(tmp_path) -> None:
     import yaml
 
     from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_config import ROBOTS_DIR, load_robot
+    from pear_agent.robot_config import ROBOTS_DIR
+    from pear_agent.robot_loader import load_robot
 
     raw = yaml.safe_load((ROBOTS_DIR / "yam_bimanual.yaml").read_text())
     raw["table"]["task_area_cm"] = {"x": [16, 32], "y": [-42, -19]}

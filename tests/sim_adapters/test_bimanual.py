@@ -137,7 +137,7 @@ def test_align_blocks_draws_its_line_along_the_scored_line(robot_path) -> None:
     """The painted line is drawn along the line the blocks are scored on, whatever the arms'
     layout: with arms facing each other it was drawn across it (MuJoCo never read the rotation
     set at reset: the geom was compiled in its body's frame)."""
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     backend = make_backend("align_blocks", load_robot(robot_path), render=False)
     try:

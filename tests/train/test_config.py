@@ -36,13 +36,25 @@ def test_every_recipe_and_profile_loads():
         f"libero_{s}/*" for s in ("goal", "spatial", "object", "10")
     }
     pear = load_recipe("libero_pear")
-    assert [s.steps for s in pear.grpo.stages] == [148, None]
+    assert [s.steps for s in pear.grpo.stages] == [148, 77, None]
+    assert pear.grpo.steps - 148 - 77 == 115  # the paper's last 115 steps on its dual-arm tasks
     assert {e.task for e in pear.grpo.stages[0].mix} == {
         "libero_goal/*",
         "libero_spatial/*",
         "libero_object/*",
     }
     assert "libero_10/*" in {e.task for e in pear.grpo.stages[1].mix}
+
+
+def test_libero_pear_stage_3_is_the_two_yam_tasks():
+    """Stage 3 expands to the ten objects and the ruler task, both built on the YAM by default."""
+    from pear_agent.registry import task_entry
+    from pear_agent.train.mix import expand_tasks
+
+    stage3 = load_recipe("libero_pear").grpo.stages[2]
+    tasks = [t for e in stage3.mix for t in expand_tasks(e.task)]
+    assert len([t for t in tasks if t.startswith("pick_up_object/")]) >= 10 and "align_with_ruler" in tasks
+    assert {task_entry(t).default_robot for t in tasks} == {"yam_bimanual"}
 
 
 def test_overrides_and_bad_recipes_are_one_line(tmp_path):
