@@ -33,7 +33,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pear_agent.ros2.backend import RosSettings
 from pear_agent.ros2.endings import (
     EXIT_CONFIG,
     EXIT_FAILURE,
@@ -45,6 +44,7 @@ from pear_agent.ros2.endings import (
     result_from_log,
     write_summary,
 )
+from pear_agent.ros2.settings import RosSettings
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_SIGINT", "EXIT_SIGTERM", "EXIT_STOPPED", "EXIT_SUCCESS"]
 EXIT_INTERRUPTED = EXIT_SIGINT
@@ -270,12 +270,12 @@ def run(node: Any, p: dict[str, Any]) -> int:
     from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
     from std_msgs.msg import String
 
-    from pear_agent.backend import TaskInfo
+    from pear_agent.backend import EpisodeAborted, TaskInfo
     from pear_agent.episode import JUDGED_ENDINGS, Episode, EpisodeConfig
     from pear_agent.kinematics import Kinematics
     from pear_agent.records import RunWriter, new_run_dir
     from pear_agent.robot_loader import load_robot
-    from pear_agent.ros2.backend import ResetAborted, RosBackend
+    from pear_agent.ros2.backend import RosBackend
 
     try:
         settings = RosSettings(**{k: p[k] for k in RosSettings.model_fields})
@@ -333,7 +333,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
     try:
         why = backend.check_stack()  # before waiting for an instruction: a missing robot is said at once
         if why is not None:
-            raise ResetAborted("refused", why)
+            raise EpisodeAborted("refused", why)
         instruction, status = _wait_instruction(node, p, backend)
         task = p["task"] or status.get("task") or task
         max_turns = int(p["max_turns"]) or int(status.get("max_turns") or 30)
@@ -375,7 +375,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
                 f"{backend.stopped_reason} after the episode ended {result.end_reason} ({result.detail})"
             )
             result.end_reason = "stopped"
-    except ResetAborted as exc:
+    except EpisodeAborted as exc:
         result = unfinished(exc.status, exc.detail)
         log.error(f"{exc.status}: {exc.detail}")
     except ConfigError as exc:
@@ -433,7 +433,7 @@ def main(argv: list[str] | None = None) -> int:
     from rclpy.signals import SignalHandlerOptions
 
     from pear_agent.robot_config import RobotConfigError
-    from pear_agent.ros2.backend import declare_params, spin_in_background
+    from pear_agent.ros2.graph import declare_params, spin_in_background
 
     # SIGINT and SIGTERM raise Interrupted in this thread with the context still valid, so the arms
     # can be held and the records written first

@@ -81,7 +81,7 @@ def _listen(
 
 def _required(robot: Any) -> tuple[list[str], dict[str, str]]:
     """The joints the agent needs, and command topic -> controller."""
-    from pear_agent.ros2.backend import trajectory_topic
+    from pear_agent.ros2.graph import trajectory_topic
 
     joints: list[str] = []
     topics: dict[str, str] = {}
@@ -154,7 +154,7 @@ def _rows(
     now: float,
     window_s: float,
 ) -> list[tuple[str, str]]:
-    from pear_agent.ros2.backend import controller_states
+    from pear_agent.ros2.graph import controller_states
 
     joints, command_topics = _required(robot)
     rows = [_joint_row(s, p, snap.get(p["joint_states_topic"]), joints, now, window_s)]

@@ -137,8 +137,7 @@ def _run_trial(trial: pear_real.Trial, instruction: str, params: dict[str, Any],
     from rclpy.duration import Duration
     from std_msgs.msg import String
 
-    from pear_agent.ros2.operator_cli import describe_event
-    from pear_agent.ros2.ros_session import AgentStatus, Session, domain, wait_until
+    from pear_agent.ros2.ros_session import AgentStatus, Session, describe_event, domain, wait_until
 
     with Session("protocol") as s:
         status = AgentStatus(s, params["status_topic"])

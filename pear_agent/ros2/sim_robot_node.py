@@ -93,8 +93,8 @@ class SimRobot:
 
         from pear_agent.registry import make_backend
         from pear_agent.robot_loader import load_robot
-        from pear_agent.ros2.backend import trajectory_topic
         from pear_agent.ros2.conversions import is_compressed_topic
+        from pear_agent.ros2.graph import trajectory_topic
 
         self.node, self.p = node, params
         self.robot = load_robot(params["robot"])
@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     import rclpy
 
     from pear_agent.robot_config import RobotConfigError
-    from pear_agent.ros2.backend import declare_params, spin_in_background
+    from pear_agent.ros2.graph import declare_params, spin_in_background
 
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = rclpy.create_node("pear_sim_robot")

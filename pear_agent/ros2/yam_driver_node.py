@@ -752,7 +752,7 @@ def main(argv: list[str] | None = None) -> int:
     from rclpy.signals import SignalHandlerOptions
 
     from pear_agent.robot_config import RobotConfigError
-    from pear_agent.ros2.backend import declare_params, spin_in_background
+    from pear_agent.ros2.graph import declare_params, spin_in_background
 
     # SIGINT / SIGTERM are noted, not raised: the arm is brought to rest and closed, in order, while
     # the node can still log; rclpy's own handlers would end the context first

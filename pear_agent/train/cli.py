@@ -164,14 +164,14 @@ def add_parser(sub: Any) -> None:
     c = tsub.add_parser("collect", help="teacher flights for the warm start (temperature 0, no group filter)")
     _recipe_args(c)
     c.add_argument("--episodes", type=int, default=None, help="override teacher.episodes")
-    c.add_argument(
-        "--base-url",
-        default=None,
-        help="a second teacher: the model behind this OpenAI-compatible endpoint flies teacher.served_mix "
-        "(the study: gale and storm kickflips); its landed flights are kept",
+    from pear_agent.policies.openai_client import ModelSettings
+    from pear_agent.settings import add_arguments
+
+    add_arguments(  # a second teacher: the served model flies teacher.served_mix, its landings are kept
+        c.add_argument_group("second teacher (the study: gale and storm kickflips a served model landed)"),
+        ModelSettings,
+        only=("model", "base_url", "api_key_env"),
     )
-    c.add_argument("--model", default=None, help="the served teacher's model name (with --base-url)")
-    c.add_argument("--api-key-env", default=None, help="environment variable holding the endpoint's key")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=cmd_collect)
 

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from pear_agent.backend import EpisodeAborted
 from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records import RunWriter
-from pear_agent.ros2.backend import ResetAborted
 from tests.ros2.conftest import Probe, double_config
 from tests.ros2.test_stops import InProcessAgent
 
@@ -108,7 +108,7 @@ def test_twenty_episodes_under_full_cpu_load_end_only_for_real_reasons(
                     agent.backend, kin, ReplayPolicy(replay), EpisodeConfig(max_turns=2), writer
                 ).run(i)
                 end = (result.end_reason, result.detail)
-            except ResetAborted as exc:  # agent_node ends such an episode `refused`
+            except EpisodeAborted as exc:  # agent_node ends such an episode `refused`
                 end = (exc.status, exc.detail)
             ends.append((*end, t0, time.monotonic()))
         descheduled.stop()
@@ -141,7 +141,7 @@ def test_twenty_episodes_under_full_cpu_load_end_only_for_real_reasons(
         agent.backend.log = writer.log
         episode = Episode(agent.backend, kin, ReplayPolicy(replay), EpisodeConfig(max_turns=2), writer)
         with pytest.raises(
-            ResetAborted, match=r"joint states on /joint_states are \d+\.\d+ s old \(limit 0.1 s\)"
+            EpisodeAborted, match=r"joint states on /joint_states are \d+\.\d+ s old \(limit 0.1 s\)"
         ):
             episode.run(99)  # agent_node ends such an episode `refused` before the first policy call
     finally:

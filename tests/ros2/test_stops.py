@@ -32,7 +32,9 @@ class InProcessAgent:
     def __init__(self, robot: Any, **settings: Any) -> None:
         import rclpy
 
-        from pear_agent.ros2.backend import RosBackend, RosSettings, spin_in_background
+        from pear_agent.ros2.backend import RosBackend
+        from pear_agent.ros2.graph import spin_in_background
+        from pear_agent.ros2.settings import RosSettings
 
         rclpy.init()
         self.node = rclpy.create_node("pear_agent")

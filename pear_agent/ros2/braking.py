@@ -1,0 +1,164 @@
+"""The braking stop and the e-stop of the ROS 2 backend (a mixin of `RosBackend`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from pear_agent.ros2 import conversions as cv
+from pear_agent.ros2 import joint_velocity as jv
+from pear_agent.ros2.settings import (
+    _PartSpec,
+)
+
+
+class Braking:
+    """Every stop is a braking profile from the arm's real motion (position and velocity, measured or
+    estimated) to rest, within the stop limits; the e-stop latches."""
+
+    # -- e-stop and stops ---------------------------------------------------------------
+    def emergency_stop(self, reason: str) -> None:
+        """Latching: every controller gets a braking trajectory from the arm's state now to rest
+        (see `_stop_msg`), built first and then sent back to back, and nothing is sent again
+        until the node restarts. On the topic interface there is no goal to cancel: a new
+        trajectory replaces whatever the controller was following."""
+        with self._pub_lock:
+            if self._estop_reason is not None:
+                return
+            self._estop_reason = reason
+            missing, stops = [], []
+            for p in self.parts.values():
+                for topic, names in self._targets(p):
+                    msg = self._stop_msg(p, topic, names)
+                    if msg is None:
+                        missing.append(topic)
+                    else:
+                        stops.append((topic, msg))
+            for topic, msg in stops:
+                self._publish_msg(topic, msg)
+            if not reason.startswith(f"e-stop on {self.settings.estop_topic}"):
+                # a service call or a crash: latch whatever else listens to the e-stop topic (the
+                # i2rt driver nodes stop by themselves then); our own subscription returns early
+                self._estop_pub.publish(self._Bool(data=True))
+        extra = f"; no joint states to stop from for {', '.join(missing)}" if missing else ""
+        self.node.get_logger().warning(f"{reason}: braking to rest, sending nothing more{extra}")
+
+    def _targets(self, p: _PartSpec) -> list[tuple[str, list[str]]]:
+        out = [(p.topic, p.joints)]
+        if p.gripper is not None and p.gripper_topic:
+            out.append((p.gripper_topic, [p.g_joint]))
+        return out
+
+    def _stop_msg(self, p: _PartSpec, topic: str, names: list[str]) -> Any:
+        """A braking trajectory to rest from the arm's state now (None when nothing is known):
+        from the fresh measured state, carried forward by its age at its measured velocity; from a
+        stale one, the state of the trajectory the controller is following (it keeps following
+        it), never the stale measurement; at rest, one point where the arm is (never clipped into
+        the limits).
+
+        Timing: the controller starts it from the state it measures when it takes it, some
+        milliseconds later, when the arm has moved on (speed x that latency). Where the robot's
+        clock is ours (joint-state stamps agree with it), the stop carries header.stamp = now, so
+        the controller places its points in time as planned and its first cubic joins the arm's
+        state on the profile; elsewhere it starts on receipt, planned `command_latency_s` ahead."""
+        s = self.settings
+        q, v, age = self._read_aged(names)
+        arm = names == p.joints
+        decel = s.stop_deceleration_rad_s2 if arm else 10 * p.gripper_vmax
+        jerk = s.stop_jerk_rad_s3 if arm else 100 * p.gripper_vmax
+        active = self._active.get(topic)
+        synced = self._clocks_agree(names)
+        ahead = 0.0 if synced else s.command_latency_s
+        planned = None
+        if active is not None:
+            plan, sent = active
+            planned = plan.state(time.monotonic() - sent + ahead)
+        fresh = age <= s.joint_state_max_age_s and not np.any(np.isnan(q))
+        source, lag = self.velocity_source(names)
+        if fresh and source == jv.PUBLISHED:
+            q, v = cv.predict_state(q, v, age + ahead, s.joint_state_max_age_s + 0.1)
+            plan = cv.brake_plan(names, q, v, decel, jerk, s.trajectory_dt_s, hold_s=s.hold_time_s)
+        elif fresh and (
+            chosen := jv.choose_velocity(
+                np.array([]), v, lag + age, None if planned is None else planned[1], s.joint_state_max_age_s
+            )
+        ):
+            # no published velocity: the estimated motion (or the trajectory followed), anchored on
+            # the measured position, never an assumed rest
+            plan = cv.anchored_brake_plan(
+                names, q, chosen[0], age + ahead, s.joint_state_max_age_s + 0.1, decel, jerk,
+                s.trajectory_dt_s, hold_s=s.hold_time_s,
+            )  # fmt: skip
+            v = chosen[0]
+        elif planned is not None:
+            q, v = planned
+            plan = cv.brake_plan(names, q, v, decel, jerk, s.trajectory_dt_s, hold_s=s.hold_time_s)
+        elif np.any(np.isnan(q)):
+            return None
+        else:  # stale, or its velocity unknown, and nothing commanded by us: a slow point where it is
+            duration = cv.hold_time_s(age, None if np.any(np.isnan(v)) else v, decel, s.hold_time_s)
+            return self._to_msg(cv.hold_plan(names, q, q, q, duration))
+        if synced and float(np.max(np.abs(np.nan_to_num(v)))) >= 1e-3:  # braking, not at rest
+            plan = cv.TrajectoryPlan(
+                plan.joint_names,
+                np.append(plan.times_s, plan.duration_s + cv.BRAKE_SETTLE_S),
+                np.vstack([plan.positions, plan.positions[-1:]]),
+                np.vstack([plan.velocities, np.zeros((1, len(names)))]),
+                stamp_s=time.time(),
+            )
+        self._active[topic] = (plan, time.monotonic())
+        return self._to_msg(plan)
+
+    def velocity_source(self, names: list[str]) -> tuple[str, float]:
+        """Where the velocities of `names` come from (the worst of them: jv.PUBLISHED, jv.ESTIMATED,
+        or "" when one is unknown) and the oldest estimate's lag behind its position (s)."""
+        with self._lock:
+            rows = [self._velocity_from.get(n, ("", float("inf"))) for n in names]
+        lag = max((r[1] for r in rows), default=float("inf"))
+        if any(r[0] == "" for r in rows) or not rows:
+            return "", lag
+        return (jv.ESTIMATED if any(r[0] == jv.ESTIMATED for r in rows) else jv.PUBLISHED), lag
+
+    def velocity_report(self) -> dict[str, dict[str, Any]]:
+        """Per controller: whether /joint_states publishes its joints' velocities, and what a stop
+        brakes from (the stack check logs it)."""
+        out: dict[str, dict[str, Any]] = {}
+        for name, p in self.parts.items():
+            for topic, names in self._targets(p):
+                controller = (
+                    self.robot.parts[name].controller
+                    if names == p.joints
+                    else getattr(p.gripper, "controller", None)
+                ) or topic
+                source, _ = self.velocity_source(names)
+                stop = jv.PUBLISHED if source == jv.PUBLISHED else jv.ESTIMATED
+                out[controller] = {
+                    "velocities_published": source == jv.PUBLISHED,
+                    "stop_velocity_source": stop,
+                    "fallback": None if source == jv.PUBLISHED else jv.TRAJECTORY,
+                }
+        return out
+
+    def _clocks_agree(self, names: list[str]) -> bool:
+        """The last joint states of `names` were stamped by a clock that agrees with ours: they
+        arrived 0..50 ms after their stamps (a later arrival or a stamp from the future is a
+        clock of its own, or a late message: no stamped stop then)."""
+        with self._lock:
+            rows = [self._joints.get(n) for n in names]
+        if any(r is None for r in rows):
+            return False
+        transits = [r[4] for r in rows]  # type: ignore[index]
+        return all(t is not None and -0.005 <= t <= 0.05 for t in transits)
+
+    def _stop_part(self, p: _PartSpec, topic: str, names: list[str]) -> bool:
+        """Publish a braking trajectory to rest (False when there is no state to stop from)."""
+        msg = self._stop_msg(p, topic, names)
+        if msg is not None:
+            self._publish_msg(topic, msg)
+        return msg is not None
+
+    @property
+    def stopped_reason(self) -> str | None:
+        return self._estop_reason
