@@ -64,7 +64,8 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=600)
     ap.add_argument("--timeout-s", type=float, default=1.5)
     args = ap.parse_args()
-    from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+    from pear_agent.policies.model_settings import ModelSettings
+    from pear_agent.policies.openai_client import OpenAIPolicy
 
     ctx = SimpleNamespace(turn=1, task="t", state={}, observation=None, response_schema=None)
     tmp = Path(tempfile.mkdtemp(prefix="pear-abandon-"))

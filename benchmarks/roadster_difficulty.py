@@ -58,7 +58,8 @@ def fly(
     cfg = EpisodeConfig(mode=mode, latency_s=latency_s)
     policy: Any = PilotPolicy()
     if url is not None:
-        from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+        from pear_agent.policies.model_settings import ModelSettings
+        from pear_agent.policies.openai_client import OpenAIPolicy
 
         policy = OpenAIPolicy(ModelSettings(model="pear-scripted-expert", base_url=url, retry_timeouts=False))
     out = {}

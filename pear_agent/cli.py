@@ -26,7 +26,8 @@ class CliError(Exception):
 
 def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
     """The model (with --model), a replay, or the task's scripted policy from its family."""
-    from pear_agent.policies.openai_client import OpenAIPolicy, settings_from_args
+    from pear_agent.policies.model_settings import settings_from_args
+    from pear_agent.policies.openai_client import OpenAIPolicy
     from pear_agent.registry import family_of
 
     settings = settings_from_args(args)
@@ -51,7 +52,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """One episode of any family's task: a thin wrapper over the bench's coroutine loop."""
     from pear_agent.episode import Episode, EpisodeConfig, clock_from_args, loop_options_from_args
     from pear_agent.executors import run_coroutine
-    from pear_agent.policies.openai_client import secrets_from_args
+    from pear_agent.policies.model_settings import secrets_from_args
     from pear_agent.records import RunWriter, new_run_dir
     from pear_agent.registry import EnvSpec, close_environment, family_options, resolve
 
@@ -338,7 +339,7 @@ def build_parser() -> argparse.ArgumentParser:
     from pear_agent.registry import add_family_arguments
 
     add_family_arguments(run.add_argument_group("environment family options"), "run")
-    from pear_agent.policies.openai_client import add_model_args
+    from pear_agent.policies.model_settings import add_model_args
 
     add_model_args(run)
     from pear_agent.episode import add_clock_args, add_loop_args

@@ -643,7 +643,8 @@ def clock_from_args(args: Any) -> dict[str, Any]:
     clock = {k: values.get(k) for k in CLOCK_OPTIONS}
     clock["mode"] = clock["mode"] or "paused"
     if clock["max_context_tokens"] is None:
-        from pear_agent.policies.openai_client import OpenAIPolicy, settings_from_args
+        from pear_agent.policies.model_settings import settings_from_args
+        from pear_agent.policies.openai_client import OpenAIPolicy
 
         settings = settings_from_args(args)
         window = OpenAIPolicy(settings).context_window() if settings is not None else None

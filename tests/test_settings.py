@@ -13,7 +13,7 @@ import pytest
 
 from pear_agent.cli import build_parser
 from pear_agent.episode import EpisodeConfig, clock_from_args
-from pear_agent.policies.openai_client import ModelSettings, settings_from_args
+from pear_agent.policies.model_settings import ModelSettings, settings_from_args
 from pear_agent.settings import add_arguments, cli_fields, flag_of, reference, setting, values_from_args
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -45,7 +45,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.bench.report import format_table, summarize, write_report
     from pear_agent.bench.runner import BenchConfig, run_bench
     from pear_agent.episode import clock_from_args, loop_options_from_args
-    from pear_agent.policies.openai_client import OpenAIPolicy, settings_from_args
+    from pear_agent.policies.model_settings import settings_from_args
+    from pear_agent.policies.openai_client import OpenAIPolicy
     from pear_agent.registry import family_of
 
     if args.workers < 1 or args.concurrency < 1:
@@ -160,7 +161,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def add_bench_commands(sub: Any) -> None:
-    from pear_agent.policies.openai_client import add_model_args
+    from pear_agent.policies.model_settings import add_model_args
 
     b = sub.add_parser("bench", help="many episodes over tasks x seeds, in parallel, resumable")
     b.add_argument("--tasks", default="pick_cube", help="comma-separated task names (any family's)")

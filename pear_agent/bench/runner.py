@@ -70,7 +70,8 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0) -> Any:
         noise = float(spec.get("action_noise_cm", 0.0))
         return family_of(task).default_policy(task, seed=seed, action_noise_cm=noise)
     if kind == "openai":
-        from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+        from pear_agent.policies.model_settings import ModelSettings
+        from pear_agent.policies.openai_client import OpenAIPolicy
 
         return OpenAIPolicy(ModelSettings(**spec["settings"]))
     if kind == "replay":

@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> None:
         help="episodes in flight per worker (default 1): a group's episodes await one model server together",
     )
     from pear_agent.episode import EpisodeConfig
-    from pear_agent.policies.openai_client import ModelSettings
+    from pear_agent.policies.model_settings import ModelSettings
     from pear_agent.settings import add_arguments
 
     add_arguments(p, EpisodeConfig, only=("max_turns",))

@@ -51,7 +51,8 @@ class PolicySpec:
                 task, seed=policy_seed, action_noise_cm=self.action_noise_cm, pilot_noise=self.pilot_noise
             )
         if self.kind == "openai":
-            from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+            from pear_agent.policies.model_settings import ModelSettings
+            from pear_agent.policies.openai_client import OpenAIPolicy
 
             return OpenAIPolicy(ModelSettings(**dict(self.model)))
         raise ValueError(f"unknown policy kind {self.kind!r}; kinds are scripted, openai")

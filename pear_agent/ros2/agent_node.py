@@ -144,7 +144,8 @@ def make_policy(p: dict[str, Any], task: str) -> Any:
         policy = ReplayPolicy(path)
         return _Paced(policy, float(p["replay_delay_s"])) if p["replay_delay_s"] > 0 else policy
     if kind == "openai":
-        from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+        from pear_agent.policies.model_settings import ModelSettings
+        from pear_agent.policies.openai_client import OpenAIPolicy
 
         if not p["model"]:
             raise ConfigError("policy openai needs the `model` parameter")

@@ -164,7 +164,7 @@ def add_parser(sub: Any) -> None:
     c = tsub.add_parser("collect", help="teacher flights for the warm start (temperature 0, no group filter)")
     _recipe_args(c)
     c.add_argument("--episodes", type=int, default=None, help="override teacher.episodes")
-    from pear_agent.policies.openai_client import ModelSettings
+    from pear_agent.policies.model_settings import ModelSettings
     from pear_agent.settings import add_arguments
 
     add_arguments(  # a second teacher: the served model flies teacher.served_mix, its landings are kept

@@ -174,7 +174,8 @@ class GRPOTrainer:
         return self.policy
 
     def _server_policy(self, job: EpisodeJob) -> Any:
-        from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+        from pear_agent.policies.model_settings import ModelSettings
+        from pear_agent.policies.openai_client import OpenAIPolicy
 
         settings = ModelSettings(
             model=self.sync.name(self.policy.policy_version),  # type: ignore[union-attr]

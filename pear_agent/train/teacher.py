@@ -28,7 +28,8 @@ def teacher_policy(task: str) -> Any:
 
 def served_policy(base_url: str, model: str, api_key_env: str | None = None) -> Any:
     """A model behind an endpoint as the teacher: greedy (temperature 0), as a teacher flies."""
-    from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+    from pear_agent.policies.model_settings import ModelSettings
+    from pear_agent.policies.openai_client import OpenAIPolicy
 
     return OpenAIPolicy(
         ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env, temperature=0.0)

@@ -23,7 +23,8 @@ from pear_agent.bench.compare import compare
 from pear_agent.bench.report import format_table, scored, summarize
 from pear_agent.bench.runner import BenchConfig, read_results, run_bench
 from pear_agent.policies.base import TurnContext
-from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+from pear_agent.policies.model_settings import ModelSettings
+from pear_agent.policies.openai_client import OpenAIPolicy
 from tests.servers import free_port
 
 REPO = Path(__file__).resolve().parents[2]

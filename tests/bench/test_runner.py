@@ -224,7 +224,7 @@ def test_max_in_flight_caps_what_the_server_sees_over_kept_alive_connections(tmp
     never sees more than --max-in-flight requests at once, and they come on a few reused connections."""
     from dataclasses import asdict
 
-    from pear_agent.policies.openai_client import ModelSettings
+    from pear_agent.policies.model_settings import ModelSettings
     from tests.servers import InFlight
 
     counter = InFlight(None)

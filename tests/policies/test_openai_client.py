@@ -7,7 +7,8 @@ from types import SimpleNamespace
 import pytest
 
 from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy, split_reasoning, strip_images
+from pear_agent.policies.model_settings import ModelSettings
+from pear_agent.policies.openai_client import OpenAIPolicy, split_reasoning, strip_images
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
 from tests.servers import BadHandler, bad_server, serve_in_thread

@@ -4,6 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from pear_agent.policies import model_settings as ms
 from pear_agent.policies import openai_client as oc
 from pear_agent.policies.openai_wire import (
     clean_line,
@@ -45,7 +46,7 @@ def messages(images: bool = False):
 
 
 def policy(root: str, mode: str, **kw) -> oc.OpenAIPolicy:
-    return oc.OpenAIPolicy(oc.ModelSettings(model="m", base_url=f"{root}/{mode}/v1", backoff_s=0.01, **kw))
+    return oc.OpenAIPolicy(ms.ModelSettings(model="m", base_url=f"{root}/{mode}/v1", backoff_s=0.01, **kw))
 
 
 def test_context_errors_of_each_server_are_recognised() -> None:
@@ -105,7 +106,7 @@ def test_stream_records_time_to_first_token_and_usage() -> None:
     assert reply.usage["prompt_tokens"] == 10
     (_, body) = BadHandler.requests[-1]
     assert body["stream"] and body["stream_options"] == {"include_usage": True}
-    assert body["max_tokens"] == oc.DEFAULT_MAX_TOKENS and "response_format" not in body
+    assert body["max_tokens"] == ms.DEFAULT_MAX_TOKENS and "response_format" not in body
 
 
 def test_slow_generation_is_abandoned_at_the_timeout_not_retried_in_realtime() -> None:
@@ -166,7 +167,7 @@ def test_vllm_window_and_max_tokens_room() -> None:
     assert reply.error is None and reply.info["adjustments"][0]["status"] == 400
     assert "lowered" in reply.info["adjustments"][0]["adjusted"] and reply.info["retries"] == 0
     sent = [b["max_tokens"] for _, b in BadHandler.requests]
-    assert sent[0] == oc.DEFAULT_MAX_TOKENS and sent[-1] < 4096
+    assert sent[0] == ms.DEFAULT_MAX_TOKENS and sent[-1] < 4096
 
 
 def test_llamacpp_window_from_props() -> None:
@@ -233,16 +234,16 @@ def test_settings_from_args_realtime_does_not_retry_timeouts() -> None:
     from pear_agent.episode import add_clock_args
 
     p = argparse.ArgumentParser()
-    oc.add_model_args(p)
+    ms.add_model_args(p)
     add_clock_args(p)
     args = p.parse_args(["--model", "m", "--realtime", "--structured-output", "auto"])
-    s = oc.settings_from_args(args)
-    assert not s.retry_timeouts and s.structured_output == "auto" and s.max_tokens == oc.DEFAULT_MAX_TOKENS
-    assert oc.settings_from_args(p.parse_args(["--model", "m"])).retry_timeouts
+    s = ms.settings_from_args(args)
+    assert not s.retry_timeouts and s.structured_output == "auto" and s.max_tokens == ms.DEFAULT_MAX_TOKENS
+    assert ms.settings_from_args(p.parse_args(["--model", "m"])).retry_timeouts
     with pytest.raises(ValueError, match="needs --model"):
-        oc.settings_from_args(p.parse_args(["--structured-output", "auto"]))
+        ms.settings_from_args(p.parse_args(["--structured-output", "auto"]))
     with pytest.raises(ValueError, match="not both"):
-        oc.settings_from_args(
+        ms.settings_from_args(
             p.parse_args(
                 ["--model", "m", "--structured-output", "auto", "--extra-body", '{"response_format": {}}']
             )
@@ -255,7 +256,7 @@ def test_context_budget_defaults_to_the_servers_window() -> None:
     from pear_agent.episode import DEFAULT_CONTEXT_TOKENS, add_clock_args, clock_from_args
 
     p = argparse.ArgumentParser()
-    oc.add_model_args(p)
+    ms.add_model_args(p)
     add_clock_args(p)
     with bad_server() as root:
         vllm = p.parse_args(["--model", "m", "--base-url", f"{root}/vllm/v1"])
@@ -298,4 +299,4 @@ def test_decisions_on_one_loop_share_the_endpoints_client_and_its_cap() -> None:
 
 def test_max_in_flight_must_be_positive() -> None:
     with pytest.raises(ValueError, match="--max-in-flight must be >= 1"):
-        oc.ModelSettings(model="m", max_in_flight=0)
+        ms.ModelSettings(model="m", max_in_flight=0)

@@ -50,7 +50,8 @@ def served(tiny_model_dir):
 
 @pytest.mark.parametrize("stream", [True, False])
 def test_a_served_checkpoint_flies_with_token_traces(served, tiny, stream):
-    from pear_agent.policies.openai_client import ModelSettings, OpenAIPolicy
+    from pear_agent.policies.model_settings import ModelSettings
+    from pear_agent.policies.openai_client import OpenAIPolicy
 
     policy = OpenAIPolicy(
         ModelSettings(
