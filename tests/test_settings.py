@@ -132,3 +132,24 @@ def test_a_new_field_appears_on_the_command_line_with_its_shape() -> None:
     assert values_from_args(Knobs, args) == {"speed_cm_s": 4.0, "loud": True}
     with pytest.raises(SystemExit):
         p.parse_args(["--hidden", "2"])
+
+
+def test_the_settings_reference_page_is_current_and_lists_every_setting() -> None:
+    import subprocess
+    import sys
+
+    from pear_agent.ros2.settings import RosSettings
+
+    p = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "settings_reference.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    page = (ROOT / "docs" / "settings-reference.md").read_text()
+    for cls in DEFINITIONS:
+        for f in cli_fields(cls):
+            assert f"| `{flag_of(f)}` |" in page
+    for name in RosSettings.model_fields:
+        assert f"| `{name}` |" in page
