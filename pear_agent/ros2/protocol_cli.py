@@ -52,6 +52,12 @@ def _pose(xyz_m: Any, yaw_rad: float) -> str:
     return f"at x = {x:.1f} cm, y = {y:.1f} cm, turned {math.degrees(yaw_rad):+.0f} deg"
 
 
+def body_yaw(data: Any, name: str) -> float:
+    """A simulated body's yaw (rad) from its world rotation matrix."""
+    xmat = data.body(name).xmat
+    return math.atan2(float(xmat[3]), float(xmat[0]))
+
+
 def scene(trial: pear_real.Trial, picture: Path | None) -> dict[str, Any]:
     """The trial's scene from the simulator: its instruction, what goes where (one line per item,
     base frame of the robot) and, when `picture` is given, the top camera's image written there."""
@@ -59,7 +65,6 @@ def scene(trial: pear_real.Trial, picture: Path | None) -> dict[str, Any]:
 
     from pear_agent.registry import make_backend
     from pear_agent.robot_loader import load_robot
-    from sim_adapters.mujoco.tasks.base import body_yaw
 
     robot = load_robot(pear_real.ROBOT)
     backend = make_backend(trial.task, robot, render=picture is not None)
