@@ -676,11 +676,9 @@ class RosBackend(Braking, StackCheck, Cameras):
 
     # -- the operator (seam 2) ----------------------------------------------------------
     def judge_success(self, end_reason: str, detail: str) -> bool | None:
-        """On a robot without a simulator's success check, the operator judges an episode that
-        reached the end of a task attempt (the model's `done`, the turn limit: JUDGED_ENDINGS), through
-        std_srvs/SetBool on `operator_service` or the terminal. Stops, refusals and failures of the
-        loop (policy errors, invalid replies, the context budget) are not asked about: None, the
-        loop's failure stands. No answer = None."""
+        """The operator judges an episode that reached the end of a task attempt (JUDGED_ENDINGS),
+        through std_srvs/SetBool on `operator_service` or the terminal; stops, refusals and failures
+        of the loop are not asked about (None: the loop's failure stands), nor is no answer."""
         from pear_agent.episode import JUDGED_ENDINGS
 
         self.judged = True
