@@ -106,3 +106,16 @@ def test_plans_land_where_single_commands_crash_at_one_second_per_decision():
             Episode.of(env, PilotPolicy(lead_s=1.0), cfg).run(s).success for s in (20000, 20001, 20002)
         )
     assert landed[1] == 0 and landed[10] >= 2
+
+
+def test_cli_fly_whole_plan_is_recorded_and_flies_the_plan(tmp_path, capsys):
+    from pear_agent.cli import main
+
+    base = ["run", "--task", "roadster_kickflip", "--seed", "20000", "--max-chunk", "5", "--no-video"]
+    assert main([*base, "--fly-whole-plan", "--json", "--runs-dir", str(tmp_path / "w")]) == 0
+    whole = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert main([*base, "--json", "--runs-dir", str(tmp_path / "f")]) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert whole["plan"]["rule"] == "whole" and first["plan"]["rule"] == "first"
+    assert whole["max_chunk"] == first["max_chunk"] == 5
+    assert whole["turns"] < first["turns"] / 2  # five intervals a turn instead of one
