@@ -11,7 +11,7 @@ from typing import Any
 
 from pear_agent.train.config import Recipe
 from pear_agent.train.mix import TaskMix
-from pear_agent.train.rollout import EpisodeJob, LoopOptions, run_episodes
+from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
 def teacher_policy(task: str) -> Any:
@@ -37,7 +37,7 @@ def collect_teacher(recipe: Recipe, out: Path, episodes: int | None = None) -> d
         old.unlink()
     with TrajectoryWriter(Path(out)) as writer:
 
-        def keep(job: EpisodeJob, rec: dict[str, Any]) -> None:
+        def keep(job: TrainJob, rec: dict[str, Any]) -> None:
             nonlocal written
             s = per_task.setdefault(rec["task"], [0, 0])
             s[0] += 1
@@ -51,7 +51,7 @@ def collect_teacher(recipe: Recipe, out: Path, episodes: int | None = None) -> d
                 writer.write(rec)
                 written += 1
 
-        jobs = [EpisodeJob(d.task, d.seed, group_id=f"teacher{i:04d}") for i, d in enumerate(draws)]
+        jobs = [TrainJob(d.task, d.seed, group_id=f"teacher{i:04d}") for i, d in enumerate(draws)]
         run_episodes(jobs, lambda job: teacher_policy(job.task), opts, on_record=keep)
     summary = {
         "flown": n,
