@@ -140,7 +140,7 @@ class TokenServerPolicy:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
     def _refused(self, status: int, text: str) -> PolicyReply:
-        if status in (400, 422) and "prompt" in text:
+        if status in (400, 422, 500) and "prompt" in text:  # llama-cpp-python: 500 on validation
             raise TokenServerError(
                 f"the server at {self.base_url} refused a token-id prompt (HTTP {status}: "
                 f"{' '.join(text.split())[:160]}): token-in, token-out needs a server whose /v1/completions "

@@ -173,7 +173,7 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
                 f"LoRA rank {rank} is greater than max_lora_rank {max_lora_rank} (start the server with "
                 f"--max-lora-rank {rank} or more)"
             )
-        if not adapters and not hasattr(state["model"], "load_adapter"):
+        if not isinstance(state["model"], PeftModel):  # (transformers' own adapter mixin needs newer PEFT)
             state["model"] = PeftModel.from_pretrained(base, path, adapter_name=name)
         else:
             state["model"].load_adapter(path, adapter_name=name)
