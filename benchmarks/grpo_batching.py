@@ -89,7 +89,13 @@ def main() -> int:
     ap.add_argument("--max-turns", type=int, default=6)
     ap.add_argument("--max-new-tokens", type=int, default=64)
     ap.add_argument("--order", default="8,1", help="episodes in flight, in the order run")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1: on a shared, loaded machine two spin-wait)"
+    )
     args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
         model = tiny_model(Path(tmp) / "tiny") if args.model == "tiny" else args.model
@@ -118,6 +124,7 @@ def main() -> int:
             "model": args.model,
             "max_turns": args.max_turns,
             "max_new_tokens": args.max_new_tokens,
+            "torch_threads": args.threads,
             "speedup_end_to_end": speedup,
             "speedup_rollouts": rollout_speedup,
             "tokens_per_s_by_batch_size": by_size,

@@ -162,19 +162,25 @@ def generate_batch(model: Any, requests: list[GenRequest], pad_id: int = 0) -> l
                 **{key: cache},
             )
             logits = out.logits[:, -1].float().cpu()
+            # every row at once (one softmax, one cumulative sum), each with its own seeded uniform
+            # draw (inverse-CDF sampling): a row samples the same token alone or in any batch
+            temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in requests])
+            logp = torch.log_softmax(logits / temps[:, None], dim=-1)
+            cdf = logp.exp().cumsum(dim=-1)
+            u = torch.cat([torch.rand(1, generator=g) for g in gens]) * cdf[:, -1]
+            sampled = torch.searchsorted(cdf, u[:, None], right=True).squeeze(1).clamp(max=cdf.shape[1] - 1)
+            greedy = torch.tensor([r.temperature <= 0 for r in requests])
+            toks_t = torch.where(greedy, logits.argmax(dim=-1), sampled)
+            lps = logp.gather(1, toks_t[:, None]).squeeze(1).tolist()
+            toks = toks_t.tolist()
             feed = []
             for b, r in enumerate(requests):
                 if done[b]:
                     feed.append(pad_id)
                     continue
-                if r.temperature > 0:
-                    logp = torch.log_softmax(logits[b] / r.temperature, dim=-1)
-                    tok = int(torch.multinomial(logp.exp(), 1, generator=gens[b]).item())
-                else:
-                    logp = torch.log_softmax(logits[b], dim=-1)
-                    tok = int(torch.argmax(logits[b]).item())
+                tok = int(toks[b])
                 new[b].append(tok)
-                logps[b].append(float(logp[tok].item()))
+                logps[b].append(float(lps[b]))
                 feed.append(tok)
                 if tok in r.stop_ids or len(new[b]) >= r.max_new_tokens:
                     done[b] = True
