@@ -208,7 +208,7 @@ class BatchedGenerator:
     worker gathers until no new request came for `gather_s` (or `max_batch` are waiting), so the
     episodes of a step that ask at about the same time share a batch."""
 
-    def __init__(self, model: Any, pad_id: int = 0, max_batch: int = 64, gather_s: float = 0.02) -> None:
+    def __init__(self, model: Any, pad_id: int = 0, max_batch: int = 64, gather_s: float = 0.1) -> None:
         self.model, self.pad_id = model, pad_id
         self.max_batch, self.gather_s = max_batch, gather_s
         self.stats = BatchStats()
