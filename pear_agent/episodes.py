@@ -14,13 +14,20 @@ From Python (e.g. a trainer's rollouts), N episodes at once:
 
     jobs = [EpisodeJob(EnvSpec("pick_cube"), lambda: my_policy(), seed=s) for s in range(64)]
     for out in run_episodes(jobs, concurrency=16):
-        print(out.result.success, len(out.messages))
+        print(out.result.success, out.reward, len(out.messages))
+
+This is the ONE episode runner: `pear-agent bench` (`bench.runner.arun_job`), RL rollouts
+(`rl.rollouts.arun_rollout`) and the trainer (`train.rollout.run_episodes`) all run their episodes
+through `arun_episode` (tests/test_one_runner.py fails if another copy appears).
 """
 
 from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
+import time
+import traceback
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -28,7 +35,8 @@ from typing import Any
 
 from pear_agent.environment import Environment
 from pear_agent.episode import Episode, EpisodeConfig, EpisodeResult, TurnRecord
-from pear_agent.policies.base import Policy
+from pear_agent.policies.base import Policy, PolicyReply, TurnContext, decide_async
+from pear_agent.protocol.prompts import Message
 from pear_agent.records import RunWriter
 from pear_agent.registry import (
     EnvSpec,
@@ -130,9 +138,14 @@ class EpisodeJob:
     config: EpisodeConfig = field(default_factory=EpisodeConfig)
     writer: Callable[[], RunWriter | None] | None = None
     """Called when the episode starts (a run folder per episode); None: no records."""
+    on_start: Callable[[Any, RunWriter | None], None] | None = None
+    """Called with the environment and the writer before the episode starts (e.g. the bench's
+    Rerun view, which draws the environment's robot)."""
     on_turn: Callable[[TurnRecord], None] | None = None
     tag: Any = None
     """Anything the caller wants back with the outcome (e.g. a group id)."""
+    policy_version: int | None = None
+    """Stamped on every reply's token trace (the weights that sampled it); None: the policy's own."""
 
 
 @dataclass
@@ -142,32 +155,104 @@ class EpisodeOutcome:
     """None when the episode raised (see `error`)."""
     messages: list[dict[str, Any]] = field(default_factory=list)
     """The whole conversation, prompts and replies (what a trainer trains on)."""
-    environment: Environment | None = None
-    """The environment it ran in (for rewards and extra fields; back in the pool by now)."""
+    turn_tokens: list[dict[str, Any] | None] = field(default_factory=list)
+    """Each reply's token trace as the policy sampled it (ids, log-probabilities, policy version),
+    aligned with the assistant messages; None for a reply without one (a scripted policy's)."""
+    reward: float | None = None
+    shaped_reward: float | None = None
+    """The family's rewards (`Family.rewards`), read before the environment went back to the pool."""
+    fields: dict[str, Any] = field(default_factory=dict)
+    """The family's extra result fields (`Family.result_fields`), read at the same moment."""
     error: str | None = None
+    traceback: str | None = None
+    """The formatted traceback of the error (unredacted: the caller decides what to keep)."""
+    wall_time_s: float = 0.0
+
+
+class _Traced:
+    """The job's policy, keeping each reply's token trace (aligned with the assistant messages the
+    loop appends) and stamping the job's policy version on it."""
+
+    def __init__(self, policy: Policy, version: int | None) -> None:
+        self.policy, self.version, self.name = policy, version, policy.name
+        self.traces: list[dict[str, Any] | None] = []
+
+    def reset(self, seed: int) -> None:
+        self.traces = []
+        self.policy.reset(seed)
+
+    def _keep(self, reply: PolicyReply) -> PolicyReply:
+        if not reply.error:
+            if reply.tokens is not None and self.version is not None:
+                reply.tokens.policy_version = self.version
+            self.traces.append(reply.tokens.to_json() if reply.tokens is not None else None)
+        return reply
+
+    def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        return self._keep(self.policy.act(messages, ctx))
+
+    async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        return self._keep(await decide_async(self.policy, messages, ctx))
+
+
+def _family_rewards(task: str, env: Environment, result: EpisodeResult) -> tuple[float, float | None, dict]:
+    try:
+        family = family_of(task)
+    except UnknownNameError:  # an environment outside the registry: binary success
+        reward = float(result.reward) if result.reward is not None else float(result.success)
+        return reward, None, {}
+    reward, shaped = family.rewards(env, result)
+    return reward, shaped, family.result_fields(env)
 
 
 async def arun_episode(job: EpisodeJob, pool: EnvironmentPool = POOL) -> EpisodeOutcome:
-    """One episode on this event loop; an exception becomes `error` (one line), not a raise."""
+    """THE one place an episode runs (bench, RL rollouts, the trainer): an environment from the
+    pool, the policy traced, the episode on this event loop, the family's rewards and result fields
+    read while the environment is still this episode's, then the environment back to the pool. An
+    exception becomes `error` (one line) and `traceback`, never a raise."""
     spec = job.environment if isinstance(job.environment, EnvSpec) else None
-    env = None
+    env = writer = None
+    t0 = time.perf_counter()
     try:
         env = pool.acquire(spec) if spec is not None else job.environment()  # type: ignore[operator]
         policy = job.policy() if callable(job.policy) and not hasattr(job.policy, "act") else job.policy
+        traced = _Traced(policy, job.policy_version)  # type: ignore[arg-type]
         writer = job.writer() if job.writer is not None else None
-        episode = Episode.of(env, policy, job.config, writer, job.on_turn)  # type: ignore[arg-type]
+        if job.on_start is not None:
+            job.on_start(env, writer)
+        episode = Episode.of(env, traced, job.config, writer, job.on_turn)  # type: ignore[arg-type]
         result = await episode.arun(job.seed)
+        writer = None  # finished (closed) by the episode
+        reward, shaped, fields = _family_rewards(result.task, env, result)
     except Exception as exc:
+        if writer is not None:
+            with contextlib.suppress(Exception):
+                writer.finish({"end_reason": "error"})
         if spec is not None:
             pool.discard(env)
-        else:
+        elif env is not None:
             close_environment(env)
-        return EpisodeOutcome(job, None, error=" ".join(f"{type(exc).__name__}: {exc}".split())[:500])
+        return EpisodeOutcome(
+            job,
+            None,
+            error=" ".join(f"{type(exc).__name__}: {exc}".split())[:500],
+            traceback=traceback.format_exc(),
+            wall_time_s=time.perf_counter() - t0,
+        )
     if spec is not None:
         pool.release(spec, env)
     else:
         close_environment(env)
-    return EpisodeOutcome(job, result, episode.messages, env)
+    return EpisodeOutcome(
+        job,
+        result,
+        episode.messages,
+        traced.traces,
+        reward,
+        shaped,
+        fields,
+        wall_time_s=time.perf_counter() - t0,
+    )
 
 
 async def arun_episodes(

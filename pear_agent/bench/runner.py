@@ -135,13 +135,13 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one episode on this event loop and return its result line. Never raises: a crash becomes
-    end_reason "error" with a one-line detail, so one bad episode does not stop the bench."""
+    """Run one episode on this event loop (through the one runner, `pear_agent.episodes`) and
+    return its result line. Never raises: a crash becomes end_reason "error" with a one-line
+    detail, so one bad episode does not stop the bench."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from pear_agent.episode import DEFAULT_CONTEXT_TOKENS, Episode, EpisodeConfig
-    from pear_agent.episodes import POOL
+    from pear_agent.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
+    from pear_agent.episodes import POOL, EpisodeJob, arun_episode
     from pear_agent.records import RunWriter
-    from pear_agent.registry import family_of
 
     task, seed = job["task"], int(job["seed"])
     out = Path(job["out_dir"])
@@ -160,26 +160,13 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
         "run_dir": str(rel),
         **(job.get("fields") or {}),
     }
-    writer = env = spec = None
     key_env = (job["policy"].get("settings") or {}).get("api_key_env")
     secrets = [os.environ[key_env]] if key_env and os.environ.get(key_env) else []
     t0 = time.perf_counter()
     POOL.in_flight(int(job.get("concurrency") or 1))
     POOL.max_idle = max(POOL.max_idle, MAX_SIMS)
     try:
-        family = family_of(task)
         spec = _env_spec(job)
-        env = POOL.acquire(spec)
-        policy = make_policy(job["policy"], task, seed)
-        plans = ((job.get("episode") or {}).get("max_chunk") or 1) > 1
-        if plans and getattr(policy, "lead_s", 0.0) is None and job.get("latency_s") is not None:
-            policy.lead_s = float(job["latency_s"])  # a planning pilot plans for the injected decision time
-        writer = RunWriter(run_dir, video_fps=10.0 if job.get("video", True) else None, secrets=secrets)
-        if wants_view(job.get("view"), line["key"]):
-            from pear_agent.view import RRD_NAME, EpisodeView
-
-            kin = getattr(env, "kin", None)
-            writer.observers.append(EpisodeView(run_dir / RRD_NAME, run_dir=run_dir, kinematics=kin))
         cfg = EpisodeConfig(
             max_turns=job.get("max_turns"),
             max_context_tokens=int(job.get("max_context_tokens") or DEFAULT_CONTEXT_TOKENS),
@@ -187,30 +174,51 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
             latency_s=job.get("latency_s"),
             **(job.get("episode") or {}),
         )
-        result = await Episode.of(env, policy, cfg, writer).arun(seed)
-        writer = None  # finished (closed) by the episode
-        res = result.to_json()
-        res.pop("run_dir", None)
-        line |= res
-        line |= family.result_fields(env)
-        POOL.release(spec, env)
-    except Exception as exc:  # one line in the results; the (redacted) traceback in error.txt
-        POOL.discard(env)  # the simulator may be in a bad state: the next episode builds another
-        detail = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
-        for secret in secrets:
-            detail = detail.replace(secret, "[redacted]")
-        for pat in SECRET_PATTERNS:
-            detail = pat.sub("[redacted]", detail)
-        tb = traceback.format_exc()
-        for secret in secrets:
-            tb = tb.replace(secret, "[redacted]")
-        run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / "error.txt").write_text(tb, encoding="utf-8")  # for debugging; never printed
-        line |= {"success": False, "turns": 0, "end_reason": "error", "detail": detail, "latencies_s": []}
-    finally:
-        if writer is not None:
-            writer.finish({"end_reason": "error"})
-    line["wall_time_s"] = line.get("wall_time_s") or time.perf_counter() - t0
+    except Exception as exc:  # a bad job description: the same one-line error as a crash
+        detail, tb = " ".join(f"{type(exc).__name__}: {exc}".split())[:500], traceback.format_exc()
+    else:
+        video = 10.0 if job.get("video", True) else None
+
+        def policy() -> Any:
+            made = make_policy(job["policy"], task, seed)
+            plans = ((job.get("episode") or {}).get("max_chunk") or 1) > 1
+            if plans and getattr(made, "lead_s", 0.0) is None and job.get("latency_s") is not None:
+                made.lead_s = float(job["latency_s"])  # a planning pilot plans for the injected decision time
+            return made
+
+        def view(env: Any, writer: RunWriter | None) -> None:
+            if writer is not None and wants_view(job.get("view"), line["key"]):
+                from pear_agent.view import RRD_NAME, EpisodeView
+
+                kin = getattr(env, "kin", None)
+                writer.observers.append(EpisodeView(run_dir / RRD_NAME, run_dir=run_dir, kinematics=kin))
+
+        outcome = await arun_episode(
+            EpisodeJob(
+                spec,
+                policy,
+                seed,
+                cfg,
+                writer=lambda: RunWriter(run_dir, video_fps=video, secrets=secrets),
+                on_start=view,
+            )
+        )
+        if outcome.result is not None:
+            res = outcome.result.to_json()
+            res.pop("run_dir", None)
+            line |= res | outcome.fields
+            line["wall_time_s"] = line.get("wall_time_s") or time.perf_counter() - t0
+            return line
+        detail, tb = outcome.error or "error", outcome.traceback or ""
+    # one line in the results; the (redacted) traceback in error.txt
+    for secret in secrets:
+        detail, tb = detail.replace(secret, "[redacted]"), tb.replace(secret, "[redacted]")
+    for pat in SECRET_PATTERNS:
+        detail = pat.sub("[redacted]", detail)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "error.txt").write_text(tb, encoding="utf-8")  # for debugging; never printed
+    line |= {"success": False, "turns": 0, "end_reason": "error", "detail": detail, "latencies_s": []}
+    line["wall_time_s"] = time.perf_counter() - t0
     return line
 
 

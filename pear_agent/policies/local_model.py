@@ -112,7 +112,11 @@ def load_model(name: str, dtype: str = "float32", device: str | None = None) -> 
 
 
 class LocalModelPolicy:
-    """One reply per turn from a model in this process, with its token ids and log-probabilities."""
+    """One reply per turn from a model in this process, with its token ids and log-probabilities.
+
+    With a `generator` (`pear_agent.policies.batched.BatchedGenerator`, shared by the policies of
+    the episodes in flight) the turn is decoded in a batch with the other episodes' turns; without
+    one, alone (a batch of 1). Either way through `generate_batch`, one decoding path."""
 
     def __init__(
         self,
@@ -125,6 +129,8 @@ class LocalModelPolicy:
         policy_version: int = 0,
         name: str = "local",
         reuse_cache: bool = True,
+        generator: Any = None,
+        stop_ids: list[int] | None = None,
     ) -> None:
         from pear_agent.train.sequences import turn_end_ids
 
@@ -135,7 +141,8 @@ class LocalModelPolicy:
         self.policy_version = policy_version
         self.name = name
         self.reuse_cache = reuse_cache
-        self.stop_ids = turn_end_ids(tokenizer)
+        self.generator = generator
+        self.stop_ids = list(stop_ids) if stop_ids is not None else turn_end_ids(tokenizer)
         self.seed = seed
         """Sampling seed (with the episode seed and the turn): distinct per rollout of a group."""
         self.reset(seed)
@@ -146,17 +153,30 @@ class LocalModelPolicy:
         self._episode_seed = seed
         self._turn = 0
         self.sequence = ChatSequence(self.tokenizer)
-        self._cache: Any = None
+        self._kv: Any = None
         self._cache_len = 0
 
-    def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
-        t0 = time.perf_counter()
-        try:
-            ids = self.sequence.prompt(messages)
-        except ValueError as exc:
-            return PolicyReply("", 0.0, error=str(exc))
+    def _request(self, messages: list[Message]) -> Any:
+        from pear_agent.policies.batched import GenRequest
+
+        ids = self.sequence.prompt(messages)
         self._turn += 1
-        out_ids, logprobs = self.sample(ids)
+        kv = self._kv if self.reuse_cache else None
+        start = self._cache_len if kv is not None else 0
+        return ids, GenRequest(
+            feed=ids[start:],
+            kv=kv,
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            stop_ids=frozenset(self.stop_ids),
+            seed=hash((self.seed, self._episode_seed, self._turn)) % (2**31),
+        )
+
+    def _reply(self, ids: list[int], res: Any, t0: float) -> PolicyReply:
+        out_ids, logprobs = res.ids, res.logprobs
+        # the cache now holds ids + every new token but the last (never fed back)
+        self._kv = res.kv
+        self._cache_len = len(ids) + len(out_ids) - 1
         text = self.tokenizer.decode([t for t in out_ids if t not in self.stop_ids], skip_special_tokens=True)
         self.sequence.add_reply(out_ids, text)
         latency = time.perf_counter() - t0
@@ -168,39 +188,46 @@ class LocalModelPolicy:
         trace = TokenTrace(out_ids, logprobs, self.policy_version)
         return PolicyReply(text, latency, usage=usage, tokens=trace, info={"decision_s": latency})
 
+    def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        from pear_agent.policies.batched import generate_batch
+
+        t0 = time.perf_counter()
+        try:
+            ids, req = self._request(messages)
+        except ValueError as exc:
+            return PolicyReply("", 0.0, error=str(exc))
+        if self.generator is not None:
+            res = self.generator.submit(req).result()
+        else:
+            res = generate_batch(self.model, [req], self.tokenizer.pad_token_id or 0)[0]
+        return self._reply(ids, res, t0)
+
+    async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        """The episode loop's awaited turn: queued to the batched generator (the loop moves the
+        other episodes meanwhile); without one, `act` in a thread."""
+        import asyncio
+
+        if self.generator is None:
+            return await asyncio.to_thread(self.act, messages, ctx)
+        t0 = time.perf_counter()
+        try:
+            ids, req = self._request(messages)
+        except ValueError as exc:
+            return PolicyReply("", 0.0, error=str(exc))
+        res = await asyncio.wrap_future(self.generator.submit(req))
+        return self._reply(ids, res, t0)
+
     def sample(self, ids: list[int]) -> tuple[list[int], list[float]]:
-        """Sample up to max_new_tokens after `ids`; (new ids, log mu of each)."""
-        import torch
+        """Sample up to max_new_tokens after `ids` (no cache kept); (new ids, log mu of each)."""
+        from pear_agent.policies.batched import GenRequest, generate_batch
 
-        model = self.model
-        device = next(model.parameters()).device
-        torch.manual_seed(hash((self.seed, self._episode_seed, self._turn)) % (2**31))
-        new: list[int] = []
-        logprobs: list[float] = []
-        cache = self._cache if self.reuse_cache else None
-        start = self._cache_len if cache is not None else 0
-        if cache is None:
-            from transformers import DynamicCache
-
-            cache = DynamicCache()
-        feed = ids[start:]
-        with torch.no_grad():
-            for _ in range(self.max_new_tokens):
-                x = torch.tensor([feed], device=device)
-                out = model(input_ids=x, cache=cache, use_cache=True)  # the cache grows in place
-                logits = out.logits[0, -1].float()
-                if self.temperature > 0:
-                    logp = torch.log_softmax(logits / self.temperature, dim=-1)
-                    tok = int(torch.multinomial(logp.exp(), 1).item())
-                else:
-                    logp = torch.log_softmax(logits, dim=-1)
-                    tok = int(torch.argmax(logits).item())
-                new.append(tok)
-                logprobs.append(float(logp[tok].item()))
-                feed = [tok]
-                if tok in self.stop_ids:
-                    break
-        # the cache now holds ids + every new token but the last (never fed back)
-        self._cache = cache
-        self._cache_len = len(ids) + len(new) - 1
-        return new, logprobs
+        self._turn += 1
+        req = GenRequest(
+            feed=list(ids),
+            max_new_tokens=self.max_new_tokens,
+            temperature=self.temperature,
+            stop_ids=frozenset(self.stop_ids),
+            seed=hash((self.seed, self._episode_seed, self._turn)) % (2**31),
+        )
+        res = generate_batch(self.model, [req], self.tokenizer.pad_token_id or 0)[0]
+        return res.ids, res.logprobs

@@ -2,8 +2,9 @@
 group-relative advantages; groups without a learning signal are dropped and resampled.
 
 `arun_rollout` is the unit of work an executor (local processes or Ray) runs: a module-level
-coroutine function of a picklable `RolloutJob`; it takes its environment from the worker's pool
-(`pear_agent.episodes.POOL`: one per episode in flight, reused by the next episode of the task)
+coroutine function of a picklable `RolloutJob`; it runs its episode through the one runner
+(`pear_agent.episodes.arun_episode`: an environment from the worker's pool, one per episode in
+flight, reused by the next episode of the task)
 and returns a plain dict that crosses process and machine boundaries: the record of
 `pear_agent.rl.trajectories.TrajectoryRecord`, images inline. With an executor that keeps N of
 them in flight per worker (`run_local(..., concurrency=N)`), a group's G episodes await one model
@@ -85,26 +86,27 @@ def run_rollout(job: RolloutJob) -> dict[str, Any]:
     return run_coroutine(arun_rollout(job))
 
 
+class RolloutError(RuntimeError):
+    """An episode of a rollout raised (the one-line cause)."""
+
+
 async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
-    """One episode; returns its trajectory record (advantage not yet known: None)."""
+    """One episode through the one runner (`pear_agent.episodes.arun_episode`); returns its
+    trajectory record (advantage not yet known: None)."""
     os.environ.setdefault("MUJOCO_GL", "egl")  # before any MuJoCo import in this worker
-    from pear_agent.episode import Episode, EpisodeConfig
-    from pear_agent.episodes import POOL
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.episodes import EpisodeJob, arun_episode
     from pear_agent.registry import EnvSpec, resolve
 
     config = EpisodeConfig(max_turns=job.max_turns, mode=job.mode)  # type: ignore[arg-type]
-    policy = job.policy.build(job.task, job.policy_seed)
-    family, task = resolve(job.task)  # a roadster task without a band flies the light one
+    _, task = resolve(job.task)  # a roadster task without a band flies the light one
     spec = EnvSpec.of(task, {"robot": job.robot}, mode=job.mode, render=job.render, config=config)
-    env = POOL.acquire(spec)
-    try:
-        episode = Episode.of(env, policy, config)
-        result = await episode.arun(job.seed)
-        reward, shaped = family.rewards(env, result)
-    except BaseException:
-        POOL.discard(env)
-        raise
-    POOL.release(spec, env)
+    out = await arun_episode(
+        EpisodeJob(spec, lambda: job.policy.build(job.task, job.policy_seed), job.seed, config)
+    )
+    if out.result is None:
+        raise RolloutError(f"rollout {job.id}: {out.error}")
+    result = out.result
     return {
         "schema": "pear-agent/trajectory/v1",
         "id": job.id,
@@ -116,8 +118,8 @@ async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
         "policy": result.policy,
         "policy_seed": job.policy_seed,
         "mode": result.mode,
-        "reward": reward,
-        "shaped_reward": shaped,
+        "reward": out.reward,
+        "shaped_reward": out.shaped_reward,
         "advantage": None,
         "success": result.success,
         "end_reason": result.end_reason,
@@ -127,7 +129,7 @@ async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
         "sim_time_s": result.sim_time_s,
         "wall_time_s": result.wall_time_s,
         "worker": f"{socket.gethostname()}:{os.getpid()}",
-        "messages": episode.messages,
+        "messages": out.messages,
     }
 
 

@@ -126,7 +126,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     _need_train_extra()
     from pear_agent.train.serve_model import serve_checkpoint
 
-    serve_checkpoint(args.model, host=args.host, port=args.port, max_new_tokens=args.max_new_tokens)
+    serve_checkpoint(
+        args.model,
+        host=args.host,
+        port=args.port,
+        max_new_tokens=args.max_new_tokens,
+        max_lora_rank=args.max_lora_rank,
+    )
     return 0
 
 
@@ -194,6 +200,7 @@ def add_parser(sub: Any) -> None:
     v.add_argument("--host", default="127.0.0.1")
     v.add_argument("--port", type=int, default=8000)
     v.add_argument("--max-new-tokens", type=int, default=64)
+    v.add_argument("--max-lora-rank", type=int, default=16, help="refuse adapters of a higher rank (vLLM's)")
     v.set_defaults(func=cmd_serve)
 
     r = tsub.add_parser("recipes", help="list the packaged recipes")

@@ -109,7 +109,13 @@ class GRPOConfig(Strict):
     max_attempts_factor: int = Field(3, ge=1)
     """Groups sampled at most per step: factor x groups_per_step (all-equal groups are resampled)."""
     rollout_lag: int = Field(0, ge=0, le=2)
-    """Versions the sampling weights lag the trained ones (PEAR: one or two, asynchronous)."""
+    """0: a step's rollouts, then its update. L > 0: a producer thread flies the rollouts of the
+    next steps (up to L ahead, each with the newest weights when it starts) while the trainer
+    updates, so sampled tokens are up to L versions behind (PEAR ran asynchronous rollouts one or
+    two versions behind); the update corrects for the lag with PEAR's score-centering."""
+    episodes_in_flight: int | None = Field(None, ge=1)
+    """Episodes a step flies at once (their generation batched together); None: all of the
+    step's episodes (groups_per_step x group_size) at once."""
     max_staleness: int = Field(2, ge=0)
     curriculum: bool = False
     """Multiply each mix entry's weight by its learning signal p(1 - p) over its recent rollouts
@@ -125,6 +131,11 @@ class GRPOConfig(Strict):
     """local: transformers in this process; vllm: a vLLM server (`vllm_url`) that loads each new
     adapter at run time (`pear_agent.train.vllm_sync`; LoRA only)."""
     vllm_url: str | None = None
+    vllm_gpu_memory_utilization: float = Field(0.5, gt=0.0, lt=1.0)
+    """The GPU memory split when vLLM and the trainer share one GPU: vLLM's share (its
+    `--gpu-memory-utilization`: weights, KV cache, adapters); the trainer caps its own allocations
+    at the rest (`torch.cuda.set_per_process_memory_fraction`). `vllm_sync.serve_command` writes
+    vLLM's command line from the recipe."""
 
 
 class EvalConfig(Strict):

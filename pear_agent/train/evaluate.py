@@ -13,7 +13,7 @@ import numpy as np
 
 from pear_agent.train.config import MixEntry, Recipe
 from pear_agent.train.mix import Draw, TaskMix
-from pear_agent.train.rollout import EpisodeJob, LoopOptions, run_episodes
+from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
 def eval_draws(recipe: Recipe, split: str, episodes: int | None = None) -> list[Draw]:
@@ -72,7 +72,7 @@ def evaluate(
     lines = []
     with results.open("a" if append else "w", encoding="utf-8") as f:
 
-        def write(job: EpisodeJob, rec: dict[str, Any]) -> None:
+        def write(job: TrainJob, rec: dict[str, Any]) -> None:
             line = {
                 "key": episode_key(rec["task"], rec["seed"]),
                 "task": rec["task"],
@@ -95,7 +95,7 @@ def evaluate(
                 f"reward {line['reward']:.3f}"
             )
 
-        jobs = [EpisodeJob(d.task, d.seed) for d in draws]
+        jobs = [TrainJob(d.task, d.seed) for d in draws]
         run_episodes(jobs, lambda job: policy, opts, on_record=write)
     return lines
 

@@ -1,13 +1,16 @@
 """`pear-agent train grpo`: multi-turn GRPO over whole episodes, every rollout through the ONE loop.
 
 A step: draw `groups_per_step` (task, initial state) pairs from the recipe's mix (curriculum-
-weighted), fly `group_size` episodes of each with the current policy (in-process generator,
-sampling at `temperature`; `rollout.run_episodes`), score them (binary: success; shaped: the
+weighted), fly `group_size` episodes of each with the current policy, all of them in flight at
+once (`grpo.episodes_in_flight` limits it) through the one episode runner (`rollout.run_episodes`),
+their generation batched across the episodes (in process: `policies.batched.BatchedGenerator`; on
+a GPU: a vLLM server with many requests open, token-in token-out), score them (binary: success; shaped: the
 task's shaped reward), drop groups whose rewards are all equal and draw new ones in their place
 (DAPO-style, up to `max_attempts_factor` x the groups wanted), then ONE optimizer update with PEAR's
 estimator (`loss.pear_loss`): group-relative advantages, every generated token of an episode with
 its episode's advantage, the token-level average over the batch, no clipping, and the
-score-centering correction for tokens a version or two behind (`rollout_lag`).
+score-centering correction for tokens a version or two behind (`rollout_lag`: a producer thread
+flies the next steps' rollouts while the trainer updates, truly overlapping).
 
 The optimiser, device placement and mixed precision come from accelerate and torch; LoRA from
 PEFT. TRL's GRPOTrainer is not used: its loss clips ratios and offers truncated importance
@@ -16,11 +19,15 @@ sampling, where PEAR uses neither, and it has no group resampling.
 
 from __future__ import annotations
 
+import copy
 import json
+import queue
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -29,7 +36,7 @@ from pear_agent.episode import NO_REPLY_ENDINGS
 from pear_agent.rl.advantages import FilterCounts, classify_group, group_advantages
 from pear_agent.train.config import Recipe
 from pear_agent.train.mix import Draw, TaskMix
-from pear_agent.train.rollout import EpisodeJob, LoopOptions, run_episodes
+from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
 @dataclass
@@ -39,6 +46,18 @@ class Group:
     rewards: list[float]
     verdict: str
     advantages: list[float] = field(default_factory=list)
+
+
+@dataclass
+class Collected:
+    """One step's rollouts: which weights sampled them and when they flew."""
+
+    step: int
+    version: int
+    kept: list[Group]
+    sampled: list[Group]
+    t0: float
+    t1: float
 
 
 @dataclass
@@ -55,15 +74,22 @@ class StepReport:
     loss: float
     generated_tokens: int
     trained_tokens: int
-    logprob_drift: float
-    """max |log pi - log mu| on on-policy tokens: 0 up to float noise when the trainer sees exactly
-    the tokens and distribution that sampled them."""
+    logprob_drift: float | None
+    """max |log p - log mu| over every generated token with a recorded log mu (on-policy ones
+    against the trained weights, stale ones against the snapshot that sampled them): float noise
+    when the trainer sees exactly the tokens and distribution that sampled them; None when no token
+    could be compared."""
+    drift_tokens: int
     rollout_s: float
     update_s: float
     step_s: float
     tokens_per_s: float
     """Generated tokens per second of rollout."""
     peak_rss_mb: float
+    sampler_version: int = 0
+    """The weights that sampled this step's rollouts (version - rollout_lag or newer)."""
+    overlapped_s: float = 0.0
+    """Seconds of this step's rollouts that ran while an update trained (rollout_lag > 0)."""
     checkpoint: str | None = None
 
 
@@ -98,7 +124,8 @@ class GRPOTrainer:
         from accelerate import Accelerator
 
         from pear_agent.train.models import snapshot, trainable_model
-        from pear_agent.train.vision import make_local_policy
+        from pear_agent.train.sequences import turn_end_ids
+        from pear_agent.train.vision import make_local_policy, text_tokenizer
 
         self.recipe, self.cfg, self.out, self.log = recipe, recipe.grpo, Path(out), log
         self.out.mkdir(parents=True, exist_ok=True)
@@ -119,17 +146,15 @@ class GRPOTrainer:
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.version = 0
         self.snapshots = {0: snapshot(self.model)}
+        self._lock = threading.Condition()
+        """Guards `version`, `snapshots` and `_updates_done` between trainer and rollout producer."""
+        self._updates_done = 0
         self.mixes = [
             TaskMix(st.mix, "train", seed=self.cfg.seed + i, curriculum=self.cfg.curriculum)
             for i, st in enumerate(self.cfg.stages)
         ]
-        self.policy = make_local_policy(  # a vision-language model's processor: images in the sequence
-            self.model,
-            self.tokenizer,
-            temperature=self.cfg.temperature,
-            max_new_tokens=recipe.model.max_new_tokens,
-            name=f"local:{self.base}",
-        )
+        self.stop_ids = turn_end_ids(text_tokenizer(self.tokenizer))
+        self._make_local = make_local_policy  # a vision-language model: its processor, images in the sequence
         self.opts = LoopOptions(
             mode=self.cfg.mode,
             max_turns=self.cfg.max_turns,
@@ -138,15 +163,32 @@ class GRPOTrainer:
         )
         self.counts = FilterCounts()
         self.sync = None
+        self.server = None
+        self.sampler_model = self.model
+        self.generator = None
         if self.cfg.generator == "vllm":
-            from pear_agent.train.vllm_sync import VLLMAdapterSync
+            self._start_server_generator()
+        else:
+            from pear_agent.policies.batched import BatchedGenerator
 
-            if not self.cfg.vllm_url or recipe.model.lora is None:
-                raise ValueError("grpo.generator vllm needs grpo.vllm_url and a LoRA adapter (model.lora)")
-            self.sync = VLLMAdapterSync(
-                self.cfg.vllm_url, keep=self.cfg.rollout_lag + self.cfg.max_staleness + 1
+            if self.cfg.rollout_lag > 0:
+                # the producer samples with its own copy of the weights while the trainer updates
+                self.sampler_model = copy.deepcopy(self.accelerator.unwrap_model(self.model))
+                self.sampler_model.eval()
+            self.generator = BatchedGenerator(
+                self.sampler_model, pad_id=text_tokenizer(self.tokenizer).pad_token_id or 0
             )
-            self._publish()
+
+    def _start_server_generator(self) -> None:
+        from pear_agent.train.vllm_sync import VLLMAdapterSync, cap_trainer_memory
+
+        g, lora = self.cfg, self.recipe.model.lora
+        if not g.vllm_url or lora is None:
+            raise ValueError("grpo.generator vllm needs grpo.vllm_url and a LoRA adapter (model.lora)")
+        cap_trainer_memory(self.recipe)  # the recipe's split of one GPU between vLLM and the trainer
+        self.sync = VLLMAdapterSync(g.vllm_url, keep=g.rollout_lag + g.max_staleness + 1)
+        self.sync.check_server(lora.r)
+        self._publish()
 
     def _publish(self) -> None:
         """The current version's adapter to the vLLM server (a shared folder it can read)."""
@@ -167,38 +209,50 @@ class GRPOTrainer:
         return len(self.cfg.stages) - 1
 
     # -- rollouts -----------------------------------------------------------------------------
-    def _make_policy(self, job: EpisodeJob) -> Any:
-        if self.sync is not None:
-            return _Versioned(self._server_policy(job), self.policy.policy_version)
-        self.policy.seed = job.policy_seed
-        return self.policy
+    def _policy_factory(self, version: int) -> Callable[[TrainJob], Any]:
+        """A policy per episode (each keeps its own token sequence and cache), all sharing the
+        batched generator (in process) or the server (token-in, token-out), sampling `version`."""
 
-    def _server_policy(self, job: EpisodeJob) -> Any:
-        from pear_agent.policies.model_settings import ModelSettings
-        from pear_agent.policies.openai_client import OpenAIPolicy
+        def make(job: TrainJob) -> Any:
+            if self.sync is not None:
+                return self._server_policy(job, version)
+            return self._make_local(
+                self.sampler_model,
+                self.tokenizer,
+                temperature=self.cfg.temperature,
+                max_new_tokens=self.recipe.model.max_new_tokens,
+                seed=job.policy_seed,
+                policy_version=version,
+                name=f"local:{self.base}",
+                generator=self.generator,
+                stop_ids=self.stop_ids,
+            )
 
-        settings = ModelSettings(
-            model=self.sync.name(self.policy.policy_version),  # type: ignore[union-attr]
-            base_url=self.cfg.vllm_url,
+        return make
+
+    def _server_policy(self, job: TrainJob, version: int) -> Any:
+        from pear_agent.policies.token_server import TokenServerPolicy
+
+        return TokenServerPolicy(
+            self.cfg.vllm_url or "",
+            self.sync.name(version),  # type: ignore[union-attr]
+            self.tokenizer,
             temperature=self.cfg.temperature,
-            max_tokens=self.recipe.model.max_new_tokens,
-            logprobs=True,
-            extra_body={
-                "return_tokens_as_token_ids": True,
-                "seed": job.policy_seed,
-                "top_p": 1.0,
-                "top_k": -1,
-            },
+            max_new_tokens=self.recipe.model.max_new_tokens,
+            seed=job.policy_seed,
+            policy_version=version,
+            stop_ids=self.stop_ids,
         )
-        return OpenAIPolicy(settings)
 
-    def rollouts(self, draws: list[Draw], step: int, first_group: int) -> list[Group]:
-        """Fly every draw `group_size` times with the sampling weights (`rollout_lag` versions back)."""
-        from pear_agent.train.models import load_snapshot
-
+    def rollouts(
+        self, draws: list[Draw], step: int, first_group: int, version: int | None = None
+    ) -> list[Group]:
+        """Fly every draw `group_size` times, all in flight at once (up to `episodes_in_flight`),
+        sampling with the weights of `version` (default: the current ones)."""
         g = self.cfg
+        version = self.version if version is None else version
         jobs = [
-            EpisodeJob(
+            TrainJob(
                 d.task,
                 d.seed,
                 policy_seed=hash((g.seed, step, first_group + j, i)) % 2**31,
@@ -208,17 +262,15 @@ class GRPOTrainer:
             for j, d in enumerate(draws)
             for i in range(g.group_size)
         ]
-        sampler_version = max(0, self.version - g.rollout_lag)
-        swapped = None
-        if sampler_version != self.version:
-            swapped = load_snapshot(self.model, self.snapshots[sampler_version])
-        self.policy.policy_version = sampler_version
-        self.model.eval()
-        try:
-            records = self.run_fn(jobs, self._make_policy, self.opts)
-        finally:
-            if swapped is not None:
-                load_snapshot(self.model, swapped)
+        if self.sampler_model is self.model:
+            self.model.eval()
+        records = self.run_fn(
+            jobs,
+            self._policy_factory(version),
+            self.opts,
+            concurrency=g.episodes_in_flight or len(jobs),
+            policy_version=version,
+        )
         groups = []
         for j, d in enumerate(draws):
             recs = records[j * g.group_size : (j + 1) * g.group_size]
@@ -229,7 +281,7 @@ class GRPOTrainer:
             groups.append(Group(d, recs, rewards, verdict))
         return groups
 
-    def collect(self, step: int) -> tuple[list[Group], list[Group]]:
+    def collect(self, step: int, version: int | None = None) -> tuple[list[Group], list[Group]]:
         """(kept groups, every group sampled): all-equal groups are dropped and new ones drawn."""
         g = self.cfg
         mix = self.mixes[self.stage(step)]
@@ -239,7 +291,7 @@ class GRPOTrainer:
         while len(kept) < g.groups_per_step and len(sampled) < limit:
             need = min(g.groups_per_step - len(kept), limit - len(sampled))
             draws = [mix.draw() for _ in range(need)]
-            for grp in self.rollouts(draws, step, len(sampled)):
+            for grp in self.rollouts(draws, step, len(sampled), version):
                 sampled.append(grp)
                 self.counts.add(grp.verdict)  # type: ignore[arg-type]
                 mix.update(grp.draw, [r["success"] for r in grp.records])
@@ -252,29 +304,48 @@ class GRPOTrainer:
         return kept, sampled
 
     # -- the update ---------------------------------------------------------------------------
-    def update(self, groups: list[Group]) -> tuple[float, int, float]:
-        """One optimizer step on the kept groups: (loss, trained tokens, on-policy logprob drift)."""
-        import torch
-
-        from pear_agent.train.loss import causal_parts, pear_loss_chunked, reply_hidden
-        from pear_agent.train.models import load_snapshot, snapshot
+    def _sequences(self, groups: list[Group]) -> list[tuple[Any, float]]:
         from pear_agent.train.sequences import episode_tokens
-        from pear_agent.train.vision import text_tokenizer
 
-        g = self.cfg
         items = []
         for grp in groups:
             for rec, adv in zip(grp.records, grp.advantages, strict=True):
-                seq = episode_tokens(self.tokenizer, rec["messages"], rec.get("turn_tokens"))
+                traces = rec.get("turn_tokens") or []
+                replies = sum(1 for m in rec["messages"] if m["role"] == "assistant")
+                missing = [k for k in range(replies) if k >= len(traces) or not (traces[k] or {}).get("ids")]
+                if missing:
+                    raise ValueError(
+                        f"episode {rec.get('id')}: reply {missing[0] + 1} of {replies} came back without its "
+                        "sampled token ids, so the update cannot train on what was sampled; the generator "
+                        "must return them (grpo.generator vllm: a vLLM server answering /v1/completions "
+                        "with logprobs and return_tokens_as_token_ids; grpo.generator local records them)"
+                    )
+                seq = episode_tokens(self.tokenizer, rec["messages"], traces)
                 if seq.reply_tokens:
                     items.append((seq, adv))
+        return items
+
+    def update(self, groups: list[Group]) -> tuple[float, int, float | None, int]:
+        """One optimizer step on the kept groups: (loss, trained tokens, logprob drift, tokens the
+        drift compared). The drift is max |log p - log mu| over every generated token that has a
+        recorded log mu: on-policy ones against the weights being trained, stale ones against the
+        snapshot that sampled them; None when no token could be compared (never a 0.0 that means
+        nothing was looked at)."""
+        import torch
+
+        from pear_agent.train.loss import causal_parts, chunked_terms, pear_loss_chunked, reply_hidden
+        from pear_agent.train.models import load_snapshot, snapshot
+        from pear_agent.train.vision import text_tokenizer
+
+        g = self.cfg
+        items = self._sequences(groups)
         n_tokens = sum(s.reply_tokens for s, _ in items)
         if not items or n_tokens == 0:
-            return 0.0, 0, 0.0
+            return 0.0, 0, None, 0
         device = self.accelerator.device
         self.model.train()
         self.optimizer.zero_grad()
-        total, drift = 0.0, 0.0
+        total, drift, compared = 0.0, 0.0, 0
         pad = text_tokenizer(self.tokenizer).pad_token_id or 0
         model = self.accelerator.unwrap_model(self.model)
         _, head, softcap = causal_parts(model)
@@ -289,6 +360,7 @@ class GRPOTrainer:
             mask = torch.zeros((len(batch), width))
             vers = torch.full((len(batch), width), -1, dtype=torch.long)
             old = torch.zeros((len(batch), width))
+            has_old = torch.zeros((len(batch), width), dtype=torch.bool)
             for b, (s, _) in enumerate(batch):
                 n = len(s.input_ids)
                 ids[b, :n] = torch.tensor(s.input_ids)
@@ -296,8 +368,10 @@ class GRPOTrainer:
                 vers[b, :n] = torch.tensor(s.versions or [-1] * n)
                 if s.old_logprobs is not None:
                     old[b, :n] = torch.tensor(s.old_logprobs)
+                    has_old[b, :n] = torch.tensor(s.mask, dtype=torch.bool)
             adv = torch.tensor([a for _, a in batch], dtype=torch.float, device=device)
             ids, mask, vers, old = ids.to(device), mask.to(device), vers.to(device), old.to(device)
+            has_old = has_old.to(device)
             attn = torch.ones_like(ids)
             for b, (s, _) in enumerate(batch):
                 attn[b, len(s.input_ids) :] = 0
@@ -308,7 +382,7 @@ class GRPOTrainer:
             # the model's body over the sequence; the head, the log-softmax and the estimator only at
             # the positions that predict a generated token, in chunks (`loss.pear_loss_chunked`)
             sel = mask[:, 1:] > 0
-            tvers, told = vers[:, 1:][sel], old[:, 1:][sel]
+            tvers, told, thas = vers[:, 1:][sel], old[:, 1:][sel], has_old[:, 1:][sel]
             tadv = adv.unsqueeze(-1).expand_as(mask[:, 1:])[sel]
             hidden, targets = reply_hidden(model, fwd, mask)
             loss = hidden.new_zeros((), dtype=torch.float32)
@@ -318,7 +392,10 @@ class GRPOTrainer:
                 if v != self.version:
                     # the sampling policy's hidden states: its weights swapped in, no graph
                     if v not in self.snapshots:
-                        raise ValueError(f"tokens of policy version {v} are older than max_staleness")
+                        raise ValueError(
+                            f"tokens sampled by policy version {v} are more than grpo.max_staleness="
+                            f"{g.max_staleness} versions behind the trained version {self.version}"
+                        )
                     with torch.no_grad():
                         current = load_snapshot(self.model, self.snapshots[v])
                         behaviour = reply_hidden(model, fwd, mask)[0][rows]
@@ -337,8 +414,21 @@ class GRPOTrainer:
                     g.reply_chunk,
                 )
                 loss = loss + part
-                if v == self.version and bool(rows.any()):
-                    drift = max(drift, float((lp - told[rows]).abs().max().item()))
+                # the drift: every token with a recorded log mu, stale ones against the snapshot
+                # that sampled them (its hidden states and head), on-policy ones against pi
+                seen = thas[rows]
+                if bool(seen.any()):
+                    ref = lp
+                    if behaviour is not None:
+                        with torch.no_grad():
+                            mu_head = (
+                                head if weight is None else SimpleNamespace(weight=weight, bias=head.bias)
+                            )
+                            _, ref = chunked_terms(
+                                mu_head, behaviour, targets[rows], g.temperature, softcap, chunk=g.reply_chunk
+                            )
+                    drift = max(drift, float((ref - told[rows])[seen].abs().max().item()))
+                    compared += int(seen.sum().item())
             self.accelerator.backward(loss)
             total += float(loss.item())
         if g.max_grad_norm:
@@ -347,14 +437,16 @@ class GRPOTrainer:
             )
         self.optimizer.step()
         self.optimizer.zero_grad()
-        self.version += 1
-        self.snapshots[self.version] = snapshot(self.model)
+        with self._lock:
+            self.version += 1
+            self.snapshots[self.version] = snapshot(self.model)
+            keep_n = g.rollout_lag + g.max_staleness
+            for v in [v for v in self.snapshots if v < self.version - keep_n]:
+                del self.snapshots[v]
+            self._lock.notify_all()
         if self.sync is not None:
             self._publish()
-        keep = g.rollout_lag + g.max_staleness
-        for v in [v for v in self.snapshots if v < self.version - keep]:
-            del self.snapshots[v]
-        return total, n_tokens, drift
+        return total, n_tokens, (drift if compared else None), compared
 
     # -- the run ------------------------------------------------------------------------------
     def checkpoint(self, step: int, merge: bool = False) -> Path:
@@ -372,27 +464,39 @@ class GRPOTrainer:
             version=self.version,
         )
 
-    def step(self, step: int) -> StepReport:
+    def _collect_at(self, step: int) -> Collected:
+        """One step's groups, sampled with the newest weights (loaded into the sampler's copy)."""
+        from pear_agent.train.models import load_snapshot
+
+        with self._lock:
+            version = self.version
+            if self.sampler_model is not self.model:
+                load_snapshot(self.sampler_model, self.snapshots[version])
+        t0 = time.perf_counter()
+        kept, sampled = self.collect(step, version)
+        return Collected(step, version, kept, sampled, t0, time.perf_counter())
+
+    def _report(
+        self, c: Collected, upd: tuple[float, int, float | None, int], u0: float, u1: float, step_s: float,
+        overlapped_s: float,
+    ) -> StepReport:  # fmt: skip
         from pear_agent.train.sft import peak_rss_mb
 
-        t0 = time.perf_counter()
-        kept, sampled = self.collect(step)
-        t1 = time.perf_counter()
-        loss, trained, drift = self.update(kept)
-        t2 = time.perf_counter()
-        recs = [r for grp in sampled for r in grp.records]
-        rewards = [x for grp in sampled for x in grp.rewards]
+        loss, trained, drift, compared = upd
+        recs = [r for grp in c.sampled for r in grp.records]
+        rewards = [x for grp in c.sampled for x in grp.rewards]
         generated = sum(len(t["ids"]) for r in recs for t in r.get("turn_tokens") or [] if t)
         dropped: dict[str, int] = {}
-        for grp in sampled:
+        for grp in c.sampled:
             if grp.verdict != "kept":
                 dropped[grp.verdict] = dropped.get(grp.verdict, 0) + 1
+        rollout_s = c.t1 - c.t0
         return StepReport(
-            step=step,
+            step=c.step,
             version=self.version,
-            stage=self.cfg.stages[self.stage(step)].name,
-            groups_sampled=len(sampled),
-            groups_kept=len(kept),
+            stage=self.cfg.stages[self.stage(c.step)].name,
+            groups_sampled=len(c.sampled),
+            groups_kept=len(c.kept),
             dropped=dropped,
             mean_reward=float(np.mean(rewards)) if rewards else 0.0,
             success_rate=float(np.mean([r["success"] for r in recs])) if recs else 0.0,
@@ -400,19 +504,79 @@ class GRPOTrainer:
             generated_tokens=generated,
             trained_tokens=trained,
             logprob_drift=drift,
-            rollout_s=t1 - t0,
-            update_s=t2 - t1,
-            step_s=t2 - t0,
-            tokens_per_s=generated / (t1 - t0) if t1 > t0 else 0.0,
+            drift_tokens=compared,
+            rollout_s=rollout_s,
+            update_s=u1 - u0,
+            step_s=step_s,
+            tokens_per_s=generated / rollout_s if rollout_s > 0 else 0.0,
             peak_rss_mb=peak_rss_mb(),
+            sampler_version=c.version,
+            overlapped_s=overlapped_s,
         )
+
+    def _updated(self) -> None:
+        with self._lock:
+            self._updates_done += 1
+            self._lock.notify_all()
+
+    def step(self, step: int) -> StepReport:
+        """One step, synchronously: its rollouts with the current weights, then its update."""
+        c = self._collect_at(step)
+        u0 = time.perf_counter()
+        upd = self.update(c.kept)
+        u1 = time.perf_counter()
+        self._updated()
+        return self._report(c, upd, u0, u1, u1 - c.t0, 0.0)
+
+    def _produce(self, n: int, out: queue.Queue, stop: threading.Event) -> None:
+        """The rollout producer (rollout_lag > 0): step s's rollouts start once the update of step
+        s - 1 - lag is done, so they fly while the trainer updates, at most `lag` versions behind."""
+        lag = self.cfg.rollout_lag
+        for s in range(n):
+            with self._lock:
+                while self._updates_done < s - lag and not stop.is_set():
+                    self._lock.wait(timeout=0.5)
+            if stop.is_set():
+                return
+            try:
+                out.put(self._collect_at(s))
+            except BaseException as exc:  # the trainer re-raises it
+                out.put(exc)
+                return
+
+    def _overlapped(self, n: int) -> Iterator[StepReport]:
+        out: queue.Queue = queue.Queue()
+        stop = threading.Event()
+        producer = threading.Thread(target=self._produce, args=(n, out, stop), daemon=True)
+        producer.start()
+        updates: list[tuple[float, float]] = []
+        last = time.perf_counter()
+        try:
+            for _ in range(n):
+                c = out.get()
+                if isinstance(c, BaseException):
+                    raise c
+                u0 = time.perf_counter()
+                upd = self.update(c.kept)
+                u1 = time.perf_counter()
+                self._updated()
+                overlap = sum(max(0.0, min(c.t1, b) - max(c.t0, a)) for a, b in updates)
+                updates.append((u0, u1))
+                yield self._report(c, upd, u0, u1, u1 - last, overlap)
+                last = u1
+        finally:
+            stop.set()
+            with self._lock:
+                self._lock.notify_all()
+            producer.join(timeout=600)
 
     def train(self, steps: int | None = None, merge: bool = False) -> list[StepReport]:
         reports = []
         n = steps if steps is not None else self.cfg.steps
+        run = self._overlapped(n) if self.cfg.rollout_lag > 0 else (self.step(s) for s in range(n))
         with (self.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
-            for s in range(n):
-                rep = self.step(s)
+            for rep in run:
+                s = rep.step
                 if (s + 1) % self.cfg.checkpoint_every == 0 or s == n - 1:
                     rep.checkpoint = str(self.checkpoint(s + 1, merge=merge))
                 f.write(json.dumps(asdict(rep)) + "\n")
@@ -422,24 +586,14 @@ class GRPOTrainer:
                     f"mean reward {rep.mean_reward:.3f}, success {rep.success_rate:.2f}, "
                     f"loss {rep.loss:+.4f}, "
                     f"{rep.trained_tokens} tokens trained, {rep.step_s:.0f} s"
+                    + (f", {rep.overlapped_s:.0f} s of rollouts overlapped" if rep.overlapped_s else "")
                     + (f"; {rep.checkpoint}" if rep.checkpoint else "")
                 )
                 reports.append(rep)
         (self.out / "filter_counts.json").write_text(json.dumps(self.counts.to_json(), indent=2))
         return reports
 
-
-class _Versioned:
-    """Stamps the sampling version on a server policy's token traces."""
-
-    def __init__(self, policy: Any, version: int) -> None:
-        self.policy, self.version, self.name = policy, version, policy.name
-
-    def reset(self, seed: int) -> None:
-        self.policy.reset(seed)
-
-    def act(self, messages: Any, ctx: Any) -> Any:
-        reply = self.policy.act(messages, ctx)
-        if reply.tokens is not None:
-            reply.tokens.policy_version = self.version
-        return reply
+    def close(self) -> None:
+        """Stop the generator's worker thread."""
+        if self.generator is not None:
+            self.generator.close()

@@ -1,26 +1,26 @@
-"""THE rollout seam of the trainer: episodes through the project's ONE turn loop (`Episode`).
+"""The trainer's view of the one episode runner (`pear_agent.episodes.arun_episode`).
 
-`run_episodes` is the only place the trainer runs episodes. Today it runs them one after another
-through the synchronous API (`Episode.of(env, policy, cfg).run(seed)`); the concurrent runner
-(many episodes in flight per worker) replaces its body without changing its contract: jobs in,
-one record per job out (a `TrajectoryRecord`'s fields plus `turn_tokens`, each reply's
-`TokenTrace` as the policy sampled it).
+`run_episodes` turns the trainer's jobs (task, initial-state seed, policy seed, group) into the
+runner's jobs and its outcomes into records: a `TrajectoryRecord`'s fields plus `turn_tokens`, each
+reply's `TokenTrace` as the policy sampled it, stamped with the policy version that sampled it.
+It keeps `concurrency` episodes in flight on one event loop, each in a pooled environment of its
+own (`pear_agent.episodes.POOL`), so a policy that batches its generation across episodes (the
+in-process `BatchedGenerator`, a server with parallel slots) sees them all at once. Nothing here
+runs an episode itself: there is one runner.
 """
 
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pear_agent.policies.base import Policy, PolicyReply, TurnContext
-from pear_agent.protocol.prompts import Message
+from pear_agent.policies.base import Policy
 
 
 @dataclass(frozen=True)
-class EpisodeJob:
+class TrainJob:
     task: str
     seed: int
     """The episode seed: the initial state (shared by a group)."""
@@ -38,92 +38,78 @@ class LoopOptions:
     max_context_tokens: int = 64000
 
 
-class _Tracing:
-    """Keeps each reply's token trace, aligned with the assistant messages the loop appends."""
-
-    def __init__(self, policy: Policy) -> None:
-        self.policy = policy
-        self.name = policy.name
-        self.traces: list[dict[str, Any] | None] = []
-
-    def reset(self, seed: int) -> None:
-        self.traces = []
-        self.policy.reset(seed)
-
-    def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
-        reply = self.policy.act(messages, ctx)
-        if not reply.error:
-            self.traces.append(reply.tokens.to_json() if reply.tokens is not None else None)
-        return reply
-
-
-_ENVS: dict[tuple[str, str, str, bool], Any] = {}
-
-
-def _environment(task: str, opts: LoopOptions) -> Any:
-    """An environment for the task, built once per process and reused (any family's task, through
-    the registry: arm tasks render cameras only when the model is sent images)."""
-    from pear_agent.episode import EpisodeConfig
-    from pear_agent.registry import make_environment
-
-    key = (task, opts.mode, opts.observation, opts.scene_facts)
-    if key not in _ENVS:
-        os.environ.setdefault("MUJOCO_GL", "egl")
-        cfg = EpisodeConfig(observation=opts.observation, scene_facts=opts.scene_facts)
-        render = opts.observation != "state"
-        _ENVS[key] = make_environment(task, mode=opts.mode, render=render, config=cfg)
-    return _ENVS[key]
+def _record(job: TrainJob, out: Any) -> dict[str, Any]:
+    if out.result is None:
+        raise RuntimeError(f"episode {job.task} seed {job.seed} raised: {out.error}")
+    result = out.result
+    return {
+        "id": f"{job.group_id or 'ep'}-{result.task}-s{job.seed}-r{job.index_in_group}",
+        "group_id": job.group_id,
+        "index_in_group": job.index_in_group,
+        "task": result.task,
+        "robot": result.robot,
+        "seed": job.seed,
+        "policy": result.policy,
+        "policy_seed": job.policy_seed,
+        "mode": result.mode,
+        "reward": 1.0 if result.success else 0.0,
+        "shaped_reward": out.shaped_reward,
+        "success": result.success,
+        "end_reason": result.end_reason,
+        "detail": result.detail,
+        "turns": result.turns,
+        "latencies_s": list(result.latencies_s),
+        "sim_time_s": result.sim_time_s,
+        "wall_time_s": out.wall_time_s,
+        "messages": out.messages,
+        "turn_tokens": out.turn_tokens,
+        "completion_tokens": result.completion_tokens,
+    }
 
 
 def run_episodes(
-    jobs: list[EpisodeJob],
-    make_policy: Callable[[EpisodeJob], Policy],
+    jobs: list[TrainJob],
+    make_policy: Callable[[TrainJob], Policy],
     opts: LoopOptions,
-    on_record: Callable[[EpisodeJob, dict[str, Any]], None] | None = None,
+    on_record: Callable[[TrainJob, dict[str, Any]], None] | None = None,
+    *,
+    concurrency: int = 1,
+    policy_version: int | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per job, in order (sequential today: see the module docstring)."""
-    from pear_agent.episode import Episode, EpisodeConfig
-    from pear_agent.registry import family_of
+    """One record per job, in the jobs' order, `concurrency` episodes in flight (`make_policy` is
+    called once per episode: with more than one in flight, each needs a policy of its own).
+    `on_record` sees each record as its episode ends (completion order)."""
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.episodes import EpisodeJob, arun_episodes
+    from pear_agent.executors import run_coroutine
+    from pear_agent.registry import EnvSpec, resolve
 
-    out = []
+    os.environ.setdefault("MUJOCO_GL", "egl")
+    cfg = EpisodeConfig(
+        max_turns=opts.max_turns,
+        mode=opts.mode,  # type: ignore[arg-type]
+        observation=opts.observation,
+        scene_facts=opts.scene_facts,
+        max_context_tokens=opts.max_context_tokens,
+    )
+    render = opts.observation != "state"  # arm tasks render cameras only when the model sees images
+    runner_jobs = []
     for job in jobs:
-        env = _environment(job.task, opts)
-        policy = _Tracing(make_policy(job))
-        cfg = EpisodeConfig(
-            max_turns=opts.max_turns,
-            mode=opts.mode,  # type: ignore[arg-type]
-            observation=opts.observation,
-            scene_facts=opts.scene_facts,
-            max_context_tokens=opts.max_context_tokens,
+        spec = EnvSpec.of(resolve(job.task)[1], mode=opts.mode, render=render, config=cfg)
+        runner_jobs.append(
+            EpisodeJob(
+                spec, lambda job=job: make_policy(job), job.seed, cfg, tag=job, policy_version=policy_version
+            )
         )
-        episode = Episode.of(env, policy, cfg)
-        t0 = time.perf_counter()
-        result = episode.run(job.seed)
-        _, shaped = family_of(job.task).rewards(env, result)  # the family's own shaped reward
-        record = {
-            "id": f"{job.group_id or 'ep'}-{result.task}-s{job.seed}-r{job.index_in_group}",
-            "group_id": job.group_id,
-            "index_in_group": job.index_in_group,
-            "task": result.task,
-            "robot": result.robot,
-            "seed": job.seed,
-            "policy": result.policy,
-            "policy_seed": job.policy_seed,
-            "mode": result.mode,
-            "reward": 1.0 if result.success else 0.0,
-            "shaped_reward": shaped,
-            "success": result.success,
-            "end_reason": result.end_reason,
-            "detail": result.detail,
-            "turns": result.turns,
-            "latencies_s": list(result.latencies_s),
-            "sim_time_s": result.sim_time_s,
-            "wall_time_s": time.perf_counter() - t0,
-            "messages": episode.messages,
-            "turn_tokens": policy.traces,
-            "completion_tokens": result.completion_tokens,
-        }
-        out.append(record)
-        if on_record is not None:
-            on_record(job, record)
-    return out
+
+    async def fly() -> dict[int, dict[str, Any]]:
+        records = {}
+        async for out in arun_episodes(runner_jobs, concurrency):
+            rec = _record(out.job.tag, out)
+            records[id(out.job)] = rec
+            if on_record is not None:
+                on_record(out.job.tag, rec)
+        return records
+
+    records = run_coroutine(fly())
+    return [records[id(j)] for j in runner_jobs]

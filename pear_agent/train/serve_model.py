@@ -4,7 +4,16 @@ OpenAI-compatible `/v1/chat/completions`, so `run`, `bench` and `compare` fly it
     pear-agent train serve runs/train-grpo/checkpoint-0003 --port 8000 &
     pear-agent bench --task roadster_ramp_flip:light --base-url http://127.0.0.1:8000/v1 --model pilot
 
-One request at a time (a CPU holds one generation). A request that extends the previous
+One request at a time (a CPU holds one generation).
+
+Token-in, token-out as vLLM answers it (what the GRPO trainer's server generator speaks,
+`pear_agent.policies.token_server`): `POST /v1/completions` takes `prompt` as token ids and, with
+`logprobs` and `return_tokens_as_token_ids`, returns each sampled token as `token_id:<id>` with its
+log-probability (`return_token_ids` adds `choices[].token_ids` and `prompt_token_ids`). LoRA
+adapters load at run time as on vLLM (`POST /v1/load_lora_adapter` {lora_name, lora_path},
+`/v1/unload_lora_adapter`; a name already loaded is refused; an adapter of a rank above
+`--max-lora-rank`, default 16 as vLLM's, is refused naming the setting); a request names the
+adapter as its `model`. A request that extends the previous
 conversation reuses its token sequence and cache. `logprobs: true` returns each sampled token's
 log-probability (OpenAI's `choices[].logprobs.content`), with `token_id` beside each token as
 vLLM does with `return_tokens_as_token_ids`. On a GPU, serve a merged checkpoint with vLLM
@@ -23,11 +32,16 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 
-def create_app(model_name: str, max_new_tokens: int = 64) -> Any:
+def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 16) -> Any:
+    from pear_agent.policies.batched import GenRequest, generate_batch
     from pear_agent.policies.local_model import LocalModelPolicy, load_model
     from pear_agent.train.sequences import text_messages
 
     model, tok = load_model(model_name)
+    base = model
+    adapters: dict[str, str] = {}
+    state: dict[str, Any] = {"model": model, "prefix": None}
+    """The served model (the base, or PEFT with the loaded adapters) and the last request's cache."""
     policy = LocalModelPolicy(model, tok, temperature=0.0, max_new_tokens=max_new_tokens, name=model_name)
     lock = asyncio.Lock()
     app = FastAPI()
@@ -66,6 +80,133 @@ def create_app(model_name: str, max_new_tokens: int = 64) -> Any:
                 for i, lp in zip(trace.token_ids, trace.logprobs or [], strict=False)
             ]
         }
+
+    def use(name: str | None) -> Any:
+        """The model for a request's `model` field: an adapter by name, else the base."""
+        m = state["model"]
+        if name in adapters:
+            m.set_adapter(name)
+            return m
+        if name not in (None, "", model_name):
+            raise ValueError(
+                f"the model {name!r} does not exist (served: {model_name}, {', '.join(adapters)})"
+            )
+        return m
+
+    def complete(body: dict[str, Any]) -> dict[str, Any]:
+        import contextlib
+
+        prompt = body.get("prompt")
+        if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], list):
+            prompt = prompt[0]
+        if not (isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt)):
+            raise ValueError("prompt must be a list of token ids (this server answers token-in, token-out)")
+        name = body.get("model")
+        m = use(name)
+        temp = float(body["temperature"]) if body.get("temperature") is not None else 1.0
+        n_new = min(int(body.get("max_tokens") or max_new_tokens), max_new_tokens)
+        stops = frozenset(int(t) for t in body.get("stop_token_ids") or []) | {tok.eos_token_id}
+        prefix = state["prefix"]
+        kv, feed = None, list(prompt)
+        n_known = len(prefix[1]) if prefix is not None else 0
+        if (
+            prefix is not None
+            and prefix[0] == name
+            and len(prompt) > n_known
+            and prompt[:n_known] == prefix[1]
+        ):
+            kv, feed = prefix[2], list(prompt[n_known:])
+        req = GenRequest(feed, kv, n_new, temp, stops, int(body.get("seed") or 0))
+        ctx = m.disable_adapter() if name not in adapters and adapters else contextlib.nullcontext()
+        with ctx:
+            res = generate_batch(m, [req], tok.pad_token_id or 0)[0]
+        state["prefix"] = (name, list(prompt) + res.ids[:-1], res.kv)
+        choice: dict[str, Any] = {
+            "index": 0,
+            "text": tok.decode(res.ids, skip_special_tokens=bool(body.get("skip_special_tokens", True))),
+            "finish_reason": "stop" if res.ids and res.ids[-1] in stops else "length",
+            "logprobs": None,
+        }
+        if body.get("logprobs") is not None:
+            as_ids = bool(body.get("return_tokens_as_token_ids"))
+            choice["logprobs"] = {
+                "tokens": [f"token_id:{i}" if as_ids else tok.decode([i]) for i in res.ids],
+                "token_logprobs": res.logprobs,
+                "top_logprobs": None,
+                "text_offset": None,
+            }
+        if body.get("return_token_ids"):
+            choice["token_ids"] = res.ids
+            choice["prompt_token_ids"] = list(prompt)
+        usage = {"prompt_tokens": len(prompt), "completion_tokens": len(res.ids)}
+        return {"choices": [choice], "usage": usage | {"total_tokens": len(prompt) + len(res.ids)}}
+
+    @app.post("/v1/completions")
+    async def completions(request: Request) -> Any:
+        try:
+            body = await request.json()
+            if not isinstance(body, dict):
+                return error(400, "the request must be a JSON object")
+            async with lock:
+                out = await asyncio.to_thread(complete, body)
+        except ValueError as exc:
+            return error(400, str(exc))
+        rid = f"cmpl-{uuid.uuid4().hex[:12]}"
+        return {
+            "id": rid,
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": body.get("model"),
+        } | out
+
+    def load_adapter(body: dict[str, Any]) -> str:
+        from peft import PeftConfig, PeftModel
+
+        name, path = body.get("lora_name"), body.get("lora_path")
+        if not name or not path:
+            raise ValueError("Both 'lora_name' and 'lora_path' must be provided.")
+        if name in adapters:
+            raise ValueError(f"The lora adapter '{name}' has already been loaded.")
+        rank = int(PeftConfig.from_pretrained(path).r)
+        if rank > max_lora_rank:
+            raise ValueError(
+                f"LoRA rank {rank} is greater than max_lora_rank {max_lora_rank} (start the server with "
+                f"--max-lora-rank {rank} or more)"
+            )
+        if not isinstance(state["model"], PeftModel):  # (transformers' own adapter mixin needs newer PEFT)
+            state["model"] = PeftModel.from_pretrained(base, path, adapter_name=name)
+        else:
+            state["model"].load_adapter(path, adapter_name=name)
+        state["model"].eval()
+        adapters[name] = path
+        state["prefix"] = None
+        return f"Success: LoRA adapter '{name}' added successfully."
+
+    @app.post("/v1/load_lora_adapter")
+    async def load_lora(request: Request) -> Any:
+        from fastapi.responses import PlainTextResponse
+
+        try:
+            body = await request.json()
+            async with lock:
+                msg = await asyncio.to_thread(load_adapter, body)
+        except ValueError as exc:
+            return error(400, str(exc))
+        return PlainTextResponse(msg)
+
+    @app.post("/v1/unload_lora_adapter")
+    async def unload_lora(request: Request) -> Any:
+        from fastapi.responses import PlainTextResponse
+
+        body = await request.json()
+        name = body.get("lora_name")
+        async with lock:
+            if name not in adapters:
+                return error(404, f"The lora adapter '{name}' cannot be found.")
+            state["model"].delete_adapter(name)
+            del adapters[name]
+            state["prefix"] = None
+        return PlainTextResponse(f"Success: LoRA adapter '{name}' removed successfully.")
 
     @app.post("/v1/chat/completions")
     async def chat(request: Request) -> Any:
@@ -115,8 +256,13 @@ def create_app(model_name: str, max_new_tokens: int = 64) -> Any:
 
 
 def serve_checkpoint(
-    model_name: str, host: str = "127.0.0.1", port: int = 8000, max_new_tokens: int = 64
+    model_name: str,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    max_new_tokens: int = 64,
+    max_lora_rank: int = 16,
 ) -> None:
     import uvicorn
 
-    uvicorn.run(create_app(model_name, max_new_tokens), host=host, port=port, log_level="warning")
+    app = create_app(model_name, max_new_tokens, max_lora_rank)
+    uvicorn.run(app, host=host, port=port, log_level="warning")

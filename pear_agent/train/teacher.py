@@ -16,7 +16,7 @@ from typing import Any
 
 from pear_agent.train.config import Recipe
 from pear_agent.train.mix import TaskMix
-from pear_agent.train.rollout import EpisodeJob, LoopOptions, run_episodes
+from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
 def teacher_policy(task: str) -> Any:
@@ -58,14 +58,14 @@ def collect_teacher(
         n = episodes or t.served_episodes
         served = served_policy(base_url, model, api_key_env)  # type: ignore[arg-type]
 
-        def make(job: EpisodeJob) -> Any:
+        def make(job: TrainJob) -> Any:
             return served
     else:
         mix_entries = t.mix or recipe.grpo.stages[0].mix
         mix = TaskMix(mix_entries, "train", seed=recipe.sft.seed)
         n = episodes or t.episodes
 
-        def make(job: EpisodeJob) -> Any:
+        def make(job: TrainJob) -> Any:
             return teacher_policy(job.task)
 
     successes_only = t.successes_only or base_url is not None
@@ -78,7 +78,7 @@ def collect_teacher(
         old.unlink()
     with TrajectoryWriter(Path(out)) as writer:
 
-        def keep(job: EpisodeJob, rec: dict[str, Any]) -> None:
+        def keep(job: TrainJob, rec: dict[str, Any]) -> None:
             nonlocal written
             s = per_task.setdefault(rec["task"], [0, 0])
             s[0] += 1
@@ -92,7 +92,7 @@ def collect_teacher(
                 writer.write(rec)
                 written += 1
 
-        jobs = [EpisodeJob(d.task, d.seed, group_id=f"teacher{i:04d}") for i, d in enumerate(draws)]
+        jobs = [TrainJob(d.task, d.seed, group_id=f"teacher{i:04d}") for i, d in enumerate(draws)]
         run_episodes(jobs, make, opts, on_record=keep)
     summary = {
         "teacher": f"{model} at {base_url}" if base_url else "scripted",

@@ -38,8 +38,8 @@ class ScoredRuns:
     def __init__(self) -> None:
         self.calls = 0
 
-    def __call__(self, jobs, make_policy, opts, on_record=None):
-        recs = run_episodes(jobs, make_policy, opts, on_record)
+    def __call__(self, jobs, make_policy, opts, on_record=None, **kw):
+        recs = run_episodes(jobs, make_policy, opts, on_record, **kw)
         for r in recs:
             r["success"] = self.calls > 0 and r["index_in_group"] % 2 == 0
         self.calls += 1
@@ -62,15 +62,17 @@ def test_all_equal_groups_are_dropped_and_resampled_then_one_update(tiny_model_d
     )
     losses, drifts = [], []
     for _ in range(3):  # the same batch again: the surrogate falls; tokens go 1, 2 versions stale
-        loss, tokens, drift = trainer.update(kept)
+        loss, tokens, drift, compared = trainer.update(kept)
         losses.append(loss)
         drifts.append(drift)
     assert all(math.isfinite(x) for x in losses) and losses[-1] < losses[0]
     generated = sum(len(t["ids"]) for r in grp.records for t in r["turn_tokens"])
     assert tokens == generated
     assert drifts[0] < 1e-3  # the trainer saw exactly the tokens and distribution that sampled them
+    # stale tokens are compared too (against the snapshot that sampled them), never a bare 0.0
+    assert all(d is not None and d < 1e-3 for d in drifts) and compared == tokens
     assert trainer.version == 3 and set(trainer.snapshots) == {1, 2, 3}
-    with pytest.raises(ValueError, match="policy version 0 are older than max_staleness"):
+    with pytest.raises(ValueError, match=r"sampled by policy version 0 are more than grpo\.max_staleness=2"):
         trainer.update(kept)  # three versions behind: refused, never trained on silently
 
 
@@ -90,3 +92,6 @@ def test_a_step_writes_metrics_and_a_checkpoint(tiny_model_dir, tmp_path):
     )
     assert (tmp_path / "grpo" / "metrics.jsonl").read_text().count("\n") == 2
     assert reports[0].generated_tokens > 0 and reports[0].peak_rss_mb > 0
+    # rollout_lag 1 truly overlaps: step 1 flew with version 0 while the update to version 1 ran
+    assert [r.sampler_version for r in reports] == [0, 0] and reports[1].overlapped_s > 0
+    assert reports[1].drift_tokens > 0 and reports[1].logprob_drift < 1e-3  # stale tokens compared

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pear_agent.train.rollout import EpisodeJob, LoopOptions, run_episodes
+from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
 def test_arm_and_roadster_episodes_come_back_as_records():
@@ -13,8 +13,8 @@ def test_arm_and_roadster_episodes_come_back_as_records():
         return PilotPolicy() if job.task.startswith("roadster") else ScriptedPolicy(job.task)
 
     jobs = [
-        EpisodeJob("pick_cube", 0, group_id="g0"),
-        EpisodeJob("roadster_ramp_flip:light", 5, index_in_group=1),
+        TrainJob("pick_cube", 0, group_id="g0"),
+        TrainJob("roadster_ramp_flip:light", 5, index_in_group=1),
     ]
     seen = []
     recs = run_episodes(

@@ -55,9 +55,9 @@ def test_each_version_is_loaded_and_the_oldest_unloaded(vllm_standin, tmp_path):
     url, loaded = vllm_standin
     sync = VLLMAdapterSync(url, keep=2)
     for v in range(4):
-        assert sync.publish(v, tmp_path / f"checkpoint-{v}") == f"pear-policy-v{v}"
-    assert sorted(loaded) == ["pear-policy-v2", "pear-policy-v3"]
-    assert loaded["pear-policy-v3"] == str((tmp_path / "checkpoint-3").resolve())
+        assert sync.publish(v, tmp_path / f"checkpoint-{v}") == f"{sync.prefix}-v{v}"
+    assert sorted(loaded) == [f"{sync.prefix}-v2", f"{sync.prefix}-v3"]
+    assert loaded[f"{sync.prefix}-v3"] == str((tmp_path / "checkpoint-3").resolve())
     with pytest.raises(WeightSyncError, match=r"HTTP 400.*already been loaded"):
         sync.publish(3, tmp_path / "checkpoint-3")
 

