@@ -191,6 +191,36 @@ class VisionModelPolicy(_vision_policy_base()):  # type: ignore[misc]
         self.tokenizer = processor
         self.reset(self.seed)
 
+    def act(self, messages: list[Any], ctx: Any) -> Any:
+        """One turn, the images' pixels in its first forward pass (not through the batched
+        generator, which feeds token ids only)."""
+        import time
+
+        from pear_agent.policies.base import PolicyReply, TokenTrace
+
+        t0 = time.perf_counter()
+        try:
+            ids = self.sequence.prompt(messages)
+        except ValueError as exc:
+            return PolicyReply("", 0.0, error=str(exc))
+        self._turn += 1
+        out_ids, logprobs = self.sample(ids)
+        text = self.tokenizer.decode([t for t in out_ids if t not in self.stop_ids], skip_special_tokens=True)
+        self.sequence.add_reply(out_ids, text)
+        latency = time.perf_counter() - t0
+        usage = {
+            "prompt_tokens": len(ids),
+            "completion_tokens": len(out_ids),
+            "total_tokens": len(ids) + len(out_ids),
+        }
+        trace = TokenTrace(out_ids, logprobs, self.policy_version)
+        return PolicyReply(text, latency, usage=usage, tokens=trace, info={"decision_s": latency})
+
+    async def aact(self, messages: list[Any], ctx: Any) -> Any:
+        import asyncio
+
+        return await asyncio.to_thread(self.act, messages, ctx)
+
     def sample(self, ids: list[int]) -> tuple[list[int], list[float]]:
         import torch
         from transformers import DynamicCache

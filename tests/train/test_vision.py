@@ -140,7 +140,7 @@ def test_a_grpo_update_on_arm_episodes_flown_with_camera_images(tmp_path):
     )
     group.advantages = [1.0, -1.0]  # random weights fail alike: force a signal to exercise the update
     before = {n: p.detach().clone() for n, p in trainer.model.named_parameters() if p.requires_grad}
-    loss, trained, drift = trainer.update([group])
+    loss, trained, drift, _ = trainer.update([group])
     assert trained > 0 and math.isfinite(loss) and drift < 1e-3
     changed = [
         n
