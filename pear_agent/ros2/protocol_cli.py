@@ -59,7 +59,10 @@ def scene(trial: pear_real.Trial, picture: Path | None) -> dict[str, Any]:
 
     from pear_agent.registry import make_backend
     from pear_agent.robot_config import load_robot
-    from sim_adapters.mujoco.tasks.base import body_yaw
+
+    def body_yaw(d: Any, name: str) -> float:  # about the vertical, from the body's rotation
+        m = np.asarray(d.body(name).xmat).reshape(3, 3)
+        return float(np.arctan2(m[1, 0], m[0, 0]))
 
     robot = load_robot(pear_real.ROBOT)
     backend = make_backend(trial.task, robot, render=picture is not None)
