@@ -107,8 +107,68 @@ def _layers(cache: Any) -> KV:
     return list(zip(cache.key_cache, cache.value_cache, strict=True))
 
 
-def generate_batch(model: Any, requests: list[GenRequest], pad_id: int = 0) -> list[GenResult]:
-    """Decode every request together, one forward pass per token for the whole batch."""
+MIN_SHARED_PREFIX = 16
+"""Fresh requests sharing at least this many leading tokens prefill them once."""
+
+
+def _common_prefix(seqs: list[list[int]]) -> int:
+    n = min(len(x) for x in seqs)
+    for i in range(n):
+        t = seqs[0][i]
+        if any(x[i] != t for x in seqs[1:]):
+            return i
+    return n
+
+
+def prefill(model: Any, ids: list[int]) -> KV:
+    """The cache of `ids` (one sequence, one forward pass)."""
+    import torch
+    from transformers import DynamicCache
+
+    device = next(model.parameters()).device
+    cache = DynamicCache()
+    with torch.no_grad():
+        model(input_ids=torch.tensor([ids], device=device), use_cache=True, logits_to_keep=1,
+              **{_cache_kwarg(model): cache})  # fmt: skip
+    return [(k, v) for k, v in _layers(cache)]
+
+
+Prefix = tuple[list[int], KV]
+
+
+def share_prefix(model: Any, requests: list[GenRequest], known: Prefix | None = None) -> Prefix | None:
+    """Requests without a cache whose prompts start alike (a GRPO group's flights share their whole
+    first prompt; every flight of a task shares the system prompt) get the common part's cache,
+    computed once, and feed only the rest; `known` (an earlier batch's prefix) serves the part of
+    it a prompt starts with. Returns the prefix computed here, or None."""
+    fresh = [r for r in requests if r.kv is None]
+    if known is not None:
+        ids, kv = known
+        for r in fresh:
+            n = min(_common_prefix([ids, r.feed]), len(r.feed) - 1)
+            if n >= MIN_SHARED_PREFIX:
+                r.kv, r.feed = [(k[:, :, :n], v[:, :, :n]) for k, v in kv], r.feed[n:]
+        fresh = [r for r in fresh if r.kv is None]
+    if not fresh:
+        return None
+    if len(fresh) == 1:  # alone: its prompt but the last token, kept for the requests to come
+        n = len(fresh[0].feed) - 1
+    else:
+        n = min(_common_prefix([r.feed for r in fresh]), min(len(r.feed) for r in fresh) - 1)
+    if n < MIN_SHARED_PREFIX:
+        return None
+    ids = list(fresh[0].feed[:n])
+    kv = prefill(model, ids)
+    for r in fresh:
+        r.kv, r.feed = kv, r.feed[n:]
+    return ids, kv
+
+
+def generate_batch(
+    model: Any, requests: list[GenRequest], pad_id: int = 0, shared: bool = True
+) -> list[GenResult]:
+    """Decode every request together, one forward pass per token for the whole batch (the prompts'
+    common start prefilled once when `shared`)."""
     import torch
     from transformers import DynamicCache
 
@@ -118,6 +178,8 @@ def generate_batch(model: Any, requests: list[GenRequest], pad_id: int = 0) -> l
         return []
     if any(not r.feed for r in requests):
         raise ValueError("every request needs at least one new token to feed")
+    if shared:
+        share_prefix(model, requests)
     clen = [0 if r.kv is None else int(r.kv[0][0].shape[2]) for r in requests]
     dlen = [len(r.feed) for r in requests]
     cmax, dmax = max(clen), max(dlen)
@@ -162,13 +224,19 @@ def generate_batch(model: Any, requests: list[GenRequest], pad_id: int = 0) -> l
                 **{key: cache},
             )
             logits = out.logits[:, -1].float().cpu()
-            # every row at once (one softmax, one cumulative sum), each with its own seeded uniform
-            # draw (inverse-CDF sampling): a row samples the same token alone or in any batch
+            # one softmax for every row; each row drawn with its own seeded generator, so a row
+            # samples the same token alone or in any batch
             temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in requests])
             logp = torch.log_softmax(logits / temps[:, None], dim=-1)
-            cdf = logp.exp().cumsum(dim=-1)
-            u = torch.cat([torch.rand(1, generator=g) for g in gens]) * cdf[:, -1]
-            sampled = torch.searchsorted(cdf, u[:, None], right=True).squeeze(1).clamp(max=cdf.shape[1] - 1)
+            probs = logp.exp()
+            sampled = torch.tensor(
+                [
+                    int(torch.multinomial(probs[b], 1, generator=gens[b]).item())
+                    if r.temperature > 0 and not done[b]
+                    else 0
+                    for b, r in enumerate(requests)
+                ]
+            )
             greedy = torch.tensor([r.temperature <= 0 for r in requests])
             toks_t = torch.where(greedy, logits.argmax(dim=-1), sampled)
             lps = logp.gather(1, toks_t[:, None]).squeeze(1).tolist()
@@ -212,6 +280,9 @@ class BatchedGenerator:
         self.model, self.pad_id = model, pad_id
         self.max_batch, self.gather_s = max_batch, gather_s
         self.stats = BatchStats()
+        self._prefix: tuple[list[int], KV] | None = None
+        """The last prompt start prefilled for a batch: later fresh requests starting alike reuse it
+        (a step's first turns can arrive in more than one batch)."""
         self._q: queue.Queue[tuple[GenRequest, concurrent.futures.Future] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="pear-batched-generator", daemon=True)
         self._thread.start()
@@ -239,7 +310,10 @@ class BatchedGenerator:
                 batch.append(item)
             t0 = time.perf_counter()
             try:
-                results = generate_batch(self.model, [r for r, _ in batch], self.pad_id)
+                reqs = [r for r, _ in batch]
+                computed = share_prefix(self.model, reqs, self._prefix)
+                self._prefix = computed or self._prefix
+                results = generate_batch(self.model, reqs, self.pad_id, shared=False)
             except Exception as exc:  # every waiting episode gets the error, the worker lives on
                 for _, fut in batch:
                     fut.set_exception(exc)

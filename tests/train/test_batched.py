@@ -57,3 +57,29 @@ def test_the_generator_gathers_concurrent_requests_into_one_batch(tiny):
     assert gen.stats.batches == 1 and gen.stats.rows == 3
     alone = [generate_batch(model, [r])[0].ids for r in _requests(tok, GenRequest)]
     assert [r.ids for r in results] == alone
+
+
+def test_a_shared_prompt_start_is_prefilled_once_with_the_same_tokens(tiny):
+    """A GRPO group's flights share their first prompt: prefilled once, the replies are the same."""
+    from pear_agent.policies.batched import BatchedGenerator, GenRequest, generate_batch
+
+    model, tok = tiny
+    start = tok("A long shared system prompt that every flight of the task starts with, word for word.")[
+        "input_ids"
+    ]
+    tails = [tok(t)["input_ids"] for t in (" light", " storm wind", " gale")]
+
+    def reqs():
+        return [GenRequest(start + t, None, 6, 0.0, frozenset(), i) for i, t in enumerate(tails)]
+
+    plain = generate_batch(model, reqs(), shared=False)
+    shared = generate_batch(model, reqs(), shared=True)
+    assert [r.ids for r in plain] == [r.ids for r in shared]
+    assert [r.kv[0][0].shape for r in plain] == [r.kv[0][0].shape for r in shared]
+    gen = BatchedGenerator(model, gather_s=0.01)
+    try:
+        alone = [gen.submit(r).result(timeout=120) for r in reqs()]  # one at a time: the start reused
+    finally:
+        gen.close()
+    assert gen._prefix is not None and gen._prefix[0] == (start + tails[0])[:-1]
+    assert [r.ids for r in alone] == [r.ids for r in plain]
