@@ -89,7 +89,7 @@ def child_step(spec: dict) -> dict:
     return {
         **spec,
         "reply_tokens": int((labels != -100).sum()),
-        "loss": float(loss),
+        "loss_value": float(loss),
         "step_s": time.perf_counter() - t0,
         "rss_after_load_mb": after_load,
         "peak_rss_mb": peak_rss_mb(),

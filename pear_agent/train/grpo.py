@@ -224,6 +224,8 @@ class GRPOTrainer:
             verdict = classify_group(rewards)
             if any(r["end_reason"] == "policy_error" for r in recs):
                 verdict = "policy_error"
+                why = next(r.get("detail") for r in recs if r["end_reason"] == "policy_error")
+                self.log(f"step {step}: group {d.task} s{d.seed} dropped: policy_error: {why}")
             groups.append(Group(d, recs, rewards, verdict))
         return groups
 
@@ -257,7 +259,7 @@ class GRPOTrainer:
         from pear_agent.train.loss import causal_parts, pear_loss_chunked, reply_hidden
         from pear_agent.train.models import load_snapshot, snapshot
         from pear_agent.train.sequences import episode_tokens
-        from pear_agent.train.vision import text_tokenizer
+        from pear_agent.train.vision import image_token_ids, text_tokenizer
 
         g = self.cfg
         items = []
@@ -280,6 +282,8 @@ class GRPOTrainer:
         head_name = next(
             (n for n, p in model.named_parameters() if p is head.weight and p.requires_grad), None
         )
+        banned_ids = image_token_ids(self.tokenizer)  # a vision-language policy never samples these
+        banned = torch.tensor(banned_ids, dtype=torch.long, device=device) if banned_ids else None
         for k in range(0, len(items), g.micro_batch):
             batch = items[k : k + g.micro_batch]
             width = max(len(s.input_ids) for s, _ in batch)
@@ -333,6 +337,7 @@ class GRPOTrainer:
                     behaviour,
                     weight,
                     g.reply_chunk,
+                    banned,
                 )
                 loss = loss + part
                 if v == self.version and bool(rows.any()):
