@@ -71,6 +71,10 @@ def child_step(spec: dict) -> dict:
 
     from pear_agent.train.sft import reply_loss
 
+    if spec.get("return_freed", True):
+        from pear_agent.train.models import return_freed_memory
+
+        return_freed_memory()  # as train sft / train grpo do (trainable_model)
     model, _ = _model(spec["model"])
     after_load = peak_rss_mb()
     seq = spec["seq"]
@@ -89,7 +93,7 @@ def child_step(spec: dict) -> dict:
     return {
         **spec,
         "reply_tokens": int((labels != -100).sum()),
-        "loss": float(loss),
+        "loss_value": float(loss),
         "step_s": time.perf_counter() - t0,
         "rss_after_load_mb": after_load,
         "peak_rss_mb": peak_rss_mb(),

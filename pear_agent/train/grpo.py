@@ -278,6 +278,12 @@ class GRPOTrainer:
             verdict = classify_group(rewards)
             if any(r["end_reason"] in NO_REPLY_ENDINGS for r in recs):  # no reply: the reward says nothing
                 verdict = "policy_error"
+                why = next(
+                    f"{r['end_reason']}: {r.get('detail')}"
+                    for r in recs
+                    if r["end_reason"] in NO_REPLY_ENDINGS
+                )
+                self.log(f"step {step}: group {d.task} s{d.seed} dropped: {why}")
             groups.append(Group(d, recs, rewards, verdict))
         return groups
 
@@ -335,7 +341,7 @@ class GRPOTrainer:
 
         from pear_agent.train.loss import causal_parts, chunked_terms, pear_loss_chunked, reply_hidden
         from pear_agent.train.models import load_snapshot, snapshot
-        from pear_agent.train.vision import text_tokenizer
+        from pear_agent.train.vision import image_token_ids, text_tokenizer
 
         g = self.cfg
         items = self._sequences(groups)
@@ -353,6 +359,8 @@ class GRPOTrainer:
         head_name = next(
             (n for n, p in model.named_parameters() if p is head.weight and p.requires_grad), None
         )
+        banned_ids = image_token_ids(self.tokenizer)  # a vision-language policy never samples these
+        banned = torch.tensor(banned_ids, dtype=torch.long, device=device) if banned_ids else None
         for k in range(0, len(items), g.micro_batch):
             batch = items[k : k + g.micro_batch]
             width = max(len(s.input_ids) for s, _ in batch)
@@ -412,6 +420,7 @@ class GRPOTrainer:
                     behaviour,
                     weight,
                     g.reply_chunk,
+                    banned,
                 )
                 loss = loss + part
                 # the drift: every token with a recorded log mu, stale ones against the snapshot
@@ -425,7 +434,13 @@ class GRPOTrainer:
                                 head if weight is None else SimpleNamespace(weight=weight, bias=head.bias)
                             )
                             _, ref = chunked_terms(
-                                mu_head, behaviour, targets[rows], g.temperature, softcap, chunk=g.reply_chunk
+                                mu_head,
+                                behaviour,
+                                targets[rows],
+                                g.temperature,
+                                softcap,
+                                chunk=g.reply_chunk,
+                                banned=banned,
                             )
                     drift = max(drift, float((ref - told[rows])[seen].abs().max().item()))
                     compared += int(seen.sum().item())

@@ -68,6 +68,10 @@ def pear_loss(
 # positions at a time, each chunk recomputed in the backward pass (activation checkpointing), so the
 # vocabulary-wide tensors alive at once are one chunk's, whatever the episode's length.
 
+BANNED_LOGIT = -1.0e4
+"""Logit given to tokens a policy may not sample (a vision-language model's image tokens): the same
+in sampling and in the loss, so the trained distribution is the sampled one."""
+
 REPLY_CHUNK = 512
 """Reply positions per chunk: [512, V] float32 logits are 100 MB for SmolLM2, 310 MB for Qwen3."""
 
@@ -107,6 +111,7 @@ def _terms(
     softcap: float | None,
     behaviour_hidden: Any,
     behaviour_weight: Any,
+    banned: Any = None,
 ) -> tuple[Any, Any]:
     """(score, log pi(target)) of one chunk; score = log pi(y) - E_mu[log pi] where mu is given."""
     import torch
@@ -116,7 +121,10 @@ def _terms(
         z = F.linear(h, w, bias).float()
         if softcap:
             z = torch.tanh(z / softcap) * softcap
-        return z / temperature
+        z = z / temperature
+        if banned is not None:
+            z = z.index_fill(-1, banned, BANNED_LOGIT)
+        return z
 
     logp_all = torch.log_softmax(logits_of(hidden, weight), dim=-1)
     lp = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
@@ -136,6 +144,7 @@ def chunked_terms(
     behaviour_hidden: Any | None = None,
     behaviour_weight: Any | None = None,
     chunk: int = REPLY_CHUNK,
+    banned: Any | None = None,
 ) -> tuple[Any, Any]:
     """(score [N], log pi [N]) at N reply positions, the output head applied `chunk` rows at a time
     and recomputed in the backward pass (only one chunk's [chunk, V] tensors are alive at once).
@@ -160,6 +169,7 @@ def chunked_terms(
             softcap,
             None if behaviour_hidden is None else behaviour_hidden[s : s + chunk],
             behaviour_weight,
+            banned,
         )
         if torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad):
             sc, lp = checkpoint(_terms, *args, use_reentrant=False)
@@ -184,12 +194,13 @@ def pear_loss_chunked(
     behaviour_hidden: Any | None = None,
     behaviour_weight: Any | None = None,
     chunk: int = REPLY_CHUNK,
+    banned: Any | None = None,
 ) -> tuple[Any, Any]:
     """`pear_loss` on reply positions only, in chunks: (loss, log pi [N] detached, for the drift).
 
     hidden [N, H] at the positions predicting the N generated tokens `targets`; advantages [N] each
     token's episode advantage; n_tokens the generated tokens of the whole batch."""
     score, lp = chunked_terms(
-        head, hidden, targets, temperature, softcap, behaviour_hidden, behaviour_weight, chunk
+        head, hidden, targets, temperature, softcap, behaviour_hidden, behaviour_weight, chunk, banned
     )
     return -(advantages * score).sum() / max(1, int(n_tokens)), lp.detach()

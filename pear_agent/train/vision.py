@@ -44,6 +44,20 @@ def text_tokenizer(obj: Any) -> Any:
     return obj.tokenizer if is_processor(obj) else obj
 
 
+def image_token_ids(processor: Any) -> list[int]:
+    """The ids of a processor's image tokens (placeholders, separators, tile tags): a reply may not
+    contain them (an extra image token breaks the model's image/token count), so the policy never
+    samples them and the loss gives them the same banned logit (`loss.BANNED_LOGIT`)."""
+    if not is_processor(processor):
+        return []
+    tok = processor.tokenizer
+    marks = ("image", "vision", "video", "fake_token", "global-img", "<row_")
+    names = [t for t in tok.all_special_tokens if any(m in t for m in marks)]
+    names += [t for t in tok.get_added_vocab() if any(m in t for m in marks)]
+    ids = {tok.convert_tokens_to_ids(t) for t in names}
+    return sorted(i for i in ids if isinstance(i, int) and i >= 0 and i != tok.unk_token_id)
+
+
 def decode_image(url: str) -> Any:
     """A `data:image/...;base64,` URL (what the loop sends) as a PIL image."""
     from PIL import Image
@@ -187,8 +201,11 @@ class VisionModelPolicy(_vision_policy_base()):  # type: ignore[misc]
     vision tower and the multimodal positions are computed once a turn)."""
 
     def __init__(self, model: Any, processor: Any, **kw: Any) -> None:
+        import torch
+
         super().__init__(model, processor.tokenizer, **kw)
         self.tokenizer = processor
+        self.banned = torch.tensor(image_token_ids(processor), dtype=torch.long)
         self.reset(self.seed)
 
     def act(self, messages: list[Any], ctx: Any) -> Any:
@@ -225,6 +242,8 @@ class VisionModelPolicy(_vision_policy_base()):  # type: ignore[misc]
         import torch
         from transformers import DynamicCache
 
+        from pear_agent.train.loss import BANNED_LOGIT
+
         model = self.model
         device = next(model.parameters()).device
         torch.manual_seed(hash((self.seed, self._episode_seed, self._turn)) % (2**31))
@@ -236,6 +255,10 @@ class VisionModelPolicy(_vision_policy_base()):  # type: ignore[misc]
                 x = torch.tensor([feed], device=device)
                 out = model(input_ids=x, cache=cache, use_cache=True, **(vision if step == 0 else {}))
                 logits = out.logits[0, -1].float()
+                if self.temperature > 0:
+                    logits = logits.index_fill(-1, self.banned.to(device), BANNED_LOGIT * self.temperature)
+                else:
+                    logits = logits.index_fill(-1, self.banned.to(device), BANNED_LOGIT)
                 if self.temperature > 0:
                     logp = torch.log_softmax(logits / self.temperature, dim=-1)
                     tok = int(torch.multinomial(logp.exp(), 1).item())

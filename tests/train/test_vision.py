@@ -148,3 +148,26 @@ def test_a_grpo_update_on_arm_episodes_flown_with_camera_images(tmp_path):
         if p.requires_grad and not np.allclose(p.detach(), before[n])
     ]
     assert changed
+
+
+def test_image_tokens_cannot_be_sampled_and_the_loss_bans_them_alike(vlm):
+    """An image token in a reply would break the model's image/token count: the policy gives them
+    `BANNED_LOGIT` and so does the loss (the trained distribution is the sampled one)."""
+    import torch
+
+    from pear_agent.train.loss import chunked_terms
+    from pear_agent.train.vision import image_token_ids
+
+    model, proc = vlm
+    tok = proc.tokenizer
+    banned = image_token_ids(proc)
+    names = ("<image>", "<fake_token_around_image>", "<global-img>")
+    assert {tok.convert_tokens_to_ids(t) for t in names} <= set(banned)
+    assert tok.convert_tokens_to_ids("<|im_end|>") not in banned
+    head = model.get_output_embeddings()
+    h = torch.randn(5, head.weight.shape[1])
+    y = torch.tensor([1, 2, 3, 4, 5])
+    _, lp = chunked_terms(head, h, y, banned=torch.tensor(banned))
+    z = head(h).float()
+    z[:, banned] = -1.0e4
+    assert torch.allclose(lp, torch.log_softmax(z, -1).gather(-1, y[:, None])[:, 0], atol=1e-5)
