@@ -29,7 +29,7 @@ def tiny_model(out: Path) -> str:
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from pear_agent.policies.local_model import resolve_model
+    from pear_agent.train.model_files import resolve_model
 
     folder, gguf = resolve_model("smollm2")
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)

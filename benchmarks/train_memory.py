@@ -47,7 +47,7 @@ def _model(name: str):
     from peft import LoraConfig, get_peft_model
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from pear_agent.policies.local_model import load_model
+    from pear_agent.train.model_files import load_model
 
     if name == "smollm2":
         model, tok = load_model("smollm2")

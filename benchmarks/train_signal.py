@@ -104,7 +104,7 @@ def main() -> int:
 
     # paired: each test seed flown by the warm start and by the base, one after the other, so a run
     # cut short still holds pairs
-    from pear_agent.policies.local_model import load_model
+    from pear_agent.train.model_files import load_model
 
     draws = eval_draws(recipe, "test", args.test)[: args.test]
     models = {"warm": (str(sft_out), load_model(str(sft_out))), "base": ("smollm2", load_model("smollm2"))}

@@ -50,8 +50,8 @@ def evaluate(
     """Greedy episodes (temperature 0 by default) of a model; one result line per episode.
     `loaded`: the (model, tokenizer) already in memory; `append`: add to the results file."""
     from pear_agent.bench.runner import episode_key
-    from pear_agent.policies.local_model import load_model
-    from pear_agent.train.vision import make_local_policy
+    from pear_agent.train.local_model import make_local_policy
+    from pear_agent.train.model_files import load_model
 
     model, tok = loaded or load_model(model_name, dtype=recipe.model.dtype)
     policy = make_local_policy(

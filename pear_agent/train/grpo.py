@@ -123,9 +123,10 @@ class GRPOTrainer:
         import torch
         from accelerate import Accelerator
 
+        from pear_agent.train.local_model import make_local_policy
         from pear_agent.train.models import snapshot, trainable_model
         from pear_agent.train.sequences import turn_end_ids
-        from pear_agent.train.vision import make_local_policy, text_tokenizer
+        from pear_agent.train.vision import text_tokenizer
 
         self.recipe, self.cfg, self.out, self.log = recipe, recipe.grpo, Path(out), log
         self.out.mkdir(parents=True, exist_ok=True)
@@ -169,7 +170,7 @@ class GRPOTrainer:
         if self.cfg.generator == "vllm":
             self._start_server_generator()
         else:
-            from pear_agent.policies.batched import BatchedGenerator
+            from pear_agent.train.batched import BatchedGenerator
 
             if self.cfg.rollout_lag > 0:
                 # the producer samples with its own copy of the weights while the trainer updates
@@ -231,7 +232,7 @@ class GRPOTrainer:
         return make
 
     def _server_policy(self, job: TrainJob, version: int) -> Any:
-        from pear_agent.policies.token_server import TokenServerPolicy
+        from pear_agent.train.token_server import TokenServerPolicy
 
         return TokenServerPolicy(
             self.cfg.vllm_url or "",

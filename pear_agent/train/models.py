@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pear_agent.policies.local_model import CHECKPOINT_META, load_model
 from pear_agent.train.config import ModelConfig
+from pear_agent.train.model_files import CHECKPOINT_META, load_model
 
 MMAP_THRESHOLD_BYTES = 1 << 20
 

@@ -7,7 +7,7 @@ OpenAI-compatible `/v1/chat/completions`, so `run`, `bench` and `compare` fly it
 One request at a time (a CPU holds one generation).
 
 Token-in, token-out as vLLM answers it (what the GRPO trainer's server generator speaks,
-`pear_agent.policies.token_server`): `POST /v1/completions` takes `prompt` as token ids and, with
+`pear_agent.train.token_server`): `POST /v1/completions` takes `prompt` as token ids and, with
 `logprobs` and `return_tokens_as_token_ids`, returns each sampled token as `token_id:<id>` with its
 log-probability (`return_token_ids` adds `choices[].token_ids` and `prompt_token_ids`). LoRA
 adapters load at run time as on vLLM (`POST /v1/load_lora_adapter` {lora_name, lora_path},
@@ -33,8 +33,9 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 
 def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 16) -> Any:
-    from pear_agent.policies.batched import GenRequest, generate_batch
-    from pear_agent.policies.local_model import LocalModelPolicy, load_model
+    from pear_agent.train.batched import GenRequest, generate_batch
+    from pear_agent.train.local_model import LocalModelPolicy
+    from pear_agent.train.model_files import load_model
     from pear_agent.train.sequences import text_messages
 
     model, tok = load_model(model_name)

@@ -17,7 +17,7 @@ def tiny_model_dir(tmp_path_factory):
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
-    from pear_agent.policies.local_model import resolve_model
+    from pear_agent.train.model_files import resolve_model
 
     folder, gguf = resolve_model("smollm2")
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
@@ -42,6 +42,6 @@ def tiny_model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny(tiny_model_dir):
-    from pear_agent.policies.local_model import load_model
+    from pear_agent.train.model_files import load_model
 
     return load_model(tiny_model_dir)

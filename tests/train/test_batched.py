@@ -15,7 +15,7 @@ def _requests(tok, GenRequest, temperature=0.0):
 
 
 def test_a_batch_decodes_what_each_sequence_decodes_alone(tiny):
-    from pear_agent.policies.batched import GenRequest, generate_batch
+    from pear_agent.train.batched import GenRequest, generate_batch
 
     model, tok = tiny
     for temperature in (0.0, 1.0):  # greedy, and seeded sampling per row
@@ -45,7 +45,7 @@ def test_a_batch_decodes_what_each_sequence_decodes_alone(tiny):
 
 
 def test_the_generator_gathers_concurrent_requests_into_one_batch(tiny):
-    from pear_agent.policies.batched import BatchedGenerator, GenRequest, generate_batch
+    from pear_agent.train.batched import BatchedGenerator, GenRequest, generate_batch
 
     model, tok = tiny
     gen = BatchedGenerator(model, gather_s=0.2)
@@ -61,7 +61,7 @@ def test_the_generator_gathers_concurrent_requests_into_one_batch(tiny):
 
 def test_a_shared_prompt_start_is_prefilled_once_with_the_same_tokens(tiny):
     """A GRPO group's flights share their first prompt: prefilled once, the replies are the same."""
-    from pear_agent.policies.batched import BatchedGenerator, GenRequest, generate_batch
+    from pear_agent.train.batched import BatchedGenerator, GenRequest, generate_batch
 
     model, tok = tiny
     start = tok("A long shared system prompt that every flight of the task starts with, word for word.")[

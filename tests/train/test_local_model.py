@@ -13,7 +13,7 @@ from sim_adapters.roadster.environment import RoadsterEnvironment
 
 
 def _policy(tiny, **kw):
-    from pear_agent.policies.local_model import LocalModelPolicy
+    from pear_agent.train.local_model import LocalModelPolicy
 
     model, tok = tiny
     return LocalModelPolicy(model, tok, max_new_tokens=kw.pop("max_new_tokens", 6), **kw)
@@ -59,8 +59,9 @@ def test_prefix_cache_gives_the_same_replies_as_no_cache(tiny):
 
 
 def test_a_checkpoint_saves_loads_and_answers_through_the_loop(tiny_model_dir, tmp_path):
-    from pear_agent.policies.local_model import CHECKPOINT_META, LocalModelPolicy, load_model
     from pear_agent.train.config import ModelConfig
+    from pear_agent.train.local_model import LocalModelPolicy
+    from pear_agent.train.model_files import CHECKPOINT_META, load_model
     from pear_agent.train.models import save_checkpoint, trainable_model
 
     cfg = ModelConfig(name=tiny_model_dir, lora={"r": 4, "alpha": 8})
@@ -78,14 +79,14 @@ def test_a_checkpoint_saves_loads_and_answers_through_the_loop(tiny_model_dir, t
 
 
 def test_an_unknown_wheel_model_is_one_clear_line():
-    from pear_agent.policies.local_model import load_model
+    from pear_agent.train.model_files import load_model
 
     with pytest.raises(ValueError, match="cannot load model 'no/such-model'"):
         load_model("no/such-model")
 
 
 def test_a_missing_checkpoint_folder_is_named_as_such():
-    from pear_agent.policies.local_model import load_model
+    from pear_agent.train.model_files import load_model
 
     with pytest.raises(ValueError, match="no model or checkpoint folder at tests/no-such-checkpoint"):
         load_model("tests/no-such-checkpoint")

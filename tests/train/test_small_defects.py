@@ -46,7 +46,7 @@ def test_grpo_without_init_on_a_recipe_with_a_warm_start_says_so():
 
 
 def test_a_hub_model_not_in_the_cache_is_one_line_with_the_command(monkeypatch, tmp_path):
-    from pear_agent.policies.local_model import load_model
+    from pear_agent.train.model_files import load_model
 
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

