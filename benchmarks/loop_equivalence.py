@@ -107,7 +107,10 @@ for raw in (bench / "results.jsonl").read_text().splitlines():
     else:
         if task not in cache:
             from pear_agent.kinematics import Kinematics
-            from pear_agent.robot_config import load_robot
+            try:  # the loader's home since issue 32; an older tree has it in robot_config
+                from pear_agent.robot_loader import load_robot
+            except ImportError:
+                from pear_agent.robot_config import load_robot
 
             robot = load_robot(registry.task_entry(task).default_robot)
             cache[task] = (registry.make_backend(task, robot, render=True), Kinematics(robot))

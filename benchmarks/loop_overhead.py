@@ -50,7 +50,7 @@ def worlds():
     from pear_agent import registry
     from pear_agent.kinematics import Kinematics
     from pear_agent.policies.scripted import ScriptedPolicy
-    from pear_agent.robot_config import load_robot
+    from pear_agent.robot_loader import load_robot
 
     robot = load_robot("panda")
     backend = registry.make_backend("pick_cube", robot, render=False)

@@ -3,7 +3,7 @@
 A step: draw `groups_per_step` (task, initial state) pairs from the recipe's mix (curriculum-
 weighted), fly `group_size` episodes of each with the current policy, all of them in flight at
 once (`grpo.episodes_in_flight` limits it) through the one episode runner (`rollout.run_episodes`),
-their generation batched across the episodes (in process: `policies.batched.BatchedGenerator`; on
+their generation batched across the episodes (in process: `train.batched.BatchedGenerator`; on
 a GPU: a vLLM server with many requests open, token-in token-out), score them (binary: success; shaped: the
 task's shaped reward), drop groups whose rewards are all equal and draw new ones in their place
 (DAPO-style, up to `max_attempts_factor` x the groups wanted), then ONE optimizer update with PEAR's

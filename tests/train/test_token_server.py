@@ -81,7 +81,7 @@ class Recorded:
     (its `prompt_token_ids` and `token_ids`); only the verdict set by hand (alternating success)."""
 
     def __init__(self, monkeypatch) -> None:
-        from pear_agent.policies import token_server
+        from pear_agent.train import token_server
 
         self.turns: dict[int, list[tuple[list[int], list[int]]]] = {}
         real = token_server.TokenServerPolicy._finish
