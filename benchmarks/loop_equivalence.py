@@ -1,7 +1,7 @@
-"""The loop before and after issue 17 give the same episodes: the scripted experts' results,
-records (every log line, summary, image sent to the model) and replays, compared between this tree
-and the code at an older commit (default b873b6d: main with issues 18-22 merged, just before the
-coroutine loop and the registry).
+"""The loop gives the same episodes as an older commit's: the scripted experts' results, records
+(every log line, summary, image sent to the model) and replays, compared between this tree and the
+code at an older commit (default 54f184c: main with issues 28-31 merged, just before issue 26's one
+episode runner; a record field only this tree writes is listed, not a difference).
 
 Both sides run `pear-agent bench --no-video` over the same tasks and seeds: the old code as it ran
 (`--workers 2`, one episode per worker at a time), this tree with many episodes in flight
@@ -10,7 +10,7 @@ simulator shared by mistake would show here). Then every recorded episode is rep
 (`ReplayPolicy`) on each side. Wall-clock fields (wall time, decision latencies, IK milliseconds) are
 left out of the comparison; everything else must be equal, floats bit for bit.
 
-    .venv/bin/python benchmarks/loop_equivalence.py [--seeds 0-49] [--old-ref b873b6d]
+    .venv/bin/python benchmarks/loop_equivalence.py [--seeds 0-49] [--old-ref 54f184c]
 """
 
 from __future__ import annotations
@@ -51,14 +51,22 @@ def strip(obj: Any) -> Any:
     return obj
 
 
+ADDED: set[str] = set()
+"""Record fields the new tree writes and the old one did not: listed in the output, not a
+difference (every field both write must be equal)."""
+
+
 def first_diff(a: Any, b: Any, path: str = "") -> str | None:
-    """Where two JSON values first differ (None: equal)."""
+    """Where two JSON values first differ (None: equal; a field only the new tree writes is added)."""
     if type(a) is not type(b):
         return f"{path}: {type(a).__name__} vs {type(b).__name__}"
     if isinstance(a, dict):
         for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                return f"{path}/{k}: only in {'new' if k in b else 'old'}"
+            if k not in b:
+                return f"{path}/{k}: only in old"
+            if k not in a:  # a field the records gained since (max_chunk, joints_rad...): additive
+                ADDED.add(k)
+                continue
             d = first_diff(a[k], b[k], f"{path}/{k}")
             if d:
                 return d
@@ -196,7 +204,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seeds", default="0-49")
     ap.add_argument("--tasks", default=f"{MUJOCO_TASKS},{ROADSTER_TASKS}")
-    ap.add_argument("--old-ref", default="b873b6d", help="the commit to compare against")
+    ap.add_argument("--old-ref", default="54f184c", help="the commit to compare against")
     ap.add_argument(
         "--old-tree", default=None, help="a checkout of it (default: git archive into a temp dir)"
     )
@@ -237,6 +245,7 @@ def main() -> None:
             side: {"bench": r["bench_s"], "replay": r["replay_s"]} for side, r in (("old", old), ("new", new))
         },
         "target": "every episode equal in results, records, images and replays",
+        "fields_added_since_old": sorted(ADDED),
         "pass": ok,
     }
     rows = [
