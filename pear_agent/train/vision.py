@@ -61,7 +61,9 @@ def image_token_ids(processor: Any) -> list[int]:
     # (LIBERO, random weights: "the chat template is not append-only here")
     from pear_agent.train.sequences import turn_end_ids
 
-    ids |= set(tok.all_special_ids) - set(turn_end_ids(tok))
+    # (the added special tokens too: a processor may replace the tokenizer's list of them)
+    special = {i for i, t in tok.added_tokens_decoder.items() if getattr(t, "special", False)}
+    ids |= (set(tok.all_special_ids) | special) - set(turn_end_ids(tok))
     return sorted(i for i in ids if isinstance(i, int) and i >= 0)
 
 
