@@ -98,9 +98,14 @@ class ChatSequence:
         templater = self.processor if self.processor is not None else self.tokenizer
         text = templater.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
         if not text.startswith(self._text):
+            at = next(
+                (i for i, (a, b) in enumerate(zip(self._text, text, strict=False)) if a != b),
+                min(len(self._text), len(text)),
+            )
             raise TemplateDriftError(
                 "the chat template is not append-only here (it rewrites earlier turns); pear-agent trains "
-                "a whole episode as one sequence"
+                f"a whole episode as one sequence (at character {at}: the sequence has "
+                f"{self._text[at : at + 40]!r}, the template {text[at : at + 40]!r})"
             )
         delta = text[len(self._text) :]
         if urls[: len(self.images)] != self.images:

@@ -32,9 +32,10 @@ def text_tokenizer(obj: Any) -> Any:
 
 
 def image_token_ids(processor: Any) -> list[int]:
-    """The ids of a processor's image tokens (placeholders, separators, tile tags): a reply may not
-    contain them (an extra image token breaks the model's image/token count), so the policy never
-    samples them and the loss gives them the same banned logit (`loss.BANNED_LOGIT`)."""
+    """The ids a vision-language policy's reply may not contain: the processor's image tokens
+    (placeholders, separators, tile tags: an extra one breaks the model's image/token count) and the
+    other special tokens but the turn's end. The policy never samples them and the loss gives them
+    the same banned logit (`loss.BANNED_LOGIT`)."""
     if not is_processor(processor):
         return []
     tok = processor.tokenizer
@@ -42,7 +43,15 @@ def image_token_ids(processor: Any) -> list[int]:
     names = [t for t in tok.all_special_tokens if any(m in t for m in marks)]
     names += [t for t in tok.get_added_vocab() if any(m in t for m in marks)]
     ids = {tok.convert_tokens_to_ids(t) for t in names}
-    return sorted(i for i in ids if isinstance(i, int) and i >= 0 and i != tok.unk_token_id)
+    # and every other special token but the turn's end: the chat template renders a reply's text
+    # without them, so one sampled mid-reply would make the sequence differ from the template
+    # (LIBERO, random weights: "the chat template is not append-only here")
+    from pear_agent.train.sequences import turn_end_ids
+
+    # (the added special tokens too: a processor may replace the tokenizer's list of them)
+    special = {i for i, t in tok.added_tokens_decoder.items() if getattr(t, "special", False)}
+    ids |= (set(tok.all_special_ids) | special) - set(turn_end_ids(tok))
+    return sorted(i for i in ids if isinstance(i, int) and i >= 0)
 
 
 def decode_image(url: str) -> Any:

@@ -164,6 +164,7 @@ def test_image_tokens_cannot_be_sampled_and_the_loss_bans_them_alike(vlm):
     names = ("<image>", "<fake_token_around_image>", "<global-img>")
     assert {tok.convert_tokens_to_ids(t) for t in names} <= set(banned)
     assert tok.convert_tokens_to_ids("<|im_end|>") not in banned
+    assert tok.convert_tokens_to_ids("<repo_name>") in banned  # SmolLM2's own special tokens too
     head = model.get_output_embeddings()
     h = torch.randn(5, head.weight.shape[1])
     y = torch.tensor([1, 2, 3, 4, 5])
