@@ -123,9 +123,9 @@ class GRPOTrainer:
         import torch
         from accelerate import Accelerator
 
+        from pear_agent.train.chat_template import turn_end_ids
         from pear_agent.train.local_model import make_local_policy
         from pear_agent.train.models import snapshot, trainable_model
-        from pear_agent.train.sequences import turn_end_ids
         from pear_agent.train.vision import text_tokenizer
 
         self.recipe, self.cfg, self.out, self.log = recipe, recipe.grpo, Path(out), log

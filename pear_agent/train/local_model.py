@@ -44,7 +44,7 @@ class LocalModelPolicy:
         generator: Any = None,
         stop_ids: list[int] | None = None,
     ) -> None:
-        from pear_agent.train.sequences import turn_end_ids
+        from pear_agent.train.chat_template import turn_end_ids
 
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")

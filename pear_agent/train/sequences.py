@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pear_agent.train.chat_template import turn_end_ids
+
 
 class TemplateDriftError(ValueError):
     """The chat template rewrote what was already in the sequence (not append-only)."""
@@ -37,20 +39,6 @@ def message_text(message: dict[str, Any]) -> str:
 
 def text_messages(messages: list[dict[str, Any]]) -> list[dict[str, str]]:
     return [{"role": m["role"], "content": message_text(m)} for m in messages]
-
-
-def turn_end_ids(tokenizer: Any) -> list[int]:
-    """Token ids that end an assistant turn in this template (e.g. ChatML's <|im_end|>), and EOS."""
-    probe = [{"role": "user", "content": "x"}, {"role": "assistant", "content": "PEARREPLY"}]
-    text = tokenizer.apply_chat_template(probe, tokenize=False)
-    closing = text[text.index("PEARREPLY") + len("PEARREPLY") :]
-    ids = tokenizer(closing, add_special_tokens=False)["input_ids"] if closing else []
-    out = [ids[0]] if ids and ids[0] in tokenizer.all_special_ids else []
-    if tokenizer.eos_token_id is not None and tokenizer.eos_token_id not in out:
-        out.append(tokenizer.eos_token_id)
-    if not out:
-        raise ValueError("cannot tell which token ends an assistant turn in this chat template")
-    return out
 
 
 @dataclass

@@ -89,7 +89,7 @@ class TokenServerPolicy:
         api_key: str | None = None,
         timeout_s: float = 600.0,
     ) -> None:
-        from pear_agent.train.sequences import turn_end_ids
+        from pear_agent.train.chat_template import turn_end_ids
 
         self.base_url, self.model, self.tokenizer = base_url.rstrip("/"), model, tokenizer
         self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed

@@ -46,7 +46,7 @@ def image_token_ids(processor: Any) -> list[int]:
     # and every other special token but the turn's end: the chat template renders a reply's text
     # without them, so one sampled mid-reply would make the sequence differ from the template
     # (LIBERO, random weights: "the chat template is not append-only here")
-    from pear_agent.train.sequences import turn_end_ids
+    from pear_agent.train.chat_template import turn_end_ids
 
     # (the added special tokens too: a processor may replace the tokenizer's list of them)
     special = {i for i, t in tok.added_tokens_decoder.items() if getattr(t, "special", False)}

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pear_agent.train.sequences import ChatSequence, TemplateDriftError, episode_tokens, turn_end_ids
+from pear_agent.train.chat_template import turn_end_ids
+from pear_agent.train.sequences import ChatSequence, TemplateDriftError, episode_tokens
 
 CONVO = [
     {"role": "system", "content": "You fly a car."},

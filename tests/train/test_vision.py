@@ -48,7 +48,8 @@ def test_the_model_loads_as_image_text_to_text_with_its_processor(vlm):
 
 
 def test_image_tokens_are_in_the_sequence_and_out_of_the_loss(vlm):
-    from pear_agent.train.sequences import episode_tokens, turn_end_ids
+    from pear_agent.train.chat_template import turn_end_ids
+    from pear_agent.train.sequences import episode_tokens
     from pear_agent.train.vision import decode_image, vision_messages
 
     _, proc = vlm
