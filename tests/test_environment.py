@@ -155,7 +155,7 @@ def test_realtime_advances_the_world_by_each_later_decision() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "needle"),
     [
-        ({"max_invalid": 0}, "max_invalid"),
+        ({"max_invalid": 0}, "max-invalid"),
         ({"observation": "video"}, "observation"),
         ({"max_invalid": 1.5}, "integer"),
     ],
