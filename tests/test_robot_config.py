@@ -139,7 +139,7 @@ def test_sim_actuators_need_one_per_joint(tmp_path: Path) -> None:
         (
             lambda r: r.update(simulator={}),
             "key simulator: unknown key 'simulator' in the top level; allowed: name, description, frame, "
-            "model, parts, cameras, table, render, sim",
+            "model, parts, cameras, table, render, sim, max_chunk",
         ),
         (
             lambda r: r["cameras"]["front"]["sim"].update(fov=40),
