@@ -168,9 +168,11 @@ def add_bench_commands(sub: Any) -> None:
     b.add_argument(
         "--preset",
         default=None,
-        choices=["pear_real"],
-        help="pear_real: the PEAR paper's 30 real-robot trials on the YAM (5 ruler scenes x 2, 10 objects "
-        "x 2, 25 turns; replaces --tasks, --seeds and the default robot)",
+        metavar="NAME",
+        help="a protocol instead of --tasks: pear_real, the PEAR paper's 30 real-robot trials on the YAM (5 "
+        "ruler scenes x 2, 10 objects x 2, 25 turns; replaces --tasks, --seeds and the default robot); or "
+        "the paper's LIBERO protocols (.venv-libero only): libero (40 tasks x 50 init states), "
+        "libero_pro[/TYPE], libero_plus[/DIMENSION], NAME@K for K episodes per task and perturbation",
     )
     b.add_argument(
         "--split",

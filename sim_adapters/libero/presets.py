@@ -79,7 +79,9 @@ def expand(preset: str, seeds: list[int] | None = None) -> Expansion:
     k = int(k_text) if k_text else None
     if name not in preset_names():
         known = ", ".join(preset_names())
-        raise ValueError(f"unknown preset {name!r}; presets are: {known} (NAME@K: K per task)")
+        raise ValueError(
+            f"unknown preset {name!r}; presets are: pear_real (the YAM), {known} (NAME@K: K per task)"
+        )
     kind, _, which = name.partition("/")
     base = libero_names()
     if kind in ("libero", "libero_pro"):
