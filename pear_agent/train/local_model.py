@@ -23,6 +23,20 @@ from pear_agent.protocol.prompts import Message
 from pear_agent.train.vision import image_token_ids, is_processor
 
 
+def sampled_reply(
+    policy: Any, ids: list[int], out_ids: list[int], logprobs: list[float], t0: float
+) -> PolicyReply:
+    """The sampled ids appended to the policy's sequence, as a reply with its token trace (the
+    in-process generators and the token server end a turn the same way)."""
+    text = policy.tokenizer.decode([t for t in out_ids if t not in policy.stop_ids], skip_special_tokens=True)
+    policy.sequence.add_reply(out_ids, text)
+    latency = time.perf_counter() - t0
+    n_in, n_out = len(ids), len(out_ids)
+    usage = {"prompt_tokens": n_in, "completion_tokens": n_out, "total_tokens": n_in + n_out}
+    trace = TokenTrace(out_ids, logprobs, policy.policy_version)
+    return PolicyReply(text, latency, usage=usage, tokens=trace, info={"decision_s": latency})
+
+
 class LocalModelPolicy:
     """One reply per turn from a model in this process, with its token ids and log-probabilities.
 
@@ -89,16 +103,7 @@ class LocalModelPolicy:
         # the cache now holds ids + every new token but the last (never fed back)
         self._kv = res.kv
         self._cache_len = len(ids) + len(out_ids) - 1
-        text = self.tokenizer.decode([t for t in out_ids if t not in self.stop_ids], skip_special_tokens=True)
-        self.sequence.add_reply(out_ids, text)
-        latency = time.perf_counter() - t0
-        usage = {
-            "prompt_tokens": len(ids),
-            "completion_tokens": len(out_ids),
-            "total_tokens": len(ids) + len(out_ids),
-        }
-        trace = TokenTrace(out_ids, logprobs, self.policy_version)
-        return PolicyReply(text, latency, usage=usage, tokens=trace, info={"decision_s": latency})
+        return sampled_reply(self, ids, out_ids, logprobs, t0)
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
         from pear_agent.train.batched import generate_batch
@@ -170,7 +175,7 @@ class VisionModelPolicy(LocalModelPolicy):
         generator, which feeds token ids only)."""
         import time
 
-        from pear_agent.policies.base import PolicyReply, TokenTrace
+        from pear_agent.policies.base import PolicyReply
 
         t0 = time.perf_counter()
         try:
@@ -179,16 +184,7 @@ class VisionModelPolicy(LocalModelPolicy):
             return PolicyReply("", 0.0, error=str(exc))
         self._turn += 1
         out_ids, logprobs = self.sample(ids)
-        text = self.tokenizer.decode([t for t in out_ids if t not in self.stop_ids], skip_special_tokens=True)
-        self.sequence.add_reply(out_ids, text)
-        latency = time.perf_counter() - t0
-        usage = {
-            "prompt_tokens": len(ids),
-            "completion_tokens": len(out_ids),
-            "total_tokens": len(ids) + len(out_ids),
-        }
-        trace = TokenTrace(out_ids, logprobs, self.policy_version)
-        return PolicyReply(text, latency, usage=usage, tokens=trace, info={"decision_s": latency})
+        return sampled_reply(self, ids, out_ids, logprobs, t0)
 
     async def aact(self, messages: list[Any], ctx: Any) -> Any:
         import asyncio

@@ -24,8 +24,9 @@ import re
 import time
 from typing import Any
 
-from pear_agent.policies.base import PolicyReply, TokenTrace, TurnContext
+from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.prompts import Message
+from pear_agent.train.local_model import sampled_reply
 
 TOKEN_ID_RE = re.compile(r"^token_id:(\d+)$")
 
@@ -125,16 +126,7 @@ class TokenServerPolicy:
 
     def _finish(self, ids: list[int], body: dict[str, Any], t0: float) -> PolicyReply:
         out_ids, logprobs, _, _ = parse_completion(body, self.base_url)
-        text = self.tokenizer.decode([t for t in out_ids if t not in self.stop_ids], skip_special_tokens=True)
-        self.sequence.add_reply(out_ids, text)
-        latency = time.perf_counter() - t0
-        usage = {
-            "prompt_tokens": len(ids),
-            "completion_tokens": len(out_ids),
-            "total_tokens": len(ids) + len(out_ids),
-        }
-        trace = TokenTrace(out_ids, logprobs, self.policy_version)
-        return PolicyReply(text, latency, usage=usage, tokens=trace, info={"decision_s": latency})
+        return sampled_reply(self, ids, out_ids, logprobs, t0)
 
     def _headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
