@@ -14,6 +14,15 @@ GPU (the study's model; `--profile ''` keeps the recipe's Qwen3-4B, in the Huggi
         --out runs/rl-vs-warm-gpu --task roadster_kickflip:storm --teacher 16 --test 192 \\
         --grpo-steps 60 --groups 16 --group-size 8
 
+A partial run is a figure: the raw results (`benchmarks/results/rl_beats_warm_start-<tag>.json`,
+the format of `_common.emit`, and `<out>/rl_beats_warm_start.json`) are rewritten after the warm
+start, after every GRPO step and after every test flight, with `how_far` saying where it stands.
+`--budget-min M` stops GRPO early enough that the last checkpoint still flies the test seeds within
+M minutes of wall time (the estimate: the last step's seconds plus the warm start's test seconds).
+
+A smaller model (`--model HF-id-or-folder`, any causal LM in the local cache) and the device: the
+trainer and the test flights use CUDA whenever `torch.cuda.is_available()`, nothing to set.
+
 Phases (each saves `<out>/rl_beats_warm_start.json` as it ends; `--sft-checkpoint` and
 `--grpo-run` resume): teacher flights -> warm start -> warm start on the test seeds -> GRPO steps
 (metrics per step: mean reward, success, s/step, tokens/s, peak RSS) -> the last checkpoint on the
@@ -30,7 +39,9 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from _common import emit, machine
+from _common import command_line, emit, git_commit, machine, results_path
+
+NAME = "rl_beats_warm_start"
 
 
 def paired(a: list[dict], b: list[dict]) -> dict:
@@ -50,6 +61,37 @@ def paired(a: list[dict], b: list[dict]) -> dict:
     }
 
 
+def how_far(report: dict, args: argparse.Namespace) -> str:
+    """One line: the phases done and the one under way, for a run stopped anywhere."""
+    parts = []
+    if "teacher" in report:
+        t = report["teacher"]
+        parts.append(f"teacher: {t.get('written')} of {t.get('flown')} flights kept")
+    if "sft" in report:
+        parts.append(f"warm start: done ({len(report['sft'].get('losses') or [])} steps)")
+    elif "teacher" in report:
+        parts.append("warm start: under way")
+    for name, label in (("warm", "warm start"), ("grpo", "GRPO checkpoint")):
+        if f"test_{name}" in report:
+            r = report[f"test_{name}"]
+            parts.append(f"{label} on test: {r['successes']}/{r['episodes']} landed")
+        elif f"test_{name}_so_far" in report:
+            r = report[f"test_{name}_so_far"]
+            landed = r.get("successes", 0)
+            parts.append(f"{label} on test: {r['episodes']} of {r['of']} flown, {landed} landed")
+        if name == "warm" and "grpo" in report:
+            parts.append(f"GRPO: {len(report['grpo'])} of {args.grpo_steps} steps")
+    if "stopped" in report:
+        parts.append(f"stopped ({report['stopped']})")
+    if "grpo_vs_warm" in report:
+        c = report["grpo_vs_warm"]
+        parts.append(
+            f"paired on {c['shared']} seeds: GRPO only {c['a_only']}, warm only {c['b_only']}, "
+            f"exact McNemar p = {c['mcnemar_p']:.3g}"
+        )
+    return "; ".join(parts) or "started"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/rl-vs-warm")
@@ -67,6 +109,13 @@ def main() -> int:
     ap.add_argument("--max-turns", type=int, default=None)
     ap.add_argument("--sft-checkpoint", default=None, help="reuse this warm start (skip teacher and SFT)")
     ap.add_argument("--grpo-run", default=None, help="reuse this GRPO run's last checkpoint (skip GRPO)")
+    ap.add_argument("--model", default=None, help="the model (recipe's model.name): a hub id or folder")
+    ap.add_argument(
+        "--budget-min",
+        type=float,
+        default=None,
+        help="wall budget in minutes: GRPO stops early so that its checkpoint is still tested in time",
+    )
     ap.add_argument("--set", action="append", default=[], help="more recipe overrides KEY=VALUE")
     args = ap.parse_args()
 
@@ -82,13 +131,32 @@ def main() -> int:
     report: dict = {"args": vars(args), "machine": machine()}
     path = out / "rl_beats_warm_start.json"
 
+    budget_s = args.budget_min * 60 if args.budget_min else None
+
+    def left_s() -> float:
+        return float("inf") if budget_s is None else budget_s - (time.perf_counter() - t0)
+
     def save() -> None:
+        """Rewrite the raw results as they stand: a run stopped at any point is still a figure."""
         report["peak_rss_mb"] = peak_rss_mb()
         report["wall_s"] = time.perf_counter() - t0
+        for name in ("warm", "grpo"):
+            f = out / f"test_{name}.jsonl"
+            if f.exists() and f"test_{name}" not in report:
+                lines = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
+                report[f"test_{name}_so_far"] = summarize(lines) | {"of": len(draws)}
+        report["how_far"] = how_far(report, args)
         path.write_text(json.dumps(report, indent=2), encoding="utf-8")
+        raw = results_path(NAME)
+        if raw is not None:
+            record = {"benchmark": NAME, "command": command_line(), "commit": git_commit(), **report}
+            raw.parent.mkdir(parents=True, exist_ok=True)
+            raw.write_text(json.dumps(record) + "\n", encoding="utf-8")
 
     def log(msg: str) -> None:
         print(f"[rl_beats_warm_start {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+        if msg.startswith("  ") and ": " in msg:  # a test flight ended (evaluate's per-episode line)
+            save()
 
     mix = f"[{{task: '{args.task}'}}]"
     sets = [
@@ -101,10 +169,14 @@ def main() -> int:
         f"eval.tasks=['{args.task}']",
         *([f"grpo.learning_rate={args.lr}"] if args.lr else []),
         *([f"grpo.max_turns={args.max_turns}"] if args.max_turns else []),
+        *([f"model.name={args.model}"] if args.model else []),
         *args.set,
     ]
     recipe = load_recipe(args.recipe, args.profile or None, sets)
     report["recipe"] = recipe.model_dump(exclude={"profiles"})
+    draws = eval_draws(recipe, "test", args.test)
+    draws = [d for d in draws if d.task == args.task][: args.test]
+    save()
 
     # 1. the warm start, on few teacher flights
     if args.sft_checkpoint:
@@ -129,11 +201,10 @@ def main() -> int:
     save()
 
     # 2. the warm start on the held-out test seeds (the same seeds the GRPO checkpoint flies)
-    draws = eval_draws(recipe, "test", args.test)
-    draws = [d for d in draws if d.task == args.task][: args.test]
     t = time.perf_counter()
     warm = evaluate(str(sft_out), draws, recipe, out / "test_warm.jsonl", log=log)
     report["test_warm"] = summarize(warm) | {"seconds": time.perf_counter() - t}
+    report.pop("test_warm_so_far", None)
     log(f"warm start on test: {report['test_warm']}")
     save()
 
@@ -147,8 +218,20 @@ def main() -> int:
         trainer = GRPOTrainer(recipe, out / "grpo", init=str(sft_out), log=log)
         report["grpo"] = []
         n = args.grpo_steps
+        test_s = report["test_warm"]["seconds"]
         with (trainer.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
             for s in range(n):
+                # the next step and the test flights of its checkpoint must fit in what is left
+                need_s = (report["grpo"][-1]["step_s"] if report["grpo"] else 0.0) + 1.1 * test_s + 60
+                if left_s() < need_s:
+                    report["stopped"] = (
+                        f"budget: {left_s() / 60:.1f} min left before step {s + 1}, "
+                        f"~{need_s / 60:.1f} min needed for it and the test flights"
+                    )
+                    log(report["stopped"])
+                    if report["grpo"] and not report["grpo"][-1]["checkpoint"]:
+                        report["grpo"][-1]["checkpoint"] = str(trainer.checkpoint(s))
+                    break
                 rep = trainer.step(s)
                 if (s + 1) % trainer.cfg.checkpoint_every == 0 or s == n - 1:
                     rep.checkpoint = str(trainer.checkpoint(s + 1))
@@ -158,9 +241,13 @@ def main() -> int:
                 log(
                     f"grpo step {s + 1}/{n}: mean reward {rep.mean_reward:.3f}, "
                     f"success {rep.success_rate:.2f}, kept {rep.groups_kept}/{rep.groups_sampled}, "
-                    f"{rep.step_s:.0f} s"
+                    f"{rep.step_s:.0f} s, {rep.tokens_per_s:.1f} tokens/s, peak {rep.peak_rss_mb:.0f} MB"
                 )
                 save()
+        if not report["grpo"]:
+            log("no GRPO step fitted in the budget: nothing to compare")
+            save()
+            return 1
         ckpt = Path(report["grpo"][-1]["checkpoint"])
     steps = report["grpo"]
     report["grpo_summary"] = {
@@ -178,6 +265,7 @@ def main() -> int:
     t = time.perf_counter()
     rl = evaluate(str(ckpt), draws, recipe, out / "test_grpo.jsonl", log=log)
     report["test_grpo"] = summarize(rl) | {"seconds": time.perf_counter() - t}
+    report.pop("test_grpo_so_far", None)
     report["grpo_vs_warm"] = paired(rl, warm)
     report["grpo_beats_warm"] = (
         report["grpo_vs_warm"]["a_only"] > report["grpo_vs_warm"]["b_only"]
