@@ -43,6 +43,8 @@ class GenRequest:
     temperature: float = 1.0
     stop_ids: frozenset[int] = frozenset()
     seed: int = 0
+    banned: frozenset[int] = frozenset()
+    """Ids never sampled (`vision.reply_banned_ids`): their logit is `loss.BANNED_LOGIT`, as in the loss."""
 
 
 @dataclass
@@ -172,10 +174,13 @@ def generate_batch(
     import torch
     from transformers import DynamicCache
 
+    from pear_agent.train.loss import BANNED_LOGIT
+
     device = next(model.parameters()).device
     n = len(requests)
     if n == 0:
         return []
+    bans = [(b, torch.tensor(sorted(r.banned), dtype=torch.long)) for b, r in enumerate(requests) if r.banned]
     if any(not r.feed for r in requests):
         raise ValueError("every request needs at least one new token to feed")
     if shared:
@@ -227,6 +232,8 @@ def generate_batch(
             # one softmax for every row; each row drawn with its own seeded generator, so a row
             # samples the same token alone or in any batch
             temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in requests])
+            for b, idx in bans:  # BANNED_LOGIT after the division by the temperature, as the loss
+                logits[b, idx] = BANNED_LOGIT * float(temps[b])
             logp = torch.log_softmax(logits / temps[:, None], dim=-1)
             probs = logp.exp()
             sampled = torch.tensor(

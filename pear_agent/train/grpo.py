@@ -342,7 +342,7 @@ class GRPOTrainer:
 
         from pear_agent.train.loss import causal_parts, chunked_terms, pear_loss_chunked, reply_hidden
         from pear_agent.train.models import load_snapshot, snapshot
-        from pear_agent.train.vision import image_token_ids, text_tokenizer
+        from pear_agent.train.vision import reply_banned_ids, text_tokenizer
 
         g = self.cfg
         items = self._sequences(groups)
@@ -360,7 +360,7 @@ class GRPOTrainer:
         head_name = next(
             (n for n, p in model.named_parameters() if p is head.weight and p.requires_grad), None
         )
-        banned_ids = image_token_ids(self.tokenizer)  # a vision-language policy never samples these
+        banned_ids = reply_banned_ids(self.tokenizer)  # no policy samples these (its samplers ban them)
         banned = torch.tensor(banned_ids, dtype=torch.long, device=device) if banned_ids else None
         for k in range(0, len(items), g.micro_batch):
             batch = items[k : k + g.micro_batch]

@@ -20,7 +20,7 @@ from typing import Any
 
 from pear_agent.policies.base import PolicyReply, TokenTrace, TurnContext
 from pear_agent.protocol.prompts import Message
-from pear_agent.train.vision import image_token_ids, is_processor
+from pear_agent.train.vision import is_processor, reply_banned_ids
 
 
 def sampled_reply(
@@ -69,6 +69,10 @@ class LocalModelPolicy:
         self.reuse_cache = reuse_cache
         self.generator = generator
         self.stop_ids = list(stop_ids) if stop_ids is not None else turn_end_ids(tokenizer)
+        self.banned = frozenset(reply_banned_ids(tokenizer)) - set(self.stop_ids)
+        """Special tokens a reply may not contain (never sampled; the loss bans them too): a reply
+        ends at its first turn-end or EOS and holds no other special token, so the trainer rebuilds
+        exactly the sampled ids from the chat template."""
         self.seed = seed
         """Sampling seed (with the episode seed and the turn): distinct per rollout of a group."""
         self.reset(seed)
@@ -96,6 +100,7 @@ class LocalModelPolicy:
             temperature=self.temperature,
             stop_ids=frozenset(self.stop_ids),
             seed=hash((self.seed, self._episode_seed, self._turn)) % (2**31),
+            banned=self.banned,
         )
 
     def _reply(self, ids: list[int], res: Any, t0: float) -> PolicyReply:
@@ -145,6 +150,7 @@ class LocalModelPolicy:
             temperature=self.temperature,
             stop_ids=frozenset(self.stop_ids),
             seed=hash((self.seed, self._episode_seed, self._turn)) % (2**31),
+            banned=self.banned,
         )
         res = generate_batch(self.model, [req], self.tokenizer.pad_token_id or 0)[0]
         return res.ids, res.logprobs
@@ -167,7 +173,7 @@ class VisionModelPolicy(LocalModelPolicy):
 
         super().__init__(model, processor.tokenizer, **kw)
         self.tokenizer = processor
-        self.banned = torch.tensor(image_token_ids(processor), dtype=torch.long)
+        self.banned_ids = torch.tensor(reply_banned_ids(processor), dtype=torch.long)
         self.reset(self.seed)
 
     def act(self, messages: list[Any], ctx: Any) -> Any:
@@ -208,10 +214,8 @@ class VisionModelPolicy(LocalModelPolicy):
                 x = torch.tensor([feed], device=device)
                 out = model(input_ids=x, cache=cache, use_cache=True, **(vision if step == 0 else {}))
                 logits = out.logits[0, -1].float()
-                if self.temperature > 0:
-                    logits = logits.index_fill(-1, self.banned.to(device), BANNED_LOGIT * self.temperature)
-                else:
-                    logits = logits.index_fill(-1, self.banned.to(device), BANNED_LOGIT)
+                fill = BANNED_LOGIT * self.temperature if self.temperature > 0 else BANNED_LOGIT
+                logits = logits.index_fill(-1, self.banned_ids.to(device), fill)
                 if self.temperature > 0:
                     logp = torch.log_softmax(logits / self.temperature, dim=-1)
                     tok = int(torch.multinomial(logp.exp(), 1).item())

@@ -37,8 +37,10 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
     from pear_agent.train.local_model import LocalModelPolicy
     from pear_agent.train.model_files import load_model
     from pear_agent.train.sequences import text_messages
+    from pear_agent.train.vision import reply_banned_ids
 
     model, tok = load_model(model_name)
+    banned = frozenset(reply_banned_ids(tok))
     base = model
     adapters: dict[str, str] = {}
     state: dict[str, Any] = {"model": model, "prefix": None}
@@ -117,7 +119,8 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
             and prompt[:n_known] == prefix[1]
         ):
             kv, feed = prefix[2], list(prompt[n_known:])
-        req = GenRequest(feed, kv, n_new, temp, stops, int(body.get("seed") or 0))
+        # no special token but the reply's end (as the in-process policies and the trainer's loss)
+        req = GenRequest(feed, kv, n_new, temp, stops, int(body.get("seed") or 0), banned - stops)
         ctx = m.disable_adapter() if name not in adapters and adapters else contextlib.nullcontext()
         with ctx:
             res = generate_batch(m, [req], tok.pad_token_id or 0)[0]

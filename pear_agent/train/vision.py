@@ -42,15 +42,24 @@ def image_token_ids(processor: Any) -> list[int]:
     marks = ("image", "vision", "video", "fake_token", "global-img", "<row_")
     names = [t for t in tok.all_special_tokens if any(m in t for m in marks)]
     names += [t for t in tok.get_added_vocab() if any(m in t for m in marks)]
-    ids = {tok.convert_tokens_to_ids(t) for t in names}
-    # and every other special token but the turn's end: the chat template renders a reply's text
-    # without them, so one sampled mid-reply would make the sequence differ from the template
-    # (LIBERO, random weights: "the chat template is not append-only here")
+    ids = {tok.convert_tokens_to_ids(t) for t in names} | set(reply_banned_ids(tok))
+    return sorted(i for i in ids if isinstance(i, int) and i >= 0)
+
+
+def reply_banned_ids(tokenizer: Any) -> list[int]:
+    """The ids no reply may contain: every special token but the ones that end the turn (a
+    processor's image tokens too). The chat template renders a reply's text without them, so one
+    sampled mid-reply would make the sequence differ from the template (LIBERO, random weights:
+    "the chat template is not append-only here") and the trainer would not rebuild the sampled ids.
+    Every in-process sampler bans them (`GenRequest.banned`) and the loss gives them the same banned
+    logit (`loss.BANNED_LOGIT`), so log mu and log pi are of the same distribution."""
+    if is_processor(tokenizer):
+        return image_token_ids(tokenizer)
     from pear_agent.train.chat_template import turn_end_ids
 
     # (the added special tokens too: a processor may replace the tokenizer's list of them)
-    special = {i for i, t in tok.added_tokens_decoder.items() if getattr(t, "special", False)}
-    ids |= (set(tok.all_special_ids) | special) - set(turn_end_ids(tok))
+    special = {i for i, t in tokenizer.added_tokens_decoder.items() if getattr(t, "special", False)}
+    ids = (set(tokenizer.all_special_ids) | special) - set(turn_end_ids(tokenizer))
     return sorted(i for i in ids if isinstance(i, int) and i >= 0)
 
 

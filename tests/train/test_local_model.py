@@ -37,10 +37,15 @@ def test_the_loop_records_each_replys_sampled_ids_and_logprobs(tiny, tmp_path):
     # the trainer rebuilds exactly the generator's sequence from the record
     seq = episode_tokens(tiny[1], episode.messages, traces)
     assert seq.input_ids == policy.sequence.ids and seq.mask == policy.sequence.mask
-    # and the recorded log-probabilities are the model's own at those positions
+    # and the recorded log-probabilities are the model's own at those positions (special tokens but
+    # the turn's end banned, as the sampler and the loss do)
+    from pear_agent.train.loss import BANNED_LOGIT
+    from pear_agent.train.vision import reply_banned_ids
+
     model = tiny[0]
     with torch.no_grad():
         logits = model(input_ids=torch.tensor([seq.input_ids])).logits[0, :-1]
+    logits = logits.index_fill(-1, torch.tensor(reply_banned_ids(tiny[1])), BANNED_LOGIT)
     lp = torch.log_softmax(logits, -1).gather(-1, torch.tensor(seq.input_ids[1:])[:, None])[:, 0]
     mine = [x for x, m in zip(lp.tolist(), seq.mask[1:], strict=True) if m]
     recorded = [x for x, m in zip(seq.old_logprobs[1:], seq.mask[1:], strict=True) if m]
