@@ -18,6 +18,13 @@ conversation reuses its token sequence and cache. `logprobs: true` returns each 
 log-probability (OpenAI's `choices[].logprobs.content`), with `token_id` beside each token as
 vLLM does with `return_tokens_as_token_ids`. On a GPU, serve a merged checkpoint with vLLM
 instead (`vllm serve CHECKPOINT`); an adapter with `--enable-lora --lora-modules`.
+
+A vision-language checkpoint (Idefics3 / SmolVLM, Qwen-VL; `tiny-idefics3`) is served with its
+processor: `/v1/chat/completions` takes the images in the messages (`image_url` parts, as the loop
+sends them) and builds the sequence as `VisionModelPolicy` does in process (the processor's chat
+template, each image expanded into its tokens, the pixels in the turn's first forward pass), so a
+served reply is the one the trainer would sample and rebuild. `/v1/completions` (token ids in)
+refuses a vision-language model: token ids carry no pixels.
 """
 
 from __future__ import annotations
@@ -34,18 +41,21 @@ from fastapi.responses import JSONResponse, StreamingResponse
 
 def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 16) -> Any:
     from pear_agent.train.batched import GenRequest, generate_batch
-    from pear_agent.train.local_model import LocalModelPolicy
+    from pear_agent.train.local_model import make_local_policy
     from pear_agent.train.model_files import load_model
     from pear_agent.train.sequences import text_messages
-    from pear_agent.train.vision import reply_banned_ids
+    from pear_agent.train.vision import is_processor, reply_banned_ids, text_tokenizer
 
-    model, tok = load_model(model_name)
-    banned = frozenset(reply_banned_ids(tok))
+    model, loaded = load_model(model_name)
+    vision = is_processor(loaded)
+    """A vision-language model: `loaded` is its processor; the chat path keeps the messages' images."""
+    tok = text_tokenizer(loaded)
+    banned = frozenset(reply_banned_ids(loaded))
     base = model
     adapters: dict[str, str] = {}
     state: dict[str, Any] = {"model": model, "prefix": None}
     """The served model (the base, or PEFT with the loaded adapters) and the last request's cache."""
-    policy = LocalModelPolicy(model, tok, temperature=0.0, max_new_tokens=max_new_tokens, name=model_name)
+    policy = make_local_policy(model, loaded, temperature=0.0, max_new_tokens=max_new_tokens, name=model_name)
     lock = asyncio.Lock()
     app = FastAPI()
 
@@ -59,7 +69,8 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
         return {"object": "list", "data": [{"id": model_name, "object": "model", "owned_by": "pear-agent"}]}
 
     def generate(body: dict[str, Any]) -> tuple[str, Any, dict[str, int]]:
-        msgs = text_messages(body["messages"])
+        # a vision-language model keeps the images (its sequence encodes them); a text model their text
+        msgs = [dict(m) for m in body["messages"]] if vision else text_messages(body["messages"])
         temp = body.get("temperature")
         policy.temperature = float(temp) if temp is not None else 0.0
         policy.max_new_tokens = int(
@@ -104,6 +115,11 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
             prompt = prompt[0]
         if not (isinstance(prompt, list) and prompt and all(isinstance(t, int) for t in prompt)):
             raise ValueError("prompt must be a list of token ids (this server answers token-in, token-out)")
+        if vision:
+            raise ValueError(
+                f"{model_name} is a vision-language model: token ids carry no pixels, so /v1/completions "
+                "cannot serve it; send the images in the messages to /v1/chat/completions"
+            )
         name = body.get("model")
         m = use(name)
         temp = float(body["temperature"]) if body.get("temperature") is not None else 1.0
