@@ -182,10 +182,14 @@ def main() -> int:
     if args.sft_checkpoint:
         sft_out = Path(args.sft_checkpoint)
         report["sft"] = json.loads((sft_out.parent / "sft_summary.json").read_text()) | {"reused": True}
+        teacher = sft_out.parent.parent / "teacher" / "summary.json"  # the run that made it (--out)
+        if teacher.exists():
+            report["teacher"] = json.loads(teacher.read_text()) | {"reused": True}
     else:
         teacher = collect_teacher(recipe, out / "teacher", episodes=args.teacher)
         report["teacher"] = teacher
         log(f"teacher: {teacher}")
+        save()
         sft = run_sft(recipe, out / "sft", data=[str(out / "teacher")], log=log)
         sft_out = sft.out
         report["sft"] = {
