@@ -1,0 +1,50 @@
+"""`benchmarks/rl_beats_warm_start.py` writes its raw results as it goes and stops on its wall
+budget: on the tiny model (random weights, nothing downloaded) with a budget already spent, the
+warm start and its test flights are still done and written, GRPO does not start, and the raw file
+says how far it got."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_spent_budget_stops_before_grpo_and_the_raw_file_says_how_far(tiny_model_dir, tmp_path):
+    env = os.environ | {"PEAR_BENCH_SAVE": "0", "PYTHONPATH": str(REPO), "MUJOCO_GL": "egl"}
+    cmd = [
+        sys.executable,
+        str(REPO / "benchmarks" / "rl_beats_warm_start.py"),
+        "--out",
+        str(tmp_path / "run"),
+        "--model",
+        tiny_model_dir,
+        "--task",
+        "roadster_ramp_flip:light",
+        "--teacher",
+        "1",
+        "--test",
+        "2",
+        "--grpo-steps",
+        "2",
+        "--groups",
+        "1",
+        "--group-size",
+        "2",
+        "--max-turns",
+        "2",
+        "--budget-min",
+        "0.01",
+    ]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 1, out.stderr[-2000:]
+    report = json.loads((tmp_path / "run" / "rl_beats_warm_start.json").read_text())
+    assert report["teacher"]["written"] == 1 and report["sft"]["episodes"] == 1
+    assert report["test_warm"]["episodes"] == 2 and report["grpo"] == []
+    assert report["how_far"].startswith("teacher: 1 of 1 flights kept; warm start: done")
+    assert "GRPO: 0 of 2 steps" in report["how_far"] and "stopped (budget:" in report["how_far"]
+    assert report["args"]["model"] == tiny_model_dir and report["recipe"]["model"]["name"] == tiny_model_dir
