@@ -16,7 +16,7 @@ GPU, the same script (CUDA is used when present; the machine needs the model off
 cache for `--profile ''`). SmolLM2-135M, sized to show the paired effect:
 
     PEAR_BENCH_TAG=issue27-gpu python benchmarks/rl_beats_warm_start.py --out runs/rl-vs-warm-gpu \
-        --task roadster_kickflip:light --teacher 4 --test 96 --grpo-steps 30 --groups 4 --group-size 8 \
+        --task roadster_kickflip:light --teacher 8 --test 96 --grpo-steps 30 --groups 4 --group-size 8 \
         --lr 3e-4 --budget-min 50
 
 The study's model (`--profile ''` keeps the recipe's Qwen3-4B):
