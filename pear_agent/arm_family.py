@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pear_agent.family_parts import PromptSchema, RlRewards
 from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
 from pear_agent.robot_config import Requirement, RobotConfig
 
@@ -46,8 +47,9 @@ class TaskEntry:
         return None
 
 
-class ArmFamily(Family):
-    """Arm tasks on robots described in YAML: `--robot`, the task's refusal, the scripted expert."""
+class ArmFamily(Family, RlRewards, PromptSchema):
+    """Arm tasks on robots described in YAML: `--robot`, the task's refusal, the scripted expert;
+    of the optional parts (`pear_agent.family_parts`), the shaped reward and the action schema."""
 
     @property
     def entries(self) -> dict[str, TaskEntry]:

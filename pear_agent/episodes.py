@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pear_agent import family_parts
 from pear_agent.environment import Environment
 from pear_agent.episode import Episode, EpisodeConfig, EpisodeResult, TurnRecord
 from pear_agent.policies.base import Policy, PolicyReply, TurnContext, decide_async
@@ -201,8 +202,8 @@ def _family_rewards(task: str, env: Environment, result: EpisodeResult) -> tuple
     except UnknownNameError:  # an environment outside the registry: binary success
         reward = float(result.reward) if result.reward is not None else float(result.success)
         return reward, None, {}
-    reward, shaped = family.rewards(env, result)
-    return reward, shaped, family.result_fields(env)
+    reward, shaped = family_parts.rewards(family, env, result)
+    return reward, shaped, family_parts.result_fields(family, env)
 
 
 async def arun_episode(job: EpisodeJob, pool: EnvironmentPool = POOL) -> EpisodeOutcome:
