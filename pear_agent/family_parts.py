@@ -24,12 +24,24 @@ falls back to the default of the table, so a family that only subclasses `Family
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from pear_agent.environment import Environment
     from pear_agent.episode import EpisodeResult, TurnRecord
-    from pear_agent.registry import Selection
+
+
+@dataclass
+class Selection:
+    """Tasks a family picked from its own options (e.g. LIBERO's `--suite`), for `bench`."""
+
+    tasks: list[str]
+    seeds: list[int] | None = None
+    """Seeds the family's options name (None: the bench's --seeds / --split)."""
+    render: bool | None = None
+    """Overrides whether the episodes render cameras (None: they do)."""
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @runtime_checkable

@@ -23,7 +23,7 @@ import argparse
 import contextlib
 import importlib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pear_agent import family_parts
@@ -93,18 +93,6 @@ class EnvSpec:
 
     def option(self, name: str, default: Any = None) -> Any:
         return dict(self.options).get(name, default)
-
-
-@dataclass
-class Selection:
-    """Tasks a family picked from its own options (e.g. LIBERO's `--suite`), for `bench`."""
-
-    tasks: list[str]
-    seeds: list[int] | None = None
-    """Seeds the family's options name (None: the bench's --seeds / --split)."""
-    render: bool | None = None
-    """Overrides whether the episodes render cameras (None: they do)."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def add_option(parser: Any, *flags: str, **kwargs: Any) -> None:

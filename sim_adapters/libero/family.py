@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pear_agent.arm_family import ArmFamily, TaskEntry
-from pear_agent.family_parts import BenchSelection, BenchSummary
-from pear_agent.registry import Selection, add_option
+from pear_agent.family_parts import BenchSelection, BenchSummary, Selection
+from pear_agent.registry import add_option
 from pear_agent.robot_config import RobotConfig
 from sim_adapters.libero import SUITES, task_names
 
