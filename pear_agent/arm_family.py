@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pear_agent.environment import environment_options
 from pear_agent.family_parts import PromptSchema, RlRewards
 from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
 from pear_agent.robot_config import Requirement, RobotConfig
@@ -100,16 +101,7 @@ class ArmFamily(Family, RlRewards, PromptSchema):
         except BaseException:
             backend.close()
             raise
-        return ArmEnvironment(
-            backend,
-            kin,
-            observation=spec.observation,
-            scene_facts=spec.scene_facts,
-            jpeg_quality=spec.jpeg_quality,
-            tokens_per_image_patch_px=spec.tokens_per_image_patch_px,
-            max_invalid=spec.max_invalid,
-            max_chunk=spec.max_chunk,
-        )
+        return ArmEnvironment(backend, kin, **environment_options(spec))
 
     def expert(self, task: str) -> Expert | None:
         """The task's scripted expert (a family with experts of its own, LIBERO, overrides this)."""

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pear_agent import family_parts
+from pear_agent.environment import environment_options
 
 if TYPE_CHECKING:
     from pear_agent.backend import Backend
@@ -78,16 +79,7 @@ class EnvSpec:
         render: bool = True,
         config: EpisodeConfig | None = None,
     ) -> EnvSpec:
-        cfg: dict[str, Any] = {}
-        if config is not None:
-            cfg = {
-                "observation": config.observation,
-                "scene_facts": config.scene_facts,
-                "jpeg_quality": config.jpeg_quality,
-                "tokens_per_image_patch_px": config.tokens_per_image_patch_px,
-                "max_invalid": config.max_invalid,
-                "max_chunk": config.max_chunk,
-            }
+        cfg = environment_options(config) if config is not None else {}
         opts = tuple(sorted((k, v) for k, v in (options or {}).items() if v is not None))
         return cls(task, opts, mode, render, **cfg)
 

@@ -367,3 +367,24 @@ def test_the_repositorys_families_declare_the_optional_parts_they_implement() ->
         "task_names", "owns", "add_arguments", "options", "bench_options", "resolve", "expand",
         "make", "has_default_policy", "default_policy", "describe", "verdict",
     }  # fmt: skip
+
+
+def test_the_environment_options_are_the_loops_the_specs_and_the_arm_environments() -> None:
+    """One list says which loop options build an environment: the spec, the loop's config and the
+    arm environment's keywords all have exactly these names."""
+    import dataclasses
+    import inspect
+
+    from pear_agent.arm_environment import ArmEnvironment
+    from pear_agent.environment import ENVIRONMENT_OPTIONS, environment_options
+    from pear_agent.episode import EpisodeConfig
+
+    names = set(ENVIRONMENT_OPTIONS)
+    assert names <= {f.name for f in dataclasses.fields(EnvSpec)}
+    assert names <= {f.name for f in dataclasses.fields(EpisodeConfig)}
+    keywords = inspect.signature(ArmEnvironment.__init__).parameters.values()
+    assert names == {p.name for p in keywords if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    config = EpisodeConfig(observation="state", max_invalid=2, max_chunk=4)
+    spec = EnvSpec.of("pick_cube", config=config)
+    assert environment_options(spec) == environment_options(config)
+    assert (spec.observation, spec.max_invalid, spec.max_chunk) == ("state", 2, 4)
