@@ -3,6 +3,7 @@ manager's view of its controllers, topic names."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -73,6 +74,16 @@ def spin_own_node(node: Any) -> Any:
 
     _EXTRA_SPINNERS.append(stop)
     return stop
+
+
+def json_object(msg: Any) -> dict[str, Any] | None:
+    """The JSON object a std_msgs/String carries (a driver's status), or None for anything else: a
+    bad message from one publisher must not raise in a subscription callback."""
+    try:
+        value = json.loads(msg.data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def declare_params(node: Any, defaults: dict[str, Any]) -> dict[str, Any]:
