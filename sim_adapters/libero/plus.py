@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import types
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -148,6 +149,20 @@ def env_bddl_name(ref: TaskRef) -> str:
     return str(root / "bddl_files" / ref.suite / f"{ref.source}.bddl")
 
 
+def _first_per_class(src: Path, pattern: str, key: Callable[[str], str], out: dict[str, str]) -> None:
+    """Add to `out`, for each `class X(` of the Python source `src`, the first group of `pattern`
+    found on a line below it, under `key(X)` (a key already in `out` keeps its value)."""
+    current = None
+    for line in src.read_text(encoding="utf-8").splitlines():
+        m = re.match(r"class (\w+)\(", line)
+        if m:
+            current = key(m.group(1))
+            continue
+        found = re.search(pattern, line)
+        if found and current is not None and current not in out:
+            out[current] = found.group(1)
+
+
 @lru_cache(maxsize=1)
 def _scene_files() -> dict[str, str]:
     """Problem class (lower case) -> the scene file it loads, read from LIBERO-Plus's sources."""
@@ -156,15 +171,7 @@ def _scene_files() -> dict[str, str]:
     if root is None:
         return out
     for src in sorted((root / "envs" / "problems").glob("*.py")):
-        current = None
-        for line in src.read_text(encoding="utf-8").splitlines():
-            m = re.match(r"class (\w+)\(", line)
-            if m:
-                current = m.group(1).lower()
-                continue
-            s = re.search(r'"scene_xml":\s*"([^"]+)"', line)
-            if s and current is not None and current not in out:
-                out[current] = s.group(1)
+        _first_per_class(src, r'"scene_xml":\s*"([^"]+)"', str.lower, out)
     return out
 
 
@@ -179,15 +186,8 @@ def _new_object_files() -> dict[str, str]:
     out: dict[str, str] = {}
     if root is None:
         return out
-    current = None
-    for line in (root / "envs" / "objects" / "custom_objects.py").read_text(encoding="utf-8").splitlines():
-        m = re.match(r"class (\w+)\(", line)
-        if m:
-            current = _object_key(m.group(1))
-            continue
-        f = re.search(r'"assets/([^"]+\.xml)"', line)
-        if f and current is not None and current not in out:
-            out[current] = f.group(1)
+    objects = root / "envs" / "objects" / "custom_objects.py"
+    _first_per_class(objects, r'"assets/([^"]+\.xml)"', _object_key, out)
     return out
 
 
