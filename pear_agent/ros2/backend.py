@@ -27,7 +27,6 @@ rclpy is imported here and in the nodes only; the turn loop never imports this m
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
@@ -198,9 +197,8 @@ class RosBackend(Braking, StackCheck, Cameras):
             self._decoded.pop(camera, None)
 
     def _on_status(self, msg: Any) -> None:
-        try:
-            status = json.loads(msg.data)
-        except ValueError:
+        status = json_object(msg)
+        if status is None:  # not a JSON object: the simulator's task status always is one
             return
         with self._lock:
             self._status = status

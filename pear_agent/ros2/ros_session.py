@@ -158,9 +158,8 @@ class AgentStatus:
         s.node.create_subscription(String, topic, self._on, s.latched_qos())
 
     def _on(self, msg: Any) -> None:
-        try:
-            event = json.loads(msg.data)
-        except ValueError:
+        event = json_object(msg)
+        if event is None:  # not a JSON object: every agent event is one
             return
         with self._lock:
             self.events.append(event)

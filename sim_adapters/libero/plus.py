@@ -149,30 +149,29 @@ def env_bddl_name(ref: TaskRef) -> str:
     return str(root / "bddl_files" / ref.suite / f"{ref.source}.bddl")
 
 
-def _first_per_class(src: Path, pattern: str, key: Callable[[str], str], out: dict[str, str]) -> None:
-    """Add to `out`, for each `class X(` of the Python source `src`, the first group of `pattern`
-    found on a line below it, under `key(X)` (a key already in `out` keeps its value)."""
-    current = None
-    for line in src.read_text(encoding="utf-8").splitlines():
-        m = re.match(r"class (\w+)\(", line)
-        if m:
-            current = key(m.group(1))
-            continue
-        found = re.search(pattern, line)
-        if found and current is not None and current not in out:
-            out[current] = found.group(1)
+def _first_per_class(sources: list[Path], pattern: str, key: Callable[[str], str]) -> dict[str, str]:
+    """For each `class X(` of the Python sources, the first group of `pattern` found on a line
+    below it, under `key(X)` (the first class of a key wins)."""
+    out: dict[str, str] = {}
+    for src in sources:
+        current = None
+        for line in src.read_text(encoding="utf-8").splitlines():
+            m = re.match(r"class (\w+)\(", line)
+            if m:
+                current = key(m.group(1))
+                continue
+            found = re.search(pattern, line)
+            if found and current is not None and current not in out:
+                out[current] = found.group(1)
+    return out
 
 
 @lru_cache(maxsize=1)
 def _scene_files() -> dict[str, str]:
     """Problem class (lower case) -> the scene file it loads, read from LIBERO-Plus's sources."""
     root = package_dir()
-    out: dict[str, str] = {}
-    if root is None:
-        return out
-    for src in sorted((root / "envs" / "problems").glob("*.py")):
-        _first_per_class(src, r'"scene_xml":\s*"([^"]+)"', str.lower, out)
-    return out
+    sources = sorted((root / "envs" / "problems").glob("*.py")) if root is not None else []
+    return _first_per_class(sources, r'"scene_xml":\s*"([^"]+)"', str.lower)
 
 
 def _object_key(class_name: str) -> str:
@@ -183,12 +182,8 @@ def _object_key(class_name: str) -> str:
 def _new_object_files() -> dict[str, str]:
     """Object category -> its model file, for LIBERO-Plus's own objects (`new_objects/`)."""
     root = package_dir()
-    out: dict[str, str] = {}
-    if root is None:
-        return out
-    objects = root / "envs" / "objects" / "custom_objects.py"
-    _first_per_class(objects, r'"assets/([^"]+\.xml)"', _object_key, out)
-    return out
+    sources = [root / "envs" / "objects" / "custom_objects.py"] if root is not None else []
+    return _first_per_class(sources, r'"assets/([^"]+\.xml)"', _object_key)
 
 
 @lru_cache(maxsize=1)
