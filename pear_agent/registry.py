@@ -3,7 +3,8 @@
 A family (the MuJoCo arm tasks, LIBERO, the flying roadster, one that lives in another package) is
 a `Family`: it names its tasks, declares its own command-line options (`--robot`, `--wind`,
 `--suite`), builds an `Environment` for a task from a plain `EnvSpec`, and gives a task's default
-policy. `run`, `bench`, `rollouts`, `serve` and `prompt` only ever ask this module.
+policy. `run`, `bench`, `rollouts`, `serve` and `prompt` only ever ask this module (and, for the
+parts only some families have, `pear_agent.family_parts`).
 
 Families are found by entry point (group `pear_agent.families`, each naming a `Family` instance or
 class), so one can live outside this repository:
