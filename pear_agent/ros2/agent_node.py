@@ -44,7 +44,7 @@ from pear_agent.ros2.endings import (
     result_from_log,
     write_summary,
 )
-from pear_agent.ros2.settings import RosSettings, agent_defaults, shared_values
+from pear_agent.ros2.settings import RosSettings, agent_defaults, agent_parameters, shared_values
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_SIGINT", "EXIT_SIGTERM", "EXIT_STOPPED", "EXIT_SUCCESS"]
 EXIT_INTERRUPTED = EXIT_SIGINT
@@ -410,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     shutdown = spin_in_background(node)
     code = EXIT_CONFIG
     try:
-        params = declare_params(node, PARAMS)
+        params = declare_params(node, PARAMS, {p.name: p.description for p in agent_parameters()})
         code = run(node, params)
     except (ConfigError, RobotConfigError, ValueError) as exc:
         print(f"agent_node: configuration error: {exc}", file=sys.stderr)
