@@ -1,47 +1,53 @@
-"""The MuJoCo arm tasks' scripted experts by task name (single-arm and dual-arm); other families
-name their own experts (`ArmFamily.expert`: LIBERO's lives beside its adapter)."""
+"""Every task's scripted expert, asked of the task's family: a MuJoCo task names its own
+(`MujocoTask.expert`, beside the class), LIBERO's lives beside its adapter (`ArmFamily.expert`).
+Nothing here is keyed by task name: `EXPERTS` is a read-only view for code that looks experts up."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pear_agent.policies.experts import SINGLE_ARM_EXPERTS, Expert
-from pear_agent.policies.experts_bimanual import align_blocks, bimanual_pickup
-from pear_agent.policies.experts_ruler import ALIGN_WITH_RULER
-
-OBJECT_TASK_PREFIX = "pick_up_object/"
+from pear_agent.policies.experts import Expert
 
 
-class _Experts(dict):
-    """By name; every `pick_up_object/<object>` (one task per object YAML) shares one expert."""
-
-    def _object(self, task: Any) -> Expert | None:
-        if isinstance(task, str) and task.startswith(OBJECT_TASK_PREFIX):
-            from pear_agent.policies.experts_objects import OBJECT_EXPERT
-
-            return OBJECT_EXPERT
+def find_expert(task: Any) -> Expert | None:
+    """The scripted expert of `task` (a perturbed `pick_cube~camera` has its base task's), or None
+    when the task is unknown or has none."""
+    if not isinstance(task, str):
         return None
+    from pear_agent.registry import UnknownNameError, family_of
 
-    def __contains__(self, task: object) -> bool:
-        return super().__contains__(task) or self._object(task) is not None
+    try:
+        family = family_of(task)
+    except UnknownNameError:
+        return None
+    find = getattr(family, "expert", None)
+    return find(task) if callable(find) else None
 
-    def __missing__(self, task: Any) -> Expert:
-        expert = self._object(task)
+
+class _Experts(Mapping[str, Expert]):
+    """By task name, derived from the families; lists the tasks whose family lists its experts
+    (`expert_tasks`: the MuJoCo family; LIBERO's 10,030 names are looked up, not listed)."""
+
+    def __getitem__(self, task: str) -> Expert:
+        expert = find_expert(task)
         if expert is None:
             raise KeyError(task)
         return expert
 
-    def get(self, task: Any, default: Any = None) -> Any:
-        if task in self:
-            return self[task]
-        return default
+    def __contains__(self, task: object) -> bool:
+        return find_expert(task) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        from pear_agent.registry import families
+
+        for family in families().values():
+            listed = getattr(family, "expert_tasks", None)
+            if callable(listed):
+                yield from listed()
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
-EXPERTS: dict[str, Expert] = _Experts(
-    {
-        **SINGLE_ARM_EXPERTS,
-        "bimanual_pickup": bimanual_pickup,
-        "align_blocks": align_blocks,
-        "align_with_ruler": ALIGN_WITH_RULER,
-    }
-)
+EXPERTS: Mapping[str, Expert] = _Experts()

@@ -442,9 +442,13 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     }
 
 
+PICK_CUBE: Expert = within_caps(pick_cube)
+PLACE_IN_BOWL: Expert = within_caps(place_in_bowl)
+PUSH_TO_TARGET: Expert = within_caps(push_to_target)
+CONVEYOR_PICK: Expert = within_caps(conveyor_pick)
+"""The single-arm experts as a task names them (`MujocoTask.expert`, e.g. "...experts:PICK_CUBE")."""
+
 SINGLE_ARM_EXPERTS: dict[str, Expert] = {
-    "pick_cube": within_caps(pick_cube),
-    "place_in_bowl": within_caps(place_in_bowl),
-    "push_to_target": within_caps(push_to_target),
-    "conveyor_pick": within_caps(conveyor_pick),
+    e.__name__: e for e in (PICK_CUBE, PLACE_IN_BOWL, PUSH_TO_TARGET, CONVEYOR_PICK)
 }
+"""The same by function name (for tests that look them up so; a task points at its own expert)."""

@@ -8,7 +8,7 @@ import numpy as np
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.chunking import expert_chunk
-from pear_agent.policies.expert_registry import EXPERTS
+from pear_agent.policies.expert_registry import EXPERTS, find_expert
 from pear_agent.policies.experts import Expert, cap_action
 from pear_agent.protocol.actions import reply_text, wire_chunk
 from pear_agent.protocol.prompts import Message
@@ -17,7 +17,7 @@ from pear_agent.protocol.prompts import Message
 class ScriptedPolicy:
     """Answers through the text protocol so every layer a model would exercise is exercised.
 
-    `expert` is the task's expert where its family names it (default: the MuJoCo tasks' own);
+    `expert` is the task's expert (default: the one its family names, `find_expert`);
     `action_noise_cm` adds Gaussian noise to position changes (for stochastic rollouts). When the
     environment takes chunks (`ctx.max_chunk` > 1) the reply carries up to that many steps
     (`pear_agent.policies.chunking`).
@@ -30,9 +30,10 @@ class ScriptedPolicy:
     def __init__(
         self, task: str, action_noise_cm: float = 0.0, seed: int = 0, expert: Expert | None = None
     ) -> None:
-        if expert is None and task not in EXPERTS:
+        expert = expert if expert is not None else find_expert(task)
+        if expert is None:
             raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
-        self.expert = expert if expert is not None else EXPERTS[task]
+        self.expert = expert
         self.action_noise_cm = action_noise_cm
         self.seed = seed
         self._rng = np.random.default_rng(seed)

@@ -7,18 +7,54 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import ONE_ARM, TWO_ARMS, Requirement, RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 
 __all__ = ["ONE_ARM", "TWO_ARMS", "Requirement"]
 
 
 class MujocoTask(ABC):
+    """One task, whole: what the registry, the perturbations and the scripted policy read of it are
+    class attributes, and `register_task(MyTask)` (`sim_adapters.mujoco.tasks`) makes it a task."""
+
     name: ClassVar[str]
+    """The task's name (`pear-agent run --task NAME`); a parametrised class's prefix (`names`)."""
     requires: ClassVar[Requirement] = ONE_ARM
+    """What a robot must have for the task (checked before a scene is built)."""
+    default_robot: ClassVar[str] = "panda"
+    """The robot it runs on without `--robot` (a name in `robots/`)."""
     max_turns: ClassVar[int] = 30
+    paraphrases: ClassVar[tuple[str, ...]] = ()
+    """The instruction in other words (the `instruction` perturbation draws one per seed)."""
+    expert: ClassVar[str | Callable[..., Any] | None] = None
+    """The scripted expert: a callable, or `"module:attr"` imported when first asked for (so listing
+    tasks imports no expert)."""
+    on_every_robot: ClassVar[bool] = True
+    """Whether `robots --check --tasks` and the per-robot expert tables run it on every robot (the
+    PEAR paper's station tasks are kept out)."""
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The task names this class builds: its `name`; a parametrised class lists one per variant."""
+        return [cls.name]
+
+    @classmethod
+    def claims(cls, name: str) -> bool:
+        """Whether `name` is this class's (a parametrised class claims its whole prefix, so an unknown
+        variant is refused by `check_name` with its own message)."""
+        return name == cls.name
+
+    @classmethod
+    def check_name(cls, name: str) -> None:
+        """Raise ValueError when `name`, claimed by this class, names no task it can build."""
+        return None
+
+    @classmethod
+    def create(cls, name: str) -> MujocoTask:
+        """A new task instance for one of its `names`."""
+        return cls()
 
     def __init__(self) -> None:
         self.instruction = ""

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
     TWO_ARMS,
     MujocoTask,
@@ -26,6 +26,7 @@ from sim_adapters.mujoco.tasks.base import (
     set_free_pose,
     tool_facts,
 )
+from sim_adapters.mujoco.tasks.catalog import register_task
 from sim_adapters.mujoco.tasks.layout import Box, TableFrame, TwoArmLayout, arm_places, two_arm_layout
 
 ARMS = ("left_arm", "right_arm")
@@ -111,6 +112,13 @@ BAR_MAX_TILT_RAD = 0.25
 class BimanualPickup(_BimanualTask):
     name = "bimanual_pickup"
     max_turns = 30
+    default_robot = "yam_bimanual"
+    paraphrases = (
+        "Using both grippers, lift the long bar at least 10 cm and keep it level.",
+        "Hold the bar at both ends and raise it 10 cm or more without tilting it.",
+        "Pick up the bar with two hands, one at each end, and lift it level by at least 10 cm.",
+    )
+    expert = "pear_agent.policies.experts_bimanual:bimanual_pickup"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -185,6 +193,13 @@ BLOCK_LANES_Y_M = ((-0.12, -0.20), (-0.27, -0.34), (-0.41, -0.49))
 class AlignBlocks(_BimanualTask):
     name = "align_blocks"
     max_turns = 40
+    default_robot = "yam_bimanual"
+    paraphrases = (
+        "Line the red, green and blue blocks up on the white line.",
+        "Push the three coloured blocks until each one sits on the white stripe.",
+        "Get every block (red, green, blue) onto the white line across the table.",
+    )
+    expert = "pear_agent.policies.experts_bimanual:align_blocks"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -259,3 +274,7 @@ class AlignBlocks(_BimanualTask):
                 "tolerance_cm": LINE_TOL_M * 100,
             },
         }
+
+
+register_task(BimanualPickup)
+register_task(AlignBlocks)

@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
-from pear_agent.object_config import ObjectConfig, load_object
+from pear_agent.object_config import ObjectConfig, load_object, object_names
 from pear_agent.robot_config import RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
     ONE_ARM,
     MujocoTask,
@@ -26,6 +26,7 @@ from sim_adapters.mujoco.tasks.base import (
     set_free_pose,
     tool_facts,
 )
+from sim_adapters.mujoco.tasks.catalog import register_task
 from sim_adapters.mujoco.tasks.layout import TableFrame, arm_places, single_arm_frame
 from sim_adapters.mujoco.tasks.pick_place import REF_AREA
 
@@ -145,6 +146,30 @@ class PickUpObject(MujocoTask):
     name = "pick_up_object"
     requires = ONE_ARM
     max_turns = 25
+    default_robot = "yam_bimanual"
+    expert = "pear_agent.policies.experts_objects:OBJECT_EXPERT"
+    on_every_robot = False  # a PEAR paper station task
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f"{TASK_PREFIX}{n}" for n in object_names()]
+
+    @classmethod
+    def claims(cls, name: str) -> bool:
+        return name.startswith(TASK_PREFIX)
+
+    @classmethod
+    def check_name(cls, name: str) -> None:
+        if name not in cls.names():
+            raise ValueError(
+                f"unknown object {name[len(TASK_PREFIX) :]!r} in task {name!r}; objects are: "
+                f"{', '.join(object_names())} (an object is one YAML in objects/ or a folder named by "
+                "PEAR_OBJECT_DIRS)"
+            )
+
+    @classmethod
+    def create(cls, name: str) -> PickUpObject:
+        return cls(name[len(TASK_PREFIX) :])
 
     def __init__(self, object_name: str) -> None:
         super().__init__()
@@ -252,3 +277,6 @@ class PickUpObject(MujocoTask):
             "lift_cm": LIFT_M * 100,
             "touching": self.held_by(model, data),
         }
+
+
+register_task(PickUpObject)

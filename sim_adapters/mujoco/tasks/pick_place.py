@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
     ONE_ARM,
     MujocoTask,
@@ -22,6 +22,7 @@ from sim_adapters.mujoco.tasks.base import (
     set_free_pose,
     tool_facts,
 )
+from sim_adapters.mujoco.tasks.catalog import register_task
 from sim_adapters.mujoco.tasks.layout import Box, TableFrame, arm_places, single_arm_frame
 
 CUBE_HALF_M = 0.02
@@ -88,6 +89,12 @@ class _SingleArmTask(MujocoTask):
 class PickCube(_SingleArmTask):
     name = "pick_cube"
     max_turns = 25
+    paraphrases = (
+        "Grab the red block and raise it at least 10 cm off the table.",
+        "Lift the red cube so that it is 10 cm or more above the tabletop.",
+        "Take hold of the small red cube and hold it at least ten centimetres up in the air.",
+    )
+    expert = "pear_agent.policies.experts:PICK_CUBE"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -125,6 +132,12 @@ BOWL_WALL_H_M = 0.035
 class PlaceInBowl(_SingleArmTask):
     name = "place_in_bowl"
     max_turns = 30
+    paraphrases = (
+        "Move the red cube so it ends up inside the blue bowl.",
+        "Drop the red block into the blue bowl.",
+        "The red cube belongs in the blue bowl: put it there.",
+    )
+    expert = "pear_agent.policies.experts:PLACE_IN_BOWL"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -207,6 +220,12 @@ TARGET_RADIUS_M = 0.04
 class PushToTarget(_SingleArmTask):
     name = "push_to_target"
     max_turns = 30
+    paraphrases = (
+        "Slide the block across the table until it sits inside the green circle.",
+        "Shove the block into the green target circle without lifting it.",
+        "Get the block into the green ring by pushing it.",
+    )
+    expert = "pear_agent.policies.experts:PUSH_TO_TARGET"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -259,3 +278,8 @@ class PushToTarget(_SingleArmTask):
             "object": self._object(data, "block", BLOCK_HALF_M),
             "target": {"position_cm": _cm(data.body("target").xpos), "radius_cm": TARGET_RADIUS_M * 100},
         }
+
+
+register_task(PickCube)
+register_task(PlaceInBowl)
+register_task(PushToTarget)

@@ -19,10 +19,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
     ONE_ARM,
     MujocoTask,
@@ -34,6 +34,7 @@ from sim_adapters.mujoco.tasks.base import (
     set_free_pose,
     tool_facts,
 )
+from sim_adapters.mujoco.tasks.catalog import register_task
 from sim_adapters.mujoco.tasks.layout import TableFrame, arm_places, single_arm_frame
 from sim_adapters.mujoco.tasks.pick_place import REF_AREA
 
@@ -110,6 +111,9 @@ class AlignWithRuler(MujocoTask):
     name = "align_with_ruler"
     requires = ONE_ARM
     max_turns = 25
+    default_robot = "yam_bimanual"
+    expert = "pear_agent.policies.experts_ruler:ALIGN_WITH_RULER"
+    on_every_robot = False  # a PEAR paper station task
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         missing = self.requires.missing(robot)
@@ -240,3 +244,6 @@ class AlignWithRuler(MujocoTask):
             "home_yaw_rad": {p: round(y, 4) for p, y in self._home_yaw.items()},
             "table_z_cm": round(self.z0 * 100, 2),
         }
+
+
+register_task(AlignWithRuler)
