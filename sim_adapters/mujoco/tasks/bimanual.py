@@ -112,7 +112,7 @@ class BimanualPickup(_BimanualTask):
         "Hold the bar at both ends and raise it 10 cm or more without tilting it.",
         "Pick up the bar with two hands, one at each end, and lift it level by at least 10 cm.",
     )
-    expert = "pear_agent.policies.experts_bimanual:bimanual_pickup"
+    expert = "sim_adapters.mujoco.experts.bimanual:bimanual_pickup"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -190,7 +190,7 @@ class AlignBlocks(_BimanualTask):
         "Push the three coloured blocks until each one sits on the white stripe.",
         "Get every block (red, green, blue) onto the white line across the table.",
     )
-    expert = "pear_agent.policies.experts_bimanual:align_blocks"
+    expert = "sim_adapters.mujoco.experts.bimanual:align_blocks"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)

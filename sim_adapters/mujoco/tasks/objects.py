@@ -144,7 +144,7 @@ class PickUpObject(MujocoTask):
     requires = ONE_ARM
     max_turns = 25
     default_robot = "yam_bimanual"
-    expert = "pear_agent.policies.experts_objects:OBJECT_EXPERT"
+    expert = "sim_adapters.mujoco.experts.objects:OBJECT_EXPERT"
     on_every_robot = False  # a PEAR paper station task
 
     @classmethod

@@ -112,7 +112,7 @@ class AlignWithRuler(MujocoTask):
         "line, then let go of the ruler and return the arms to their home positions."
     )
     default_robot = "yam_bimanual"
-    expert = "pear_agent.policies.experts_ruler:ALIGN_WITH_RULER"
+    expert = "sim_adapters.mujoco.experts.ruler:ALIGN_WITH_RULER"
     on_every_robot = False  # a PEAR paper station task
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
