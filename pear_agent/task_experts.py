@@ -1,6 +1,9 @@
-"""Every task's scripted expert, asked of the task's family: a MuJoCo task names its own
+"""Every task's scripted expert by name, asked of the task's family: a MuJoCo task names its own
 (`MujocoTask.expert`, beside the class), LIBERO's lives beside its adapter (`ArmFamily.expert`).
-Nothing here is keyed by task name: `EXPERTS` is a read-only view for code that looks experts up."""
+Nothing here is keyed by task name: `EXPERTS` is a read-only view for code that looks experts up.
+
+It sits above the registry (it asks it), so a policy never looks a task up itself: `ScriptedPolicy`
+is given its expert, and `scripted_policy(task)` here is the one-call way to build it by name."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from pear_agent.policies.experts import Expert
+from pear_agent.policies.scripted import ScriptedPolicy
+from pear_agent.registry import UnknownNameError, families, family_of
 
 
 def find_expert(task: Any) -> Expert | None:
@@ -15,8 +20,6 @@ def find_expert(task: Any) -> Expert | None:
     when the task is unknown or has none."""
     if not isinstance(task, str):
         return None
-    from pear_agent.registry import UnknownNameError, family_of
-
     try:
         family = family_of(task)
     except UnknownNameError:
@@ -39,8 +42,6 @@ class _Experts(Mapping[str, Expert]):
         return find_expert(task) is not None
 
     def __iter__(self) -> Iterator[str]:
-        from pear_agent.registry import families
-
         for family in families().values():
             listed = getattr(family, "expert_tasks", None)
             if callable(listed):
@@ -51,3 +52,11 @@ class _Experts(Mapping[str, Expert]):
 
 
 EXPERTS: Mapping[str, Expert] = _Experts()
+
+
+def scripted_policy(task: str, action_noise_cm: float = 0.0, seed: int = 0) -> ScriptedPolicy:
+    """The scripted policy of `task` with the expert its family names; ValueError when it has none."""
+    expert = find_expert(task)
+    if expert is None:
+        raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
+    return ScriptedPolicy(task, action_noise_cm=action_noise_cm, seed=seed, expert=expert)
