@@ -27,8 +27,6 @@ PERTURB_HELP = (
     "MuJoCo tasks: a seeded perturbation ({}); the same as the task suffix `~NAME`, e.g. pick_cube~camera"
 ).format(", ".join(DIMENSIONS))
 
-OBJECT_TASK_PREFIX = "pick_up_object/"
-
 _ENTRY_OF: dict[type, TaskEntry] = {}
 _EXPERT_OF: dict[type, Any] = {}
 
@@ -70,10 +68,15 @@ def expert_of(cls: type[MujocoTask]) -> Expert | None:
     return _EXPERT_OF[cls]
 
 
+def _entries() -> dict[str, TaskEntry]:
+    """The tasks every robot's check runs (`robots --check --tasks`, the per-robot expert tables)."""
+    return {n: entry_of(c) for c in _classes() if c.on_every_robot for n in c.names()}
+
+
 def __getattr__(name: str) -> Any:
     """The tables other code read by name, derived from the registered classes."""
-    if name == "ENTRIES":  # the tasks every robot's check runs
-        return {n: entry_of(c) for c in _classes() if c.on_every_robot for n in c.names()}
+    if name == "ENTRIES":
+        return _entries()
     if name == "PEAR_ENTRIES":  # the PEAR paper's station tasks (not parametrised)
         return {c.name: entry_of(c) for c in _classes() if not c.on_every_robot and c.names() == [c.name]}
     if name == "OBJECT_ENTRY":
@@ -84,9 +87,10 @@ def __getattr__(name: str) -> Any:
 
 
 def object_tasks() -> list[str]:
-    from pear_agent.object_config import object_names
+    """`pick_up_object/<name>`: one task per object YAML."""
+    from sim_adapters.mujoco.tasks.objects import PickUpObject
 
-    return [f"{OBJECT_TASK_PREFIX}{n}" for n in object_names()]
+    return PickUpObject.names()
 
 
 class MujocoFamily(ArmFamily):
@@ -101,7 +105,7 @@ class MujocoFamily(ArmFamily):
 
     @property
     def entries(self) -> dict[str, TaskEntry]:
-        return {n: entry_of(c) for c in _classes() if c.on_every_robot for n in c.names()}
+        return _entries()
 
     def task_names(self) -> list[str]:
         return [n for c in _classes() for n in c.names()]
@@ -112,8 +116,7 @@ class MujocoFamily(ArmFamily):
         for cls in _classes():
             if cls.claims(base):
                 return cls
-        listed = [n for c in _classes() if c.on_every_robot for n in c.names()]
-        raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(listed)}")
+        raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(_entries())}")
 
     def entry(self, task: str) -> TaskEntry:
         cls = self.task_class(task)
