@@ -104,10 +104,9 @@ class ArmFamily(Family, RlRewards, PromptSchema):
         return ArmEnvironment(backend, kin, **environment_options(spec))
 
     def expert(self, task: str) -> Expert | None:
-        """The task's scripted expert (a family with experts of its own, LIBERO, overrides this)."""
-        from pear_agent.policies.expert_registry import EXPERTS
-
-        return EXPERTS.get(task)
+        """The task's scripted expert, or None: a family names its own experts (MuJoCo's task
+        classes point at theirs, LIBERO's lives beside its adapter)."""
+        return None
 
     def has_default_policy(self, task: str) -> bool:
         return self.expert(task) is not None

@@ -92,10 +92,10 @@ class _Paced:
 def make_policy(p: dict[str, Any], task: str) -> Any:
     kind = p["policy"]
     if kind == "scripted":
-        from pear_agent.policies.scripted import ScriptedPolicy
+        from pear_agent.task_experts import scripted_policy
 
         try:
-            return ScriptedPolicy(task, action_noise_cm=float(p["action_noise_cm"]), seed=int(p["seed"]))
+            return scripted_policy(task, action_noise_cm=float(p["action_noise_cm"]), seed=int(p["seed"]))
         except ValueError as exc:
             raise ConfigError(f"policy scripted: {exc}") from None
     if kind == "bringup":
