@@ -431,12 +431,12 @@ class GRPOTrainer:
                     targets[rows],
                     tadv[rows],
                     n_tokens,
-                    g.temperature,
-                    softcap,
-                    behaviour,
-                    weight,
-                    g.reply_chunk,
-                    banned,
+                    temperature=g.temperature,
+                    softcap=softcap,
+                    behaviour_hidden=behaviour,
+                    behaviour_weight=weight,
+                    chunk=g.reply_chunk,
+                    banned=banned,
                 )
                 loss = loss + part
                 # the drift: every token with a recorded log mu, stale ones against the snapshot
