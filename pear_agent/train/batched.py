@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from transformers.cache_utils import DynamicLayer
+
 KV = list[tuple[Any, Any]]
 """A sequence's cache: per layer (keys, values), each [1, kv_heads, tokens, head_dim]."""
 
@@ -122,6 +124,36 @@ def _layers(cache: Any) -> KV:
     if hasattr(cache, "layers"):
         return [(layer.keys, layer.values) for layer in cache.layers]
     return list(zip(cache.key_cache, cache.value_cache, strict=True))
+
+
+class GrowingLayer(DynamicLayer):
+    """One layer's cache in a buffer with room to grow: each new token is written in place, and
+    attention reads a view of the filled part. (transformers' `DynamicLayer` concatenates, copying
+    the whole cache at every token: measured, 80% of a batch-8 decode step of SmolLM2-135M at 1,500
+    tokens of context on a CPU.)"""
+
+    def __init__(self, keys: Any = None, values: Any = None, length: int = 0, reserve: int = 64) -> None:
+        super().__init__()
+        self._k, self._v, self._n, self.reserve = keys, values, length, reserve
+        if keys is not None:
+            self.device, self.is_initialized = keys.device, True
+            self.keys, self.values = keys[:, :, :length], values[:, :, :length]
+
+    def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        need = self._n + key_states.shape[-2]
+        if self._k is None or need > self._k.shape[-2]:
+            shape = (*key_states.shape[:2], need + self.reserve, key_states.shape[-1])
+            k, v = key_states.new_empty(shape), value_states.new_empty(shape)
+            if self._n:
+                k[:, :, : self._n], v[:, :, : self._n] = self._k[:, :, : self._n], self._v[:, :, : self._n]
+            self._k, self._v = k, v
+        self._k[:, :, self._n : need] = key_states
+        self._v[:, :, self._n : need] = value_states
+        self._n = need
+        self.keys, self.values = self._k[:, :, :need], self._v[:, :, :need]
+        return self.keys, self.values
 
 
 MIN_SHARED_PREFIX = 16
@@ -270,22 +302,22 @@ def generate_batch(
     clen = [0 if r.kv is None else int(r.kv[0][0].shape[2]) for r in requests]
     dlen = [len(r.feed) for r in requests]
     cmax, dmax = max(clen), max(dlen)
+    room = dmax + max(r.max_new_tokens for r in requests) + 1
     cache = DynamicCache()
-    if cmax:
+    cache.layer_class_to_replicate = lambda: GrowingLayer(reserve=room)  # type: ignore[assignment]
+    if cmax:  # each row's cache left-padded (zeros, masked) into one buffer with room to grow
         proto = next(r.kv for r in requests if r.kv is not None)
-        data = []
+        layers = []
         for layer, (k0, v0) in enumerate(proto):
-            ks, vs = [], []
-            for r, c in zip(requests, clen, strict=True):
-                k = torch.zeros((1, k0.shape[1], cmax, k0.shape[3]), dtype=k0.dtype, device=k0.device)
-                v = torch.zeros((1, v0.shape[1], cmax, v0.shape[3]), dtype=v0.dtype, device=v0.device)
+            k = k0.new_empty((n, k0.shape[1], cmax + room, k0.shape[3]))
+            v = v0.new_empty((n, v0.shape[1], cmax + room, v0.shape[3]))
+            for b, (r, c) in enumerate(zip(requests, clen, strict=True)):
+                k[b, :, : cmax - c], v[b, :, : cmax - c] = 0.0, 0.0  # masked, but never NaN
                 if c:
-                    k[:, :, cmax - c :] = r.kv[layer][0]  # type: ignore[index]
-                    v[:, :, cmax - c :] = r.kv[layer][1]  # type: ignore[index]
-                ks.append(k)
-                vs.append(v)
-            data.append((torch.cat(ks), torch.cat(vs)))
-        cache = DynamicCache(ddp_cache_data=data)
+                    k[b, :, cmax - c : cmax] = r.kv[layer][0][0]  # type: ignore[index]
+                    v[b, :, cmax - c : cmax] = r.kv[layer][1][0]  # type: ignore[index]
+            layers.append(GrowingLayer(k, v, cmax, room))
+        cache.layers, cache.layer_class_to_replicate = layers, None  # type: ignore[assignment]
     mask = torch.zeros((n, cmax + dmax), dtype=torch.long, device=device)
     ids = torch.full((n, dmax), pad_id, dtype=torch.long, device=device)
     pos = torch.zeros((n, dmax), dtype=torch.long, device=device)
@@ -351,9 +383,15 @@ def generate_batch(
     timing["decode_s"] = timing.get("decode_s", 0.0) + time.perf_counter() - t_decode
     layers = _layers(cache)
     results = []
-    for b in range(n):
-        keep = torch.nonzero(mask[b]).squeeze(-1).to(layers[0][0].device)
-        kv = [(k[b : b + 1].index_select(2, keep), v[b : b + 1].index_select(2, keep)) for k, v in layers]
+    for b, (c, d) in enumerate(zip(clen, dlen, strict=True)):
+        # the row's tokens are two runs: its cache (left of cmax) and its feed with every new token
+        # fed (all but the last); copied as slices (an index_select is ~10x slower on a CPU)
+        fed = slice(cmax + dmax - d, cmax + dmax + len(new[b]) - 1)
+        kv = [
+            (torch.cat([k[b : b + 1, :, cmax - c : cmax], k[b : b + 1, :, fed]], dim=2),
+             torch.cat([v[b : b + 1, :, cmax - c : cmax], v[b : b + 1, :, fed]], dim=2))
+            for k, v in layers
+        ]  # fmt: skip
         results.append(GenResult(new[b], logps[b], kv))
     return results
 

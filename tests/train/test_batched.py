@@ -197,3 +197,20 @@ def test_lockstep_waits_for_every_live_sequence_then_goes_at_once(tiny):
         assert time.monotonic() - t0 < 30  # not the 60 s quiet window
     finally:
         slow.close()
+
+
+def test_the_growing_cache_layer_holds_what_concatenation_holds():
+    """Written in place with room to spare, regrown when full: the same keys and values as
+    transformers' concatenating layer, token for token."""
+    import torch
+    from transformers.cache_utils import DynamicLayer
+
+    from pear_agent.train.batched import GrowingLayer
+
+    grow, cat = GrowingLayer(reserve=2), DynamicLayer()
+    for n in (3, 1, 1, 4, 1):  # a prefill, decode steps, a longer feed past the room left
+        k, v = torch.randn(2, 3, n, 4), torch.randn(2, 3, n, 4)
+        gk, gv = grow.update(k, v)
+        ck, cv = cat.update(k, v)
+        assert torch.equal(gk, ck) and torch.equal(gv, cv)
+        assert grow.get_seq_length() == cat.get_seq_length()
