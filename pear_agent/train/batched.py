@@ -270,7 +270,7 @@ def draw(logp: Any, gens: list[Any]) -> Any:
     generator only, never on the other rows."""
     import torch
 
-    cdf = logp.double().exp().cumsum(dim=-1)
+    cdf = logp.exp().double().cumsum(dim=-1)  # exp in float32, sums in float64: the cheapest here
     u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in gens]) * cdf[:, -1]
     return torch.searchsorted(cdf, u[:, None], right=True).squeeze(1).clamp(max=cdf.shape[1] - 1)
 
@@ -356,9 +356,13 @@ def generate_batch(
             # torch.multinomial per row costs ~1 ms each over a 49k vocabulary: the batch's cost)
             temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in requests])
             logp = torch.log_softmax(logits / temps[:, None], dim=-1)
-            sampled = draw(logp, gens)
-            greedy = torch.tensor([r.temperature <= 0 for r in requests])
-            toks_t = torch.where(greedy, logits.argmax(dim=-1), sampled)
+            greedy = [r.temperature <= 0 for r in requests]
+            if all(greedy):
+                toks_t = logits.argmax(dim=-1)
+            elif not any(greedy):
+                toks_t = draw(logp, gens)
+            else:
+                toks_t = torch.where(torch.tensor(greedy), logits.argmax(dim=-1), draw(logp, gens))
             lps = logp.gather(1, toks_t[:, None]).squeeze(1).tolist()
             toks = toks_t.tolist()
             feed = []
