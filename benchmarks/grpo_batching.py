@@ -2,8 +2,10 @@
 per token for all of them) vs one at a time (`grpo.episodes_in_flight` 8 vs 1), end to end
 (rollouts and the update), from one run. Also the generated tokens per second by batch size.
 
-    PEAR_BENCH_TAG=issue26 nice -n 10 .venv/bin/python benchmarks/grpo_batching.py --model tiny
-    PEAR_BENCH_TAG=issue26-smollm2 nice -n 10 .venv/bin/python benchmarks/grpo_batching.py --model smollm2
+    PEAR_BENCH_TAG=issue26 nice -n 10 .venv/bin/python benchmarks/grpo_batching.py --model tiny \
+        --max-turns 4 --repeat 3
+    PEAR_BENCH_TAG=issue26-smollm2 nice -n 10 .venv/bin/python benchmarks/grpo_batching.py --model smollm2 \
+        --max-turns 3 --repeat 2
 
 `--model tiny` is the train tests' model (a randomly initialised 2-layer Llama with SmolLM2's real
 tokenizer and chat template: the forward pass is cheap, so the loop's own overhead shows);
