@@ -169,6 +169,27 @@ class EpisodeOutcome:
     """The formatted traceback of the error (unredacted: the caller decides what to keep)."""
     wall_time_s: float = 0.0
 
+    def record_fields(self) -> dict[str, Any]:
+        """The trajectory record's fields read off the finished episode, named alike for RL rollouts
+        and the trainer (each adds its job's ids and its own reward)."""
+        r = self.result
+        if r is None:
+            raise ValueError(f"the episode raised, no record: {self.error}")
+        return {
+            "task": r.task,
+            "robot": r.robot,
+            "policy": r.policy,
+            "mode": r.mode,
+            "shaped_reward": self.shaped_reward,
+            "success": r.success,
+            "end_reason": r.end_reason,
+            "detail": r.detail,
+            "turns": r.turns,
+            "latencies_s": list(r.latencies_s),
+            "sim_time_s": r.sim_time_s,
+            "messages": self.messages,
+        }
+
 
 class _Traced:
     """The job's policy, keeping each reply's token trace (aligned with the assistant messages the

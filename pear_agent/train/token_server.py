@@ -26,7 +26,7 @@ from typing import Any
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.prompts import Message
-from pear_agent.train.local_model import sampled_reply
+from pear_agent.train.local_model import open_turn, sampled_reply
 
 TOKEN_ID_RE = re.compile(r"^token_id:(\d+)$")
 
@@ -124,7 +124,14 @@ class TokenServerPolicy:
             "include_stop_str_in_output": True,
         }
 
+    def _answer(self, ids: list[int], r: Any, t0: float) -> PolicyReply:
+        """The server's HTTP answer as the turn's reply."""
+        if r.status_code != 200:
+            return self._refused(r.status_code, r.text)
+        return self._finish(ids, r.json(), t0)
+
     def _finish(self, ids: list[int], body: dict[str, Any], t0: float) -> PolicyReply:
+        """A server without ids raises: never trained on as text."""
         out_ids, logprobs, _, _ = parse_completion(body, self.base_url)
         return sampled_reply(self, ids, out_ids, logprobs, t0)
 
@@ -149,11 +156,9 @@ class TokenServerPolicy:
         httpx = _http()
 
         t0 = time.perf_counter()
-        try:
-            ids = self.sequence.prompt(messages)
-        except ValueError as exc:
-            return PolicyReply("", 0.0, error=str(exc))
-        self._turn += 1
+        ids = open_turn(self, messages)
+        if isinstance(ids, PolicyReply):
+            return ids
         try:
             async with httpx.AsyncClient(timeout=self.timeout_s) as client:
                 r = await client.post(
@@ -161,19 +166,15 @@ class TokenServerPolicy:
                 )
         except httpx.HTTPError as exc:
             return self._error(exc)
-        if r.status_code != 200:
-            return self._refused(r.status_code, r.text)
-        return self._finish(ids, r.json(), t0)  # a server without ids raises: never trained on as text
+        return self._answer(ids, r, t0)
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
         httpx = _http()
 
         t0 = time.perf_counter()
-        try:
-            ids = self.sequence.prompt(messages)
-        except ValueError as exc:
-            return PolicyReply("", 0.0, error=str(exc))
-        self._turn += 1
+        ids = open_turn(self, messages)
+        if isinstance(ids, PolicyReply):
+            return ids
         try:
             r = httpx.post(
                 f"{self.base_url}/completions",
@@ -183,6 +184,4 @@ class TokenServerPolicy:
             )
         except httpx.HTTPError as exc:
             return self._error(exc)
-        if r.status_code != 200:
-            return self._refused(r.status_code, r.text)
-        return self._finish(ids, r.json(), t0)
+        return self._answer(ids, r, t0)
