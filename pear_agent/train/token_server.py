@@ -152,36 +152,36 @@ class TokenServerPolicy:
     def _error(self, exc: Exception) -> PolicyReply:
         return PolicyReply("", 0.0, error=" ".join(f"{type(exc).__name__}: {exc}".split())[:500])
 
-    async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
-        httpx = _http()
-
+    def _request(self, messages: list[Message]) -> tuple[float, list[int], dict[str, Any]] | PolicyReply:
+        """(start time, prompt ids, the POST's arguments) of a turn, or the reply that ends it early."""
         t0 = time.perf_counter()
         ids = open_turn(self, messages)
         if isinstance(ids, PolicyReply):
             return ids
+        url = f"{self.base_url}/completions"
+        return t0, ids, {"url": url, "json": self.request_body(ids), "headers": self._headers()}
+
+    async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        httpx = _http()
+        req = self._request(messages)
+        if isinstance(req, PolicyReply):
+            return req
+        t0, ids, call = req
         try:
             async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-                r = await client.post(
-                    f"{self.base_url}/completions", json=self.request_body(ids), headers=self._headers()
-                )
+                r = await client.post(**call)
         except httpx.HTTPError as exc:
             return self._error(exc)
         return self._answer(ids, r, t0)
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
         httpx = _http()
-
-        t0 = time.perf_counter()
-        ids = open_turn(self, messages)
-        if isinstance(ids, PolicyReply):
-            return ids
+        req = self._request(messages)
+        if isinstance(req, PolicyReply):
+            return req
+        t0, ids, call = req
         try:
-            r = httpx.post(
-                f"{self.base_url}/completions",
-                json=self.request_body(ids),
-                headers=self._headers(),
-                timeout=self.timeout_s,
-            )
+            r = httpx.post(**call, timeout=self.timeout_s)
         except httpx.HTTPError as exc:
             return self._error(exc)
         return self._answer(ids, r, t0)
