@@ -238,10 +238,12 @@ class RosBackend(Braking, StackCheck, Cameras):
         vel = np.array([r[1] for r in rows])
         return pos, vel, max(now - r[2] + r[3] for r in rows)
 
-    def _arm_limits(self, p: _PartSpec) -> tuple[float, float, float, np.ndarray, np.ndarray, float]:
-        """(speed cap, acceleration, jerk, lower, upper, dt) every arm move of part `p` is planned in."""
+    def _arm_limits(self, p: _PartSpec) -> cv.MoveLimits:
+        """What every arm move of part `p` is planned within."""
         s = self.settings
-        return p.vmax, s.joint_acceleration_rad_s2, s.joint_jerk_rad_s3, p.lower, p.upper, s.trajectory_dt_s
+        return cv.MoveLimits(
+            p.vmax, s.joint_acceleration_rad_s2, s.joint_jerk_rad_s3, p.lower, p.upper, s.trajectory_dt_s
+        )
 
     def _read(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         pos, vel, _ = self._read_aged(names)
@@ -427,7 +429,7 @@ class RosBackend(Braking, StackCheck, Cameras):
             if cmd.joints_rad is not None:
                 q0, v0 = self._read(p.joints)
                 target = np.asarray(cmd.joints_rad, float)
-                plans[name] = cv.ruckig_plan(p.joints, q0, target, *self._arm_limits(p), v0=v0)
+                plans[name] = cv.ruckig_plan(p.joints, q0, target, self._arm_limits(p), v0=v0)
             if cmd.gripper is not None and p.gripper is not None and p.gripper_topic:
                 g0, gv0 = self._read([p.g_joint])
                 target = float(np.clip(p.gripper_position(cmd.gripper), p.g_lo, p.g_hi))
@@ -435,18 +437,11 @@ class RosBackend(Braking, StackCheck, Cameras):
                     continue  # already commanded: a new trajectory would restart from the measured
                     # finger position (the JTC's rule) and loosen a grip on an object
                 self._gripper_target[name] = target
-                gplans[name] = cv.ruckig_plan(
-                    [p.g_joint],
-                    g0,
-                    np.array([target]),
-                    p.gripper_vmax,
-                    10 * p.gripper_vmax,
-                    100 * p.gripper_vmax,
-                    np.array([p.g_lo]),
-                    np.array([p.g_hi]),
-                    s.trajectory_dt_s,
-                    v0=gv0,
+                vmax = p.gripper_vmax
+                fingers = cv.MoveLimits(
+                    vmax, 10 * vmax, 100 * vmax, np.array([p.g_lo]), np.array([p.g_hi]), s.trajectory_dt_s
                 )
+                gplans[name] = cv.ruckig_plan([p.g_joint], g0, np.array([target]), fingers, v0=gv0)
         for name, gplan in gplans.items():
             if not self._send(self.parts[name].gripper_topic or "", gplan):
                 return Outcome("stopped", f"{self._estop_reason}; no further motion")
@@ -543,7 +538,7 @@ class RosBackend(Braking, StackCheck, Cameras):
             for st in arm:
                 prev = np.asarray(st[name].joints_rad, float) if name in st else prev
                 wps.append(prev)
-            plans[name], passed[name] = cv.ruckig_chain(p.joints, q0, wps, *self._arm_limits(p), v0=v0)
+            plans[name], passed[name] = cv.ruckig_chain(p.joints, q0, wps, self._arm_limits(p), v0=v0)
         self.chunk_waypoint_times_s = {n: list(v) for n, v in passed.items()}
         """When each part's last chunk trajectory passes its waypoints (s after the send)."""
         for name, plan in plans.items():

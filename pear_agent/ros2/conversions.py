@@ -171,23 +171,31 @@ def _ruckig_leg(
     return (traj if result in (Result.Working, Result.Finished) else None), result
 
 
+@dataclass(frozen=True)
+class MoveLimits:
+    """What a planned move keeps within: the speed cap (rad/s), acceleration (rad/s^2) and jerk
+    (rad/s^3) of every joint, the joints' range (rad), and the period its points are sampled at."""
+
+    vmax: float
+    amax: float
+    jmax: float
+    lower: np.ndarray
+    upper: np.ndarray
+    dt: float = 0.05
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.lower, float), np.asarray(self.upper, float)
+
+
 def ruckig_plan(
-    joint_names: list[str],
-    q0: np.ndarray,
-    q1: np.ndarray,
-    vmax: float,
-    amax: float,
-    jmax: float,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    dt: float = 0.05,
-    v0: np.ndarray | None = None,
+    joint_names: list[str], q0: np.ndarray, q1: np.ndarray, limits: MoveLimits, v0: np.ndarray | None = None
 ) -> TrajectoryPlan:
     """A time-optimal, jerk-limited move (ruckig) from the measured state (q0, v0) to rest at q1,
     within the speed cap and acceleration limit, sampled every `dt`. The target is clipped into
     [lower, upper]; the start never is (a plan starts where the arm is), and the samples are
     clipped only when the start lies within the limits."""
-    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    lower, upper = limits.bounds()
+    vmax, amax, jmax, dt = limits.vmax, limits.amax, limits.jmax, limits.dt
     q0 = np.asarray(q0, float)
     q1 = np.clip(np.asarray(q1, float), lower, upper)
     inside = bool(np.all(q0 >= lower) and np.all(q0 <= upper))
@@ -233,12 +241,7 @@ def ruckig_chain(
     joint_names: list[str],
     q0: np.ndarray,
     waypoints: list[np.ndarray],
-    vmax: float,
-    amax: float,
-    jmax: float,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    dt: float = 0.05,
+    limits: MoveLimits,
     v0: np.ndarray | None = None,
 ) -> tuple[TrajectoryPlan, list[float]]:
     """One multi-point trajectory through `waypoints` without stopping at them (a chunk, issue 29):
@@ -246,7 +249,8 @@ def ruckig_chain(
     velocity `through_velocities` picks (zero where a leg cannot end that fast: a stop there), the
     last at rest. Within the speed cap and acceleration limit; (plan, the time each waypoint is
     passed)."""
-    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    lower, upper = limits.bounds()
+    vmax, amax, jmax, dt = limits.vmax, limits.amax, limits.jmax, limits.dt
     q = np.asarray(q0, float)
     n = q.size
     v = _start_velocity(v0, n, vmax)
