@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.prompts import Message
@@ -71,6 +71,15 @@ def parse_completion(body: dict[str, Any], base_url: str) -> tuple[list[int], li
             "the request sets logprobs=1; a server that drops them cannot be trained on"
         )
     return ids, [float(x) for x in lps], str(choice.get("text") or ""), str(choice.get("finish_reason") or "")
+
+
+class _Request(NamedTuple):
+    t0: float
+    """When the turn started (perf_counter)."""
+    ids: list[int]
+    """The prompt's token ids (the episode so far)."""
+    call: dict[str, Any]
+    """The POST's url, JSON body and headers."""
 
 
 class TokenServerPolicy:
@@ -152,36 +161,34 @@ class TokenServerPolicy:
     def _error(self, exc: Exception) -> PolicyReply:
         return PolicyReply("", 0.0, error=" ".join(f"{type(exc).__name__}: {exc}".split())[:500])
 
-    def _request(self, messages: list[Message]) -> tuple[float, list[int], dict[str, Any]] | PolicyReply:
-        """(start time, prompt ids, the POST's arguments) of a turn, or the reply that ends it early."""
+    def _request(self, messages: list[Message]) -> _Request | PolicyReply:
+        """A turn's request, or the reply that ends the turn before it is sent."""
         t0 = time.perf_counter()
         ids = open_turn(self, messages)
         if isinstance(ids, PolicyReply):
             return ids
         url = f"{self.base_url}/completions"
-        return t0, ids, {"url": url, "json": self.request_body(ids), "headers": self._headers()}
+        return _Request(t0, ids, {"url": url, "json": self.request_body(ids), "headers": self._headers()})
 
     async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
-        httpx = _http()
         req = self._request(messages)
         if isinstance(req, PolicyReply):
             return req
-        t0, ids, call = req
+        httpx = _http()
         try:
             async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-                r = await client.post(**call)
+                r = await client.post(**req.call)
         except httpx.HTTPError as exc:
             return self._error(exc)
-        return self._answer(ids, r, t0)
+        return self._answer(req.ids, r, req.t0)
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
-        httpx = _http()
         req = self._request(messages)
         if isinstance(req, PolicyReply):
             return req
-        t0, ids, call = req
+        httpx = _http()
         try:
-            r = httpx.post(**call, timeout=self.timeout_s)
+            r = httpx.post(**req.call, timeout=self.timeout_s)
         except httpx.HTTPError as exc:
             return self._error(exc)
-        return self._answer(ids, r, t0)
+        return self._answer(req.ids, r, req.t0)
