@@ -149,14 +149,14 @@ def record_episode(task: str = "pick_cube", seed: int = 0, robot: str = "panda")
     """
     from pear_agent.episode import Episode
     from pear_agent.kinematics import Kinematics
-    from pear_agent.policies.scripted import ScriptedPolicy
     from pear_agent.registry import make_backend
     from pear_agent.robot_loader import load_robot
+    from pear_agent.task_experts import scripted_policy
 
     cfg = load_robot(robot)
     backend = make_backend(task, cfg, render=True)
     kin = Kinematics(cfg)
-    inner = ScriptedPolicy(task)
+    inner = scripted_policy(task)
     turns: list[dict[str, Any]] = []
 
     class Recorder:

@@ -19,9 +19,9 @@ from _common import emit, machine
 
 from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import TASKS, make_backend
 from pear_agent.robot_loader import load_robot
+from pear_agent.task_experts import scripted_policy
 
 MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
 
@@ -33,7 +33,7 @@ def run_cell(task: str, k: int, seeds: list[int]) -> dict[str, Any]:
     episodes = []
     try:
         for seed in seeds:
-            ep = Episode(backend, kin, ScriptedPolicy(task), EpisodeConfig(max_chunk=k))
+            ep = Episode(backend, kin, scripted_policy(task), EpisodeConfig(max_chunk=k))
             res = ep.run(seed)
             steps = []
             for m in ep.messages:

@@ -20,10 +20,10 @@ from _common import emit, machine
 
 from pear_agent.episode import Episode
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.protocol.actions import parse_reply
 from pear_agent.registry import TASKS, make_backend, task_entry
 from pear_agent.robot_loader import list_robots, load_robot
+from pear_agent.task_experts import scripted_policy
 
 MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
 
@@ -40,7 +40,7 @@ def run_cell(robot_name: str, task: str, seeds: range) -> dict[str, Any] | None:
     over_cap = replies = 0
     try:
         for seed in seeds:
-            episode = Episode(backend, kin, ScriptedPolicy(task))
+            episode = Episode(backend, kin, scripted_policy(task))
             result = episode.run(seed)
             if result.success:
                 turns_ok.append(result.turns)

@@ -50,6 +50,7 @@ def worlds():
     from pear_agent import registry
     from pear_agent.kinematics import Kinematics
     from pear_agent.policies.scripted import ScriptedPolicy
+    from pear_agent.task_experts import scripted_policy
     from pear_agent.robot_loader import load_robot
 
     robot = load_robot("panda")
@@ -57,7 +58,7 @@ def worlds():
     kin = Kinematics(robot)
     from pear_agent.arm_environment import ArmEnvironment
 
-    expert = lambda: ScriptedPolicy("pick_cube")  # noqa: E731
+    expert = lambda: scripted_policy("pick_cube")  # noqa: E731
     yield "pick_cube", lambda: ArmEnvironment(backend, kin), expert, EpisodeConfig()
 
 

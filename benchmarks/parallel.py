@@ -30,10 +30,10 @@ def episode_job(job: tuple[str, int]) -> dict[str, Any]:
     t0, c0 = time.time(), time.process_time()
     from pear_agent.episode import Episode
     from pear_agent.kinematics import Kinematics
-    from pear_agent.policies.scripted import ScriptedPolicy
     from pear_agent.records import RunWriter
     from pear_agent.registry import make_backend
     from pear_agent.robot_loader import load_robot
+    from pear_agent.task_experts import scripted_policy
 
     task, seed = job
     if task not in _CACHE:
@@ -41,7 +41,7 @@ def episode_job(job: tuple[str, int]) -> dict[str, Any]:
         _CACHE[task] = (make_backend(task, robot, render=True), Kinematics(robot))
     backend, kin = _CACHE[task]
     with tempfile.TemporaryDirectory() as tmp:
-        res = Episode(backend, kin, ScriptedPolicy(task), writer=RunWriter(tmp, video_fps=None)).run(seed)
+        res = Episode(backend, kin, scripted_policy(task), writer=RunWriter(tmp, video_fps=None)).run(seed)
     return {
         "start": t0,
         "end": time.time(),

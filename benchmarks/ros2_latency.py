@@ -66,7 +66,8 @@ def _builder() -> tuple[Any, str]:
     if cv is not None and hasattr(cv, "ruckig_plan") and hasattr(cv, "fill_trajectory"):
 
         def build_plan(names: list[str], q0: Any, q1: Any, vmax: float, lo: Any, hi: Any) -> Any:
-            plan = cv.ruckig_plan(names, q0, q1, vmax, 4.0, 40.0, lo, hi)  # agent_node's default limits
+            limits = cv.MoveLimits(vmax, 4.0, 40.0, lo, hi)  # agent_node's default limits
+            plan = cv.ruckig_plan(names, q0, q1, limits)
             return cv.fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)
 
         return build_plan, "pear_agent.ros2.conversions.ruckig_plan + fill_trajectory"

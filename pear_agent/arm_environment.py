@@ -38,6 +38,18 @@ def describe_executed(executed: dict[str, dict[str, Any]]) -> str:
     return "; ".join(parts) or "nothing"
 
 
+def _outcome_json(outcome: Outcome, notes: list[str], **more: Any) -> dict[str, Any]:
+    """A turn's outcome as the episode log records it (a chunk adds its step counts)."""
+    return {
+        "status": outcome.status,
+        "detail": outcome.detail,
+        "duration_s": outcome.duration_s,
+        "blocked_joints": outcome.blocked_joints,
+        "notes": notes,
+        **more,
+    }
+
+
 class ArmEnvironment:
     """The arm path of the loop. `observation`: "both" (state JSON + images), "images" or "state"
     (no image parts, plain-string user content); `scene_facts` adds the objects' positions from the
@@ -224,13 +236,7 @@ class ArmEnvironment:
         record = {
             "plan": info,
             "executed": executed,
-            "outcome": {
-                "status": outcome.status,
-                "detail": outcome.detail,
-                "duration_s": outcome.duration_s,
-                "blocked_joints": outcome.blocked_joints,
-                "notes": notes,
-            },
+            "outcome": _outcome_json(outcome, notes),
             "sim_time_s": obs.time_s,
             "success": obs.success,
         }
@@ -306,15 +312,7 @@ class ArmEnvironment:
             },
             "executed": executed,
             "steps": steps,
-            "outcome": {
-                "status": outcome.status,
-                "detail": outcome.detail,
-                "duration_s": outcome.duration_s,
-                "blocked_joints": outcome.blocked_joints,
-                "notes": notes,
-                "steps": n,
-                "steps_reached": reached,
-            },
+            "outcome": _outcome_json(outcome, notes, steps=n, steps_reached=reached),
             "sim_time_s": obs.time_s,
             "success": obs.success,
         }

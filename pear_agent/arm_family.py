@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pear_agent.environment import environment_options
+from pear_agent.family_parts import PromptSchema, RlRewards
 from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
 from pear_agent.robot_config import Requirement, RobotConfig
 
@@ -46,8 +48,9 @@ class TaskEntry:
         return None
 
 
-class ArmFamily(Family):
-    """Arm tasks on robots described in YAML: `--robot`, the task's refusal, the scripted expert."""
+class ArmFamily(Family, RlRewards, PromptSchema):
+    """Arm tasks on robots described in YAML: `--robot`, the task's refusal, the scripted expert;
+    of the optional parts (`pear_agent.family_parts`), the shaped reward and the action schema."""
 
     @property
     def entries(self) -> dict[str, TaskEntry]:
@@ -98,22 +101,12 @@ class ArmFamily(Family):
         except BaseException:
             backend.close()
             raise
-        return ArmEnvironment(
-            backend,
-            kin,
-            observation=spec.observation,
-            scene_facts=spec.scene_facts,
-            jpeg_quality=spec.jpeg_quality,
-            tokens_per_image_patch_px=spec.tokens_per_image_patch_px,
-            max_invalid=spec.max_invalid,
-            max_chunk=spec.max_chunk,
-        )
+        return ArmEnvironment(backend, kin, **environment_options(spec))
 
     def expert(self, task: str) -> Expert | None:
-        """The task's scripted expert (a family with experts of its own, LIBERO, overrides this)."""
-        from pear_agent.policies.expert_registry import EXPERTS
-
-        return EXPERTS.get(task)
+        """The task's scripted expert, or None: a family names its own experts (MuJoCo's task
+        classes point at theirs, LIBERO's lives beside its adapter)."""
+        return None
 
     def has_default_policy(self, task: str) -> bool:
         return self.expert(task) is not None

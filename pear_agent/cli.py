@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pear_agent import family_parts
 from pear_agent.executors import ExecutorError
 from pear_agent.robot_config import RobotConfigError
 from pear_agent.robot_loader import list_robots, load_robot
@@ -73,7 +74,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
         def on_turn(t) -> None:  # noqa: ANN001
             if not quiet:
-                print(family.turn_line(t), flush=True)
+                print(family_parts.turn_line(family, t), flush=True)
 
         if not quiet:
             late = f" (+{args.latency_s:g} s per decision)" if args.latency_s is not None else ""
@@ -83,7 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             )
         result = run_coroutine(Episode.of(env, policy, config, writer, on_turn).arun(args.seed))
         won, extra = family.verdict(env)
-        summary = result.to_json() | family.result_fields(env)
+        summary = result.to_json() | family_parts.result_fields(family, env)
     finally:
         close_environment(env)
     code = print_result(result, summary, writer, as_json=args.json, won=won, extra=extra)
@@ -269,7 +270,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
             img = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
             print(f"[image `{name}`: {img.shape[1]}x{img.shape[0]} JPEG, {len(jpeg)} bytes]")
         if args.schema:
-            title, schema = family.prompt_schema(env)
+            title, schema = family_parts.prompt_schema(family, env)
             print(f"=== {title} ===")
             print(json.dumps(schema, indent=2))
     finally:

@@ -22,6 +22,22 @@ from pear_agent.protocol.prompts import Message
 
 FrameSink = Callable[[np.ndarray], None]
 
+ENVIRONMENT_OPTIONS = (
+    "observation",
+    "scene_facts",
+    "jpeg_quality",
+    "tokens_per_image_patch_px",
+    "max_invalid",
+    "max_chunk",
+)
+"""The loop options (`EpisodeConfig` fields) an environment is built with: an `EnvSpec` carries
+them to workers and `ArmEnvironment` takes them as keywords of the same names."""
+
+
+def environment_options(source: Any) -> dict[str, Any]:
+    """The `ENVIRONMENT_OPTIONS` of an `EpisodeConfig` or an `EnvSpec`, by name."""
+    return {name: getattr(source, name) for name in ENVIRONMENT_OPTIONS}
+
 
 class EnvAction(Protocol):
     """A parsed action. `done`: the model declared the task finished (the loop ends the episode

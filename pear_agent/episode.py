@@ -28,7 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 from pear_agent.backend import Backend, EpisodeAborted
-from pear_agent.environment import Environment, TurnPrompt
+from pear_agent.environment import Environment, TurnPrompt, environment_options
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.base import Policy, PolicyReply, decide_async
 from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
@@ -257,16 +257,7 @@ class Episode:
         from pear_agent.arm_environment import ArmEnvironment
 
         cfg = config or EpisodeConfig()
-        env = ArmEnvironment(
-            backend,
-            kinematics,
-            observation=cfg.observation,
-            scene_facts=cfg.scene_facts,
-            jpeg_quality=cfg.jpeg_quality,
-            tokens_per_image_patch_px=cfg.tokens_per_image_patch_px,
-            max_invalid=cfg.max_invalid,
-            max_chunk=cfg.max_chunk,
-        )
+        env = ArmEnvironment(backend, kinematics, **environment_options(cfg))
         self._setup(env, policy, cfg, writer, on_turn)
         self.kin = kinematics
         self.robot = kinematics.robot

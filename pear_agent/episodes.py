@@ -33,6 +33,7 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pear_agent import family_parts
 from pear_agent.environment import Environment
 from pear_agent.episode import Episode, EpisodeConfig, EpisodeResult, TurnRecord
 from pear_agent.policies.base import Policy, PolicyReply, TurnContext, decide_async
@@ -168,6 +169,27 @@ class EpisodeOutcome:
     """The formatted traceback of the error (unredacted: the caller decides what to keep)."""
     wall_time_s: float = 0.0
 
+    def record_fields(self) -> dict[str, Any]:
+        """The trajectory record's fields read off the finished episode, named alike for RL rollouts
+        and the trainer (each adds its job's ids and its own reward)."""
+        r = self.result
+        if r is None:
+            raise ValueError(f"the episode raised, no record: {self.error}")
+        return {
+            "task": r.task,
+            "robot": r.robot,
+            "policy": r.policy,
+            "mode": r.mode,
+            "shaped_reward": self.shaped_reward,
+            "success": r.success,
+            "end_reason": r.end_reason,
+            "detail": r.detail,
+            "turns": r.turns,
+            "latencies_s": list(r.latencies_s),
+            "sim_time_s": r.sim_time_s,
+            "messages": self.messages,
+        }
+
 
 class _Traced:
     """The job's policy, keeping each reply's token trace (aligned with the assistant messages the
@@ -201,8 +223,8 @@ def _family_rewards(task: str, env: Environment, result: EpisodeResult) -> tuple
     except UnknownNameError:  # an environment outside the registry: binary success
         reward = float(result.reward) if result.reward is not None else float(result.success)
         return reward, None, {}
-    reward, shaped = family.rewards(env, result)
-    return reward, shaped, family.result_fields(env)
+    reward, shaped = family_parts.rewards(family, env, result)
+    return reward, shaped, family_parts.result_fields(family, env)
 
 
 async def arun_episode(job: EpisodeJob, pool: EnvironmentPool = POOL) -> EpisodeOutcome:

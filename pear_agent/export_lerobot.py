@@ -19,7 +19,8 @@ success and end reason.
 
 Runs under `.venv-lerobot` (`scripts/setup_lerobot.sh`): lerobot pins torch<2.11 and more, which
 the core environment does not. `pear-agent export` calls this module there when lerobot is not
-importable in its own environment. Imports here: stdlib, numpy, cv2 and lerobot only.
+importable in its own environment. Imports here: stdlib, numpy, cv2, lerobot and
+`pear_agent.records` (itself stdlib and numpy) only.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from pear_agent.records import read_log
 
 FORMAT = "lerobot"
 
@@ -62,13 +65,7 @@ def read_episode(log_path: Path) -> dict[str, Any]:
     """Header, turns and summary of one logged episode."""
     header: dict[str, Any] | None = None
     turns: list[dict[str, Any]] = []
-    for n, line in enumerate(log_path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            raise ExportError(f"{log_path}:{n}: not a JSON line") from None
+    for rec in read_log(log_path, ExportError):
         if rec.get("kind") == "header":
             header = rec
         elif rec.get("kind") == "turn":

@@ -12,27 +12,22 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
-from pear_agent.robot_config import REPO_ROOT, RobotConfigError, _UniqueKeyLoader, resolve_model_path
+from pear_agent.description_files import Quat, UniqueKeyLoader, Vec3, resolve_model_path
+from pear_agent.description_files import StrictModel as _Strict
+from pear_agent.robot_config import REPO_ROOT
 
 OBJECTS_DIR = REPO_ROOT / "objects"
 OBJECT_DIRS_ENV = "PEAR_OBJECT_DIRS"
 """More folders of object YAMLs (os.pathsep-separated), searched after `objects/`."""
 
-Vec3 = Annotated[list[float], Field(min_length=3, max_length=3)]
-Quat = Annotated[list[float], Field(min_length=4, max_length=4)]
-
 
 class ObjectConfigError(ValueError):
     """An object description that cannot be used; the message names the file, the key and why."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Shape(_Strict):
@@ -99,8 +94,8 @@ class ObjectConfig(_Strict):
             return None
         base = self.source.parent if self.source else OBJECTS_DIR
         try:
-            return resolve_model_path(self.mesh, base)
-        except RobotConfigError as exc:
+            return resolve_model_path(self.mesh, base, ObjectConfigError)
+        except ObjectConfigError as exc:
             raise ObjectConfigError(f"{self.source}: key mesh: {exc}") from None
 
 
@@ -139,7 +134,7 @@ def load_object(name_or_path: str | Path) -> ObjectConfig:
         raise ObjectConfigError(f"object {str(name_or_path)!r}: no file {path}")
     path = path.resolve()
     try:
-        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
+        raw = yaml.load(path.read_text(), Loader=UniqueKeyLoader)
     except yaml.YAMLError as exc:
         raise ObjectConfigError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
     if not isinstance(raw, dict):

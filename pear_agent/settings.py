@@ -44,7 +44,8 @@ def flag_of(f: dataclasses.Field) -> str:
     return f.metadata.get("flag") or "--" + f.name.replace("_", "-")
 
 
-def _type_of(f: dataclasses.Field) -> type | None:
+def type_of(f: dataclasses.Field) -> type | None:
+    """The plain type (int, float, str) of a field annotated `int`, `float | None`, ...; else None."""
     name = f.type if isinstance(f.type, str) else getattr(f.type, "__name__", "")
     base = name.replace(" | None", "").replace("None | ", "").strip()
     return _TYPES.get(base)
@@ -66,8 +67,8 @@ def add_arguments(
                 kwargs["default"] = f.default
             elif f.default_factory is not dataclasses.MISSING:
                 kwargs["default"] = f.default_factory()
-        if "action" not in kwargs and "type" not in kwargs and _type_of(f) is not None:
-            kwargs["type"] = _type_of(f)
+        if "action" not in kwargs and "type" not in kwargs and type_of(f) is not None:
+            kwargs["type"] = type_of(f)
         if defaults and f.name in defaults:
             kwargs["default"] = defaults[f.name]
         group.add_argument(flag_of(f), **kwargs)

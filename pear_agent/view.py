@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.records import read_log
+
 log = logging.getLogger(__name__)
 
 RRD_NAME = "episode.rrd"
@@ -375,13 +377,7 @@ def view_run(
     run_dir = log_path.parent
     view = EpisodeView(rrd_path or run_dir / RRD_NAME, run_dir=run_dir, spawn=spawn, web_port=web_port)
     summary = None
-    for n, line in enumerate(log_path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError:
-            raise ValueError(f"{log_path}:{n}: not a JSON line") from None
+    for rec in read_log(log_path):
         view.record(rec)
     summary_path = run_dir / "summary.json"
     if summary_path.is_file():

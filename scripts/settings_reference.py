@@ -1,6 +1,7 @@
 """Write docs/settings-reference.md from the settings' own definitions: the turn loop's and the
-model client's command-line options (`EpisodeConfig`, `ModelSettings`) and the ROS 2 backend's
-parameters (`RosSettings`, the agent node's ROS parameters of the same names).
+model client's command-line options (`EpisodeConfig`, `ModelSettings`) and the ROS 2 agent node's
+parameters (`pear_agent.ros2.settings.agent_parameters`: its own, the backend's `RosSettings`, and
+the loop and model settings it shares with `run`).
 
     python scripts/settings_reference.py          # write the page
     python scripts/settings_reference.py --check  # exit 1 if the page is not current
@@ -17,7 +18,7 @@ PAGE = ROOT / "docs" / "settings-reference.md"
 
 from pear_agent.episode import EpisodeConfig  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
-from pear_agent.ros2.settings import RosSettings  # noqa: E402
+from pear_agent.ros2.settings import agent_parameters  # noqa: E402
 from pear_agent.settings import reference  # noqa: E402
 
 
@@ -32,10 +33,11 @@ def _cli_table(cls: type) -> list[str]:
 
 
 def _ros_table() -> list[str]:
-    rows = ["| parameter | type | default | what |", "|---|---|---|---|"]
-    for name, f in RosSettings.model_fields.items():
-        kind = getattr(f.annotation, "__name__", str(f.annotation)).replace("typing.", "")
-        rows.append(f"| `{name}` | {_cell(kind)} | `{f.default!r}` | {_cell(f.description or '')} |")
+    rows = ["| parameter | type | default | defined in | what |", "|---|---|---|---|---|"]
+    for p in agent_parameters():
+        rows.append(
+            f"| `{p.name}` | {p.type.__name__} | `{p.default!r}` | `{p.source}` | {_cell(p.description)} |"
+        )
     return rows
 
 
@@ -55,7 +57,11 @@ def render() -> str:
         "",
         *_cli_table(ModelSettings),
         "",
-        "## The ROS 2 backend (`pear_agent.ros2.settings.RosSettings`): agent node parameters",
+        "## The ROS 2 agent node's parameters (`pear_agent.ros2.settings.agent_parameters`)",
+        "",
+        "Its own (`AgentSettings`), the loop and model settings it shares with `run` (their defaults",
+        "and help are the dataclass fields'; a setting whose default is None is an `unset` value of",
+        "its type, as a ROS parameter cannot be None), then the backend's (`RosSettings`).",
         "",
         *_ros_table(),
         "",

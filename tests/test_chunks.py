@@ -13,10 +13,10 @@ import pytest
 from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.policies.base import PolicyReply
 from pear_agent.policies.replay import ReplayPolicy
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.protocol.actions import ActionError, parse_reply, response_schema
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
+from pear_agent.task_experts import scripted_policy
 
 
 class Canned:
@@ -182,8 +182,8 @@ def test_replay_replays_chunks(backend, panda_kin, tmp_path) -> None:
 
 
 def test_scripted_expert_sends_chunks_and_succeeds(backend, panda_kin) -> None:
-    one = Episode(backend, panda_kin, ScriptedPolicy("pick_cube"), EpisodeConfig(max_chunk=1)).run(0)
-    ep = Episode(backend, panda_kin, ScriptedPolicy("pick_cube"), EpisodeConfig(max_chunk=4))
+    one = Episode(backend, panda_kin, scripted_policy("pick_cube"), EpisodeConfig(max_chunk=1)).run(0)
+    ep = Episode(backend, panda_kin, scripted_policy("pick_cube"), EpisodeConfig(max_chunk=4))
     four = ep.run(0)
     assert one.success and four.success and four.turns < one.turns
     sizes = [len(ep.env.parse(m["content"]).chunk) for m in ep.messages if m["role"] == "assistant"]

@@ -9,6 +9,7 @@ from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
+from pear_agent.task_experts import EXPERTS, scripted_policy
 
 
 class ListPolicy:
@@ -37,7 +38,7 @@ def backend(panda):
 
 def test_scripted_episode_succeeds_and_logs_every_turn(backend, panda_kin, tmp_path) -> None:
     writer = RunWriter(tmp_path, video_fps=10)
-    ep = Episode(backend, panda_kin, ScriptedPolicy("pick_cube"), writer=writer)
+    ep = Episode(backend, panda_kin, scripted_policy("pick_cube"), writer=writer)
     res = ep.run(0)
     assert res.success and res.end_reason == "success"
     lines = [json.loads(x) for x in (tmp_path / "episode.jsonl").read_text().splitlines()]
@@ -64,7 +65,7 @@ def test_context_is_append_only(backend, panda_kin) -> None:
             snapshots.append(json.dumps(messages))
             return super().act(messages, ctx)
 
-    Episode(backend, panda_kin, Spy("pick_cube")).run(1)
+    Episode(backend, panda_kin, Spy("pick_cube", expert=EXPERTS["pick_cube"])).run(1)
     assert len(snapshots) >= 3
     for a, b in itertools.pairwise(snapshots):
         assert b.startswith(a[:-1])  # the earlier conversation is an exact prefix
@@ -172,7 +173,7 @@ def test_state_observation_sends_plain_string_content(backend, panda_kin, tmp_pa
 
     writer = RunWriter(tmp_path, video_fps=None)
     cfg = EpisodeConfig(max_turns=2, observation="state", scene_facts=True)
-    res = Episode(backend, panda_kin, Spy("pick_cube"), cfg, writer).run(0)
+    res = Episode(backend, panda_kin, Spy("pick_cube", expert=EXPERTS["pick_cube"]), cfg, writer).run(0)
     assert res.observation == "state" and res.scene_facts and res.turns == 2
     last = msgs[-1]
     assert all(isinstance(m["content"], str) for m in last)
@@ -192,7 +193,12 @@ def test_images_observation_leaves_out_the_state(backend, panda_kin) -> None:
             msgs.append(messages)
             return super().act(messages, ctx)
 
-    Episode(backend, panda_kin, Spy("pick_cube"), EpisodeConfig(max_turns=1, observation="images")).run(0)
+    Episode(
+        backend,
+        panda_kin,
+        Spy("pick_cube", expert=EXPERTS["pick_cube"]),
+        EpisodeConfig(max_turns=1, observation="images"),
+    ).run(0)
     user = msgs[0][1]["content"]
     assert isinstance(user, list) and user[-1]["type"] == "image_url"
     assert "State:" not in user[0]["text"] and "Camera images follow" in user[0]["text"]

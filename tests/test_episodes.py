@@ -13,6 +13,7 @@ from pear_agent.policies.base import PolicyReply
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.records import RunWriter
 from pear_agent.registry import EnvSpec
+from pear_agent.task_experts import EXPERTS, scripted_policy
 
 pytest.importorskip("mujoco")
 
@@ -43,7 +44,12 @@ def test_episodes_in_flight_together_record_what_they_record_alone(tmp_path) -> 
 
     def jobs(root):
         return [
-            EpisodeJob(spec, Yielding("pick_cube"), seed=s, writer=lambda s=s: RunWriter(root / str(s), None))
+            EpisodeJob(
+                spec,
+                Yielding("pick_cube", expert=EXPERTS["pick_cube"]),
+                seed=s,
+                writer=lambda s=s: RunWriter(root / str(s), None),
+            )
             for s in range(4)
         ]
 
@@ -70,8 +76,12 @@ def test_a_failing_episode_is_an_outcome_and_its_environment_is_not_reused() -> 
         def act(self, messages, ctx):
             raise RuntimeError("policy bug")
 
-    jobs = [EpisodeJob(EnvSpec("pick_cube", render=False), Exploding("pick_cube"), seed=0)]
-    jobs.append(EpisodeJob(EnvSpec("pick_cube", render=False), lambda: ScriptedPolicy("pick_cube"), seed=1))
+    jobs = [
+        EpisodeJob(
+            EnvSpec("pick_cube", render=False), Exploding("pick_cube", expert=EXPERTS["pick_cube"]), seed=0
+        )
+    ]
+    jobs.append(EpisodeJob(EnvSpec("pick_cube", render=False), lambda: scripted_policy("pick_cube"), seed=1))
     bad, good = run_episodes(jobs, concurrency=1, pool=pool)
     assert bad.result is None and bad.error == "RuntimeError: policy bug"
     assert good.result.success and good.messages[0]["role"] == "system"
@@ -86,7 +96,7 @@ def test_arun_episodes_streams_outcomes_as_they_end() -> None:
 
     async def collect():
         jobs = (
-            EpisodeJob(spec, ScriptedPolicy("push_to_target"), seed=s, config=cfg, tag=s) for s in range(3)
+            EpisodeJob(spec, scripted_policy("push_to_target"), seed=s, config=cfg, tag=s) for s in range(3)
         )
         return [o.job.tag async for o in arun_episodes(jobs, concurrency=2, pool=pool)]
 
@@ -104,14 +114,14 @@ def test_a_family_with_large_environments_keeps_fewer_idle_but_as_many_as_run_at
     pool = EnvironmentPool()  # default limit: 4 idle
     cfg = EpisodeConfig(max_turns=2)
     tasks = ["pick_cube", "push_to_target", "pick_cube", "push_to_target"]
-    jobs = [EpisodeJob(EnvSpec(t, render=False), ScriptedPolicy(t), seed=0, config=cfg) for t in tasks]
+    jobs = [EpisodeJob(EnvSpec(t, render=False), scripted_policy(t), seed=0, config=cfg) for t in tasks]
     run_episodes(jobs, concurrency=1, pool=pool)
     assert pool.idle() == 1 and pool.built == 4  # each switch of task closed the other one
     pool.close()
 
     pool = EnvironmentPool()
     same = [
-        EpisodeJob(EnvSpec("pick_cube", render=False), ScriptedPolicy("pick_cube"), seed=s, config=cfg)
+        EpisodeJob(EnvSpec("pick_cube", render=False), scripted_policy("pick_cube"), seed=s, config=cfg)
         for s in range(6)
     ]
     run_episodes(same, concurrency=3, pool=pool)

@@ -315,3 +315,76 @@ def test_tasks_lists_every_family_and_an_unknown_task_is_one_short_line(capsys) 
     # LIBERO's many names are summarised by count, the small families named in full
     assert f"({libero} libero tasks: pear-agent tasks --family libero)" in message
     assert "align_blocks" in message and "roadster_kickflip" in message and len(message) < 600
+
+
+def test_a_family_with_only_the_required_hooks_gets_every_optional_parts_default() -> None:
+    """The tiny family subclasses the slim `Family` and implements no optional part: every caller's
+    fallback answers for it (the run above printed its turn lines and recorded its result fields)."""
+    from types import SimpleNamespace
+
+    from pear_agent import family_parts
+    from pear_agent.episode import EpisodeResult
+
+    ns: dict = {}
+    exec(compile(TINY_FAMILY, "tiny_family", "exec"), ns)
+    tiny = ns["FAMILY"]
+    assert family_parts.parts_of(tiny) == []
+    env = tiny.make(EnvSpec.of("tiny_reach", {"goal": 2}))
+    env.reset(0)
+    args = SimpleNamespace(tiny_goal=2)
+    assert family_parts.select(tiny, args, model=False) is None
+    assert family_parts.bench_summary(tiny, [], None, args) is None
+    assert family_parts.result_fields(tiny, env) == {"final_x": 0}  # the environment's own
+    assert family_parts.report_html(tiny, []) == ""
+    assert family_parts.prompt_schema(tiny, env) == ("reply schema", {"type": "object"})
+    assert family_parts.text_expert(tiny, [{"role": "user", "content": "x = 0"}]) is None
+    won = EpisodeResult(success=True, turns=2, end_reason="success")
+    assert family_parts.rewards(tiny, env, won) == (1.0, None)
+    won.reward = 0.25  # an environment's own last reward is kept, shaped too
+    assert family_parts.rewards(tiny, env, won) == (0.25, 0.25)
+    with pytest.raises(ValueError, match=r"task 'tiny_reach' has no scenario filters .*'tiny'"):
+        family_parts.filtered_seeds(tiny, "tiny_reach", "slow_approach", 0, 10, 1)
+
+
+def test_the_repositorys_families_declare_the_optional_parts_they_implement() -> None:
+    from pear_agent import family_parts
+
+    fams = registry.families()
+    assert family_parts.parts_of(fams["mujoco"]) == ["PromptSchema", "RlRewards"]
+    libero = ["BenchSelection", "BenchSummary", "PromptSchema", "RlRewards"]
+    assert family_parts.parts_of(fams["libero"]) == libero
+    roadster = {"ReportPage", "TurnLines", "PromptSchema", "RlRewards", "ScenarioFilters", "TextServing"}
+    assert set(family_parts.parts_of(fams["roadster"])) == roadster
+    # a part is declared by subclassing its protocol, so a misspelt method is caught here
+    for fam in fams.values():
+        for part in family_parts.PARTS:
+            if issubclass(type(fam), part):
+                (method,) = [m for m in vars(part) if not m.startswith("_")]
+                assert getattr(type(fam), method) is not getattr(part, method), (fam.name, part.__name__)
+    # the slim core: only what every family answers
+    hooks = {m for m in vars(registry.Family) if not m.startswith("_") and callable(vars(registry.Family)[m])}
+    assert hooks == {
+        "task_names", "owns", "add_arguments", "options", "bench_options", "resolve", "expand",
+        "make", "has_default_policy", "default_policy", "describe", "verdict",
+    }  # fmt: skip
+
+
+def test_the_environment_options_are_the_loops_the_specs_and_the_arm_environments() -> None:
+    """One list says which loop options build an environment: the spec, the loop's config and the
+    arm environment's keywords all have exactly these names."""
+    import dataclasses
+    import inspect
+
+    from pear_agent.arm_environment import ArmEnvironment
+    from pear_agent.environment import ENVIRONMENT_OPTIONS, environment_options
+    from pear_agent.episode import EpisodeConfig
+
+    names = set(ENVIRONMENT_OPTIONS)
+    assert names <= {f.name for f in dataclasses.fields(EnvSpec)}
+    assert names <= {f.name for f in dataclasses.fields(EpisodeConfig)}
+    keywords = inspect.signature(ArmEnvironment.__init__).parameters.values()
+    assert names == {p.name for p in keywords if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    config = EpisodeConfig(observation="state", max_invalid=2, max_chunk=4)
+    spec = EnvSpec.of("pick_cube", config=config)
+    assert environment_options(spec) == environment_options(config)
+    assert (spec.observation, spec.max_invalid, spec.max_chunk) == ("state", 2, 4)

@@ -153,3 +153,80 @@ def test_the_settings_reference_page_is_current_and_lists_every_setting() -> Non
             assert f"| `{flag_of(f)}` |" in page
     for name in RosSettings.model_fields:
         assert f"| `{name}` |" in page
+    from pear_agent.ros2.settings import agent_parameters
+
+    for p in agent_parameters():  # every agent node parameter, with where it is defined
+        assert f"| `{p.name}` | {p.type.__name__} | `{p.default!r}` | `{p.source}` |" in page
+
+
+# -- the ROS 2 agent node's parameters ------------------------------------------------------------
+def _declared_twice(rows: list) -> dict[str, list[str]]:
+    where: dict[str, list[str]] = {}
+    for p in rows:
+        where.setdefault(p.name, []).append(p.source)
+    return {name: sources for name, sources in where.items() if len(sources) > 1}
+
+
+def _literal_parameter_dicts(path: Path, names: set[str]) -> list[int]:
+    """Lines of dict literals in `path` that give an agent parameter a literal default."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Dict):
+            keys = [
+                k.value
+                for k, v in zip(node.keys, node.values, strict=True)
+                if isinstance(k, ast.Constant) and k.value in names and isinstance(v, ast.Constant)
+            ]
+            if len(keys) >= 2:
+                lines.append(node.lineno)
+    return lines
+
+
+OTHER_NODES = {
+    "sim_robot_node.py": "the simulated robot's own parameters (robot, task, seed, its topics)",
+    "yam_driver_node.py": "the YAM driver's own parameters (robot, its topics, its stop limits)",
+}
+"""ROS 2 modules whose parameter tables share names with the agent's: other nodes, other meanings."""
+
+
+def test_no_agent_node_parameter_is_declared_twice() -> None:
+    pytest.importorskip("pinocchio")
+    from pear_agent.ros2 import agent_node
+    from pear_agent.ros2.settings import Parameter, agent_defaults, agent_parameters
+
+    rows = agent_parameters()
+    assert _declared_twice(rows) == {}
+    # the check fails when a name is declared again (e.g. a loop option restated in AgentSettings)
+    again = [*rows, Parameter("max_turns", int, 30, "", "AgentSettings")]
+    assert _declared_twice(again) == {"max_turns": ["EpisodeConfig.max_turns", "AgentSettings"]}
+    assert agent_defaults() == agent_node.PARAMS and len(agent_node.PARAMS) == len(rows)
+    # no default restated by hand anywhere in the ROS package but in the other nodes' own tables
+    names = {p.name for p in rows}
+    restated = {
+        path.name: _literal_parameter_dicts(path, names)
+        for path in sorted((ROOT / "pear_agent" / "ros2").glob("*.py"))
+        if path.name not in OTHER_NODES and _literal_parameter_dicts(path, names)
+    }
+    assert restated == {}
+
+
+def test_the_agent_nodes_shared_parameters_are_the_loops_and_the_model_clients() -> None:
+    pytest.importorskip("pinocchio")
+    from pear_agent.ros2.settings import UNSET, agent_parameters, shared_values
+
+    fields = {f"{cls.__name__}.{f.name}": f for cls in DEFINITIONS for f in dataclasses.fields(cls)}
+    shared = [p for p in agent_parameters() if "." in p.source]
+    assert {p.name for p in shared} >= {"max_turns", "observation", "model", "temperature", "keep_images"}
+    for p in shared:
+        f = fields[p.source]
+        assert p.default == (f.default if f.default is not None else UNSET[p.type]), p
+        assert p.description.startswith(f.metadata["help"]), p
+    # the ROS values read back as the client's settings: unset ones are None, the others as given
+    params = {p.name: p.default for p in agent_parameters()} | {"model": "m", "max_tokens": 0}
+    model = ModelSettings(**shared_values(params, "ModelSettings"))
+    assert model.model == "m" and model.temperature is None and model.base_url is None
+    assert model.max_tokens is None and model.keep_images is None and model.timeout_s == 120.0
+    params |= {"temperature": 0.0, "keep_images": 2, "model_timeout_s": 30.0}
+    model = ModelSettings(**shared_values(params, "ModelSettings"))
+    assert model.temperature == 0.0 and model.keep_images == 2 and model.timeout_s == 30.0
+    assert shared_values(params, "EpisodeConfig") == {"max_turns": None, "observation": "both"}

@@ -9,6 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from pear_agent import family_parts
 from pear_agent.bench.runner import SPLITS
 
 
@@ -18,7 +19,7 @@ def _tasks_and_seeds(args: argparse.Namespace, model: bool) -> tuple[list[str], 
     from pear_agent.registry import families, family_of
 
     for fam in families().values():
-        sel = fam.select(args, model=model)
+        sel = family_parts.select(fam, args, model=model)
         if sel is not None:
             seeds = sel.seeds if sel.seeds is not None else _seeds(args, [fam.default_episodes])
             return sel.tasks, seeds, sel
@@ -124,7 +125,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     print(format_table(rows))
     index = write_report(args.out, results)
     for fam in {id(family_of(t)): family_of(t) for t in tasks}.values():  # e.g. LIBERO's per-suite table
-        text = fam.bench_summary(results, Path(args.out), args)
+        text = family_parts.bench_summary(fam, results, Path(args.out), args)
         if text:
             print(text)
     if preset == "pear_real":

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -174,45 +175,72 @@ def _lowest_tcp_cm(tool: dict[str, Any], floor_cm: float) -> float:
     return floor_cm + float(tool.get("fingertip_below_tcp_cm", 1.0)) + 0.5
 
 
+@dataclass(frozen=True)
+class GraspWords:
+    """What an approach says at each of its stages (`move`: given the cm still to go sideways)."""
+
+    reopen: str
+    rise: str
+    move: Callable[[float], str]
+    turn: str
+    lower: str
+    close: str
+
+
+def approach_and_grasp(
+    arm: dict[str, Any],
+    o: np.ndarray,
+    yaw: float,
+    grasp_z: float,
+    hover_z: float,
+    clear_z: float,
+    words: GraspWords,
+) -> tuple[str, dict[str, Any]]:
+    """Open gripper: go above the grasp point `o` (rising to `hover_z` first when below `clear_z`),
+    turn to `yaw`, descend to `grasp_z`, close. A closed gripper holding nothing first opens and
+    backs off upwards. One move a turn; the cube tasks and the object task say it their own way."""
+    p = np.asarray(arm["position"], float)
+    rot = _rot_delta(arm, yaw)
+    dxy = o[:2] - p[:2]
+    if float(arm.get("gripper", 1.0)) < 0.9:
+        up = max(0.0, min(6.0, hover_z - p[2]))
+        return words.reopen, _act(np.array([0, 0, up]), None, 1.0)
+    if np.linalg.norm(dxy) > 0.8:
+        if p[2] < clear_z:
+            return words.rise, _act(np.array([0, 0, hover_z - p[2]]), rot)
+        return words.move(float(np.linalg.norm(dxy))), _act(np.array([dxy[0], dxy[1], hover_z - p[2]]), rot)
+    if max(abs(v) for v in rot) > 0.04:
+        return words.turn, _act(None, rot)
+    if p[2] > grasp_z + 0.6:
+        return words.lower, _act(np.array([dxy[0], dxy[1], grasp_z - p[2]]), rot)
+    return words.close, _act(None, None, 0.0)
+
+
+CUBE_WORDS = GraspWords(
+    reopen="The gripper is closed but holds nothing; I open it and back off upwards.",
+    rise="I am low and not above the object; I rise before moving sideways.",
+    move=lambda dist: (
+        f"The object is {dist:.1f} cm away horizontally; I move above it "
+        "and square the gripper with its faces."
+    ),
+    turn="I am above the object; I turn the gripper to square it with the faces.",
+    lower="Aligned above the object; I lower the open gripper around it.",
+    close="The object is between the fingers; I close the gripper.",
+)
+
+
 def _approach_and_grasp(
     arm: dict[str, Any], obj: dict[str, Any], tool: dict[str, Any] | None = None
 ) -> tuple[str, dict[str, Any]]:
-    """Open gripper: go above the object, square up, descend, close."""
+    """Open gripper: go above the cube, square up, descend, close."""
     tool = tool or {}
-    p, o = np.asarray(arm["position"], float), np.asarray(obj["position_cm"], float)
+    o = np.asarray(obj["position_cm"], float)
     size = float(obj["size_cm"])
     table_z = float(tool.get("table_z_cm") or 0.0)
     grasp_z = max(o[2] + 0.3, _lowest_tcp_cm(tool, table_z))
     hover_z = max(o[2] + size / 2 + 8.0, grasp_z + 6.0)
     yaw = _grasp_yaw(float(obj["yaw_rad"]), float(arm["orientation"][2]))
-    rot = _rot_delta(arm, yaw)
-    dxy = o[:2] - p[:2]
-    g = float(arm.get("gripper", 1.0))
-    if g < 0.9:
-        up = max(0.0, min(6.0, hover_z - p[2]))
-        return (
-            "The gripper is closed but holds nothing; I open it and back off upwards.",
-            _act(np.array([0, 0, up]), None, 1.0),
-        )
-    if np.linalg.norm(dxy) > 0.8:
-        if p[2] < o[2] + size / 2 + 3.0:
-            return (
-                "I am low and not above the object; I rise before moving sideways.",
-                _act(np.array([0, 0, hover_z - p[2]]), rot),
-            )
-        return (
-            f"The object is {np.linalg.norm(dxy):.1f} cm away horizontally; I move above it "
-            "and square the gripper with its faces.",
-            _act(np.array([dxy[0], dxy[1], hover_z - p[2]]), rot),
-        )
-    if max(abs(v) for v in rot) > 0.04:
-        return "I am above the object; I turn the gripper to square it with the faces.", _act(None, rot)
-    if p[2] > grasp_z + 0.6:
-        return (
-            "Aligned above the object; I lower the open gripper around it.",
-            _act(np.array([dxy[0], dxy[1], grasp_z - p[2]]), rot),
-        )
-    return "The object is between the fingers; I close the gripper.", _act(None, None, 0.0)
+    return approach_and_grasp(arm, o, yaw, grasp_z, hover_z, o[2] + size / 2 + 3.0, CUBE_WORDS)
 
 
 def _cannot_grasp(obj: dict[str, Any], tool: dict[str, Any] | None, what: str) -> str | None:
@@ -232,13 +260,21 @@ def _lost_or_ungraspable(
     )
 
 
-def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+def _arm_and_object(
+    state: State, priv: dict[str, Any], what: str, grasp: bool = True
+) -> tuple[str, dict[str, Any], dict[str, Any], tuple[str, Stop] | None]:
+    """The arm the task names, its object, and the reply that stops the episode when the object is
+    lost (or, when it is to be grasped, wider than the gripper opens); None while it can go on."""
     part = priv.get("part", "arm")
-    arm = state[part]
     obj = priv["object"]
-    reason = _lost_or_ungraspable(obj, priv, "cube")
-    if reason:
-        return stop(reason, [part])
+    reason = _lost_or_ungraspable(obj, priv, what, grasp)
+    return part, state[part], obj, (stop(reason, [part]) if reason else None)
+
+
+def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    part, arm, obj, stopped = _arm_and_object(state, priv, "cube")
+    if stopped:
+        return stopped
     if _holding(arm, obj):
         goal_z = priv["object_start_z_cm"] + priv["lift_cm"] + 3.0
         dz = goal_z - float(obj["position_cm"][2])
@@ -251,15 +287,13 @@ def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    part = priv.get("part", "arm")
-    arm = state[part]
-    obj, bowl = priv["object"], priv["container"]
+    part, arm, obj, stopped = _arm_and_object(state, priv, "cube")
+    if stopped:
+        return stopped
+    bowl = priv["container"]
     o = np.asarray(obj["position_cm"], float)
     b = np.asarray(bowl["position_cm"], float)
     size = float(obj["size_cm"])
-    reason = _lost_or_ungraspable(obj, priv, "cube")
-    if reason:
-        return stop(reason, [part])
     if priv.get("object_inside"):
         return (
             "The cube is in the bowl; I open the gripper and move away upwards.",
@@ -300,33 +334,41 @@ def _in_room(yaw: float, room: list[float]) -> bool:
     return any(lo <= yaw + k * 2 * np.pi <= hi for k in range(-2, 3))
 
 
+def push_line(
+    arm: dict[str, Any], o: np.ndarray, target_xy: np.ndarray, tool: dict[str, Any], table_z: float
+) -> tuple[float, np.ndarray, float, float, float, float | None]:
+    """Where a push of the block at `o` towards `target_xy` stands: the distance to go (cm), its
+    unit direction, the height the fingertips sweep at, the tool point's offset along the push line
+    (negative: behind the block) and across it, and the grip to command (close an open gripper)."""
+    p = np.asarray(arm["position"], float)
+    to_target = target_xy - o[:2]
+    dist = float(np.linalg.norm(to_target))
+    u = to_target / max(dist, 1e-6)
+    # the fingertips sweep just above the table: at least 1 cm of clearance below the tool point
+    push_z = table_z + max(2.0, float(tool.get("fingertip_below_tcp_cm", 1.0)) + 1.0)
+    r = p[:2] - o[:2]
+    along = float(r @ u)
+    lateral = float(np.linalg.norm(r - along * u))
+    grip = 0.0 if float(arm.get("gripper", 1.0)) > 0.2 else None
+    return dist, u, push_z, along, lateral, grip
+
+
 def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    part = priv.get("part", "arm")
-    arm = state[part]
-    obj, target = priv["object"], priv["target"]
-    reason = _lost_or_ungraspable(obj, priv, "block", grasp=False)
-    if reason:
-        return stop(reason, [part])
+    part, arm, obj, stopped = _arm_and_object(state, priv, "block", grasp=False)
+    if stopped:
+        return stopped
+    target = priv["target"]
     p = np.asarray(arm["position"], float)
     o = np.asarray(obj["position_cm"], float)
     t = np.asarray(target["position_cm"], float)
     size = float(obj["size_cm"])
-    to_target = t[:2] - o[:2]
-    dist = float(np.linalg.norm(to_target))
-    u = to_target / max(dist, 1e-6)
+    tool = priv.get("tool") or {}
+    table_z = float(tool.get("table_z_cm") or 0.0)
+    dist, u, push_z, along, lateral, grip = push_line(arm, o, t[:2], tool, table_z)
     # 4 cm between the block and the tool point as the hand comes down behind it: fingers that reach
     # further on one side of the tool point (a thumb-and-fingers hand) nudged it off the line at 3
     standoff = size / 2 + 4.0
-    tool = priv.get("tool") or {}
-    table_z = float(tool.get("table_z_cm") or 0.0)
-    # the fingertips sweep just above the table: at least 1 cm of clearance below the tool point
-    push_z = table_z + max(2.0, float(tool.get("fingertip_below_tcp_cm", 1.0)) + 1.0)
     hover_z = table_z + size + 5.0
-    r = p[:2] - o[:2]
-    along = float(r @ u)
-    lateral = float(np.linalg.norm(r - along * u))
-    g = float(arm.get("gripper", 1.0))
-    grip = 0.0 if g > 0.2 else None
     # push with the wide face of the closed fingers: tool x along the push (yaw has period pi),
     # of the two ways round the one nearer the tool's yaw that the wrist can turn to
     face_yaw = float(np.arctan2(u[1], u[0]))
@@ -395,12 +437,9 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     """Ambush a cube riding a belt: land ahead of it with the fingers straddling its path, slide to
     meet it, close. It leads the cube by fixed motion-time guesses and assumes the observation is
     fresh, which is exactly what a 2 s decision latency in realtime mode breaks."""
-    part = priv.get("part", "arm")
-    arm = state[part]
-    obj = priv["object"]
-    reason = _lost_or_ungraspable(obj, priv, "cube")
-    if reason:
-        return stop(reason, [part])
+    part, arm, obj, stopped = _arm_and_object(state, priv, "cube")
+    if stopped:
+        return stopped
     p, o = np.asarray(arm["position"], float), np.asarray(obj["position_cm"], float)
     v = np.asarray(priv["belt"]["velocity_cm_s"], float)
     u = v / max(float(np.linalg.norm(v)), 1e-6)
@@ -442,9 +481,13 @@ def conveyor_pick(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     }
 
 
+PICK_CUBE: Expert = within_caps(pick_cube)
+PLACE_IN_BOWL: Expert = within_caps(place_in_bowl)
+PUSH_TO_TARGET: Expert = within_caps(push_to_target)
+CONVEYOR_PICK: Expert = within_caps(conveyor_pick)
+"""The single-arm experts as a task names them (`MujocoTask.expert`, e.g. "...experts:PICK_CUBE")."""
+
 SINGLE_ARM_EXPERTS: dict[str, Expert] = {
-    "pick_cube": within_caps(pick_cube),
-    "place_in_bowl": within_caps(place_in_bowl),
-    "push_to_target": within_caps(push_to_target),
-    "conveyor_pick": within_caps(conveyor_pick),
+    e.__name__: e for e in (PICK_CUBE, PLACE_IN_BOWL, PUSH_TO_TARGET, CONVEYOR_PICK)
 }
+"""The same by function name (for tests that look them up so; a task points at its own expert)."""

@@ -8,7 +8,6 @@ import numpy as np
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.chunking import expert_chunk
-from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.policies.experts import Expert, cap_action
 from pear_agent.protocol.actions import reply_text, wire_chunk
 from pear_agent.protocol.prompts import Message
@@ -17,7 +16,8 @@ from pear_agent.protocol.prompts import Message
 class ScriptedPolicy:
     """Answers through the text protocol so every layer a model would exercise is exercised.
 
-    `expert` is the task's expert where its family names it (default: the MuJoCo tasks' own);
+    `expert` is the task's expert (`pear_agent.task_experts.scripted_policy(task)` finds the one its
+    family names: a policy never asks the registry itself);
     `action_noise_cm` adds Gaussian noise to position changes (for stochastic rollouts). When the
     environment takes chunks (`ctx.max_chunk` > 1) the reply carries up to that many steps
     (`pear_agent.policies.chunking`).
@@ -30,9 +30,12 @@ class ScriptedPolicy:
     def __init__(
         self, task: str, action_noise_cm: float = 0.0, seed: int = 0, expert: Expert | None = None
     ) -> None:
-        if expert is None and task not in EXPERTS:
-            raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
-        self.expert = expert if expert is not None else EXPERTS[task]
+        if expert is None:
+            raise ValueError(
+                f"no scripted expert given for task {task!r} (`pear_agent.task_experts.scripted_policy"
+                "(task)` builds this policy with the expert the task's family names)"
+            )
+        self.expert = expert
         self.action_noise_cm = action_noise_cm
         self.seed = seed
         self._rng = np.random.default_rng(seed)

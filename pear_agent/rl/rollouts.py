@@ -106,30 +106,18 @@ async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
     )
     if out.result is None:
         raise RolloutError(f"rollout {job.id}: {out.error}")
-    result = out.result
     return {
         "schema": "pear-agent/trajectory/v1",
         "id": job.id,
         "group_id": job.group_id,
         "index_in_group": job.index_in_group,
-        "task": result.task,
-        "robot": result.robot,
         "seed": job.seed,
-        "policy": result.policy,
         "policy_seed": job.policy_seed,
-        "mode": result.mode,
+        **out.record_fields(),
         "reward": out.reward,
-        "shaped_reward": out.shaped_reward,
         "advantage": None,
-        "success": result.success,
-        "end_reason": result.end_reason,
-        "detail": result.detail,
-        "turns": result.turns,
-        "latencies_s": list(result.latencies_s),
-        "sim_time_s": result.sim_time_s,
-        "wall_time_s": result.wall_time_s,
+        "wall_time_s": out.result.wall_time_s,
         "worker": f"{socket.gethostname()}:{os.getpid()}",
-        "messages": out.messages,
     }
 
 

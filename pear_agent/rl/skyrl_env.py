@@ -160,10 +160,11 @@ class PearAgentEnv(BaseTextEnv):
         event = self._next()
         if event[0] == "done":
             self._finish(event[1])
+            from pear_agent import family_parts
             from pear_agent.registry import family_of
 
             # the family's reward: success for the arm tasks, the roadster's shaped one in [0, 1]
-            reward, _ = family_of(self.task).rewards(self._env, self.result)
+            reward, _ = family_parts.rewards(family_of(self.task), self._env, self.result)
             return BaseTextEnvStepOutput(observations=[], reward=reward, done=True, metadata=self._metadata())
         _, n, self.context = event
         # the loop appended our reply (assistant) and the next user turn: return what follows the reply

@@ -44,39 +44,14 @@ from pear_agent.ros2.endings import (
     result_from_log,
     write_summary,
 )
-from pear_agent.ros2.settings import RosSettings
+from pear_agent.ros2.settings import RosSettings, agent_defaults, agent_parameters, shared_values
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_SIGINT", "EXIT_SIGTERM", "EXIT_STOPPED", "EXIT_SUCCESS"]
 EXIT_INTERRUPTED = EXIT_SIGINT
 
-PARAMS: dict[str, Any] = {
-    "robot": "yam_bimanual",
-    "task": "",
-    "instruction": "",
-    "instruction_topic": "/pear/instruction",
-    "instruction_timeout_s": 30.0,
-    "task_status_timeout_s": 30.0,
-    "max_turns": 0,
-    "seed": 0,
-    "policy": "scripted",
-    "action_noise_cm": 0.0,
-    "bringup_height_cm": 3.0,
-    "replay_path": "",
-    "replay_delay_s": 0.0,
-    "model": "",
-    "base_url": "",
-    "api_key_env": "",
-    "temperature": -1.0,
-    "max_tokens": 0,
-    "model_timeout_s": 120.0,
-    "keep_images": 0,
-    "observation": "both",
-    "video_fps": 10.0,
-    "view": False,
-    "runs_dir": "runs",
-    "status_topic": "/pear/agent/status",
-    **{k: f.default for k, f in RosSettings.model_fields.items()},
-}
+PARAMS: dict[str, Any] = agent_defaults()
+"""Every ROS parameter with its default, each from the one place it is defined
+(`pear_agent.ros2.settings.agent_parameters`: AgentSettings, EpisodeConfig, ModelSettings, RosSettings)."""
 POLICIES = ("scripted", "bringup", "replay", "openai")
 FINAL_STATUS_ACK_TIMEOUT_S = 5.0
 
@@ -117,10 +92,10 @@ class _Paced:
 def make_policy(p: dict[str, Any], task: str) -> Any:
     kind = p["policy"]
     if kind == "scripted":
-        from pear_agent.policies.scripted import ScriptedPolicy
+        from pear_agent.task_experts import scripted_policy
 
         try:
-            return ScriptedPolicy(task, action_noise_cm=float(p["action_noise_cm"]), seed=int(p["seed"]))
+            return scripted_policy(task, action_noise_cm=float(p["action_noise_cm"]), seed=int(p["seed"]))
         except ValueError as exc:
             raise ConfigError(f"policy scripted: {exc}") from None
     if kind == "bringup":
@@ -149,17 +124,7 @@ def make_policy(p: dict[str, Any], task: str) -> Any:
 
         if not p["model"]:
             raise ConfigError("policy openai needs the `model` parameter")
-        return OpenAIPolicy(
-            ModelSettings(
-                model=p["model"],
-                base_url=p["base_url"] or None,
-                api_key_env=p["api_key_env"] or None,
-                temperature=p["temperature"] if p["temperature"] >= 0 else None,
-                max_tokens=p["max_tokens"] or None,
-                timeout_s=p["model_timeout_s"],
-                keep_images=p["keep_images"] or None,
-            )
-        )
+        return OpenAIPolicy(ModelSettings(**shared_values(p, "ModelSettings")))
     raise ConfigError(f"unknown policy {kind!r}; use one of {', '.join(POLICIES)}")
 
 
@@ -445,7 +410,7 @@ def main(argv: list[str] | None = None) -> int:
     shutdown = spin_in_background(node)
     code = EXIT_CONFIG
     try:
-        params = declare_params(node, PARAMS)
+        params = declare_params(node, PARAMS, {p.name: p.description for p in agent_parameters()})
         code = run(node, params)
     except (ConfigError, RobotConfigError, ValueError) as exc:
         print(f"agent_node: configuration error: {exc}", file=sys.stderr)

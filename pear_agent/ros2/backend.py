@@ -27,7 +27,6 @@ rclpy is imported here and in the nodes only; the turn loop never imports this m
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from typing import Any
@@ -43,6 +42,7 @@ from pear_agent.ros2 import joint_velocity as jv
 from pear_agent.ros2.braking import Braking
 from pear_agent.ros2.cameras import Cameras
 from pear_agent.ros2.graph import (
+    json_object,
     spin_own_node,
 )
 from pear_agent.ros2.settings import (
@@ -197,20 +197,16 @@ class RosBackend(Braking, StackCheck, Cameras):
             self._decoded.pop(camera, None)
 
     def _on_status(self, msg: Any) -> None:
-        try:
-            status = json.loads(msg.data)
-        except ValueError:
+        status = json_object(msg)
+        if status is None:  # not a JSON object: the simulator's task status always is one
             return
         with self._lock:
             self._status = status
             self._status_t = time.monotonic()
 
     def _on_driver(self, part: str, msg: Any) -> None:
-        try:
-            status = json.loads(msg.data)
-        except ValueError:
-            return
-        if isinstance(status, dict):
+        status = json_object(msg)
+        if status is not None:
             with self._lock:
                 self._drivers[part] = (status, time.monotonic())
 
@@ -241,6 +237,13 @@ class RosBackend(Braking, StackCheck, Cameras):
         pos = np.array([r[0] for r in rows])
         vel = np.array([r[1] for r in rows])
         return pos, vel, max(now - r[2] + r[3] for r in rows)
+
+    def _arm_limits(self, p: _PartSpec) -> cv.MoveLimits:
+        """What every arm move of part `p` is planned within."""
+        s = self.settings
+        return cv.MoveLimits(
+            p.vmax, s.joint_acceleration_rad_s2, s.joint_jerk_rad_s3, p.lower, p.upper, s.trajectory_dt_s
+        )
 
     def _read(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         pos, vel, _ = self._read_aged(names)
@@ -425,18 +428,8 @@ class RosBackend(Braking, StackCheck, Cameras):
             p = self.parts[name]
             if cmd.joints_rad is not None:
                 q0, v0 = self._read(p.joints)
-                plans[name] = cv.ruckig_plan(
-                    p.joints,
-                    q0,
-                    np.asarray(cmd.joints_rad, float),
-                    p.vmax,
-                    s.joint_acceleration_rad_s2,
-                    s.joint_jerk_rad_s3,
-                    p.lower,
-                    p.upper,
-                    s.trajectory_dt_s,
-                    v0=v0,
-                )
+                target = np.asarray(cmd.joints_rad, float)
+                plans[name] = cv.ruckig_plan(p.joints, q0, target, self._arm_limits(p), v0=v0)
             if cmd.gripper is not None and p.gripper is not None and p.gripper_topic:
                 g0, gv0 = self._read([p.g_joint])
                 target = float(np.clip(p.gripper_position(cmd.gripper), p.g_lo, p.g_hi))
@@ -444,18 +437,11 @@ class RosBackend(Braking, StackCheck, Cameras):
                     continue  # already commanded: a new trajectory would restart from the measured
                     # finger position (the JTC's rule) and loosen a grip on an object
                 self._gripper_target[name] = target
-                gplans[name] = cv.ruckig_plan(
-                    [p.g_joint],
-                    g0,
-                    np.array([target]),
-                    p.gripper_vmax,
-                    10 * p.gripper_vmax,
-                    100 * p.gripper_vmax,
-                    np.array([p.g_lo]),
-                    np.array([p.g_hi]),
-                    s.trajectory_dt_s,
-                    v0=gv0,
+                vmax = p.gripper_vmax
+                fingers = cv.MoveLimits(
+                    vmax, 10 * vmax, 100 * vmax, np.array([p.g_lo]), np.array([p.g_hi]), s.trajectory_dt_s
                 )
+                gplans[name] = cv.ruckig_plan([p.g_joint], g0, np.array([target]), fingers, v0=gv0)
         for name, gplan in gplans.items():
             if not self._send(self.parts[name].gripper_topic or "", gplan):
                 return Outcome("stopped", f"{self._estop_reason}; no further motion")
@@ -534,7 +520,6 @@ class RosBackend(Braking, StackCheck, Cameras):
     def _follow_chunk(self, arm: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
         """One multi-point trajectory per moving part through the steps' waypoints; (outcome, how
         many waypoints the plan had passed when it ended)."""
-        s = self.settings
         names = [n for n in self.parts if any(n in st for st in arm)]
         needed = [j for n in names for j in self.parts[n].joints]
         why = self.fresh_check(needed)
@@ -553,18 +538,7 @@ class RosBackend(Braking, StackCheck, Cameras):
             for st in arm:
                 prev = np.asarray(st[name].joints_rad, float) if name in st else prev
                 wps.append(prev)
-            plans[name], passed[name] = cv.ruckig_chain(
-                p.joints,
-                q0,
-                wps,
-                p.vmax,
-                s.joint_acceleration_rad_s2,
-                s.joint_jerk_rad_s3,
-                p.lower,
-                p.upper,
-                s.trajectory_dt_s,
-                v0=v0,
-            )
+            plans[name], passed[name] = cv.ruckig_chain(p.joints, q0, wps, self._arm_limits(p), v0=v0)
         self.chunk_waypoint_times_s = {n: list(v) for n, v in passed.items()}
         """When each part's last chunk trajectory passes its waypoints (s after the send)."""
         for name, plan in plans.items():

@@ -148,37 +148,60 @@ class TrajectoryPlan:
         return q, dq
 
 
+def _start_velocity(v0: np.ndarray | None, n: int, vmax: float) -> np.ndarray:
+    """The measured velocity a plan starts from (none: at rest), finite and within the speed cap."""
+    return np.zeros(n) if v0 is None else np.clip(np.nan_to_num(np.asarray(v0, float)), -vmax, vmax)
+
+
+def _ruckig_leg(
+    q: np.ndarray, v: np.ndarray, target: Any, v_target: Any, vmax: float, amax: float, jmax: float
+) -> tuple[Any, Any]:
+    """One jerk-limited leg (ruckig) from (q, v) at zero acceleration to (target, v_target) at zero
+    acceleration: (the trajectory, or None when there is none within the limits; ruckig's result)."""
+    from ruckig import InputParameter, Result, Ruckig, Trajectory
+
+    n = len(q)
+    inp = InputParameter(n)
+    inp.current_position, inp.current_velocity, inp.current_acceleration = list(q), list(v), [0.0] * n
+    inp.target_position, inp.target_velocity = list(target), list(v_target)
+    inp.target_acceleration = [0.0] * n
+    inp.max_velocity, inp.max_acceleration, inp.max_jerk = [vmax] * n, [amax] * n, [jmax] * n
+    traj = Trajectory(n)
+    result = Ruckig(n).calculate(inp, traj)
+    return (traj if result in (Result.Working, Result.Finished) else None), result
+
+
+@dataclass(frozen=True)
+class MoveLimits:
+    """What a planned move keeps within: the speed cap (rad/s), acceleration (rad/s^2) and jerk
+    (rad/s^3) of every joint, the joints' range (rad), and the period its points are sampled at."""
+
+    vmax: float
+    amax: float
+    jmax: float
+    lower: np.ndarray
+    upper: np.ndarray
+    dt: float = 0.05
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self.lower, float), np.asarray(self.upper, float)
+
+
 def ruckig_plan(
-    joint_names: list[str],
-    q0: np.ndarray,
-    q1: np.ndarray,
-    vmax: float,
-    amax: float,
-    jmax: float,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    dt: float = 0.05,
-    v0: np.ndarray | None = None,
+    joint_names: list[str], q0: np.ndarray, q1: np.ndarray, limits: MoveLimits, v0: np.ndarray | None = None
 ) -> TrajectoryPlan:
     """A time-optimal, jerk-limited move (ruckig) from the measured state (q0, v0) to rest at q1,
     within the speed cap and acceleration limit, sampled every `dt`. The target is clipped into
     [lower, upper]; the start never is (a plan starts where the arm is), and the samples are
     clipped only when the start lies within the limits."""
-    from ruckig import InputParameter, Result, Ruckig, Trajectory
-
-    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    lower, upper = limits.bounds()
+    vmax, amax, jmax, dt = limits.vmax, limits.amax, limits.jmax, limits.dt
     q0 = np.asarray(q0, float)
     q1 = np.clip(np.asarray(q1, float), lower, upper)
     inside = bool(np.all(q0 >= lower) and np.all(q0 <= upper))
     n = q0.size
-    v0 = np.zeros(n) if v0 is None else np.clip(np.nan_to_num(np.asarray(v0, float)), -vmax, vmax)
-    inp = InputParameter(n)
-    inp.current_position, inp.current_velocity, inp.current_acceleration = list(q0), list(v0), [0.0] * n
-    inp.target_position, inp.target_velocity, inp.target_acceleration = list(q1), [0.0] * n, [0.0] * n
-    inp.max_velocity, inp.max_acceleration, inp.max_jerk = [vmax] * n, [amax] * n, [jmax] * n
-    traj = Trajectory(n)
-    result = Ruckig(n).calculate(inp, traj)
-    if result not in (Result.Working, Result.Finished):
+    traj, result = _ruckig_leg(q0, _start_velocity(v0, n, vmax), q1, [0.0] * n, vmax, amax, jmax)
+    if traj is None:
         raise ValueError(f"no trajectory within the limits ({result})")
     duration = max(MIN_SEGMENT_S, float(traj.duration))
     steps = max(1, math.ceil(duration / dt - 1e-9))
@@ -218,12 +241,7 @@ def ruckig_chain(
     joint_names: list[str],
     q0: np.ndarray,
     waypoints: list[np.ndarray],
-    vmax: float,
-    amax: float,
-    jmax: float,
-    lower: np.ndarray,
-    upper: np.ndarray,
-    dt: float = 0.05,
+    limits: MoveLimits,
     v0: np.ndarray | None = None,
 ) -> tuple[TrajectoryPlan, list[float]]:
     """One multi-point trajectory through `waypoints` without stopping at them (a chunk, issue 29):
@@ -231,12 +249,11 @@ def ruckig_chain(
     velocity `through_velocities` picks (zero where a leg cannot end that fast: a stop there), the
     last at rest. Within the speed cap and acceleration limit; (plan, the time each waypoint is
     passed)."""
-    from ruckig import InputParameter, Result, Ruckig, Trajectory
-
-    lower, upper = np.asarray(lower, float), np.asarray(upper, float)
+    lower, upper = limits.bounds()
+    vmax, amax, jmax, dt = limits.vmax, limits.amax, limits.jmax, limits.dt
     q = np.asarray(q0, float)
     n = q.size
-    v = np.zeros(n) if v0 is None else np.clip(np.nan_to_num(np.asarray(v0, float)), -vmax, vmax)
+    v = _start_velocity(v0, n, vmax)
     targets = [np.clip(np.asarray(w, float), lower, upper) for w in waypoints]
     vias = through_velocities(q, targets, vmax)
     times: list[float] = []
@@ -247,13 +264,8 @@ def ruckig_chain(
     for target, v_end in zip(targets, vias, strict=True):
         traj = None
         for v_try in (v_end, np.zeros(n)):
-            inp = InputParameter(n)
-            inp.current_position, inp.current_velocity, inp.current_acceleration = list(q), list(v), [0.0] * n
-            inp.target_position, inp.target_velocity = list(target), list(v_try)
-            inp.target_acceleration = [0.0] * n
-            inp.max_velocity, inp.max_acceleration, inp.max_jerk = [vmax] * n, [amax] * n, [jmax] * n
-            attempt = Trajectory(n)
-            if Ruckig(n).calculate(inp, attempt) in (Result.Working, Result.Finished):
+            attempt, _ = _ruckig_leg(q, v, target, v_try, vmax, amax, jmax)
+            if attempt is not None:
                 traj, v_end = attempt, v_try
                 break
         if traj is None:

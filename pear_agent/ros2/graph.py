@@ -3,6 +3,7 @@ manager's view of its controllers, topic names."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -75,14 +76,29 @@ def spin_own_node(node: Any) -> Any:
     return stop
 
 
-def declare_params(node: Any, defaults: dict[str, Any]) -> dict[str, Any]:
-    """Declare ROS parameters with these defaults; ints are accepted for floats (YAML `1` for
-    `1.0`), any other type mismatch is a ValueError naming the parameter (no rclpy traceback)."""
+def json_object(msg: Any) -> dict[str, Any] | None:
+    """The JSON object a std_msgs/String carries (a driver's status), or None for anything else: a
+    bad message from one publisher must not raise in a subscription callback."""
+    try:
+        value = json.loads(msg.data)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def declare_params(
+    node: Any, defaults: dict[str, Any], descriptions: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Declare ROS parameters with these defaults (and descriptions, for `ros2 param describe`);
+    ints are accepted for floats (YAML `1` for `1.0`), any other type mismatch is a ValueError
+    naming the parameter (no rclpy traceback)."""
     from rcl_interfaces.msg import ParameterDescriptor
 
     out: dict[str, Any] = {}
     for key, default in defaults.items():
-        value = node.declare_parameter(key, default, ParameterDescriptor(dynamic_typing=True)).value
+        about = (descriptions or {}).get(key, "")
+        descriptor = ParameterDescriptor(description=about, dynamic_typing=True)
+        value = node.declare_parameter(key, default, descriptor).value
         if isinstance(default, float) and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if type(value) is not type(default):

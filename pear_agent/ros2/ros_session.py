@@ -14,6 +14,8 @@ from typing import Any
 
 import yaml
 
+from pear_agent.ros2.graph import json_object
+
 UNKNOWN_NAME = "_NODE_NAME_UNKNOWN_"
 """What rmw reports for an endpoint whose node it has not discovered yet."""
 UNKNOWN = "(a node not yet named)"
@@ -156,9 +158,8 @@ class AgentStatus:
         s.node.create_subscription(String, topic, self._on, s.latched_qos())
 
     def _on(self, msg: Any) -> None:
-        try:
-            event = json.loads(msg.data)
-        except ValueError:
+        event = json_object(msg)
+        if event is None:  # not a JSON object: every agent event is one
             return
         with self._lock:
             self.events.append(event)
@@ -224,11 +225,8 @@ class DriverStatus:
             s.node.create_subscription(String, topic, lambda m, n=part: self._on(n, m), s.latched_qos(1))
 
     def _on(self, part: str, msg: Any) -> None:
-        try:
-            st = json.loads(msg.data)
-        except ValueError:
-            return
-        if isinstance(st, dict):
+        st = json_object(msg)
+        if st is not None:
             with self._lock:
                 self._states[part] = st
 

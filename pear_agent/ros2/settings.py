@@ -1,7 +1,14 @@
-"""The ROS 2 backend's parameters (the agent node's ROS parameters, same names), one typed
-definition, and the limits it works within."""
+"""The agent node's ROS parameters, each written once: the node's own (`AgentSettings`), the
+backend's (`RosSettings`, grouped as the backend reads them), and the turn loop's and model
+client's that a ROS run shares with `pear-agent run` (read from `EpisodeConfig` and
+`ModelSettings`, so their defaults and help are theirs). `agent_parameters()` lists them all: the
+node declares them from it and `scripts/settings_reference.py` writes the reference page from it.
+Also the limits the backend works within."""
 
 from __future__ import annotations
+
+import dataclasses
+from typing import Any, NamedTuple
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -81,6 +88,114 @@ class RosSettings(BaseModel):
         description="a driver's JSON status per part (yam_driver_node): a latched or faulted driver is "
         "refused by name; '' = none (a ros2_control stack)",
     )
+
+
+class AgentSettings(BaseModel):
+    """The agent node's own parameters: what to run and where to talk (same names as parameters)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    robot: str = Field("yam_bimanual", description="robot name in robots/ or a path to a robot YAML")
+    task: str = Field("", description="task name ('' = the simulator's task status, else 'ros2')")
+    instruction: str = Field("", description="the instruction ('' = the task's, else instruction_topic)")
+    instruction_topic: str = Field(
+        "/pear/instruction", description="std_msgs/String read when there is no instruction"
+    )
+    instruction_timeout_s: float = Field(30.0, description="wait this long for an instruction")
+    task_status_timeout_s: float = Field(30.0, description="wait this long for a simulator's task status")
+    seed: int = Field(0, description="the episode's seed (the scripted policy's noise)")
+    policy: str = Field("scripted", description="scripted, bringup, replay or openai")
+    action_noise_cm: float = Field(0.0, description="scripted: noise added to each target")
+    bringup_height_cm: float = Field(3.0, description="bringup: how high each part lifts")
+    replay_path: str = Field("", description="replay: an episode.jsonl recorded with `pear-agent run`")
+    replay_delay_s: float = Field(0.0, description="replay: wait this long per decision (a model's pace)")
+    video_fps: float = Field(10.0, description="episode.mp4 frames per second (0 = no video)")
+    view: bool = Field(False, description="also write episode.rrd, a Rerun recording (the view extra)")
+    runs_dir: str = Field("runs", description="the run folders go here")
+    status_topic: str = Field("/pear/agent/status", description="progress as JSON (pear-agent ros status)")
+
+
+SHARED_PARAMETERS: dict[str, tuple[str, str]] = {
+    "max_turns": ("EpisodeConfig", "max_turns"),
+    "observation": ("EpisodeConfig", "observation"),
+    "model": ("ModelSettings", "model"),
+    "base_url": ("ModelSettings", "base_url"),
+    "api_key_env": ("ModelSettings", "api_key_env"),
+    "temperature": ("ModelSettings", "temperature"),
+    "max_tokens": ("ModelSettings", "max_tokens"),
+    "model_timeout_s": ("ModelSettings", "timeout_s"),
+    "keep_images": ("ModelSettings", "keep_images"),
+}
+"""Parameter -> (definition, field) of the settings a ROS run shares with `pear-agent run`."""
+
+UNSET: dict[type, Any] = {int: 0, float: -1.0, str: ""}
+"""A ROS parameter cannot be None: a setting whose default is None ("decided later") is this value
+of its type (an int's 0, a float's negative, a str's empty) and reads back as None."""
+
+
+class Parameter(NamedTuple):
+    name: str
+    type: type
+    default: Any
+    description: str
+    source: str
+    """Where it is defined: `AgentSettings`, `RosSettings`, `EpisodeConfig.max_turns`, ..."""
+
+
+def _definitions() -> dict[str, type]:
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.policies.model_settings import ModelSettings
+
+    return {"EpisodeConfig": EpisodeConfig, "ModelSettings": ModelSettings}
+
+
+def _pydantic_rows(model: type[BaseModel]) -> list[Parameter]:
+    return [
+        Parameter(name, type(f.default), f.default, f.description or "", model.__name__)
+        for name, f in model.model_fields.items()
+    ]
+
+
+def _shared_row(name: str, cls: type, field: str) -> Parameter:
+    from pear_agent.settings import type_of
+
+    f = next(x for x in dataclasses.fields(cls) if x.name == field)
+    kind = type_of(f)
+    if kind is None:
+        raise TypeError(f"{cls.__name__}.{field} has no ROS parameter type (int, float or str)")
+    default = f.default if f.default is not None else UNSET[kind]
+    unset = "" if f.default is not None else f" (unset: {UNSET[kind]!r})"
+    return Parameter(name, kind, default, f.metadata["help"] + unset, f"{cls.__name__}.{field}")
+
+
+def agent_parameters() -> list[Parameter]:
+    """Every parameter of the agent node, each from the one place it is defined."""
+    defs = _definitions()
+    shared = [_shared_row(n, defs[c], f) for n, (c, f) in SHARED_PARAMETERS.items()]
+    return [*_pydantic_rows(AgentSettings), *shared, *_pydantic_rows(RosSettings)]
+
+
+def agent_defaults() -> dict[str, Any]:
+    """Parameter -> default, in the order of `agent_parameters` (what the node declares)."""
+    return {p.name: p.default for p in agent_parameters()}
+
+
+def shared_values(params: dict[str, Any], definition: str) -> dict[str, Any]:
+    """The shared settings of `definition` (`ModelSettings`, `EpisodeConfig`) from the node's
+    parameters, by their field names; a setting whose default is None reads its `UNSET` value (or
+    any negative float) back as None."""
+    cls = _definitions()[definition]
+    defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+    out: dict[str, Any] = {}
+    for name, (owner, field) in SHARED_PARAMETERS.items():
+        if owner != definition or name not in params:
+            continue
+        value = params[name]
+        if defaults[field] is None:
+            unset = value < 0 if isinstance(value, float) else value == UNSET.get(type(value))
+            value = None if unset else value
+        out[field] = value
+    return out
 
 
 DRIVER_STATUS_MAX_AGE_S = 3.0

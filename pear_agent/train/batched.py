@@ -29,6 +29,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from transformers.cache_utils import DynamicLayer
+
 KV = list[tuple[Any, Any]]
 """A sequence's cache: per layer (keys, values), each [1, kv_heads, tokens, head_dim]."""
 
@@ -65,6 +67,19 @@ class BatchStats:
     seconds: float = 0.0
     by_size: dict[int, list[float]] = field(default_factory=dict)
     """batch size -> [batches, tokens, seconds]."""
+    prefill_tokens: int = 0
+    """Prompt tokens fed (the shared starts and each row's new part): the work batching cannot share."""
+    prefill_s: float = 0.0
+    decode_s: float = 0.0
+    decode_steps: int = 0
+    """Forward passes after the prefill (one per generated token of the longest row)."""
+
+    def timed(self, timing: dict[str, float]) -> None:
+        """Add a batch's `generate_batch` timing (prefill and decode seconds, tokens, steps)."""
+        self.prefill_tokens += int(timing.get("prefill_tokens", 0))
+        self.prefill_s += timing.get("prefill_s", 0.0)
+        self.decode_s += timing.get("decode_s", 0.0)
+        self.decode_steps += int(timing.get("decode_steps", 0))
 
     def add(self, size: int, tokens: int, seconds: float) -> None:
         self.batches += 1
@@ -83,6 +98,10 @@ class BatchStats:
             "generated_tokens": self.tokens,
             "generate_s": round(self.seconds, 3),
             "tokens_per_s": round(self.tokens / self.seconds, 2) if self.seconds > 0 else 0.0,
+            "prefill_tokens": self.prefill_tokens,
+            "prefill_s": round(self.prefill_s, 3),
+            "decode_s": round(self.decode_s, 3),
+            "decode_steps": self.decode_steps,
             "by_batch_size": {
                 str(k): {
                     "batches": v[0],
@@ -109,6 +128,36 @@ def _layers(cache: Any) -> KV:
     return list(zip(cache.key_cache, cache.value_cache, strict=True))
 
 
+class GrowingLayer(DynamicLayer):
+    """One layer's cache in a buffer with room to grow: each new token is written in place, and
+    attention reads a view of the filled part. (transformers' `DynamicLayer` concatenates, copying
+    the whole cache at every token: measured, 80% of a batch-8 decode step of SmolLM2-135M at 1,500
+    tokens of context on a CPU.)"""
+
+    def __init__(self, keys: Any = None, values: Any = None, length: int = 0, reserve: int = 64) -> None:
+        super().__init__()
+        self._k, self._v, self._n, self.reserve = keys, values, length, reserve
+        if keys is not None:
+            self.device, self.is_initialized = keys.device, True
+            self.keys, self.values = keys[:, :, :length], values[:, :, :length]
+
+    def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        need = self._n + key_states.shape[-2]
+        if self._k is None or need > self._k.shape[-2]:
+            shape = (*key_states.shape[:2], need + self.reserve, key_states.shape[-1])
+            k, v = key_states.new_empty(shape), value_states.new_empty(shape)
+            if self._n:
+                k[:, :, : self._n], v[:, :, : self._n] = self._k[:, :, : self._n], self._v[:, :, : self._n]
+            self._k, self._v = k, v
+        self._k[:, :, self._n : need] = key_states
+        self._v[:, :, self._n : need] = value_states
+        self._n = need
+        self.keys, self.values = self._k[:, :, :need], self._v[:, :, :need]
+        return self.keys, self.values
+
+
 MIN_SHARED_PREFIX = 16
 """Fresh requests sharing at least this many leading tokens prefill them once."""
 
@@ -122,13 +171,14 @@ def _common_prefix(seqs: list[list[int]]) -> int:
     return n
 
 
-def prefill(model: Any, ids: list[int]) -> KV:
-    """The cache of `ids` (one sequence, one forward pass)."""
+def prefill(model: Any, ids: list[int], before: KV | None = None) -> KV:
+    """The cache of `ids` (one sequence, one forward pass), after `before` (the cache of what comes
+    first; None: nothing)."""
     import torch
     from transformers import DynamicCache
 
     device = next(model.parameters()).device
-    cache = DynamicCache()
+    cache = DynamicCache(ddp_cache_data=list(before)) if before else DynamicCache()
     with torch.no_grad():
         model(input_ids=torch.tensor([ids], device=device), use_cache=True, logits_to_keep=1,
               **{_cache_kwarg(model): cache})  # fmt: skip
@@ -137,44 +187,113 @@ def prefill(model: Any, ids: list[int]) -> KV:
 
 Prefix = tuple[list[int], KV]
 
+MAX_KNOWN_PREFIXES = 8
+"""Prompt starts a `BatchedGenerator` keeps for later batches (a GRPO step's groups' first prompts)."""
 
-def share_prefix(model: Any, requests: list[GenRequest], known: Prefix | None = None) -> Prefix | None:
-    """Requests without a cache whose prompts start alike (a GRPO group's flights share their whole
-    first prompt; every flight of a task shares the system prompt) get the common part's cache,
-    computed once, and feed only the rest; `known` (an earlier batch's prefix) serves the part of
-    it a prompt starts with. Returns the prefix computed here, or None."""
+
+def _cut(kv: KV, n: int) -> KV:
+    return [(k[:, :, :n], v[:, :, :n]) for k, v in kv]
+
+
+def share_prefix(
+    model: Any,
+    requests: list[GenRequest],
+    known: list[Prefix] | None = None,
+    timing: dict[str, float] | None = None,
+) -> list[Prefix]:
+    """Requests without a cache whose prompts start alike get the common part's cache, computed
+    once, and feed only the rest. The shared starts nest: every flight of a task shares the system
+    prompt, and a GRPO group's flights their whole first prompt, so a batch of two groups prefills
+    the system prompt once and each group's own part once (not once per flight). `known` (earlier
+    batches' prefixes) serves the longest part of one that a prompt starts with; a lone fresh prompt
+    is prefilled but for its last token, kept for the requests to come (the next flight of its
+    group, one at a time). Returns the prefixes computed here (`timing` counts their tokens)."""
     fresh = [r for r in requests if r.kv is None]
-    if known is not None:
-        ids, kv = known
-        for r in fresh:
-            n = min(_common_prefix([ids, r.feed]), len(r.feed) - 1)
-            if n >= MIN_SHARED_PREFIX:
-                r.kv, r.feed = [(k[:, :, :n], v[:, :, :n]) for k, v in kv], r.feed[n:]
-        fresh = [r for r in fresh if r.kv is None]
     if not fresh:
-        return None
-    if len(fresh) == 1:  # alone: its prompt but the last token, kept for the requests to come
-        n = len(fresh[0].feed) - 1
-    else:
-        n = min(_common_prefix([r.feed for r in fresh]), min(len(r.feed) for r in fresh) - 1)
-    if n < MIN_SHARED_PREFIX:
-        return None
-    ids = list(fresh[0].feed[:n])
-    kv = prefill(model, ids)
+        return []
+    computed: list[Prefix] = []
+    fed = [0]
+    bases: dict[tuple[int, int], list[GenRequest]] = {}
     for r in fresh:
-        r.kv, r.feed = kv, r.feed[n:]
-    return ids, kv
+        best = (-1, 0)
+        for i, (ids, _) in enumerate(known or []):
+            n = min(_common_prefix([ids, r.feed]), len(r.feed) - 1)
+            if n >= MIN_SHARED_PREFIX and n > best[1]:
+                best = (i, n)
+        bases.setdefault(best, []).append(r)
+    for (i, n), reqs in bases.items():
+        before: Prefix = ([], None) if i < 0 else (known[i][0][:n], _cut(known[i][1], n))  # type: ignore[index,assignment]
+        for r in reqs:
+            r.feed = r.feed[n:]
+        _share_tree(model, reqs, before, computed, fed, alone=len(fresh) == 1)
+    if timing is not None:
+        timing["prefill_tokens"] = timing.get("prefill_tokens", 0) + fed[0]
+    return computed
+
+
+def _share_tree(
+    model: Any, reqs: list[GenRequest], before: Prefix, computed: list[Prefix], fed: list[int], alone: bool
+) -> None:
+    """`reqs` all follow `before` (their feeds hold only what comes after it): the start they
+    share is prefilled once, then each branch where they part shares its own start likewise."""
+    ids0, kv0 = before
+    for r in reqs:
+        r.kv = kv0
+    if len(reqs) == 1:
+        feed = reqs[0].feed
+        if alone and len(feed) > 1 and len(ids0) + len(feed) - 1 >= MIN_SHARED_PREFIX:
+            kv = prefill(model, feed[:-1], kv0)
+            fed[0] += len(feed) - 1
+            reqs[0].kv, reqs[0].feed = kv, feed[-1:]
+            computed.append((ids0 + feed[:-1], kv))
+        return
+    n = _common_prefix([r.feed for r in reqs])
+    take = min(n, min(len(r.feed) for r in reqs) - 1)  # every request keeps a token to feed
+    if take >= MIN_SHARED_PREFIX:
+        head = reqs[0].feed[:take]
+        kv0, ids0 = prefill(model, head, kv0), ids0 + head
+        fed[0] += take
+        for r in reqs:
+            r.kv, r.feed = kv0, r.feed[take:]
+        computed.append((ids0, kv0))
+        n -= take
+    branches: dict[int, list[GenRequest]] = {}
+    for r in reqs:
+        branches.setdefault(r.feed[n] if len(r.feed) > n else -1, []).append(r)
+    if len(branches) > 1:
+        for branch in branches.values():
+            if len(branch) > 1:
+                _share_tree(model, branch, (ids0, kv0), computed, fed, alone=False)
+
+
+def draw(logp: Any, gens: list[Any]) -> Any:
+    """One token per row of `logp` [rows, vocab] (log-probabilities), drawn by inverse CDF with one
+    uniform from the row's own generator: the row's draw depends on its own distribution and
+    generator only, never on the other rows."""
+    import torch
+
+    cdf = logp.exp().double().cumsum(dim=-1)  # exp in float32, sums in float64: the cheapest here
+    u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in gens]) * cdf[:, -1]
+    return torch.searchsorted(cdf, u[:, None], right=True).squeeze(1).clamp(max=cdf.shape[1] - 1)
 
 
 def generate_batch(
-    model: Any, requests: list[GenRequest], pad_id: int = 0, shared: bool = True
+    model: Any,
+    requests: list[GenRequest],
+    pad_id: int = 0,
+    shared: bool = True,
+    timing: dict[str, float] | None = None,
 ) -> list[GenResult]:
     """Decode every request together, one forward pass per token for the whole batch (the prompts'
-    common start prefilled once when `shared`)."""
+    common start prefilled once when `shared`). `timing`, when given, receives the seconds and
+    tokens of the prefill (the first forward pass, and the shared start) and of the decoding."""
     import torch
     from transformers import DynamicCache
 
     from pear_agent.train.loss import BANNED_LOGIT
+
+    timing = {} if timing is None else timing
+    t_start = time.perf_counter()
 
     device = next(model.parameters()).device
     n = len(requests)
@@ -184,26 +303,26 @@ def generate_batch(
     if any(not r.feed for r in requests):
         raise ValueError("every request needs at least one new token to feed")
     if shared:
-        share_prefix(model, requests)
+        share_prefix(model, requests, timing=timing)
     clen = [0 if r.kv is None else int(r.kv[0][0].shape[2]) for r in requests]
     dlen = [len(r.feed) for r in requests]
     cmax, dmax = max(clen), max(dlen)
+    room = dmax + max(r.max_new_tokens for r in requests) + 1
     cache = DynamicCache()
-    if cmax:
+    cache.layer_class_to_replicate = lambda: GrowingLayer(reserve=room)  # type: ignore[assignment]
+    if cmax:  # each row's cache left-padded (zeros, masked) into one buffer with room to grow
         proto = next(r.kv for r in requests if r.kv is not None)
-        data = []
+        layers = []
         for layer, (k0, v0) in enumerate(proto):
-            ks, vs = [], []
-            for r, c in zip(requests, clen, strict=True):
-                k = torch.zeros((1, k0.shape[1], cmax, k0.shape[3]), dtype=k0.dtype, device=k0.device)
-                v = torch.zeros((1, v0.shape[1], cmax, v0.shape[3]), dtype=v0.dtype, device=v0.device)
+            k = k0.new_empty((n, k0.shape[1], cmax + room, k0.shape[3]))
+            v = v0.new_empty((n, v0.shape[1], cmax + room, v0.shape[3]))
+            for b, (r, c) in enumerate(zip(requests, clen, strict=True)):
+                k[b, :, : cmax - c], v[b, :, : cmax - c] = 0.0, 0.0  # masked, but never NaN
                 if c:
-                    k[:, :, cmax - c :] = r.kv[layer][0]  # type: ignore[index]
-                    v[:, :, cmax - c :] = r.kv[layer][1]  # type: ignore[index]
-                ks.append(k)
-                vs.append(v)
-            data.append((torch.cat(ks), torch.cat(vs)))
-        cache = DynamicCache(ddp_cache_data=data)
+                    k[b, :, cmax - c : cmax] = r.kv[layer][0][0]  # type: ignore[index]
+                    v[b, :, cmax - c : cmax] = r.kv[layer][1][0]  # type: ignore[index]
+            layers.append(GrowingLayer(k, v, cmax, room))
+        cache.layers, cache.layer_class_to_replicate = layers, None  # type: ignore[assignment]
     mask = torch.zeros((n, cmax + dmax), dtype=torch.long, device=device)
     ids = torch.full((n, dmax), pad_id, dtype=torch.long, device=device)
     pos = torch.zeros((n, dmax), dtype=torch.long, device=device)
@@ -218,6 +337,8 @@ def generate_batch(
     done = [False] * n
     next_pos = [c + d for c, d in zip(clen, dlen, strict=True)]
     key = _cache_kwarg(model)
+    timing["prefill_tokens"] = timing.get("prefill_tokens", 0) + sum(dlen)
+    first = True
     with torch.no_grad():
         while True:
             out = model(
@@ -228,24 +349,27 @@ def generate_batch(
                 logits_to_keep=1,
                 **{key: cache},
             )
+            if first:  # the prompts' forward pass: what batching cannot share
+                t_decode = time.perf_counter()
+                timing["prefill_s"] = timing.get("prefill_s", 0.0) + t_decode - t_start
+                first = False
+            else:
+                timing["decode_steps"] = timing.get("decode_steps", 0) + 1
             logits = out.logits[:, -1].float().cpu()
-            # one softmax for every row; each row drawn with its own seeded generator, so a row
-            # samples the same token alone or in any batch
+            # one softmax for every row, then an inverse-CDF draw per row with one uniform from the
+            # row's own seeded generator, so a row samples the same token alone or in any batch (a
+            # torch.multinomial per row costs ~1 ms each over a 49k vocabulary: the batch's cost)
             temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in requests])
             for b, idx in bans:  # BANNED_LOGIT after the division by the temperature, as the loss
                 logits[b, idx] = BANNED_LOGIT * float(temps[b])
             logp = torch.log_softmax(logits / temps[:, None], dim=-1)
-            probs = logp.exp()
-            sampled = torch.tensor(
-                [
-                    int(torch.multinomial(probs[b], 1, generator=gens[b]).item())
-                    if r.temperature > 0 and not done[b]
-                    else 0
-                    for b, r in enumerate(requests)
-                ]
-            )
-            greedy = torch.tensor([r.temperature <= 0 for r in requests])
-            toks_t = torch.where(greedy, logits.argmax(dim=-1), sampled)
+            greedy = [r.temperature <= 0 for r in requests]
+            if all(greedy):
+                toks_t = logits.argmax(dim=-1)
+            elif not any(greedy):
+                toks_t = draw(logp, gens)
+            else:
+                toks_t = torch.where(torch.tensor(greedy), logits.argmax(dim=-1), draw(logp, gens))
             lps = logp.gather(1, toks_t[:, None]).squeeze(1).tolist()
             toks = toks_t.tolist()
             feed = []
@@ -267,30 +391,52 @@ def generate_batch(
             mask = torch.cat([mask, live[:, None]], dim=1)
             pos = torch.tensor([[p] for p in next_pos], dtype=torch.long, device=device)
             next_pos = [p + (0 if done[b] else 1) for b, p in enumerate(next_pos)]
+    timing["decode_s"] = timing.get("decode_s", 0.0) + time.perf_counter() - t_decode
     layers = _layers(cache)
     results = []
-    for b in range(n):
-        keep = torch.nonzero(mask[b]).squeeze(-1).to(layers[0][0].device)
-        kv = [(k[b : b + 1].index_select(2, keep), v[b : b + 1].index_select(2, keep)) for k, v in layers]
+    for b, (c, d) in enumerate(zip(clen, dlen, strict=True)):
+        # the row's tokens are two runs: its cache (left of cmax) and its feed with every new token
+        # fed (all but the last); copied as slices (an index_select is ~10x slower on a CPU)
+        fed = slice(cmax + dmax - d, cmax + dmax + len(new[b]) - 1)
+        kv = [
+            (torch.cat([k[b : b + 1, :, cmax - c : cmax], k[b : b + 1, :, fed]], dim=2),
+             torch.cat([v[b : b + 1, :, cmax - c : cmax], v[b : b + 1, :, fed]], dim=2))
+            for k, v in layers
+        ]  # fmt: skip
         results.append(GenResult(new[b], logps[b], kv))
     return results
+
+
+_WAKE = object()
+"""Put on the queue to make the worker look again at how many requests it expects."""
 
 
 class BatchedGenerator:
     """One worker thread that runs `generate_batch` on whatever requests arrived together.
 
-    `submit` returns a future; requests arriving while a batch runs wait for the next one. The
-    worker gathers until no new request came for `gather_s` (or `max_batch` are waiting), so the
-    episodes of a step that ask at about the same time share a batch."""
+    `submit` returns a future; requests arriving while a batch runs wait for the next one. When the
+    caller says how many sequences are live (`expect`: the episodes in flight, each of which submits
+    its next turn after its environment step), a batch starts as soon as every one of them is
+    waiting (lockstep: every batch full, and no wait at all for one episode alone), or after
+    `max_wait_s` (a safety net, should a live episode never submit). Without a count, the worker
+    gathers until no new request came for `gather_s` (or `max_batch` are waiting)."""
 
-    def __init__(self, model: Any, pad_id: int = 0, max_batch: int = 64, gather_s: float = 0.1) -> None:
+    def __init__(
+        self,
+        model: Any,
+        pad_id: int = 0,
+        max_batch: int = 64,
+        gather_s: float = 0.1,
+        max_wait_s: float = 10.0,
+    ) -> None:
         self.model, self.pad_id = model, pad_id
-        self.max_batch, self.gather_s = max_batch, gather_s
+        self.max_batch, self.gather_s, self.max_wait_s = max_batch, gather_s, max_wait_s
         self.stats = BatchStats()
-        self._prefix: tuple[list[int], KV] | None = None
-        """The last prompt start prefilled for a batch: later fresh requests starting alike reuse it
-        (a step's first turns can arrive in more than one batch)."""
-        self._q: queue.Queue[tuple[GenRequest, concurrent.futures.Future] | None] = queue.Queue()
+        self._expected: int | None = None
+        self._prefixes: list[Prefix] = []
+        """Prompt starts prefilled for earlier batches (the newest last): later fresh requests
+        starting alike reuse them (a step's first turns can arrive in more than one batch)."""
+        self._q: queue.Queue[Any] = queue.Queue()
         self._thread = threading.Thread(target=self._work, name="pear-batched-generator", daemon=True)
         self._thread.start()
 
@@ -299,28 +445,50 @@ class BatchedGenerator:
         self._q.put((request, fut))
         return fut
 
+    def expect(self, live: int | None) -> None:
+        """`live` sequences will each submit before the next batch (None: unknown, gather by quiet)."""
+        self._expected = live
+        self._q.put(_WAKE)
+
+    def _gather(self, first: Any) -> tuple[list[Any], bool]:
+        """The batch that starts with `first`, and whether close was asked meanwhile."""
+        batch = [first]
+        deadline = time.monotonic() + self.max_wait_s
+        while len(batch) < self.max_batch:
+            expected = self._expected
+            if expected is not None and len(batch) >= expected:
+                break
+            timeout = self.gather_s if expected is None else deadline - time.monotonic()
+            if timeout <= 0:
+                break
+            try:
+                item = self._q.get(timeout=timeout)
+            except queue.Empty:
+                break
+            if item is None:
+                return batch, True
+            if item is not _WAKE:
+                batch.append(item)
+        return batch, False
+
     def _work(self) -> None:
         while True:
             first = self._q.get()
             if first is None:
                 return
-            batch = [first]
-            stop = False
-            while len(batch) < self.max_batch:
-                try:
-                    item = self._q.get(timeout=self.gather_s)
-                except queue.Empty:
-                    break
-                if item is None:
-                    stop = True
-                    break
-                batch.append(item)
+            if first is _WAKE:
+                continue
+            batch, stop = self._gather(first)
             t0 = time.perf_counter()
             try:
                 reqs = [r for r, _ in batch]
-                computed = share_prefix(self.model, reqs, self._prefix)
-                self._prefix = computed or self._prefix
-                results = generate_batch(self.model, reqs, self.pad_id, shared=False)
+                timing: dict[str, float] = {}
+                computed = share_prefix(self.model, reqs, self._prefixes, timing)
+                self._prefixes = (self._prefixes + computed)[-MAX_KNOWN_PREFIXES:]
+                results = generate_batch(self.model, reqs, self.pad_id, shared=False, timing=timing)
+                # the shared start counts as prefill too (and the caches cut out after decoding)
+                timing["prefill_s"] = time.perf_counter() - t0 - timing["decode_s"]
+                self.stats.timed(timing)
             except Exception as exc:  # every waiting episode gets the error, the worker lives on
                 for _, fut in batch:
                     fut.set_exception(exc)

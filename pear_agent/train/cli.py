@@ -20,6 +20,13 @@ def _recipe_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default=None, help="output folder (default runs/train-<kind>-<stamp>)")
 
 
+def _training_args(p: argparse.ArgumentParser, init_help: str, merge_help: str) -> None:
+    """The options of a job that trains: the recipe's, where it starts and how it saves."""
+    _recipe_args(p)
+    p.add_argument("--init", default=None, help=init_help)
+    p.add_argument("--merge", action="store_true", help=merge_help)
+
+
 def _recipe(args: argparse.Namespace) -> Any:
     from pear_agent.train.config import load_recipe
 
@@ -151,20 +158,18 @@ def add_parser(sub: Any) -> None:
     tsub = p.add_subparsers(dest="train_command", required=True)
 
     s = tsub.add_parser("sft", help="warm start on recorded episodes (loss on the model's replies only)")
-    _recipe_args(s)
+    _training_args(s, "continue from a checkpoint", "save the adapter merged into the base model")
     s.add_argument(
         "--data", nargs="*", default=None, help="run / bench / rollout folders (default: the recipe's)"
     )
-    s.add_argument("--init", default=None, help="continue from a checkpoint")
     s.add_argument("--max-steps", type=int, default=None, help="stop after N optimizer steps")
-    s.add_argument("--merge", action="store_true", help="save the adapter merged into the base model")
     s.set_defaults(func=cmd_sft)
 
     g = tsub.add_parser("grpo", help="GRPO over whole episodes, rollouts through the episode loop")
-    _recipe_args(g)
-    g.add_argument("--init", default=None, help="start from a checkpoint (e.g. the warm start's)")
+    _training_args(
+        g, "start from a checkpoint (e.g. the warm start's)", "save checkpoints merged into the base model"
+    )
     g.add_argument("--steps", type=int, default=None, help="override grpo.steps")
-    g.add_argument("--merge", action="store_true", help="save checkpoints merged into the base model")
     g.set_defaults(func=cmd_grpo)
 
     c = tsub.add_parser("collect", help="teacher flights for the warm start (temperature 0, no group filter)")

@@ -265,13 +265,28 @@ class GRPOTrainer:
         ]
         if self.sampler_model is self.model:
             self.model.eval()
-        records = self.run_fn(
-            jobs,
-            self._policy_factory(version),
-            self.opts,
-            concurrency=g.episodes_in_flight or len(jobs),
-            policy_version=version,
-        )
+        in_flight = g.episodes_in_flight or len(jobs)
+        ended = [0]
+
+        def live(job: TrainJob | None = None, rec: dict[str, Any] | None = None) -> None:
+            """Lockstep: the generator starts a batch once every episode in flight waits on it."""
+            ended[0] += job is not None
+            if self.generator is not None:
+                self.generator.expect(min(in_flight, len(jobs) - ended[0]))
+
+        live()
+        try:
+            records = self.run_fn(
+                jobs,
+                self._policy_factory(version),
+                self.opts,
+                on_record=live,
+                concurrency=in_flight,
+                policy_version=version,
+            )
+        finally:
+            if self.generator is not None:
+                self.generator.expect(None)
         groups = []
         for j, d in enumerate(draws):
             recs = records[j * g.group_size : (j + 1) * g.group_size]
@@ -416,12 +431,12 @@ class GRPOTrainer:
                     targets[rows],
                     tadv[rows],
                     n_tokens,
-                    g.temperature,
-                    softcap,
-                    behaviour,
-                    weight,
-                    g.reply_chunk,
-                    banned,
+                    temperature=g.temperature,
+                    softcap=softcap,
+                    behaviour_hidden=behaviour,
+                    behaviour_weight=weight,
+                    chunk=g.reply_chunk,
+                    banned=banned,
                 )
                 loss = loss + part
                 # the drift: every token with a recorded log mu, stale ones against the snapshot

@@ -23,6 +23,18 @@ from pear_agent.protocol.prompts import Message
 from pear_agent.train.vision import is_processor, reply_banned_ids
 
 
+def open_turn(policy: Any, messages: list[Message]) -> list[int] | PolicyReply:
+    """The turn's new messages appended to the policy's sequence: the ids to sample after (the turn
+    counted), or the reply saying why not (the in-process generators and the token server start a
+    turn the same way)."""
+    try:
+        ids = policy.sequence.prompt(messages)
+    except ValueError as exc:
+        return PolicyReply("", 0.0, error=str(exc))
+    policy._turn += 1
+    return ids
+
+
 def sampled_reply(
     policy: Any, ids: list[int], out_ids: list[int], logprobs: list[float], t0: float
 ) -> PolicyReply:
@@ -86,14 +98,12 @@ class LocalModelPolicy:
         self._kv: Any = None
         self._cache_len = 0
 
-    def _request(self, messages: list[Message]) -> Any:
+    def _request(self, ids: list[int]) -> Any:
         from pear_agent.train.batched import GenRequest
 
-        ids = self.sequence.prompt(messages)
-        self._turn += 1
         kv = self._kv if self.reuse_cache else None
         start = self._cache_len if kv is not None else 0
-        return ids, GenRequest(
+        return GenRequest(
             feed=ids[start:],
             kv=kv,
             max_new_tokens=self.max_new_tokens,
@@ -114,10 +124,10 @@ class LocalModelPolicy:
         from pear_agent.train.batched import generate_batch
 
         t0 = time.perf_counter()
-        try:
-            ids, req = self._request(messages)
-        except ValueError as exc:
-            return PolicyReply("", 0.0, error=str(exc))
+        ids = open_turn(self, messages)
+        if isinstance(ids, PolicyReply):
+            return ids
+        req = self._request(ids)
         if self.generator is not None:
             res = self.generator.submit(req).result()
         else:
@@ -132,11 +142,10 @@ class LocalModelPolicy:
         if self.generator is None:
             return await asyncio.to_thread(self.act, messages, ctx)
         t0 = time.perf_counter()
-        try:
-            ids, req = self._request(messages)
-        except ValueError as exc:
-            return PolicyReply("", 0.0, error=str(exc))
-        res = await asyncio.wrap_future(self.generator.submit(req))
+        ids = open_turn(self, messages)
+        if isinstance(ids, PolicyReply):
+            return ids
+        res = await asyncio.wrap_future(self.generator.submit(self._request(ids)))
         return self._reply(ids, res, t0)
 
     def sample(self, ids: list[int]) -> tuple[list[int], list[float]]:
@@ -184,11 +193,9 @@ class VisionModelPolicy(LocalModelPolicy):
         from pear_agent.policies.base import PolicyReply
 
         t0 = time.perf_counter()
-        try:
-            ids = self.sequence.prompt(messages)
-        except ValueError as exc:
-            return PolicyReply("", 0.0, error=str(exc))
-        self._turn += 1
+        ids = open_turn(self, messages)
+        if isinstance(ids, PolicyReply):
+            return ids
         out_ids, logprobs = self.sample(ids)
         return sampled_reply(self, ids, out_ids, logprobs, t0)
 

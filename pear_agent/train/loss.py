@@ -184,23 +184,13 @@ def chunked_terms(
 
 
 def pear_loss_chunked(
-    head: Any,
-    hidden: Any,
-    targets: Any,
-    advantages: Any,
-    n_tokens: int,
-    temperature: float = 1.0,
-    softcap: float | None = None,
-    behaviour_hidden: Any | None = None,
-    behaviour_weight: Any | None = None,
-    chunk: int = REPLY_CHUNK,
-    banned: Any | None = None,
+    head: Any, hidden: Any, targets: Any, advantages: Any, n_tokens: int, **terms: Any
 ) -> tuple[Any, Any]:
     """`pear_loss` on reply positions only, in chunks: (loss, log pi [N] detached, for the drift).
 
     hidden [N, H] at the positions predicting the N generated tokens `targets`; advantages [N] each
-    token's episode advantage; n_tokens the generated tokens of the whole batch."""
-    score, lp = chunked_terms(
-        head, hidden, targets, temperature, softcap, behaviour_hidden, behaviour_weight, chunk, banned
-    )
+    token's episode advantage; n_tokens the generated tokens of the whole batch; `terms` are
+    `chunked_terms`' options (temperature, softcap, the behaviour policy's hidden states and head,
+    chunk, banned tokens)."""
+    score, lp = chunked_terms(head, hidden, targets, **terms)
     return -(advantages * score).sum() / max(1, int(n_tokens)), lp.detach()

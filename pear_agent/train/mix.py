@@ -78,9 +78,10 @@ class TaskMix:
         if e.filter is None:
             seed = self._next[i]
         else:
+            from pear_agent import family_parts
             from pear_agent.registry import family_of
 
-            found = family_of(e.task).filtered_seeds(e.task, e.filter, self._next[i], hi, 1)
+            found = family_parts.filtered_seeds(family_of(e.task), e.task, e.filter, self._next[i], hi, 1)
             if not found:
                 raise ValueError(f"no more {self.split} seeds pass filter {e.filter!r} for {e.task}")
             seed = found[0]

@@ -41,29 +41,17 @@ class LoopOptions:
 def _record(job: TrainJob, out: Any) -> dict[str, Any]:
     if out.result is None:
         raise RuntimeError(f"episode {job.task} seed {job.seed} raised: {out.error}")
-    result = out.result
     return {
-        "id": f"{job.group_id or 'ep'}-{result.task}-s{job.seed}-r{job.index_in_group}",
+        "id": f"{job.group_id or 'ep'}-{out.result.task}-s{job.seed}-r{job.index_in_group}",
         "group_id": job.group_id,
         "index_in_group": job.index_in_group,
-        "task": result.task,
-        "robot": result.robot,
         "seed": job.seed,
-        "policy": result.policy,
         "policy_seed": job.policy_seed,
-        "mode": result.mode,
-        "reward": 1.0 if result.success else 0.0,
-        "shaped_reward": out.shaped_reward,
-        "success": result.success,
-        "end_reason": result.end_reason,
-        "detail": result.detail,
-        "turns": result.turns,
-        "latencies_s": list(result.latencies_s),
-        "sim_time_s": result.sim_time_s,
+        **out.record_fields(),
+        "reward": 1.0 if out.result.success else 0.0,
         "wall_time_s": out.wall_time_s,
-        "messages": out.messages,
         "turn_tokens": out.turn_tokens,
-        "completion_tokens": result.completion_tokens,
+        "completion_tokens": out.result.completion_tokens,
     }
 
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 import math
 import re
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.prompts import Message
-from pear_agent.train.local_model import sampled_reply
+from pear_agent.train.local_model import open_turn, sampled_reply
 
 TOKEN_ID_RE = re.compile(r"^token_id:(\d+)$")
 
@@ -71,6 +71,15 @@ def parse_completion(body: dict[str, Any], base_url: str) -> tuple[list[int], li
             "the request sets logprobs=1; a server that drops them cannot be trained on"
         )
     return ids, [float(x) for x in lps], str(choice.get("text") or ""), str(choice.get("finish_reason") or "")
+
+
+class _Request(NamedTuple):
+    t0: float
+    """When the turn started (perf_counter)."""
+    ids: list[int]
+    """The prompt's token ids (the episode so far)."""
+    call: dict[str, Any]
+    """The POST's url, JSON body and headers."""
 
 
 class TokenServerPolicy:
@@ -124,7 +133,14 @@ class TokenServerPolicy:
             "include_stop_str_in_output": True,
         }
 
+    def _answer(self, ids: list[int], r: Any, t0: float) -> PolicyReply:
+        """The server's HTTP answer as the turn's reply."""
+        if r.status_code != 200:
+            return self._refused(r.status_code, r.text)
+        return self._finish(ids, r.json(), t0)
+
     def _finish(self, ids: list[int], body: dict[str, Any], t0: float) -> PolicyReply:
+        """A server without ids raises: never trained on as text."""
         out_ids, logprobs, _, _ = parse_completion(body, self.base_url)
         return sampled_reply(self, ids, out_ids, logprobs, t0)
 
@@ -145,44 +161,34 @@ class TokenServerPolicy:
     def _error(self, exc: Exception) -> PolicyReply:
         return PolicyReply("", 0.0, error=" ".join(f"{type(exc).__name__}: {exc}".split())[:500])
 
-    async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
-        httpx = _http()
-
+    def _request(self, messages: list[Message]) -> _Request | PolicyReply:
+        """A turn's request, or the reply that ends the turn before it is sent."""
         t0 = time.perf_counter()
-        try:
-            ids = self.sequence.prompt(messages)
-        except ValueError as exc:
-            return PolicyReply("", 0.0, error=str(exc))
-        self._turn += 1
+        ids = open_turn(self, messages)
+        if isinstance(ids, PolicyReply):
+            return ids
+        url = f"{self.base_url}/completions"
+        return _Request(t0, ids, {"url": url, "json": self.request_body(ids), "headers": self._headers()})
+
+    async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        req = self._request(messages)
+        if isinstance(req, PolicyReply):
+            return req
+        httpx = _http()
         try:
             async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-                r = await client.post(
-                    f"{self.base_url}/completions", json=self.request_body(ids), headers=self._headers()
-                )
+                r = await client.post(**req.call)
         except httpx.HTTPError as exc:
             return self._error(exc)
-        if r.status_code != 200:
-            return self._refused(r.status_code, r.text)
-        return self._finish(ids, r.json(), t0)  # a server without ids raises: never trained on as text
+        return self._answer(req.ids, r, req.t0)
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
+        req = self._request(messages)
+        if isinstance(req, PolicyReply):
+            return req
         httpx = _http()
-
-        t0 = time.perf_counter()
         try:
-            ids = self.sequence.prompt(messages)
-        except ValueError as exc:
-            return PolicyReply("", 0.0, error=str(exc))
-        self._turn += 1
-        try:
-            r = httpx.post(
-                f"{self.base_url}/completions",
-                json=self.request_body(ids),
-                headers=self._headers(),
-                timeout=self.timeout_s,
-            )
+            r = httpx.post(**req.call, timeout=self.timeout_s)
         except httpx.HTTPError as exc:
             return self._error(exc)
-        if r.status_code != 200:
-            return self._refused(r.status_code, r.text)
-        return self._finish(ids, r.json(), t0)
+        return self._answer(req.ids, r, req.t0)

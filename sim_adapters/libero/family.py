@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pear_agent.arm_family import ArmFamily, TaskEntry
-from pear_agent.registry import Selection, add_option
+from pear_agent.family_parts import BenchSelection, BenchSummary, Selection
+from pear_agent.registry import add_option
 from pear_agent.robot_config import RobotConfig
 from sim_adapters.libero import SUITES, task_names
 
@@ -92,7 +93,7 @@ def format_summary(summary: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-class LiberoFamily(ArmFamily):
+class LiberoFamily(ArmFamily, BenchSelection, BenchSummary):
     name = "libero"
     idle_environments = 1
     """A LIBERO environment holds about 1 GB, and a bench runs a task's init states one after

@@ -23,6 +23,7 @@ import os
 import re
 import sys
 import types
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
@@ -148,24 +149,29 @@ def env_bddl_name(ref: TaskRef) -> str:
     return str(root / "bddl_files" / ref.suite / f"{ref.source}.bddl")
 
 
-@lru_cache(maxsize=1)
-def _scene_files() -> dict[str, str]:
-    """Problem class (lower case) -> the scene file it loads, read from LIBERO-Plus's sources."""
-    root = package_dir()
+def _first_per_class(sources: list[Path], pattern: str, key: Callable[[str], str]) -> dict[str, str]:
+    """For each `class X(` of the Python sources, the first group of `pattern` found on a line
+    below it, under `key(X)` (the first class of a key wins)."""
     out: dict[str, str] = {}
-    if root is None:
-        return out
-    for src in sorted((root / "envs" / "problems").glob("*.py")):
+    for src in sources:
         current = None
         for line in src.read_text(encoding="utf-8").splitlines():
             m = re.match(r"class (\w+)\(", line)
             if m:
-                current = m.group(1).lower()
+                current = key(m.group(1))
                 continue
-            s = re.search(r'"scene_xml":\s*"([^"]+)"', line)
-            if s and current is not None and current not in out:
-                out[current] = s.group(1)
+            found = re.search(pattern, line)
+            if found and current is not None and current not in out:
+                out[current] = found.group(1)
     return out
+
+
+@lru_cache(maxsize=1)
+def _scene_files() -> dict[str, str]:
+    """Problem class (lower case) -> the scene file it loads, read from LIBERO-Plus's sources."""
+    root = package_dir()
+    sources = sorted((root / "envs" / "problems").glob("*.py")) if root is not None else []
+    return _first_per_class(sources, r'"scene_xml":\s*"([^"]+)"', str.lower)
 
 
 def _object_key(class_name: str) -> str:
@@ -176,19 +182,8 @@ def _object_key(class_name: str) -> str:
 def _new_object_files() -> dict[str, str]:
     """Object category -> its model file, for LIBERO-Plus's own objects (`new_objects/`)."""
     root = package_dir()
-    out: dict[str, str] = {}
-    if root is None:
-        return out
-    current = None
-    for line in (root / "envs" / "objects" / "custom_objects.py").read_text(encoding="utf-8").splitlines():
-        m = re.match(r"class (\w+)\(", line)
-        if m:
-            current = _object_key(m.group(1))
-            continue
-        f = re.search(r'"assets/([^"]+\.xml)"', line)
-        if f and current is not None and current not in out:
-            out[current] = f.group(1)
-    return out
+    sources = [root / "envs" / "objects" / "custom_objects.py"] if root is not None else []
+    return _first_per_class(sources, r'"assets/([^"]+\.xml)"', _object_key)
 
 
 @lru_cache(maxsize=1)

@@ -1,8 +1,10 @@
 """The MuJoCo arm tasks as a family of the registry (`pear_agent.registry`).
 
-Listing the tasks imports nothing heavy: MuJoCo is imported when a task's backend is built.
-A new MuJoCo task is one class in `sim_adapters/mujoco/tasks/` plus one line in `ENTRIES`.
-Every task also runs perturbed (`pick_cube~camera`, or `--perturb camera`): see `perturb`.
+Everything here is derived from the registered task classes (`sim_adapters.mujoco.tasks`): a new
+MuJoCo task is one `MujocoTask` class and one line, `register_task(MyTask)`; a module outside this
+repository is named by `PEAR_TASK_MODULES`. Listing the tasks imports nothing heavy: MuJoCo is
+imported when a task's backend is built. Every task also runs perturbed (`pick_cube~camera`, or
+`--perturb camera`): see `perturb`.
 """
 
 from __future__ import annotations
@@ -10,38 +12,85 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pear_agent.arm_family import ArmFamily, TaskEntry
 from pear_agent.registry import UnknownNameError, add_option
-from pear_agent.robot_config import ONE_ARM, TWO_ARMS, RobotConfig
+from pear_agent.robot_config import RobotConfig
 from sim_adapters.mujoco.perturb_names import DIMENSIONS, split_task
+
+if TYPE_CHECKING:
+    from pear_agent.policies.experts import Expert
+    from sim_adapters.mujoco.tasks.base import MujocoTask
 
 PERTURB_HELP = (
     "MuJoCo tasks: a seeded perturbation ({}); the same as the task suffix `~NAME`, e.g. pick_cube~camera"
 ).format(", ".join(DIMENSIONS))
 
-ENTRIES: dict[str, TaskEntry] = {
-    "pick_cube": TaskEntry("mujoco", "panda", ONE_ARM),
-    "place_in_bowl": TaskEntry("mujoco", "panda", ONE_ARM),
-    "push_to_target": TaskEntry("mujoco", "panda", ONE_ARM),
-    "conveyor_pick": TaskEntry("mujoco", "panda", ONE_ARM),
-    "bimanual_pickup": TaskEntry("mujoco", "yam_bimanual", TWO_ARMS),
-    "align_blocks": TaskEntry("mujoco", "yam_bimanual", TWO_ARMS),
-}
-PEAR_ENTRIES: dict[str, TaskEntry] = {"align_with_ruler": TaskEntry("mujoco", "yam_bimanual", ONE_ARM)}
-"""The PEAR paper's real-robot tasks (with `pick_up_object/<name>`): kept out of `ENTRIES`, which
-`robots --check --tasks` and the per-robot expert tables run on every robot."""
-OBJECT_TASK_PREFIX = "pick_up_object/"
-OBJECT_ENTRY = TaskEntry("mujoco", "yam_bimanual", ONE_ARM)
-"""`pick_up_object/<name>`: one task per object YAML (`pear_agent.object_config`), any arm; by
-default on the YAM station, where the PEAR paper evaluates it (`--robot panda` for the Panda)."""
+_ENTRY_OF: dict[type, TaskEntry] = {}
+_EXPERT_OF: dict[type, Any] = {}
+
+
+def _classes() -> list[type[MujocoTask]]:
+    from sim_adapters.mujoco.tasks.catalog import task_classes
+
+    return task_classes()
+
+
+def entry_of(cls: type[MujocoTask]) -> TaskEntry:
+    """A task class's registry entry (one object per class, so entries compare by identity)."""
+    if cls not in _ENTRY_OF:
+        _ENTRY_OF[cls] = TaskEntry("mujoco", cls.default_robot, cls.requires)
+    return _ENTRY_OF[cls]
+
+
+def expert_of(cls: type[MujocoTask]) -> Expert | None:
+    """The class's expert, its `"module:attr"` pointer imported on first use (a bad pointer is one
+    line naming the task and the pointer)."""
+    if cls not in _EXPERT_OF:
+        pointer = cls.expert
+        if isinstance(pointer, str):
+            import importlib
+
+            module, _, attr = pointer.partition(":")
+            try:
+                obj: Any = importlib.import_module(module)
+                for part in filter(None, attr.split(".")):
+                    obj = getattr(obj, part)
+            except (ImportError, AttributeError) as exc:
+                raise UnknownNameError(
+                    f"task {cls.name!r}: its expert {pointer!r} cannot be found: {type(exc).__name__}: {exc}"
+                ) from None
+            pointer = obj
+        if pointer is not None and not callable(pointer):
+            raise UnknownNameError(f"task {cls.name!r}: its expert {cls.expert!r} is not callable")
+        _EXPERT_OF[cls] = pointer
+    return _EXPERT_OF[cls]
+
+
+def _entries() -> dict[str, TaskEntry]:
+    """The tasks every robot's check runs (`robots --check --tasks`, the per-robot expert tables)."""
+    return {n: entry_of(c) for c in _classes() if c.on_every_robot for n in c.names()}
+
+
+def __getattr__(name: str) -> Any:
+    """The tables other code read by name, derived from the registered classes."""
+    if name == "ENTRIES":
+        return _entries()
+    if name == "PEAR_ENTRIES":  # the PEAR paper's station tasks (not parametrised)
+        return {c.name: entry_of(c) for c in _classes() if not c.on_every_robot and c.names() == [c.name]}
+    if name == "OBJECT_ENTRY":
+        from sim_adapters.mujoco.tasks.objects import PickUpObject
+
+        return entry_of(PickUpObject)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def object_tasks() -> list[str]:
-    from pear_agent.object_config import object_names
+    """`pick_up_object/<name>`: one task per object YAML."""
+    from sim_adapters.mujoco.tasks.objects import PickUpObject
 
-    return [f"{OBJECT_TASK_PREFIX}{n}" for n in object_names()]
+    return PickUpObject.names()
 
 
 class MujocoFamily(ArmFamily):
@@ -56,32 +105,38 @@ class MujocoFamily(ArmFamily):
 
     @property
     def entries(self) -> dict[str, TaskEntry]:
-        return ENTRIES
+        return _entries()
 
     def task_names(self) -> list[str]:
-        return [*ENTRIES, *PEAR_ENTRIES, *object_tasks()]
+        return [n for c in _classes() for n in c.names()]
+
+    def task_class(self, task: str) -> type[MujocoTask]:
+        """The registered class of a task name (perturbed or not); UnknownNameError naming the tasks."""
+        base, _ = split_task(task)
+        for cls in _classes():
+            if cls.claims(base):
+                return cls
+        raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(_entries())}")
 
     def entry(self, task: str) -> TaskEntry:
-        base, _ = split_task(task)
-        if base.startswith(OBJECT_TASK_PREFIX):
-            if base not in object_tasks():
-                from pear_agent.object_config import object_names
-
-                raise UnknownNameError(
-                    f"unknown object {base[len(OBJECT_TASK_PREFIX) :]!r} in task {base!r}; objects are: "
-                    f"{', '.join(object_names())} (an object is one YAML in objects/ or a folder named by "
-                    "PEAR_OBJECT_DIRS)"
-                )
-            return OBJECT_ENTRY
-        if base in PEAR_ENTRIES:
-            return PEAR_ENTRIES[base]
-        if base not in ENTRIES:
-            raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(ENTRIES)}")
-        return ENTRIES[base]
+        cls = self.task_class(task)
+        try:
+            cls.check_name(split_task(task)[0])
+        except ValueError as exc:
+            raise UnknownNameError(str(exc)) from None
+        return entry_of(cls)
 
     def owns(self, task: str) -> bool:
         base = task.partition("~")[0]
-        return base in ENTRIES or base in PEAR_ENTRIES or base.startswith(OBJECT_TASK_PREFIX)
+        return any(c.claims(base) for c in _classes())
+
+    def expert(self, task: str) -> Expert | None:
+        """The expert the task's class points at (`MujocoTask.expert`)."""
+        return expert_of(self.task_class(task))
+
+    def expert_tasks(self) -> list[str]:
+        """The tasks that have a scripted expert (what `EXPERTS` lists)."""
+        return [n for c in _classes() if c.expert is not None for n in c.names()]
 
     def add_arguments(self, parser: Any, command: str) -> None:
         super().add_arguments(parser, command)
@@ -126,8 +181,7 @@ class MujocoFamily(ArmFamily):
         return out
 
     def has_default_policy(self, task: str) -> bool:
-        base = split_task(task)[0]
-        return base.startswith(OBJECT_TASK_PREFIX) or super().has_default_policy(base)
+        return self.expert(split_task(task)[0]) is not None
 
     def default_policy(
         self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
@@ -140,7 +194,6 @@ class MujocoFamily(ArmFamily):
 
     def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:
         from sim_adapters.mujoco.backend import MujocoBackend
-        from sim_adapters.mujoco.tasks import make_task
 
         base, dim = split_task(task)
         # a perturbed backend's model changes per episode: it keeps its own renderer. One cache per
@@ -148,7 +201,9 @@ class MujocoFamily(ArmFamily):
         # another: EGL_BAD_ACCESS), e.g. skyrl-gym's episode threads beside the main one
         key = (base, robot.label, threading.get_ident())
         shared = self._renderers.setdefault(key, {}) if render and pooled and not dim else None
-        return MujocoBackend(robot, make_task(base), render=render, renderers=shared, perturbation=dim)
+        return MujocoBackend(
+            robot, self.task_class(base).create(base), render=render, renderers=shared, perturbation=dim
+        )
 
     def close_renderers(self) -> None:
         for cache in self._renderers.values():

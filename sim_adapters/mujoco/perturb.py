@@ -11,7 +11,7 @@ and recorded with its drawn values in the episode's header and result. What each
 - `lighting`: the lights dim to 25-55% or brighten to 160-220%, take a colour tint and move.
 - `table`: the table top gets another colour and one of three textures (checker, gradient, speckle).
 - `noise`: Gaussian pixel noise (sigma 6-16 of 255) on every image the model is sent.
-- `instruction`: the task's instruction in other words (a fixed list of paraphrases per task).
+- `instruction`: the task's instruction in other words (its class's `paraphrases`).
 - `layout`: the objects' placements mirrored across the task region (left becomes right), and
   their yaws with them. This changes the plan, not only the view.
 """
@@ -33,38 +33,13 @@ TABLE_TEXTURES: tuple[str, ...] = ("checker", "gradient", "speckle")
 TABLE_MATERIAL = f"{RUNTIME_PREFIX}table_alt_"
 """Materials added to every scene for the `table` perturbation (unused otherwise)."""
 
-PARAPHRASES: dict[str, tuple[str, ...]] = {
-    "pick_cube": (
-        "Grab the red block and raise it at least 10 cm off the table.",
-        "Lift the red cube so that it is 10 cm or more above the tabletop.",
-        "Take hold of the small red cube and hold it at least ten centimetres up in the air.",
-    ),
-    "place_in_bowl": (
-        "Move the red cube so it ends up inside the blue bowl.",
-        "Drop the red block into the blue bowl.",
-        "The red cube belongs in the blue bowl: put it there.",
-    ),
-    "push_to_target": (
-        "Slide the block across the table until it sits inside the green circle.",
-        "Shove the block into the green target circle without lifting it.",
-        "Get the block into the green ring by pushing it.",
-    ),
-    "conveyor_pick": (
-        "A belt is carrying a red cube away: catch it and lift it at least 5 cm.",
-        "Pick the red cube off the moving belt before it leaves your reach, and raise it 5 cm.",
-        "Grab the red cube riding on the conveyor and lift it 5 cm or more.",
-    ),
-    "bimanual_pickup": (
-        "Using both grippers, lift the long bar at least 10 cm and keep it level.",
-        "Hold the bar at both ends and raise it 10 cm or more without tilting it.",
-        "Pick up the bar with two hands, one at each end, and lift it level by at least 10 cm.",
-    ),
-    "align_blocks": (
-        "Line the red, green and blue blocks up on the white line.",
-        "Push the three coloured blocks until each one sits on the white stripe.",
-        "Get every block (red, green, blue) onto the white line across the table.",
-    ),
-}
+
+def __getattr__(name: str) -> Any:
+    if name == "PARAPHRASES":  # task name -> paraphrases, derived from the task classes
+        from sim_adapters.mujoco.tasks import task_classes
+
+        return {n: c.paraphrases for c in task_classes() if c.paraphrases for n in c.names()}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def add_table_materials(spec: mujoco.MjSpec) -> None:
@@ -223,7 +198,9 @@ class Perturber:
         return {"sigma": round(sigma, 2)}
 
     def _instruction(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
-        options = PARAPHRASES.get(task)
+        from sim_adapters.mujoco.tasks import paraphrases
+
+        options = paraphrases(task)
         if not options:
             raise ValueError(f"no paraphrases of task {task!r} for the instruction perturbation")
         return {"instruction": options[int(rng.integers(len(options)))]}

@@ -9,6 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pear_agent.family_parts import (
+    PromptSchema,
+    ReportPage,
+    RlRewards,
+    ScenarioFilters,
+    TextServing,
+    TurnLines,
+)
 from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
 from sim_adapters.roadster.scenario import WIND_BANDS
 
@@ -45,7 +53,7 @@ def expand_winds(tasks: list[str], winds: str | None) -> list[str]:
     return out
 
 
-class RoadsterFamily(Family):
+class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters, ReportPage, TextServing):
     name = "roadster"
     default_episodes = 192
 

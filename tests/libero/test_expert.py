@@ -8,9 +8,9 @@ import pytest
 
 from pear_agent.episode import Episode
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.records import RunWriter
 from pear_agent.registry import family_of
+from pear_agent.task_experts import scripted_policy
 from sim_adapters.libero.backend import LiberoBackend
 from sim_adapters.libero.expert.scene import MAX_STEP_CM, MAX_TURN_RAD, _act
 
@@ -56,7 +56,7 @@ def test_actions_are_shortened_to_the_caps():
 
 def test_no_expert_for_unknown_tasks():
     with pytest.raises(ValueError, match="no scripted expert"):
-        ScriptedPolicy("libero_90/0")
+        scripted_policy("libero_90/0")
 
 
 def test_the_mug_goes_into_the_microwave_through_the_bench(libero_robot, tmp_path):

@@ -2,15 +2,15 @@
 
 from pear_agent.episode import Episode, EpisodeResult
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
 from pear_agent.robot_config import RobotConfig
+from pear_agent.task_experts import scripted_policy
 
 
 def expert_success_rate(task: str, robot: RobotConfig, kin: Kinematics, seeds: range) -> tuple[float, list]:
     backend = make_backend(task, robot, render=False)
     try:
-        results: list[EpisodeResult] = [Episode(backend, kin, ScriptedPolicy(task)).run(s) for s in seeds]
+        results: list[EpisodeResult] = [Episode(backend, kin, scripted_policy(task)).run(s) for s in seeds]
     finally:
         backend.close()
     rate = sum(r.success for r in results) / len(results)
@@ -29,7 +29,7 @@ def expert_with_object_swept_off(
     from sim_adapters.mujoco.tasks.base import set_free_pose
 
     backend = make_backend(task, robot, render=False)
-    inner = ScriptedPolicy(task)
+    inner = scripted_policy(task)
 
     class Sweeper:
         name = "sweeper"

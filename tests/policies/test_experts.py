@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from pear_agent.episode import Episode
 from pear_agent.policies.experts import SINGLE_ARM_EXPERTS, Stop, _belt_grasp_yaw, wrap
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
 from pear_agent.robot_loader import load_robot
+from pear_agent.task_experts import scripted_policy
 from tests.policies.rates import expert_success_rate, expert_with_object_swept_off
 
 SEEDS = range(50)
@@ -26,8 +26,8 @@ def test_expert_success_rate(panda, panda_kin, task: str) -> None:
 def test_noisy_expert_replies_differ_but_parse(panda, panda_kin) -> None:
     backend = make_backend("pick_cube", panda, render=False)
     try:
-        a = Episode(backend, panda_kin, ScriptedPolicy("pick_cube", action_noise_cm=1.0, seed=1))
-        b = Episode(backend, panda_kin, ScriptedPolicy("pick_cube", action_noise_cm=1.0, seed=2))
+        a = Episode(backend, panda_kin, scripted_policy("pick_cube", action_noise_cm=1.0, seed=1))
+        b = Episode(backend, panda_kin, scripted_policy("pick_cube", action_noise_cm=1.0, seed=2))
         a.run(0)
         b.run(0)
     finally:
@@ -126,7 +126,7 @@ def test_a_cube_on_the_floor_ends_the_episode_with_done() -> None:
     why, action = SINGLE_ARM_EXPERTS["pick_cube"](state, facts)
     assert isinstance(action, Stop) and "fallen off the table" in why
     obs = Observation(joints_rad={}, gripper={}, images={}, time_s=0.0, success=False, privileged=facts)
-    reply = ScriptedPolicy("pick_cube").act([], TurnContext(1, "pick_cube", state, obs))
+    reply = scripted_policy("pick_cube").act([], TurnContext(1, "pick_cube", state, obs))
     parsed = parse_reply(reply.text, load_robot("panda"))
     arm = parsed.parts["arm"]  # a hold: nothing moves
     assert parsed.done and arm.position_cm is None and arm.orientation_rad is None and arm.gripper is None

@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 
 from pear_agent.episode import Episode
-from pear_agent.policies.expert_registry import EXPERTS
 from pear_agent.policies.experts import Stop
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import make_backend
+from pear_agent.task_experts import EXPERTS, scripted_policy
 from tests.policies.rates import expert_success_rate, expert_with_object_swept_off
 
 SEEDS = range(50)
@@ -33,7 +32,7 @@ def test_yam_one_arm_tasks_as_strong_as_any_arm(yam, yam_kin, task: str) -> None
 def test_experts_are_registered_and_use_both_arms(yam, yam_kin) -> None:
     backend = make_backend("bimanual_pickup", yam, render=False)
     try:
-        episode = Episode(backend, yam_kin, ScriptedPolicy("bimanual_pickup"))
+        episode = Episode(backend, yam_kin, scripted_policy("bimanual_pickup"))
         result = episode.run(0)
     finally:
         backend.close()
@@ -123,7 +122,7 @@ def test_a_bar_off_the_table_stops_both_arms_with_done() -> None:
     why, action = EXPERTS["bimanual_pickup"](state, facts)
     assert isinstance(action, Stop) and "fallen off the table" in why
     obs = Observation(joints_rad={}, gripper={}, images={}, time_s=0.0, success=False, privileged=facts)
-    reply = ScriptedPolicy("bimanual_pickup").act([], TurnContext(1, "bimanual_pickup", state, obs))
+    reply = scripted_policy("bimanual_pickup").act([], TurnContext(1, "bimanual_pickup", state, obs))
     parsed = parse_reply(reply.text, load_robot("yam_bimanual"))
     assert parsed.done and all(p.position_cm is None for p in parsed.parts.values())
 
@@ -222,7 +221,7 @@ def test_a_waiting_expert_holds_a_part_the_robot_has() -> None:
     state = arms([22, -10, 12], [22, -51, 12])
     assert EXPERTS["align_blocks"](state, facts)[1] == {}
     obs = Observation(joints_rad={}, gripper={}, images={}, time_s=0.0, success=False, privileged=facts)
-    reply = ScriptedPolicy("align_blocks").act([], TurnContext(1, "align_blocks", state, obs))
+    reply = scripted_policy("align_blocks").act([], TurnContext(1, "align_blocks", state, obs))
     parsed = parse_reply(reply.text, load_robot("yam_bimanual"))
     assert list(parsed.parts) == ["left_arm"] and parsed.parts["left_arm"].position_cm is None
 

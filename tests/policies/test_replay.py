@@ -7,10 +7,10 @@ import pytest
 
 from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.policies.replay import ReplayPolicy
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.protocol.convert_v1 import convert_log, convert_reply, main
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
+from pear_agent.task_experts import scripted_policy
 
 V1_LOG = Path(__file__).parent / "data" / "v1_pick_cube_s0.jsonl"
 """A real v1 log: the scripted expert on pick_cube seed 0, recorded by the pre-issue-13 runtime."""
@@ -25,7 +25,7 @@ def backend(panda):
 
 def test_a_recorded_episode_replays_to_the_same_end(backend, panda_kin, tmp_path) -> None:
     first = Episode(
-        backend, panda_kin, ScriptedPolicy("pick_cube"), writer=RunWriter(tmp_path / "a", None)
+        backend, panda_kin, scripted_policy("pick_cube"), writer=RunWriter(tmp_path / "a", None)
     ).run(3)
     log = tmp_path / "a" / "episode.jsonl"
     assert json.loads(log.read_text().splitlines()[0])["protocol"] == 2

@@ -4,8 +4,8 @@ import pytest
 import skyrl_gym
 
 from pear_agent.cli import main
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.rl.skyrl_env import ENV_ID  # importing registers the environment
+from pear_agent.task_experts import scripted_policy
 
 
 def drive(env, reply_fn):
@@ -29,7 +29,7 @@ def test_expert_driven_through_skyrl_gym_matches_pear_agent_run(seed, tmp_path, 
     env = skyrl_gym.make(
         "pear_agent", env_config={"task": "pick_cube"}, extras={"extra_info": {"seed": seed}}
     )
-    expert = ScriptedPolicy("pick_cube")
+    expert = scripted_policy("pick_cube")
     expert.reset(seed)
     chat, rewards, last = drive(env, lambda chat: expert.act(chat, env.context).text)
 

@@ -55,7 +55,8 @@ def test_ruckig_plan_respects_cap_acceleration_limits_and_ends_at_rest() -> None
     lo, hi = np.array([-1.0, -1.0, 0.0]), np.array([1.0, 1.0, 2.0])
     q0 = np.array([0.0, 0.5, 1.0])
     v0 = np.array([0.4, 0.0, -0.2])  # planned from the measured state, moving
-    plan = cv.ruckig_plan(names, q0, np.array([0.9, -3.0, 1.0]), 1.5, 4.0, 40.0, lo, hi, dt=0.05, v0=v0)
+    limits = cv.MoveLimits(1.5, 4.0, 40.0, lo, hi, 0.05)
+    plan = cv.ruckig_plan(names, q0, np.array([0.9, -3.0, 1.0]), limits, v0=v0)
     np.testing.assert_allclose(plan.positions[-1], [0.9, -1.0, 1.0])  # the target is clipped into the limits
     assert np.all(np.diff(plan.times_s) > 0) and plan.times_s[0] > 0
     assert np.all(plan.velocities[-1] == 0)
@@ -71,7 +72,7 @@ def test_ruckig_plan_respects_cap_acceleration_limits_and_ends_at_rest() -> None
     names2, times, pos, vel = cv.trajectory_arrays(msg)
     assert names2 == names and np.allclose(times, plan.times_s) and np.allclose(pos, plan.positions)
     assert np.allclose(vel, plan.velocities)
-    tiny = cv.ruckig_plan(names, q0, q0, 1.5, 4.0, 40.0, lo, hi)
+    tiny = cv.ruckig_plan(names, q0, q0, cv.MoveLimits(1.5, 4.0, 40.0, lo, hi))
     assert tiny.duration_s == pytest.approx(cv.MIN_SEGMENT_S) and len(tiny.times_s) >= 1
 
 
@@ -199,7 +200,7 @@ def test_fit_image_crops_to_the_declared_aspect_then_resizes() -> None:
 def test_violations_are_caught() -> None:
     names = ["a", "b"]
     lo, hi = np.array([-1.0, -1.0]), np.array([1.0, 1.0])
-    plan = cv.ruckig_plan(names, np.zeros(2), np.array([0.8, 0.0]), 1.0, 4.0, 40.0, lo, hi)
+    plan = cv.ruckig_plan(names, np.zeros(2), np.array([0.8, 0.0]), cv.MoveLimits(1.0, 4.0, 40.0, lo, hi))
     too_fast = cv.TrajectoryPlan(names, plan.times_s / 2, plan.positions, plan.velocities * 2)
     msg = cv.fill_trajectory(JointTrajectory(), too_fast, JointTrajectoryPoint, Duration)
     assert any("exceeds" in v for v in cv.trajectory_violations(msg, names, lo, hi, 1.0))

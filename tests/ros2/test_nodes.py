@@ -11,10 +11,10 @@ import pytest
 
 from pear_agent.episode import Episode
 from pear_agent.kinematics import Kinematics
-from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
 from pear_agent.ros2.conversions import trajectory_arrays, trajectory_violations
+from pear_agent.task_experts import scripted_policy
 from tests.ros2.conftest import Probe, as_array
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
@@ -68,7 +68,7 @@ def test_replay_through_ros2_matches_in_process(
     backend = make_backend(task, yam, render=False)
     writer = RunWriter(tmp_path / "inproc", video_fps=None)
     try:
-        ref = Episode(backend, yam_kin, ScriptedPolicy(task), writer=writer).run(seed)
+        ref = Episode(backend, yam_kin, scripted_policy(task), writer=writer).run(seed)
         ref_bar = backend.data.body("bar").xpos.copy()
     finally:
         backend.close()

@@ -49,10 +49,10 @@ def test_motion_and_the_estop_are_physical(procs, probe: Probe) -> None:  # noqa
     from builtin_interfaces.msg import Duration
     from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
-    from pear_agent.ros2.conversions import fill_trajectory, ruckig_plan
+    from pear_agent.ros2.conversions import MoveLimits, fill_trajectory, ruckig_plan
 
     target = start + np.array([0.9, 0, 0, 0, 0, 0])
-    plan = ruckig_plan(LEFT, start, target, 1.2, 4.0, 40.0, start - 3, start + 3, 0.05)
+    plan = ruckig_plan(LEFT, start, target, MoveLimits(1.2, 4.0, 40.0, start - 3, start + 3, 0.05))
     t_send = time.time()
     probe.send(
         "left_arm_controller", fill_trajectory(JointTrajectory(), plan, JointTrajectoryPoint, Duration)

@@ -34,17 +34,17 @@ def test_expert_rows_can_carry_the_executed_clipped_action(tmp_path):
     import json
 
     from pear_agent.kinematics import Kinematics
-    from pear_agent.policies.scripted import ScriptedPolicy
     from pear_agent.protocol.actions import parse_reply
     from pear_agent.registry import make_backend
     from pear_agent.robot_loader import load_robot
+    from pear_agent.task_experts import scripted_policy
 
     robot = load_robot("panda")
     backend = make_backend("pick_cube", robot, render=False)
     try:
         writer = RunWriter(tmp_path / "run", video_fps=None)
         cfg = EpisodeConfig(observation="state", max_turns=4)
-        Episode(backend, Kinematics(robot), ScriptedPolicy("pick_cube"), cfg, writer).run(0)
+        Episode(backend, Kinematics(robot), scripted_policy("pick_cube"), cfg, writer).run(0)
     finally:
         backend.close()
     turns = [json.loads(x) for x in (tmp_path / "run" / "episode.jsonl").read_text().splitlines()]

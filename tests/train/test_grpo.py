@@ -54,6 +54,10 @@ def test_all_equal_groups_are_dropped_and_resampled_then_one_update(tiny_model_d
     kept, sampled = trainer.collect(0)
     assert [g.verdict for g in sampled] == ["all_failure", "kept"]
     assert sampled[0].draw.seed != sampled[1].draw.seed  # a new initial state in its place
+    # lockstep: each round of turns went as ONE batch of every episode still flying
+    replies = [[len(r["turn_tokens"]) for r in g.records] for g in sampled]
+    assert trainer.generator.stats.batches == sum(max(n) for n in replies)
+    assert trainer.generator.stats.rows == sum(sum(n) for n in replies)
     grp = kept[0]
     assert grp.rewards == [1.0, 0.0]
     assert grp.advantages == pytest.approx(list(group_advantages([1.0, 0.0])), abs=1e-12)

@@ -6,11 +6,11 @@ from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
 def test_arm_and_roadster_episodes_come_back_as_records():
-    from pear_agent.policies.scripted import ScriptedPolicy
+    from pear_agent.task_experts import scripted_policy
     from sim_adapters.roadster.pilot import PilotPolicy
 
     def make(job):
-        return PilotPolicy() if job.task.startswith("roadster") else ScriptedPolicy(job.task)
+        return PilotPolicy() if job.task.startswith("roadster") else scripted_policy(job.task)
 
     jobs = [
         TrainJob("pick_cube", 0, group_id="g0"),

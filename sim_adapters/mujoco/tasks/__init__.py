@@ -1,27 +1,46 @@
-"""MuJoCo tasks by name."""
+"""MuJoCo tasks by name: each is one `MujocoTask` class, made a task by one line,
+`register_task(MyTask)` (`catalog`). Importing this package registers the built-in ones, in the order
+`pear-agent tasks` lists them; `TASKS` is derived from the registered classes."""
+
+from __future__ import annotations
+
+from typing import Any
 
 from sim_adapters.mujoco.tasks.base import MujocoTask
-from sim_adapters.mujoco.tasks.bimanual import AlignBlocks, BimanualPickup
-from sim_adapters.mujoco.tasks.conveyor import ConveyorPick
-from sim_adapters.mujoco.tasks.pick_place import PickCube, PlaceInBowl, PushToTarget
+from sim_adapters.mujoco.tasks.catalog import (
+    TASK_MODULES_ENV,
+    TaskRegistrationError,
+    make_task,
+    paraphrases,
+    register_task,
+    task_class,
+    task_classes,
+    task_names,
+)
 
-TASKS: dict[str, type[MujocoTask]] = {
-    t.name: t for t in (PickCube, PlaceInBowl, PushToTarget, ConveyorPick, BimanualPickup, AlignBlocks)
-}
-OBJECT_TASK_PREFIX = "pick_up_object/"
+# the built-in tasks, each registered beside its class: import order is listing order
+# isort: off
+from sim_adapters.mujoco.tasks import pick_place, conveyor, bimanual, ruler, objects  # noqa: F401
+# isort: on
 
-
-def make_task(name: str) -> MujocoTask:
-    """A new task by name: a class of `TASKS`, or `pick_up_object/<object>` (one per object YAML)."""
-    if name.startswith(OBJECT_TASK_PREFIX):
-        from sim_adapters.mujoco.tasks.objects import PickUpObject
-
-        return PickUpObject(name[len(OBJECT_TASK_PREFIX) :])
-    if name == "align_with_ruler":
-        from sim_adapters.mujoco.tasks.ruler import AlignWithRuler
-
-        return AlignWithRuler()
-    return TASKS[name]()
+OBJECT_TASK_PREFIX = objects.TASK_PREFIX
 
 
-__all__ = ["OBJECT_TASK_PREFIX", "TASKS", "MujocoTask", "make_task"]
+def __getattr__(name: str) -> Any:
+    if name == "TASKS":  # name -> class of the tasks every robot's check runs (derived)
+        return {c.name: c for c in task_classes() if c.on_every_robot and c.names() == [c.name]}
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = [
+    "OBJECT_TASK_PREFIX",
+    "TASK_MODULES_ENV",
+    "MujocoTask",
+    "TaskRegistrationError",
+    "make_task",
+    "paraphrases",
+    "register_task",
+    "task_class",
+    "task_classes",
+    "task_names",
+]

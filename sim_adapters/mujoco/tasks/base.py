@@ -7,26 +7,77 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import ONE_ARM, TWO_ARMS, Requirement, RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 
 __all__ = ["ONE_ARM", "TWO_ARMS", "Requirement"]
 
 
 class MujocoTask(ABC):
+    """One task, whole: what the registry, the perturbations and the scripted policy read of it are
+    class attributes, and `register_task(MyTask)` (`sim_adapters.mujoco.tasks`) makes it a task."""
+
     name: ClassVar[str]
+    """The task's name (`pear-agent run --task NAME`); a parametrised class's prefix (`names`)."""
     requires: ClassVar[Requirement] = ONE_ARM
+    """What a robot must have for the task (checked before a scene is built)."""
+    default_robot: ClassVar[str] = "panda"
+    """The robot it runs on without `--robot` (a name in `robots/`)."""
     max_turns: ClassVar[int] = 30
+    instruction: str = ""
+    """What the model is told to do (a task whose wording depends on the scene sets it in `build`)."""
+    paraphrases: ClassVar[tuple[str, ...]] = ()
+    """The instruction in other words (the `instruction` perturbation draws one per seed)."""
+    expert: ClassVar[str | Callable[..., Any] | None] = None
+    """The scripted expert: a callable, or `"module:attr"` imported when first asked for (so listing
+    tasks imports no expert)."""
+    on_every_robot: ClassVar[bool] = True
+    """Whether `robots --check --tasks` and the per-robot expert tables run it on every robot (the
+    PEAR paper's station tasks are kept out)."""
+
+    @classmethod
+    def names(cls) -> list[str]:
+        """The task names this class builds: its `name`; a parametrised class lists one per variant."""
+        return [cls.name]
+
+    @classmethod
+    def claims(cls, name: str) -> bool:
+        """Whether `name` is this class's (a parametrised class claims its whole prefix, so an unknown
+        variant is refused by `check_name` with its own message)."""
+        return name == cls.name
+
+    @classmethod
+    def check_name(cls, name: str) -> None:
+        """Raise ValueError when `name`, claimed by this class, names no task it can build."""
+        return None
+
+    @classmethod
+    def create(cls, name: str) -> MujocoTask:
+        """A new task instance for one of its `names`."""
+        return cls()
 
     def __init__(self) -> None:
-        self.instruction = ""
         self.mirror_layout = False
         """Place objects mirrored across the region's centre line (the `layout` perturbation)."""
 
     @abstractmethod
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None: ...
+
+    def take_robot(self, spec: mujoco.MjSpec, robot: RobotConfig, *, hide_tcp_markers: bool = False) -> None:
+        """What every `build` starts with: refuse a robot that lacks what the task needs (one line),
+        keep the robot and its table top's height (`z0`, m); `hide_tcp_markers`: the i2rt model's
+        tcp marker sites would show in the wrist images."""
+        missing = self.requires.missing(robot)
+        if missing:
+            raise ValueError(f"task {self.name}: {missing}")
+        self.robot = robot
+        self.z0 = robot.table_or_default().surface_z_cm / 100.0
+        if hide_tcp_markers:
+            for site in spec.sites:
+                if site.name.startswith("tcp_"):
+                    site.rgba = [0, 0, 0, 0]
 
     @abstractmethod
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None: ...
@@ -57,6 +108,22 @@ def add_free_box(
         friction=[friction, 0.01, 0.001],
         condim=4,
     )
+
+
+BLOCK_NAMES = ("red_block", "green_block", "blue_block")
+BLOCK_RGBA = ([0.85, 0.15, 0.12, 1], [0.15, 0.7, 0.2, 1], [0.15, 0.3, 0.9, 1])
+"""The red, green and blue blocks the line tasks push (`align_blocks`, `align_with_ruler`)."""
+
+
+def add_blocks(spec: mujoco.MjSpec, half_m: float, mass_kg: float, friction: float) -> None:
+    """The three coloured cubes of `BLOCK_NAMES`, free to slide."""
+    for name, rgba in zip(BLOCK_NAMES, BLOCK_RGBA, strict=True):
+        add_free_box(spec, name, [half_m] * 3, rgba, mass_kg=mass_kg, friction=friction)
+
+
+def to_cm(v: np.ndarray) -> list[float]:
+    """A vector in metres as the privileged facts give it: cm, rounded to 0.1 mm."""
+    return [round(float(x) * 100.0, 2) for x in v]
 
 
 def set_free_pose(model: mujoco.MjModel, data: mujoco.MjData, name: str, pos: np.ndarray, yaw: float) -> None:
@@ -114,6 +181,13 @@ def finger_geoms(model: mujoco.MjModel, joints: list[str]) -> set[int]:
                 break
             b = int(model.body_parentid[b])
     return out
+
+
+def part_finger_geoms(model: mujoco.MjModel, robot: RobotConfig, part: str) -> set[int]:
+    """The finger geoms of one gripper part (its joints and their mimics)."""
+    g = robot.parts[part].gripper
+    assert g is not None
+    return finger_geoms(model, list(g.joints) + list(g.mimic_joints))
 
 
 def robot_geoms(model: mujoco.MjModel, root_body: str) -> set[int]:

@@ -11,21 +11,25 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
+    BLOCK_NAMES,
     TWO_ARMS,
     MujocoTask,
+    add_blocks,
     add_free_box,
     body_speed,
     body_yaw,
-    finger_geoms,
     geoms_touch,
+    part_finger_geoms,
     set_free_pose,
+    to_cm,
     tool_facts,
 )
+from sim_adapters.mujoco.tasks.catalog import register_task
 from sim_adapters.mujoco.tasks.layout import Box, TableFrame, TwoArmLayout, arm_places, two_arm_layout
 
 ARMS = ("left_arm", "right_arm")
@@ -39,22 +43,12 @@ REF_AREA: Box = (REF_X_M, REF_Y_M)
 CENTER_X_M, CENTER_Y_M = 0.24, -0.305  # the reference area's centre, halfway between the bases
 
 
-def _cm(v: np.ndarray) -> list[float]:
-    return [round(float(x) * 100.0, 2) for x in v]
-
-
 class _BimanualTask(MujocoTask):
     requires = TWO_ARMS
+    default_robot = "yam_bimanual"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
-        missing = self.requires.missing(robot)
-        if missing:
-            raise ValueError(f"task {self.name}: {missing}")
-        self.robot = robot
-        self.z0 = robot.table_or_default().surface_z_cm / 100.0
-        for site in spec.sites:  # the i2rt model's tcp markers would show in the wrist images
-            if site.name.startswith("tcp_"):
-                site.rgba = [0, 0, 0, 0]
+        self.take_robot(spec, robot, hide_tcp_markers=True)
         self._layout: TwoArmLayout | None = None
         self._fingers: dict[str, set[int]] | None = None
 
@@ -78,9 +72,7 @@ class _BimanualTask(MujocoTask):
         if self._fingers is None:
             out = {}
             for role, part in self.roles.items():
-                g = self.robot.parts[part].gripper
-                assert g is not None
-                out[role] = finger_geoms(model, list(g.joints) + list(g.mimic_joints))
+                out[role] = part_finger_geoms(model, self.robot, part)
             self._fingers = out
         return self._fingers
 
@@ -93,7 +85,7 @@ class _BimanualTask(MujocoTask):
             "arms": dict(lay.roles),
             "tool": {role: tool_facts(self.robot, part) for role, part in lay.roles.items()},
             "park_cm": {
-                role: [*_cm(lay.place_of(role).home_tool_m[:2]), self.z0 * 100 + 12.0] for role in ARMS
+                role: [*to_cm(lay.place_of(role).home_tool_m[:2]), self.z0 * 100 + 12.0] for role in ARMS
             },
             "preferred_yaw_rad": {role: round(lay.place_of(role).home_yaw_rad, 4) for role in ARMS},
             "yaw_offsets_rad": {
@@ -111,14 +103,20 @@ BAR_MAX_TILT_RAD = 0.25
 class BimanualPickup(_BimanualTask):
     name = "bimanual_pickup"
     max_turns = 30
+    instruction = (
+        "Pick up the long orange bar with both arms, one hand near each end, and lift it at least "
+        "10 cm above the table, keeping it level."
+    )
+    paraphrases = (
+        "Using both grippers, lift the long bar at least 10 cm and keep it level.",
+        "Hold the bar at both ends and raise it 10 cm or more without tilting it.",
+        "Pick up the bar with two hands, one at each end, and lift it level by at least 10 cm.",
+    )
+    expert = "sim_adapters.mujoco.experts.bimanual:bimanual_pickup"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
         add_free_box(spec, "bar", list(BAR_HALF_M), [0.85, 0.45, 0.1, 1], mass_kg=0.4, friction=1.2)
-        self.instruction = (
-            "Pick up the long orange bar with both arms, one hand near each end, and lift it at least "
-            "10 cm above the table, keeping it level."
-        )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         """The bar lies along the line between the arms' bases, in the middle of the task area."""
@@ -160,13 +158,13 @@ class BimanualPickup(_BimanualTask):
             "task": self.name,
             "object": {
                 "name": "bar",
-                "position_cm": _cm(data.body("bar").xpos),
+                "position_cm": to_cm(data.body("bar").xpos),
                 "yaw_rad": round(body_yaw(data, "bar"), 4),
                 "size_cm": [round(2 * h * 100, 2) for h in BAR_HALF_M],
                 "tilt_rad": round(self.tilt(data), 4),
             },
             **self._arm_facts(),
-            "grasp_points_cm": {a: _cm(p) for a, p in self.grasp_points(data).items()},
+            "grasp_points_cm": {a: to_cm(p) for a, p in self.grasp_points(data).items()},
             "touching": self.held_by(model, data),
             "object_start_z_cm": self._start_z * 100,
             "lift_cm": 10.0,
@@ -176,8 +174,6 @@ class BimanualPickup(_BimanualTask):
 BLOCK_HALF_M = 0.02
 LINE_X_M = 0.24  # in the reference frame: the line runs along y (between the bases) at this x
 LINE_TOL_M = 0.015
-BLOCK_NAMES = ("red_block", "green_block", "blue_block")
-BLOCK_RGBA = ([0.85, 0.15, 0.12, 1], [0.15, 0.7, 0.2, 1], [0.15, 0.3, 0.9, 1])
 # three lanes across the table: one near each arm, one in the middle
 BLOCK_LANES_Y_M = ((-0.12, -0.20), (-0.27, -0.34), (-0.41, -0.49))
 
@@ -185,11 +181,20 @@ BLOCK_LANES_Y_M = ((-0.12, -0.20), (-0.27, -0.34), (-0.41, -0.49))
 class AlignBlocks(_BimanualTask):
     name = "align_blocks"
     max_turns = 40
+    instruction = (
+        "Push the red, green and blue blocks along the table so that all three centres end on the "
+        "white line (a straight row across the table). Do not pick them up."
+    )
+    paraphrases = (
+        "Line the red, green and blue blocks up on the white line.",
+        "Push the three coloured blocks until each one sits on the white stripe.",
+        "Get every block (red, green, blue) onto the white line across the table.",
+    )
+    expert = "sim_adapters.mujoco.experts.bimanual:align_blocks"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
-        for name, rgba in zip(BLOCK_NAMES, BLOCK_RGBA, strict=True):
-            add_free_box(spec, name, [BLOCK_HALF_M] * 3, rgba, mass_kg=0.1, friction=0.5)
+        add_blocks(spec, BLOCK_HALF_M, mass_kg=0.1, friction=0.5)
         spec.worldbody.add_geom(  # placed along the line between the bases at reset
             name="line",
             type=mujoco.mjtGeom.mjGEOM_BOX,
@@ -200,10 +205,6 @@ class AlignBlocks(_BimanualTask):
             conaffinity=0,
         )
         self._line_xy = np.zeros(2)
-        self.instruction = (
-            "Push the red, green and blue blocks along the table so that all three centres end on the "
-            "white line (a straight row across the table). Do not pick them up."
-        )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         f = self.placement_frame(model, data)
@@ -244,7 +245,7 @@ class AlignBlocks(_BimanualTask):
             "task": self.name,
             "objects": {
                 n: {
-                    "position_cm": _cm(data.body(n).xpos),
+                    "position_cm": to_cm(data.body(n).xpos),
                     "yaw_rad": round(body_yaw(data, n), 4),
                     "size_cm": round(2 * BLOCK_HALF_M * 100, 2),
                 }
@@ -252,10 +253,14 @@ class AlignBlocks(_BimanualTask):
             },
             **self._arm_facts(),
             "line": {
-                "point_cm": [*_cm(self._line_xy), round(self.z0 * 100, 2)],
+                "point_cm": [*to_cm(self._line_xy), round(self.z0 * 100, 2)],
                 # along the line (from the right arm's side to the left's), and across it
                 "direction": [round(float(v), 4) for v in self._layout.frame.left],
                 "normal": [round(float(v), 4) for v in self._layout.frame.forward],
                 "tolerance_cm": LINE_TOL_M * 100,
             },
         }
+
+
+register_task(BimanualPickup)
+register_task(AlignBlocks)

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import RobotConfig
-from sim_adapters.mujoco.tasks.base import body_yaw, set_free_pose
+from sim_adapters.mujoco.lazy_mujoco import mujoco
+from sim_adapters.mujoco.tasks.base import body_yaw, set_free_pose, to_cm
+from sim_adapters.mujoco.tasks.catalog import register_task
 from sim_adapters.mujoco.tasks.layout import rot90
-from sim_adapters.mujoco.tasks.pick_place import CUBE_HALF_M, _cm, _SingleArmTask
+from sim_adapters.mujoco.tasks.pick_place import CUBE_HALF_M, _SingleArmTask
 
 BELT_HALF_M = (0.06, 0.7, 0.005)
 BELT_TOP_M = 2 * BELT_HALF_M[2]
@@ -28,6 +29,12 @@ LIFT_M = 0.05
 class ConveyorPick(_SingleArmTask):
     name = "conveyor_pick"
     max_turns = 20
+    paraphrases = (
+        "A belt is carrying a red cube away: catch it and lift it at least 5 cm.",
+        "Pick the red cube off the moving belt before it leaves your reach, and raise it 5 cm.",
+        "Grab the red cube riding on the conveyor and lift it 5 cm or more.",
+    )
+    expert = "pear_agent.policies.experts:CONVEYOR_PICK"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -102,13 +109,13 @@ class ConveyorPick(_SingleArmTask):
         return {
             **self._common(),
             "object": {
-                "position_cm": _cm(data.body("cube").xpos),
+                "position_cm": to_cm(data.body("cube").xpos),
                 "yaw_rad": round(body_yaw(data, "cube"), 4),
                 "size_cm": round(2 * CUBE_HALF_M * 100, 2),
-                "velocity_cm_s": _cm(data.qvel[dadr : dadr + 3]),
+                "velocity_cm_s": to_cm(data.qvel[dadr : dadr + 3]),
             },
             "belt": {
-                "velocity_cm_s": _cm(
+                "velocity_cm_s": to_cm(
                     np.append(self._belt_axis * float(data.qvel[model.joint("belt_slide").dofadr[0]]), 0.0)
                 ),
                 "top_cm": (self.z0 + BELT_TOP_M) * 100,
@@ -116,3 +123,6 @@ class ConveyorPick(_SingleArmTask):
             "object_start_z_cm": self._rest_z * 100,
             "lift_cm": LIFT_M * 100,
         }
+
+
+register_task(ConveyorPick)

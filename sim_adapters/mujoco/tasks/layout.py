@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 
 Box = tuple[tuple[float, float], tuple[float, float]]
 """An axis-aligned rectangle on the table, ((x_lo, x_hi), (y_lo, y_hi)) in metres."""

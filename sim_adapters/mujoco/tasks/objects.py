@@ -12,20 +12,22 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
-from pear_agent.object_config import ObjectConfig, load_object
+from pear_agent.object_config import ObjectConfig, load_object, object_names
 from pear_agent.robot_config import RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
     ONE_ARM,
     MujocoTask,
     body_yaw,
-    finger_geoms,
     geoms_touch,
+    part_finger_geoms,
     set_free_pose,
+    to_cm,
     tool_facts,
 )
+from sim_adapters.mujoco.tasks.catalog import register_task
 from sim_adapters.mujoco.tasks.layout import TableFrame, arm_places, single_arm_frame
 from sim_adapters.mujoco.tasks.pick_place import REF_AREA
 
@@ -33,10 +35,6 @@ BODY = "object"
 LIFT_M = 0.10
 TORSION_FRICTION_M = 0.03
 TASK_PREFIX = "pick_up_object/"
-
-
-def _cm(v: np.ndarray) -> list[float]:
-    return [round(float(x) * 100.0, 2) for x in v]
 
 
 def _quat_mul(a: list[float], b: list[float]) -> list[float]:
@@ -145,6 +143,30 @@ class PickUpObject(MujocoTask):
     name = "pick_up_object"
     requires = ONE_ARM
     max_turns = 25
+    default_robot = "yam_bimanual"
+    expert = "sim_adapters.mujoco.experts.objects:OBJECT_EXPERT"
+    on_every_robot = False  # a PEAR paper station task
+
+    @classmethod
+    def names(cls) -> list[str]:
+        return [f"{TASK_PREFIX}{n}" for n in object_names()]
+
+    @classmethod
+    def claims(cls, name: str) -> bool:
+        return name.startswith(TASK_PREFIX)
+
+    @classmethod
+    def check_name(cls, name: str) -> None:
+        if name not in cls.names():
+            raise ValueError(
+                f"unknown object {name[len(TASK_PREFIX) :]!r} in task {name!r}; objects are: "
+                f"{', '.join(object_names())} (an object is one YAML in objects/ or a folder named by "
+                "PEAR_OBJECT_DIRS)"
+            )
+
+    @classmethod
+    def create(cls, name: str) -> PickUpObject:
+        return cls(name[len(TASK_PREFIX) :])
 
     def __init__(self, object_name: str) -> None:
         super().__init__()
@@ -152,20 +174,13 @@ class PickUpObject(MujocoTask):
         self.name = f"{TASK_PREFIX}{self.object.name}"  # type: ignore[misc]
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
-        missing = self.requires.missing(robot)
-        if missing:
-            raise ValueError(f"task {self.name}: {missing}")
-        self.robot = robot
+        self.take_robot(spec, robot, hide_tcp_markers=True)
         self.parts = robot.gripper_parts()
         self.part = self.parts[0]
-        self.z0 = robot.table_or_default().surface_z_cm / 100.0
         add_object(spec, self.object)
         self._frames: dict[str, TableFrame] = {}
         self._fingers: dict[str, set[int]] | None = None
         self._corners: np.ndarray | None = None
-        for site in spec.sites:  # the i2rt model's tcp markers would show in the wrist images
-            if site.name.startswith("tcp_"):
-                site.rgba = [0, 0, 0, 0]
         self.instruction = f"Pick up {self.object.description} and lift it 10 cm above the table."
 
     def corners(self, model: mujoco.MjModel) -> np.ndarray:
@@ -185,9 +200,7 @@ class PickUpObject(MujocoTask):
         if self._fingers is None:
             out = {}
             for part in self.parts:
-                g = self.robot.parts[part].gripper
-                assert g is not None
-                out[part] = finger_geoms(model, list(g.joints) + list(g.mimic_joints))
+                out[part] = part_finger_geoms(model, self.robot, part)
             self._fingers = out
         return self._fingers
 
@@ -238,12 +251,12 @@ class PickUpObject(MujocoTask):
             "tool": tool_facts(self.robot, self.part),
             "object": {
                 "name": self.object.name,
-                "position_cm": _cm(centre),
+                "position_cm": to_cm(centre),
                 "yaw_rad": round(yaw, 4),
-                "size_cm": _cm(size),
+                "size_cm": to_cm(size),
                 "bottom_cm": round(bottom * 100, 2),
                 "grasp": {  # over the object's own origin (a mug's: its body, not its handle)
-                    "position_cm": [*_cm(b.xpos[:2]), round((bottom + grasp_h) * 100, 2)],
+                    "position_cm": [*to_cm(b.xpos[:2]), round((bottom + grasp_h) * 100, 2)],
                     "close_yaw_rad": round(float(close_yaw), 4),
                     "width_cm": round(float(width) * 100, 2),
                 },
@@ -252,3 +265,6 @@ class PickUpObject(MujocoTask):
             "lift_cm": LIFT_M * 100,
             "touching": self.held_by(model, data),
         }
+
+
+register_task(PickUpObject)

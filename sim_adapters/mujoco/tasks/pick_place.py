@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
     ONE_ARM,
     MujocoTask,
@@ -16,19 +16,17 @@ from sim_adapters.mujoco.tasks.base import (
     add_free_box,
     body_speed,
     body_yaw,
-    finger_geoms,
     geoms_touch,
+    part_finger_geoms,
     sample_apart,
     set_free_pose,
+    to_cm,
     tool_facts,
 )
+from sim_adapters.mujoco.tasks.catalog import register_task
 from sim_adapters.mujoco.tasks.layout import Box, TableFrame, arm_places, single_arm_frame
 
 CUBE_HALF_M = 0.02
-
-
-def _cm(v: np.ndarray) -> list[float]:
-    return [round(float(x) * 100.0, 2) for x in v]
 
 
 # The placements below were written for the Panda's task area (x forward, y left, metres);
@@ -41,17 +39,10 @@ class _SingleArmTask(MujocoTask):
     requires = ONE_ARM
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
-        missing = self.requires.missing(robot)
-        if missing:
-            raise ValueError(f"task {self.name}: {missing}")
-        self.robot = robot
+        self.take_robot(spec, robot)
         self.part = robot.gripper_parts()[0]
-        g = robot.parts[self.part].gripper
-        assert g is not None
-        self._gripper_joints = list(g.joints) + list(g.mimic_joints)
         self._finger_ids: set[int] | None = None
         self._frame: TableFrame | None = None
-        self.z0 = robot.table_or_default().surface_z_cm / 100.0
         self._tool = tool_facts(robot, self.part)
 
     def frame(self, model: mujoco.MjModel, data: mujoco.MjData) -> TableFrame:
@@ -71,7 +62,7 @@ class _SingleArmTask(MujocoTask):
 
     def _fingers(self, model: mujoco.MjModel) -> set[int]:
         if self._finger_ids is None:
-            self._finger_ids = finger_geoms(model, self._gripper_joints)
+            self._finger_ids = part_finger_geoms(model, self.robot, self.part)
         return self._finger_ids
 
     def _common(self) -> dict[str, Any]:
@@ -79,7 +70,7 @@ class _SingleArmTask(MujocoTask):
 
     def _object(self, data: mujoco.MjData, name: str, half_m: float) -> dict[str, Any]:
         return {
-            "position_cm": _cm(data.body(name).xpos),
+            "position_cm": to_cm(data.body(name).xpos),
             "yaw_rad": round(body_yaw(data, name), 4),
             "size_cm": round(2 * half_m * 100, 2),
         }
@@ -88,11 +79,17 @@ class _SingleArmTask(MujocoTask):
 class PickCube(_SingleArmTask):
     name = "pick_cube"
     max_turns = 25
+    instruction = "Pick up the red cube and lift it at least 10 cm above the table."
+    paraphrases = (
+        "Grab the red block and raise it at least 10 cm off the table.",
+        "Lift the red cube so that it is 10 cm or more above the tabletop.",
+        "Take hold of the small red cube and hold it at least ten centimetres up in the air.",
+    )
+    expert = "pear_agent.policies.experts:PICK_CUBE"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
         add_free_box(spec, "cube", [CUBE_HALF_M] * 3, [0.85, 0.15, 0.12, 1], mass_kg=0.08)
-        self.instruction = "Pick up the red cube and lift it at least 10 cm above the table."
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         f = self.frame(model, data)
@@ -125,6 +122,13 @@ BOWL_WALL_H_M = 0.035
 class PlaceInBowl(_SingleArmTask):
     name = "place_in_bowl"
     max_turns = 30
+    instruction = "Put the red cube into the blue bowl."
+    paraphrases = (
+        "Move the red cube so it ends up inside the blue bowl.",
+        "Drop the red block into the blue bowl.",
+        "The red cube belongs in the blue bowl: put it there.",
+    )
+    expert = "pear_agent.policies.experts:PLACE_IN_BOWL"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -150,7 +154,6 @@ class PlaceInBowl(_SingleArmTask):
                 quat=[np.cos(a / 2), 0, 0, np.sin(a / 2)],
                 rgba=[0.15, 0.3, 0.85, 1],
             )
-        self.instruction = "Put the red cube into the blue bowl."
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         f = self.frame(model, data)
@@ -192,7 +195,7 @@ class PlaceInBowl(_SingleArmTask):
             **self._common(),
             "object": self._object(data, "cube", CUBE_HALF_M),
             "container": {
-                "position_cm": _cm(data.body("bowl").xpos),
+                "position_cm": to_cm(data.body("bowl").xpos),
                 "radius_cm": BOWL_RADIUS_M * 100,
                 "rim_height_cm": (self.z0 + BOWL_WALL_H_M) * 100,
             },
@@ -207,6 +210,16 @@ TARGET_RADIUS_M = 0.04
 class PushToTarget(_SingleArmTask):
     name = "push_to_target"
     max_turns = 30
+    instruction = (
+        "Push the yellow block so that its centre ends inside the green circle "
+        "on the table. Do not pick it up."
+    )
+    paraphrases = (
+        "Slide the block across the table until it sits inside the green circle.",
+        "Shove the block into the green target circle without lifting it.",
+        "Get the block into the green ring by pushing it.",
+    )
+    expert = "pear_agent.policies.experts:PUSH_TO_TARGET"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -220,10 +233,6 @@ class PushToTarget(_SingleArmTask):
             rgba=[0.1, 0.75, 0.25, 1],
             contype=0,
             conaffinity=0,
-        )
-        self.instruction = (
-            "Push the yellow block so that its centre ends inside the green circle "
-            "on the table. Do not pick it up."
         )
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
@@ -257,5 +266,10 @@ class PushToTarget(_SingleArmTask):
         return {
             **self._common(),
             "object": self._object(data, "block", BLOCK_HALF_M),
-            "target": {"position_cm": _cm(data.body("target").xpos), "radius_cm": TARGET_RADIUS_M * 100},
+            "target": {"position_cm": to_cm(data.body("target").xpos), "radius_cm": TARGET_RADIUS_M * 100},
         }
+
+
+register_task(PickCube)
+register_task(PlaceInBowl)
+register_task(PushToTarget)

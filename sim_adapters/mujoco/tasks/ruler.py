@@ -19,27 +19,28 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-import mujoco
 import numpy as np
 
 from pear_agent.robot_config import RobotConfig
+from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
+    BLOCK_NAMES,
     ONE_ARM,
     MujocoTask,
-    add_free_box,
+    add_blocks,
     body_speed,
     body_yaw,
-    finger_geoms,
     geoms_touch,
+    part_finger_geoms,
     set_free_pose,
+    to_cm,
     tool_facts,
 )
+from sim_adapters.mujoco.tasks.catalog import register_task
 from sim_adapters.mujoco.tasks.layout import TableFrame, arm_places, single_arm_frame
 from sim_adapters.mujoco.tasks.pick_place import REF_AREA
 
 BLOCK_HALF_M = 0.015
-BLOCK_NAMES = ("red_block", "green_block", "blue_block")
-BLOCK_RGBA = ([0.85, 0.15, 0.12, 1], [0.15, 0.7, 0.2, 1], [0.15, 0.3, 0.9, 1])
 LINE_TOL_M = 0.01
 HOME_TOL_M = 0.03
 RULER = "ruler"
@@ -63,10 +64,6 @@ SCENES: tuple[dict[str, Any], ...] = (
 )
 """Every scene's blocks start 2.6 to 3.8 cm off one line (tests/sim_adapters/test_ruler.py)."""
 JITTER_M, JITTER_RAD = 0.004, 0.05
-
-
-def _cm(v: np.ndarray) -> list[float]:
-    return [round(float(x) * 100.0, 2) for x in v]
 
 
 def line_deviation_m(points_xy: np.ndarray) -> float:
@@ -110,30 +107,25 @@ class AlignWithRuler(MujocoTask):
     name = "align_with_ruler"
     requires = ONE_ARM
     max_turns = 25
+    instruction = (
+        "Use the triangle ruler to push the red, green and blue blocks into one aligned straight "
+        "line, then let go of the ruler and return the arms to their home positions."
+    )
+    default_robot = "yam_bimanual"
+    expert = "sim_adapters.mujoco.experts.ruler:ALIGN_WITH_RULER"
+    on_every_robot = False  # a PEAR paper station task
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
-        missing = self.requires.missing(robot)
-        if missing:
-            raise ValueError(f"task {self.name}: {missing}")
-        self.robot = robot
+        self.take_robot(spec, robot, hide_tcp_markers=True)
         self.parts = robot.gripper_parts()
         self.part = self.parts[0]
-        self.z0 = robot.table_or_default().surface_z_cm / 100.0
-        for name, rgba in zip(BLOCK_NAMES, BLOCK_RGBA, strict=True):
-            add_free_box(spec, name, [BLOCK_HALF_M] * 3, rgba, mass_kg=0.05, friction=0.4)
+        add_blocks(spec, BLOCK_HALF_M, mass_kg=0.05, friction=0.4)
         add_ruler(spec)
-        for site in spec.sites:  # the i2rt model's tcp markers would show in the wrist images
-            if site.name.startswith("tcp_"):
-                site.rgba = [0, 0, 0, 0]
         self._frames: dict[str, TableFrame] = {}
         self._fingers: set[int] | None = None
         self._home: dict[str, np.ndarray] = {}
         self._home_yaw: dict[str, float] = {}
         self.scene = 0
-        self.instruction = (
-            "Use the triangle ruler to push the red, green and blue blocks into one aligned straight "
-            "line, then let go of the ruler and return the arms to their home positions."
-        )
 
     def frame(self, model: mujoco.MjModel, data: mujoco.MjData, part: str) -> TableFrame:
         if part not in self._frames:
@@ -179,9 +171,7 @@ class AlignWithRuler(MujocoTask):
         if self._fingers is None:
             out: set[int] = set()
             for part in self.parts:
-                g = self.robot.parts[part].gripper
-                assert g is not None
-                out |= finger_geoms(model, list(g.joints) + list(g.mimic_joints))
+                out |= part_finger_geoms(model, self.robot, part)
             self._fingers = out
         return self._fingers
 
@@ -221,13 +211,13 @@ class AlignWithRuler(MujocoTask):
             "part": self.part,
             "tool": tool_facts(self.robot, self.part),
             "scene": self.scene,
-            "blocks": {n: {"position_cm": _cm(data.body(n).xpos)} for n in BLOCK_NAMES},
+            "blocks": {n: {"position_cm": to_cm(data.body(n).xpos)} for n in BLOCK_NAMES},
             "block_size_cm": BLOCK_HALF_M * 200,
             "ruler": {
-                "edge_mid_cm": _cm(r.xpos),
+                "edge_mid_cm": to_cm(r.xpos),
                 "normal": [round(float(v), 4) for v in normal],
                 "yaw_rad": round(body_yaw(data, RULER), 4),
-                "fin_cm": _cm(fin),
+                "fin_cm": to_cm(fin),
                 "fin_height_cm": FIN_HALF_M[2] * 200,
                 "held": not self.released(model, data),
                 "edge_length_cm": RULER_EDGE_M * 100,
@@ -236,7 +226,10 @@ class AlignWithRuler(MujocoTask):
             "line_deviation_cm": round(self.deviation_m(data) * 100, 2),
             "line_tolerance_cm": LINE_TOL_M * 100,
             "aligned": self.aligned(model, data),
-            "home_cm": {p: _cm(h) for p, h in self._home.items()},
+            "home_cm": {p: to_cm(h) for p, h in self._home.items()},
             "home_yaw_rad": {p: round(y, 4) for p, y in self._home_yaw.items()},
             "table_z_cm": round(self.z0 * 100, 2),
         }
+
+
+register_task(AlignWithRuler)

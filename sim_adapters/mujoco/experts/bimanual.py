@@ -8,16 +8,19 @@ arms' reach. Units are the protocol's: cm and rad, robot base frame.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
 
 from pear_agent.policies.experts import (
+    Expert,
     State,
     _act,
     _lowest_tcp_cm,
     _rot_delta,
     object_lost,
+    push_line,
     stop,
     within_caps,
     wrap,
@@ -109,6 +112,18 @@ def _named(action: dict[str, Any], roles: dict[str, str]) -> dict[str, Any]:
     return type(action)(out) if type(action) is not dict else out
 
 
+def _in_roles(expert: Expert) -> Expert:
+    """An expert that thinks in roles (`ARMS`), answering with the robot's part names."""
+
+    @functools.wraps(expert)
+    def by_part(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        by_role, roles = _by_role(state, priv)
+        why, action = expert(by_role, priv)
+        return why, _named(action, roles)
+
+    return by_part
+
+
 def _tool(priv: dict[str, Any], role: str) -> dict[str, Any]:
     return (priv.get("tool") or {}).get(role) or {}
 
@@ -119,12 +134,6 @@ def _preferred_yaw(priv: dict[str, Any], role: str) -> float:
 
 def _yaw_offsets(priv: dict[str, Any], role: str) -> list[float] | None:
     return (priv.get("yaw_offsets_rad") or {}).get(role)
-
-
-def _bimanual_pickup_by_part(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    by_role, roles = _by_role(state, priv)
-    why, action = _bimanual_pickup(by_role, priv)
-    return why, _named(action, roles)
 
 
 def _bimanual_pickup(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -183,18 +192,9 @@ def _push(
     o = np.asarray(obj["position_cm"], float)
     size = float(obj["size_cm"])
     table_z = _table_z(tool)
-    to_target = target_xy - o[:2]
-    dist = float(np.linalg.norm(to_target))
-    u = to_target / max(dist, 1e-6)
+    dist, u, push_z, along, lateral, grip = push_line(arm, o, target_xy, tool, table_z)
     standoff = size / 2 + 3.0
-    # the fingertips sweep just above the table: at least 1 cm of clearance below the tool point
-    push_z = table_z + max(2.0, float(tool.get("fingertip_below_tcp_cm", 1.0)) + 1.0)
     hover_z = table_z + size + 3.5
-    r = p[:2] - o[:2]
-    along = float(r @ u)
-    lateral = float(np.linalg.norm(r - along * u))
-    g = float(arm.get("gripper", 1.0))
-    grip = 0.0 if g > 0.2 else None
     # push with the broad outside face of the closed fingers: the tool's y axis along the push
     yaw = _yaw_mod_pi(float(np.arctan2(u[1], u[0])) + np.pi / 2, preferred_yaw, offsets)
     rot = _rot_delta(arm, yaw)
@@ -218,12 +218,6 @@ def _push(
     return "above the pushing point; I lower the fingers to the table", _act(
         np.array([d[0], d[1], push_z - p[2]]), None, grip
     )
-
-
-def _align_blocks_by_part(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    by_role, roles = _by_role(state, priv)
-    why, action = _align_blocks(by_role, priv)
-    return why, _named(action, roles)
 
 
 def _align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -283,5 +277,5 @@ def _align_blocks(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     return "; ".join(notes) + ".", action
 
 
-bimanual_pickup = within_caps(_bimanual_pickup_by_part)
-align_blocks = within_caps(_align_blocks_by_part)
+bimanual_pickup = within_caps(_in_roles(_bimanual_pickup))
+align_blocks = within_caps(_in_roles(_align_blocks))

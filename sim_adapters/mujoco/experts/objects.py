@@ -13,10 +13,11 @@ from typing import Any
 import numpy as np
 
 from pear_agent.policies.experts import (
+    GraspWords,
     State,
     _act,
     _lowest_tcp_cm,
-    _rot_delta,
+    approach_and_grasp,
     object_lost,
     stop,
     within_caps,
@@ -62,40 +63,25 @@ def pick_up_object(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
         return f"I hold the {what}; I lift it {dz:.1f} cm more.", {
             part: _act(np.array([0, 0, dz]), None, 0.0)
         }
-    p = np.asarray(arm["position"], float)
     o = np.asarray(grasp["position_cm"], float)
     top = float(obj["bottom_cm"]) + float(obj["size_cm"][2])
     grasp_z = max(o[2], _lowest_tcp_cm(tool, table_z))
     hover_z = max(top + 6.0, grasp_z + 6.0)
     yaw = _close_yaw(float(grasp["close_yaw_rad"]), float(arm["orientation"][2]))
-    rot = _rot_delta(arm, yaw)
-    dxy = o[:2] - p[:2]
-    g = float(arm.get("gripper", 1.0))
-    if g < 0.9:
-        up = max(0.0, min(6.0, hover_z - p[2]))
-        return (
-            f"The gripper is closed but does not hold the {what}; I open it and back off upwards.",
-            {part: _act(np.array([0, 0, up]), None, 1.0)},
-        )
-    if np.linalg.norm(dxy) > 0.8:
-        if p[2] < top + 2.0:
-            return (
-                f"I am low and not above the {what}; I rise before moving sideways.",
-                {part: _act(np.array([0, 0, hover_z - p[2]]), rot)},
-            )
-        return (
-            f"The {what} is {np.linalg.norm(dxy):.1f} cm away; I move above it and turn the fingers "
-            f"across its {grasp['width_cm']:g} cm side.",
-            {part: _act(np.array([dxy[0], dxy[1], hover_z - p[2]]), rot)},
-        )
-    if max(abs(v) for v in rot) > 0.04:
-        return f"I am above the {what}; I turn the fingers across it.", {part: _act(None, rot)}
-    if p[2] > grasp_z + 0.6:
-        return (
-            f"Aligned above the {what}; I lower the open gripper around it.",
-            {part: _act(np.array([dxy[0], dxy[1], grasp_z - p[2]]), rot)},
-        )
-    return f"The {what} is between the fingers; I close the gripper.", {part: _act(None, None, 0.0)}
+    width = float(grasp["width_cm"])
+    words = GraspWords(
+        reopen=f"The gripper is closed but does not hold the {what}; I open it and back off upwards.",
+        rise=f"I am low and not above the {what}; I rise before moving sideways.",
+        move=lambda dist: (
+            f"The {what} is {dist:.1f} cm away; I move above it and turn the fingers "
+            f"across its {width:g} cm side."
+        ),
+        turn=f"I am above the {what}; I turn the fingers across it.",
+        lower=f"Aligned above the {what}; I lower the open gripper around it.",
+        close=f"The {what} is between the fingers; I close the gripper.",
+    )
+    why, act = approach_and_grasp(arm, o, yaw, grasp_z, hover_z, top + 2.0, words)
+    return why, {part: act}
 
 
 OBJECT_EXPERT = within_caps(pick_up_object)
