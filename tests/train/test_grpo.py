@@ -23,7 +23,7 @@ def _recipe(tiny_model_dir, *sets):
             "grpo.groups_per_step=1",
             "grpo.group_size=2",
             "grpo.max_turns=2",
-            "grpo.learning_rate=0.05",
+            "grpo.learning_rate=0.01",
             "grpo.curriculum=false",
             "grpo.reward=binary",
             *sets,
