@@ -50,7 +50,7 @@ def served(tiny_model_dir, tmp_path_factory):
     url = f"http://127.0.0.1:{port}/v1"
     log = tmp_path_factory.mktemp("serve") / "serve.log"
     cmd = [sys.executable, "-m", "pear_agent", "train", "serve", tiny_model_dir, "--port", str(port)]
-    proc = _start([*cmd, "--max-new-tokens", "6", "--max-lora-rank", "4"], url, log)
+    proc = _start([*cmd, "--max-new-tokens", "16", "--max-lora-rank", "4"], url, log)
     yield url
     _stop(proc)
 
@@ -62,7 +62,7 @@ def _recipe(tiny_model_dir, url, *sets):
         [
             f"model.name={tiny_model_dir}",
             "model.lora.r=4",
-            "model.max_new_tokens=6",
+            "model.max_new_tokens=16",  # replies long enough that some re-tokenise differently
             "grpo.groups_per_step=1",
             "grpo.group_size=2",
             "grpo.max_turns=2",
