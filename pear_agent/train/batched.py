@@ -440,6 +440,13 @@ class BatchedGenerator:
         self._thread = threading.Thread(target=self._work, name="pear-batched-generator", daemon=True)
         self._thread.start()
 
+    def new_weights(self) -> None:
+        """The model's weights changed (a GRPO update): the prompt starts prefilled with the old ones
+        are dropped, or the next flights would sample from a stale prefix (log mu of other weights
+        than the trainer's log pi: a drift of 0.06 measured after one update of SmolLM2-135M).
+        Called between steps, when no batch is in flight."""
+        self._prefixes = []
+
     def submit(self, request: GenRequest) -> concurrent.futures.Future:
         fut: concurrent.futures.Future = concurrent.futures.Future()
         self._q.put((request, fut))

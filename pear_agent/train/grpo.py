@@ -146,6 +146,8 @@ class GRPOTrainer:
         optimizer = torch.optim.AdamW(params, lr=self.cfg.learning_rate)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
         self.version = 0
+        self._prefix_version = 0
+        """The weights the in-process generator's remembered prompt starts were prefilled with."""
         self.snapshots = {0: snapshot(self.model)}
         self._lock = threading.Condition()
         """Guards `version`, `snapshots` and `_updates_done` between trainer and rollout producer."""
@@ -307,6 +309,11 @@ class GRPOTrainer:
         """(kept groups, every group sampled): all-equal groups are dropped and new ones drawn."""
         g = self.cfg
         mix = self.mixes[self.stage(step)]
+        v = self.version if version is None else version
+        gen = self.generator
+        if gen is not None and hasattr(gen, "new_weights") and v != self._prefix_version:
+            gen.new_weights()  # its prompt starts were prefilled with other weights
+            self._prefix_version = v
         kept: list[Group] = []
         sampled: list[Group] = []
         limit = g.max_attempts_factor * g.groups_per_step

@@ -99,3 +99,18 @@ def test_a_step_writes_metrics_and_a_checkpoint(tiny_model_dir, tmp_path):
     # rollout_lag 1 truly overlaps: step 1 flew with version 0 while the update to version 1 ran
     assert [r.sampler_version for r in reports] == [0, 0] and reports[1].overlapped_s > 0
     assert reports[1].drift_tokens > 0 and reports[1].logprob_drift < 1e-3  # stale tokens compared
+
+
+def test_the_second_step_samples_with_the_updated_weights_only(tiny_model_dir, tmp_path):
+    """After an update the generator's remembered prompt starts (prefilled with the old weights) are
+    dropped: the next step's tokens are sampled from the weights the trainer computes log pi with."""
+    from pear_agent.train.grpo import GRPOTrainer
+
+    runs = ScoredRuns()
+    runs.calls = 1  # every group alternates success/failure: one kept per step
+    rec = _recipe(tiny_model_dir, "grpo.learning_rate=0.05", "grpo.rollout_lag=0")
+    trainer = GRPOTrainer(rec, tmp_path / "grpo", log=lambda *_: None, run_fn=runs)
+    reports = trainer.train(steps=2)
+    assert [r.groups_kept for r in reports] == [1, 1] and trainer.version == 2
+    assert all(r.drift_tokens > 0 and r.logprob_drift is not None for r in reports)
+    assert reports[1].logprob_drift < 1e-3, reports[1].logprob_drift
