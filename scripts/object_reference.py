@@ -6,7 +6,6 @@ Usage: python scripts/object_reference.py [--check]   (--check: exit 1 if the pa
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pear_agent.object_config import OBJECTS_DIR, Grasp, ObjectConfig, Shape, load_object  # noqa: E402
+from scripts.generated_page import write_or_check  # noqa: E402
 
 PAGE = ROOT / "docs" / "object-reference.md"
 
@@ -92,20 +92,5 @@ def render() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/object-reference.md is stale")
-    args = ap.parse_args()
-    text = render()
-    if args.check:
-        if not PAGE.is_file() or PAGE.read_text() != text:
-            print(f"{PAGE} is stale: run python scripts/object_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    print(f"wrote {PAGE}")
-    return 0
-
-
 if __name__ == "__main__":
-    raise SystemExit(main())
+    sys.exit(write_or_check(PAGE, render, "scripts/object_reference.py", __doc__ or ""))

