@@ -19,6 +19,7 @@ import argparse
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -215,6 +216,14 @@ def main() -> None:
 
     work = Path(args.keep or tempfile.mkdtemp(prefix="loop-equivalence-"))
     work.mkdir(parents=True, exist_ok=True)
+    try:
+        compare_sides(args, work)
+    finally:
+        if not args.keep:  # both sides' runs and the old tree: ~70 MB a time, gone unless kept
+            shutil.rmtree(work, ignore_errors=True)
+
+
+def compare_sides(args: argparse.Namespace, work: Path) -> None:
     old_tree = Path(args.old_tree) if args.old_tree else work / "old-tree"
     if not args.old_tree and not old_tree.exists():
         old_tree.mkdir()

@@ -35,8 +35,10 @@ CASES = {
 }
 
 
-def run_script(name: str, args: list[str], timeout: float = 240) -> dict:
+def run_script(name: str, args: list[str], timeout: float = 240, tmp: Path | None = None) -> dict:
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"))
+    if tmp is not None:
+        env["TMPDIR"] = str(tmp)
     proc = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / f"{name}.py"), *args],
         capture_output=True,
@@ -56,7 +58,7 @@ def run_script(name: str, args: list[str], timeout: float = 240) -> dict:
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_benchmark_script_prints_json(name: str) -> None:
+def test_benchmark_script_prints_json(name: str, tmp_path: Path) -> None:
     if name == "ros2_latency":
         pytest.importorskip("rclpy", reason="ROS 2 wheels are not installed")
     if name == "abandoned_decision":
@@ -66,7 +68,10 @@ def test_benchmark_script_prints_json(name: str) -> None:
         has = subprocess.run(["git", "cat-file", "-e", f"{ref}^{{commit}}"], cwd=ROOT, capture_output=True)
         if has.returncode != 0:
             pytest.skip("the commit it compares against is not in this clone (shallow?)")
-    out = run_script(name, CASES[name], timeout=600 if name == "loop_equivalence" else 240)
+    if name == "loop_equivalence":
+        out = run_script(name, CASES[name], timeout=600, tmp=tmp_path)
+    else:
+        out = run_script(name, CASES[name])
     if name == "ik":
         r = out["parts"]["panda/arm"]
         assert r["small_delta"]["n"] == 5 and 0 <= r["small_delta"]["solved"] <= 1
@@ -98,6 +103,7 @@ def test_benchmark_script_prints_json(name: str) -> None:
         )
     elif name == "loop_equivalence":
         assert out["totals"]["episodes"] == 2 and out["pass"], out["tasks"]
+        assert not list(tmp_path.glob("loop-equivalence-*"))  # its runs go unless --keep is given
     elif name == "loop_overhead":
         assert set(out["new"]) == {
             "line/run",
