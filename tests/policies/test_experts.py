@@ -8,11 +8,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pear_agent.episode import Episode
-from pear_agent.policies.experts import SINGLE_ARM_EXPERTS, Stop, _belt_grasp_yaw, wrap
+from pear_agent.policies.experts import Stop, wrap
 from pear_agent.registry import make_backend
 from pear_agent.robot_loader import load_robot
 from pear_agent.task_experts import scripted_policy
+from sim_adapters.mujoco.experts.single_arm import (
+    CONVEYOR_PICK,
+    PICK_CUBE,
+    PLACE_IN_BOWL,
+    PUSH_TO_TARGET,
+    _belt_grasp_yaw,
+)
 from tests.policies.rates import expert_success_rate, expert_with_object_swept_off
+
+SINGLE_ARM_EXPERTS = {e.__name__: e for e in (PICK_CUBE, PLACE_IN_BOWL, PUSH_TO_TARGET, CONVEYOR_PICK)}
 
 SEEDS = range(50)
 

@@ -19,7 +19,7 @@ TASK_MODULE = '''
 
 import numpy as np
 
-from pear_agent.policies.experts import PICK_CUBE
+from sim_adapters.mujoco.experts.single_arm import PICK_CUBE
 from sim_adapters.mujoco.tasks import MujocoTask, register_task
 from sim_adapters.mujoco.tasks.base import add_free_box, body_yaw, set_free_pose, tool_facts
 from sim_adapters.mujoco.tasks.layout import arm_places, single_arm_frame

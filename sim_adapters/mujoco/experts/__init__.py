@@ -1,5 +1,5 @@
-"""The MuJoCo tasks' scripted experts that live beside their family: the two-arm ones (`bimanual`),
-the PEAR paper's station tasks (`ruler`, `objects`). Each task class points at its own
-(`MujocoTask.expert`, e.g. "sim_adapters.mujoco.experts.ruler:ALIGN_WITH_RULER"); the shared
-machinery (caps, stops, the approach-and-grasp and push geometry) and the single-arm experts stay in
+"""The MuJoCo tasks' scripted experts, beside their family: the single-arm ones (`single_arm`), the
+two-arm ones (`bimanual`), the PEAR paper's station tasks (`ruler`, `objects`). Each task class
+points at its own (`MujocoTask.expert`, e.g. "sim_adapters.mujoco.experts.ruler:ALIGN_WITH_RULER");
+the shared machinery (caps, stops, the approach-and-grasp and push geometry) stays in
 `pear_agent.policies.experts`, which the LIBERO expert and the chunking also use."""

@@ -34,7 +34,7 @@ class ConveyorPick(_SingleArmTask):
         "Pick the red cube off the moving belt before it leaves your reach, and raise it 5 cm.",
         "Grab the red cube riding on the conveyor and lift it 5 cm or more.",
     )
-    expert = "pear_agent.policies.experts:CONVEYOR_PICK"
+    expert = "sim_adapters.mujoco.experts.single_arm:CONVEYOR_PICK"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)

@@ -85,7 +85,7 @@ class PickCube(_SingleArmTask):
         "Lift the red cube so that it is 10 cm or more above the tabletop.",
         "Take hold of the small red cube and hold it at least ten centimetres up in the air.",
     )
-    expert = "pear_agent.policies.experts:PICK_CUBE"
+    expert = "sim_adapters.mujoco.experts.single_arm:PICK_CUBE"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -128,7 +128,7 @@ class PlaceInBowl(_SingleArmTask):
         "Drop the red block into the blue bowl.",
         "The red cube belongs in the blue bowl: put it there.",
     )
-    expert = "pear_agent.policies.experts:PLACE_IN_BOWL"
+    expert = "sim_adapters.mujoco.experts.single_arm:PLACE_IN_BOWL"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
@@ -219,7 +219,7 @@ class PushToTarget(_SingleArmTask):
         "Shove the block into the green target circle without lifting it.",
         "Get the block into the green ring by pushing it.",
     )
-    expert = "pear_agent.policies.experts:PUSH_TO_TARGET"
+    expert = "sim_adapters.mujoco.experts.single_arm:PUSH_TO_TARGET"
 
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         super().build(spec, robot)
