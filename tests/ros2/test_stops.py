@@ -61,6 +61,12 @@ def agent(yam) -> Iterator[Any]:
         a.close()
 
 
+BRAKING_ONLY = {"stall_tracking_error_rad": 1.5}
+"""For the tests of braking from full speed: on a loaded 2-core machine the stand-in's Python loop
+can fall 0.3 rad (the default stall threshold) behind its trajectory, and the move then ends as a
+stall before full speed (seen once in CI under load). Stalls have their own test, at the default."""
+
+
 def stamped_series(probe: Probe, joints: list[str], since_s: float) -> tuple[np.ndarray, np.ndarray]:
     """(header stamps, N x J positions) of the joint states stamped after `since_s` (system time):
     the broadcaster's own times, free of delivery jitter."""
@@ -120,7 +126,7 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     start_double, probe: Probe, agent, yam
 ) -> None:
     double = start_double(double_config(yam, cameras={}))
-    a = agent(stop_deceleration_rad_s2=8.0, stop_jerk_rad_s3=100.0)
+    a = agent(stop_deceleration_rad_s2=8.0, stop_jerk_rad_s3=100.0, **BRAKING_ONLY)
     assert a.backend.check_stack() is None
     joints = list(yam.parts["left_arm"].joints)
     start = np.array([home_joints(yam)[j] for j in joints])
@@ -179,7 +185,7 @@ def test_where_the_robot_clock_disagrees_the_stop_starts_on_receipt_and_still_br
     stamped stop would land 5 s off, so the stop is unstamped (the controller starts it on
     receipt, planned `command_latency_s` ahead). It is accepted and brakes without turning back."""
     double = start_double(double_config(yam, cameras={}, stamp_offset_s=5.0))
-    a = agent()
+    a = agent(**BRAKING_ONLY)
     assert a.backend.check_stack() is None
     note = a.backend._clock_note  # e.g. "joint state stamps are -4.99 s off this computer's clock"
     assert "s off this computer's clock" in note and 4.5 < abs(float(note.split()[4])) < 5.5, note
@@ -245,7 +251,7 @@ def test_without_published_velocities_the_estop_brakes_from_the_arms_real_motion
     come back; the stack check names the source."""
     double = start_double(double_config(yam, cameras={}, joint_state_velocity=published))
     decel = 8.0
-    a = agent(stop_deceleration_rad_s2=decel, stop_jerk_rad_s3=100.0)
+    a = agent(stop_deceleration_rad_s2=decel, stop_jerk_rad_s3=100.0, **BRAKING_ONLY)
     assert a.backend.check_stack() is None
     report = a.backend.velocity_report()
     assert report[LEFT] == {
