@@ -13,6 +13,8 @@ import json
 import socket
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -48,24 +50,16 @@ class InFlight:
 
 
 @contextmanager
-def serve_in_thread(
-    latency_s: float = 0.0, reasoning_field: bool = False, counter: InFlight | None = None
-) -> Iterator[str]:
-    """`pear-agent serve`'s app under uvicorn on a free port; yields the base URL. With `counter`
-    (an `InFlight` whose app is None), requests pass through it and it counts them."""
+def serve_app(app: Any, start_timeout_s: float = 20.0) -> Iterator[str]:
+    """Any ASGI app under uvicorn in a thread on a free port; yields the base URL (`.../v1`)."""
     import uvicorn
 
-    from pear_agent.serve import create_app
-
     port = free_port()
-    app = create_app(latency_s, reasoning_field=reasoning_field)
-    if counter is not None:
-        counter.app, app = app, counter
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + start_timeout_s
     while not server.started:
         if time.monotonic() > deadline:
             raise RuntimeError("uvicorn did not start")
@@ -75,6 +69,31 @@ def serve_in_thread(
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+@contextmanager
+def serve_in_thread(
+    latency_s: float = 0.0, reasoning_field: bool = False, counter: InFlight | None = None
+) -> Iterator[str]:
+    """`pear-agent serve`'s app under uvicorn on a free port; yields the base URL. With `counter`
+    (an `InFlight` whose app is None), requests pass through it and it counts them."""
+    from pear_agent.serve import create_app
+
+    app = create_app(latency_s, reasoning_field=reasoning_field)
+    if counter is not None:
+        counter.app, app = app, counter
+    with serve_app(app) as url:
+        yield url
+
+
+def post_json(url: str, body: dict, timeout_s: float) -> tuple[int, dict]:
+    """POST `body` as JSON; (HTTP status, the JSON answered), error statuses included."""
+    req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
 
 
 GOOD_REPLY = 'I open the gripper.\n```json\n{"action": {"arm": {"gripper": 1.0}}}\n```'

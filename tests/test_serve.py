@@ -12,18 +12,11 @@ import pytest
 
 from pear_agent.protocol.actions import parse_reply
 from pear_agent.registry import make_backend
-from tests.servers import free_port, serve_in_thread
+from tests.servers import free_port, post_json, serve_in_thread
 
 
 def _post(url: str, body: dict) -> tuple[int, dict]:
-    req = urllib.request.Request(
-        url + "/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+    return post_json(url + "/chat/completions", body, timeout_s=10)
 
 
 @pytest.fixture(scope="module")

@@ -3,15 +3,12 @@ and the client records the server's token ids and log-probabilities as the turn'
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 
 from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.policies.server_logprobs import trace_from_logprobs
 from sim_adapters.roadster.environment import RoadsterEnvironment
-from tests.servers import free_port
+from tests.servers import serve_app
 
 
 def test_vllm_token_id_entries_make_a_trace():
@@ -29,23 +26,10 @@ def test_vllm_token_id_entries_make_a_trace():
 
 @pytest.fixture()
 def served(tiny_model_dir):
-    import uvicorn
-
     from pear_agent.train.serve_model import create_app
 
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(tiny_model_dir, 6), host="127.0.0.1", port=port, log_level="error")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/v1"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_app(create_app(tiny_model_dir, 6), start_timeout_s=60) as url:
+        yield url
 
 
 @pytest.mark.parametrize("stream", [True, False])

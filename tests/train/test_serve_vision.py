@@ -5,16 +5,10 @@ included); the token-in endpoint refuses it in one line (token ids carry no pixe
 
 from __future__ import annotations
 
-import json
-import threading
-import time
-import urllib.error
-import urllib.request
-
 import numpy as np
 import pytest
 
-from tests.servers import free_port
+from tests.servers import post_json, serve_app
 
 
 def _jpeg(seed: int) -> bytes:
@@ -25,34 +19,15 @@ def _jpeg(seed: int) -> bytes:
 
 
 def _post(url: str, body: dict) -> tuple[int, dict]:
-    req = urllib.request.Request(
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=600) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+    return post_json(url, body, timeout_s=600)
 
 
 @pytest.fixture(scope="module")
 def served_vlm():
-    import uvicorn
-
     from pear_agent.train.serve_model import create_app
 
-    port = free_port()
-    app = create_app("tiny-idefics3", 6)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/v1"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_app(create_app("tiny-idefics3", 6), start_timeout_s=120) as url:
+        yield url
 
 
 def test_a_served_vision_model_answers_as_the_in_process_policy_turn_after_turn(served_vlm):

@@ -3,17 +3,13 @@ documented to (duplicate names refused, unknown names not found). No real vLLM r
 
 from __future__ import annotations
 
-import threading
-import time
-
 import pytest
 
-from tests.servers import free_port
+from tests.servers import serve_app
 
 
 @pytest.fixture()
 def vllm_standin():
-    import uvicorn
     from fastapi import FastAPI
     from fastapi.responses import JSONResponse, PlainTextResponse
 
@@ -38,15 +34,8 @@ def vllm_standin():
         del loaded[name]
         return PlainTextResponse(f"Success: LoRA adapter '{name}' removed successfully.")
 
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    while not server.started:
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}/v1", loaded
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serve_app(app) as url:
+        yield url, loaded
 
 
 def test_each_version_is_loaded_and_the_oldest_unloaded(vllm_standin, tmp_path):
