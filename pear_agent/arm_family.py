@@ -13,17 +13,34 @@ from typing import TYPE_CHECKING, Any
 
 from pear_agent.environment import environment_options
 from pear_agent.family_parts import PromptSchema, RlRewards
-from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
+from pear_agent.registry import EnvSpec, Family, UnknownNameError
 from pear_agent.robot_config import Requirement, RobotConfig
+from pear_agent.settings import setting
 
 if TYPE_CHECKING:
     from pear_agent.backend import Backend
     from pear_agent.environment import Environment
-    from pear_agent.episode import EpisodeResult
+    from pear_agent.episode import EpisodeConfig, EpisodeResult
     from pear_agent.policies.base import Policy
     from pear_agent.policies.experts import Expert
 
 ROBOT_HELP = "robot name in robots/ or a path to a robot YAML anywhere (default: the task's robot)"
+
+
+@dataclass
+class ArmOptions:
+    """The options every arm family takes: `--robot` (every command), `--preset` (bench)."""
+
+    robot: str | None = setting(None, help=ROBOT_HELP)
+    preset: str | None = setting(
+        None,
+        commands=("bench",),
+        help="the PEAR paper's protocols: pear_real (its 30 real-robot trials, in simulation); "
+        "(.venv-libero only) libero (40 tasks x 50 init states), libero_pro[/TYPE], "
+        "libero_plus[/DIMENSION]; NAME@K runs K episodes per task and perturbation. Prints and writes "
+        "(libero_summary.json) success per suite and perturbation, Wilson intervals and the paired "
+        "drop against LIBERO",
+    )
 
 
 @dataclass(frozen=True)
@@ -66,11 +83,10 @@ class ArmFamily(Family, RlRewards, PromptSchema):
     def owns(self, task: str) -> bool:
         return task in self.entries
 
-    def add_arguments(self, parser: Any, command: str) -> None:
-        add_option(parser, "--robot", default=None, help=ROBOT_HELP)
+    options_type: type = ArmOptions
 
     def options(self, args: Any) -> dict[str, Any]:
-        robot = getattr(args, "robot", None)
+        robot = self.parse(args).robot
         return {"robot": robot} if robot else {}
 
     def bench_options(self, args: Any) -> dict[str, Any]:
@@ -112,7 +128,13 @@ class ArmFamily(Family, RlRewards, PromptSchema):
         return self.expert(task) is not None
 
     def default_policy(
-        self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
+        self,
+        task: str,
+        *,
+        seed: int = 0,
+        action_noise_cm: float = 0.0,
+        pilot_noise: float = 0.0,
+        config: EpisodeConfig | None = None,
     ) -> Policy:
         from pear_agent.policies.scripted import ScriptedPolicy
 

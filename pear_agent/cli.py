@@ -17,7 +17,7 @@ from pear_agent.robot_config import RobotConfigError
 from pear_agent.robot_loader import list_robots, load_robot
 
 if TYPE_CHECKING:
-    from pear_agent.episode import EpisodeResult
+    from pear_agent.episode import EpisodeConfig, EpisodeResult
     from pear_agent.records import RunWriter
 
 
@@ -25,21 +25,20 @@ class CliError(Exception):
     """An error the user can fix; printed as one line, no traceback."""
 
 
-def _policy(args: argparse.Namespace, task: str):  # noqa: ANN202
-    """The model (with --model), a replay, or the task's scripted policy from its family."""
+def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa: ANN202
+    """The model (with --model), a replay, or the task's scripted policy from its family (given the
+    loop's settings, as `bench` gives them: a planning pilot plans for `--latency`)."""
     from pear_agent.policies.model_settings import settings_from_args
     from pear_agent.policies.openai_client import OpenAIPolicy
     from pear_agent.registry import family_of
 
-    settings = settings_from_args(args)
+    settings = settings_from_args(args, realtime=config.mode == "realtime")
     if settings is not None:
         return OpenAIPolicy(settings)
     if args.policy == "scripted":
-        policy = family_of(task).default_policy(task, seed=args.seed, action_noise_cm=args.action_noise_cm)
-        plans = (getattr(args, "max_chunk", None) or 1) > 1
-        if plans and getattr(policy, "lead_s", 0.0) is None and getattr(args, "latency", None) is not None:
-            policy.lead_s = float(args.latency)  # a planning pilot plans for the injected decision time
-        return policy
+        return family_of(task).default_policy(
+            task, seed=args.seed, action_noise_cm=args.action_noise_cm, config=config
+        )
     if args.policy == "replay":
         from pear_agent.policies.replay import ReplayPolicy
 
@@ -62,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     loop_options = loop_options_from_args(args)
     clock = clock_from_args(args)
     config = EpisodeConfig(**clock, **loop_options)
-    policy = _policy(args, task)
+    policy = _policy(args, task, config)
     env = family.make(EnvSpec.of(task, options, mode=clock["mode"], render=True, config=config))
     try:
         run_dir = new_run_dir(Path(args.runs_dir), task.replace(":", "-"), args.seed)
@@ -137,7 +136,7 @@ def attach_view(args: argparse.Namespace, writer: RunWriter, env: Any) -> Any:
         web_port=args.view_web,
         grpc_port=args.view_grpc_port,
     )
-    if view.web_url and not getattr(args, "json", False):
+    if view.web_url and not args.json:
         print(f"pear-agent: live view at {view.web_url}", flush=True)
     writer.observers.append(view)
     return view

@@ -69,7 +69,7 @@ class EpisodeConfig:
     """The turn loop's settings; `add_loop_args` and `add_clock_args` make the command line from
     these fields (`EnvSpec.of` carries them to workers)."""
 
-    max_turns: int | None = setting(None, help="override the task's turn limit")
+    max_turns: int | None = setting(None, ros="max_turns", help="override the task's turn limit")
     max_context_tokens: int = setting(
         DEFAULT_CONTEXT_TOKENS,
         cli_default=None,
@@ -101,6 +101,7 @@ class EpisodeConfig:
     )
     observation: str = setting(
         "both",
+        ros="observation",
         choices=list(OBSERVATION_MODES),
         help="what the model gets each turn: state JSON and camera images (both, default), images only, "
         "or state only (text: no image parts, user content sent as a plain string)",

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from pear_agent import family_parts
 from pear_agent.environment import environment_options
+from pear_agent.settings import add_arguments, from_args
 
 if TYPE_CHECKING:
     from pear_agent.backend import Backend
@@ -90,8 +91,7 @@ class EnvSpec:
 
 def add_option(parser: Any, *flags: str, **kwargs: Any) -> None:
     """Add an option unless another family already declared it (e.g. `--robot`, shared by arms)."""
-    container = getattr(parser, "_option_string_actions", {})
-    if any(f in container for f in flags):
+    if any(f in parser._option_string_actions for f in flags):
         return
     parser.add_argument(*flags, **kwargs)
 
@@ -106,6 +106,9 @@ class Family:
     the callers fall back to a default when it does not."""
 
     name: str = ""
+    options_type: type | None = None
+    """The family's own options: a dataclass of `pear_agent.settings.setting` fields (each says which
+    commands take it), declared on those commands and read back as that dataclass (`parse`)."""
     default_episodes: int = 10
     """Episodes per task a bench runs when neither --episodes nor --seeds says."""
     idle_environments: int | None = None
@@ -121,8 +124,16 @@ class Family:
         return task in self.task_names()
 
     def add_arguments(self, parser: argparse.ArgumentParser | Any, command: str) -> None:
-        """Declare this family's options for `command` (run, bench, rollouts, prompt): use
-        `add_option`, so options two families share are declared once."""
+        """Declare this family's options (`options_type`) for `command` (run, bench, rollouts,
+        prompt); an option two families share is declared once."""
+        if self.options_type is not None:
+            add_arguments(parser, self.options_type, command=command)
+
+    def parse(self, args: argparse.Namespace | Any) -> Any:
+        """This family's options as its `options_type` (defaults for those `args` lacks)."""
+        if self.options_type is None:
+            raise TypeError(f"family {self.name!r} declares no options")
+        return from_args(self.options_type, args)
 
     def options(self, args: argparse.Namespace | Any) -> dict[str, Any]:
         """This family's options from parsed arguments (plain values; they travel to workers)."""
@@ -152,9 +163,17 @@ class Family:
         return False
 
     def default_policy(
-        self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
+        self,
+        task: str,
+        *,
+        seed: int = 0,
+        action_noise_cm: float = 0.0,
+        pilot_noise: float = 0.0,
+        config: EpisodeConfig | None = None,
     ) -> Policy:
-        """The task's scripted policy (`--policy scripted`), seeded for stochastic rollouts."""
+        """The task's scripted policy (`--policy scripted`), seeded for stochastic rollouts; `config`:
+        the episode's loop settings where the policy plans by them (the roadster's pilot plans for
+        the injected decision time, `--latency`, when it flies plans)."""
         raise ValueError(f"no scripted policy for task {task!r}; give --model")
 
     # -- what the commands print and record ----------------------------------------------

@@ -2,7 +2,9 @@
 expert, to check a model set-up end to end and to test the real HTTP path.
 
 The expert needs simulator facts a model never sees. The client sends them only when asked to
-(`pear-agent run --send-privileged`, a diagnostic), as `extra_body={"pear_privileged": {...}}`.
+(`pear-agent run --send-privileged`, a diagnostic), as the request's `pear_privileged` field: a
+declared, typed part of the request (`openai_wire.PearRequestFields`, the model the client builds
+it from).
 A request without them gets HTTP 400 with a message saying so: this server is not a model.
 `"stream": true` is answered with server-sent `chat.completion.chunk` events, as vLLM does.
 """
@@ -18,10 +20,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import ValidationError
 
 from pear_agent.policies.chunking import expert_chunk
 from pear_agent.policies.experts import Expert
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
+from pear_agent.policies.openai_wire import PearRequestFields
 from pear_agent.protocol.actions import reply_text, wire_chunk
 from pear_agent.task_experts import EXPERTS, find_expert
 
@@ -50,8 +54,13 @@ def _prompt_tokens(messages: list[dict[str, Any]]) -> int:
 
 def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
     """(reasoning, reply text) for one request; raises ValueError with a user-facing message."""
-    priv = body.get(PRIVILEGED_KEY)
-    if not isinstance(priv, dict):
+    try:
+        priv = PearRequestFields.model_validate(body).pear_privileged
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(x) for x in err["loc"])
+        raise ValueError(f"malformed {where}: {err['msg']}") from None
+    if priv is None:
         # a text world (the roadster) needs no privileged facts: a family's scripted policy may answer
         # from the messages alone (the registry asks each family)
         from pear_agent.registry import text_expert_reply
@@ -60,15 +69,12 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
         if answer is None:
             raise ValueError(NO_PRIVILEGED)
         return answer
-    task = priv.get("task")
-    if isinstance(task, str):  # a perturbed task (`pick_cube~camera`) has its base task's expert
-        task = task.partition("~")[0]
+    task = priv.task.partition("~")[0]  # a perturbed task (`pick_cube~camera`): its base task's expert
     expert = _expert(task)
     if expert is None:
         raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
     try:
-        k = int(priv.get("max_chunk") or 1)  # the environment's chunk limit (issue 29)
-        reasoning, steps, done = expert_chunk(expert, priv["state"], priv["facts"], k)
+        reasoning, steps, done = expert_chunk(expert, priv.state, priv.facts, priv.max_chunk)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed {PRIVILEGED_KEY}: {type(exc).__name__}: {exc}") from None
     return reasoning, reply_text(reasoning, wire_chunk(steps, done=done))

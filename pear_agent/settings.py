@@ -1,14 +1,22 @@
 """Each setting is written once: a dataclass field carries its default, its help and how it looks on
 the command line, and the command line is generated from it (as TRL's `HfArgumentParser` does for
 its configs). Checks live in the dataclass's `__post_init__`, so a setting given on the command
-line, in a YAML or from Python is checked by the same lines."""
+line, in a YAML or from Python is checked by the same lines.
+
+Whatever reads a setting reads the field: the commands parse their options into the dataclass
+(`from_args`), a family's own options are a dataclass of these fields too (`Family.options_type`),
+the ROS agent node declares a parameter for each field that names one (`ros=`), and the training
+recipes check their loop settings with `EpisodeConfig` itself. Nothing looks a setting up by its
+name as a string (`getattr(args, "name")`): tests/test_settings.py fails on one."""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 _TYPES: dict[str, type] = {"int": int, "float": float, "str": str}
 
@@ -21,14 +29,25 @@ def setting(
     cli: bool = True,
     default_factory: Any = dataclasses.MISSING,
     cli_default: Any = dataclasses.MISSING,
+    commands: tuple[str, ...] | None = None,
+    ros: str | None = None,
     **argparse_kwargs: Any,
 ) -> Any:
     """A dataclass field with its command-line shape. `flag` defaults to `--field-name`;
-    `cli_default` is the command line's own default where it differs (None: "decided later"); any
+    `cli_default` is the command line's own default where it differs (None: "decided later");
+    `commands`: the commands that take it (None: every command that declares its dataclass);
+    `ros`: the ROS parameter of the agent node that sets it (pear_agent/ros2/settings.py); any
     other keyword (type, choices, action, metavar) goes to argparse."""
     if cli_default is not dataclasses.MISSING:
         argparse_kwargs["default"] = cli_default
-    metadata = {"help": help, "flag": flag, "cli": cli, "argparse": argparse_kwargs}
+    metadata = {
+        "help": help,
+        "flag": flag,
+        "cli": cli,
+        "commands": commands,
+        "ros": ros,
+        "argparse": argparse_kwargs,
+    }
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -52,12 +71,25 @@ def type_of(f: dataclasses.Field) -> type | None:
 
 
 def add_arguments(
-    group: Any, cls: type, *, only: tuple[str, ...] | None = None, defaults: dict[str, Any] | None = None
+    group: Any,
+    cls: type,
+    *,
+    only: tuple[str, ...] | None = None,
+    defaults: dict[str, Any] | None = None,
+    command: str | None = None,
 ) -> None:
     """Declare the command-line fields of `cls` (all, or `only` these) on an argparse parser or
-    group; `defaults` gives a command its own default for a field (e.g. rollouts sample at 1.0)."""
+    group; `defaults` gives a command its own default for a field (e.g. rollouts sample at 1.0).
+    With `command`, only the fields that command takes (`setting(commands=...)`); a flag the parser
+    already has (two families sharing `--robot`) is declared once."""
+    declared = group._option_string_actions  # the parser's table (an argument group shares it)
     for f in cli_fields(cls):
         if only is not None and f.name not in only:
+            continue
+        takes = f.metadata.get("commands")
+        if command is not None and takes is not None and command not in takes:
+            continue
+        if flag_of(f) in declared:
             continue
         kwargs = dict(f.metadata["argparse"])
         kwargs["help"] = f.metadata["help"]
@@ -75,8 +107,15 @@ def add_arguments(
 
 
 def values_from_args(cls: type, args: argparse.Namespace | Any) -> dict[str, Any]:
-    """The command-line fields of `cls` that `args` holds (a parser may declare only some)."""
+    """The command-line fields of `cls` that `args` holds (a parser may declare only some). The one
+    place a setting is read from a namespace by its field's name."""
     return {f.name: getattr(args, f.name) for f in cli_fields(cls) if hasattr(args, f.name)}
+
+
+def from_args(cls: type[T], args: argparse.Namespace | Any) -> T:
+    """`cls` from parsed arguments: the fields the command declared, the defaults for the others
+    (checked by `cls.__post_init__`)."""
+    return cls(**values_from_args(cls, args))
 
 
 def reference(cls: type) -> list[tuple[str, str, str]]:

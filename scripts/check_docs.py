@@ -4,10 +4,14 @@ Every ```bash block must follow a marker line saying how it is checked:
 
     <!-- docs: ci -->                 run by the test suite (tests/test_docs.py), verbatim
     <!-- docs: ci-run -->             run verbatim by .ci/run (the README's two set-up commands)
-    <!-- docs: slow -->               runnable here but long: `check_docs.py --level slow` runs it
+    <!-- docs: slow -->               runnable here but long: `check_docs.py --level slow` runs it,
+                                      and so does CI (`--ci`: .ci/run)
+    <!-- docs: slow (not in CI: why) --> runnable here but too long (or needing an extra
+                                      environment) for CI's time: `--level slow` runs it, `--ci` names
+                                      it and why, and leaves it out
     <!-- docs: manual (why) -->       cannot run here (a model server, a real robot, a GPU): says why
 
-Usage: python scripts/check_docs.py [--level ci|slow] [--list] [FILE ...]
+Usage: python scripts/check_docs.py [--level ci|slow] [--ci] [--list] [FILE ...]
 Each block runs with `bash -euo pipefail` in the repository root, in its own process group (what it
 starts in the background is stopped when it ends). Exit 1 if a block fails or lacks a marker.
 """
@@ -29,6 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"^<!--\s*docs:\s*(ci-run|ci|slow|manual)\b\s*(.*?)\s*-->\s*$")
 LEVELS = ("ci", "slow")
+NOT_IN_CI = "not in CI:"
+"""A slow block's note that starts so is left out by `--ci`, and says why."""
 
 
 @dataclass
@@ -130,18 +136,27 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("files", nargs="*", help="markdown files (default: README.md and docs/)")
     ap.add_argument("--level", choices=LEVELS, default="ci", help="ci: the ci blocks; slow: ci and slow")
     ap.add_argument("--list", action="store_true", help="list the blocks and their markers, run nothing")
+    ap.add_argument(
+        "--ci",
+        action="store_true",
+        help="CI's run: the slow blocks only (the ci ones run in the tests), leaving out and naming "
+        f"those marked `slow ({NOT_IN_CI} why)`",
+    )
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per block")
     args = ap.parse_args(argv)
     # stopped from outside (a CI timeout): still stop what the running block started in the background
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     files = [Path(f).resolve() for f in args.files] or doc_files()
-    todo = {"ci": ("ci",), "slow": ("ci", "slow")}[args.level]
+    todo = ("slow",) if args.ci else {"ci": ("ci",), "slow": ("ci", "slow")}[args.level]
     failed = 0
     for path in files:
         for b in blocks(path):
             if b.marker is None:
                 print(f"{b.where}: a bash block without a `<!-- docs: ... -->` marker", flush=True)
                 failed += 1
+                continue
+            if args.ci and b.marker == "slow" and b.note.strip("() ").startswith(NOT_IN_CI):
+                print(f"{b.where}: left out: {b.note.strip('() ')[len(NOT_IN_CI) :].strip()}", flush=True)
                 continue
             if args.list or b.marker not in todo:
                 print(f"{b.where}: {b.marker} {b.note}".rstrip(), flush=True)

@@ -20,12 +20,14 @@ REPO = Path(__file__).resolve().parents[1]
 TINY_FAMILY = '''
 """A family outside the repository: reach x = goal on a line, one step a turn."""
 import json
+from dataclasses import dataclass
 
 from pear_agent.backend import TaskInfo
 from pear_agent.environment import StepResult, TurnPrompt
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.actions import ActionError
-from pear_agent.registry import Family, add_option
+from pear_agent.registry import Family
+from pear_agent.settings import setting
 
 
 class Step:
@@ -105,17 +107,20 @@ class Walker:
         return PolicyReply('{"step": 1}')
 
 
+@dataclass
+class TinyOptions:
+    tiny_goal: int = setting(3, help="tiny: where the goal is")
+
+
 class TinyFamily(Family):
     name = "tiny"
+    options_type = TinyOptions
 
     def task_names(self):
         return ["tiny_reach"]
 
-    def add_arguments(self, parser, command):
-        add_option(parser, "--tiny-goal", type=int, default=3, help="tiny: where the goal is")
-
     def options(self, args):
-        return {"goal": getattr(args, "tiny_goal", 3)}
+        return {"goal": self.parse(args).tiny_goal}
 
     def make(self, spec):
         return LineWorld(spec.option("goal", 3))

@@ -230,3 +230,81 @@ def test_the_agent_nodes_shared_parameters_are_the_loops_and_the_model_clients()
     model = ModelSettings(**shared_values(params, "ModelSettings"))
     assert model.temperature == 0.0 and model.keep_images == 2 and model.timeout_s == 30.0
     assert shared_values(params, "EpisodeConfig") == {"max_turns": None, "observation": "both"}
+
+
+# -- settings are read as fields ------------------------------------------------------------------
+def _setting_names() -> set[str]:
+    """Every field declared with `setting(...)` in the package and the adapters (the loop's, the
+    model client's, each family's options): found by reading the source, so a new one counts."""
+    names: set[str] = set()
+    for path in [*ROOT.glob("pear_agent/**/*.py"), *ROOT.glob("sim_adapters/**/*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(node.value, ast.Call)
+                and isinstance(node.value.func, ast.Name)
+                and node.value.func.id == "setting"
+            ):
+                names.add(node.target.id)
+    return names
+
+
+def settings_read_by_name(source: str, settings: set[str]) -> list[tuple[int, str, str]]:
+    """(line, object, name) of each `getattr(obj, "name"[, default])` in `source` that reads a setting
+    by a string: any literal name off parsed arguments (`args`, `*_args`, a Namespace), or a name
+    that is a declared setting off any object."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr"):
+            continue
+        if len(node.args) < 2 or not isinstance(node.args[1], ast.Constant):
+            continue
+        obj, name = ast.unparse(node.args[0]), node.args[1].value
+        if obj == "args" or obj.endswith(("_args", ".args", "namespace")) or name in settings:
+            found.append((node.lineno, obj, name))
+    return found
+
+
+NOT_SETTINGS = {
+    ("pear_agent/policies/openai_client.py", "chunk", "model"): "a streamed chunk's model name (the "
+    "server's answer), not the model setting",
+    ("pear_agent/policies/openai_client.py", "choice", "logprobs"): "a streamed choice's log-probabilities "
+    "(the server's answer), not the logprobs setting",
+    ("pear_agent/policies/openai_client.py", "resp.choices[0]", "logprobs"): "a reply's log-probabilities "
+    "(the server's answer), not the logprobs setting",
+}
+"""`getattr` reads the scan finds whose name is a setting's but whose object is something else."""
+
+
+def test_no_setting_is_read_by_its_name_as_a_string() -> None:
+    settings = _setting_names()
+    assert {"max_chunk", "latency_s", "model", "robot", "wind", "perturb"} <= settings
+    found = {
+        f"{path.relative_to(ROOT)}:{line}: getattr({obj}, {name!r})"
+        for path in [*ROOT.glob("pear_agent/**/*.py"), *ROOT.glob("sim_adapters/**/*.py")]
+        for line, obj, name in settings_read_by_name(path.read_text(), settings)
+        if (str(path.relative_to(ROOT)), obj, name) not in NOT_SETTINGS
+    }
+    assert not found, "read a setting as a field (from_args / the dataclass), not by name: " + "; ".join(
+        sorted(found)
+    )
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        'getattr(args, "latency", None)',  # the issue-37 regression: the option's field is latency_s
+        'getattr(args, "json")',
+        'getattr(self.args, "seed", 0)',
+        'getattr(ctx, "max_chunk", 1)',
+        'getattr(policy, "latency_s", None)',
+    ],
+)
+def test_the_scan_catches_a_setting_read_by_name(line: str) -> None:
+    assert settings_read_by_name(f"x = {line}\n", _setting_names()), line
+
+
+def test_the_scan_leaves_plain_attribute_lookups_alone() -> None:
+    source = 'a = getattr(resp, "choices", None)\nb = getattr(args, name)\nc = args.latency_s\n'
+    assert settings_read_by_name(source, _setting_names()) == []

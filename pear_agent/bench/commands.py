@@ -43,17 +43,20 @@ def _seeds(args: argparse.Namespace, defaults: list[int]) -> list[int]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from pear_agent.arm_family import ArmOptions
     from pear_agent.bench.report import format_table, summarize, write_report
     from pear_agent.bench.runner import BenchConfig, run_bench
     from pear_agent.episode import clock_from_args, loop_options_from_args
     from pear_agent.policies.model_settings import settings_from_args
     from pear_agent.policies.openai_client import OpenAIPolicy
     from pear_agent.registry import family_of
+    from pear_agent.settings import from_args
 
     if args.workers < 1 or args.concurrency < 1:
         raise ValueError("--workers and --concurrency must be >= 1")
-    settings = settings_from_args(args)
-    preset = getattr(args, "preset", None)
+    settings = settings_from_args(args, realtime=args.mode == "realtime")
+    arm = from_args(ArmOptions, args)
+    preset, robot = arm.preset, arm.robot
     pairs: list[tuple[str, int]] | None = None
     fields: dict[str, Any] = {}
     if preset == "pear_real":
@@ -63,8 +66,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         pairs = [(t.task, t.seed) for t in trials]
         tasks, seeds, selection = list(dict.fromkeys(t.task for t in trials)), [], None
         args.max_turns = pear_real.MAX_TURNS if args.max_turns is None else args.max_turns
-        if getattr(args, "robot", None) is None:
-            args.robot = pear_real.ROBOT
+        robot = pear_real.ROBOT if robot is None else robot
         fields = {
             "preset": preset,
             "reasoning_token_cap": settings.max_tokens if settings is not None else None,
@@ -102,7 +104,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         render=render,
         max_turns=max_turns,
         max_context_tokens=clock["max_context_tokens"],
-        robot=getattr(args, "robot", None),
+        robot=robot,
         episode=loop_options,
         view=[v.strip() for v in args.view.split(",") if v.strip()] if args.view else None,
         options={

@@ -21,9 +21,12 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pear_agent.records import SECRET_PATTERNS
+
+if TYPE_CHECKING:
+    from pear_agent.episode import EpisodeConfig
 
 SPLITS: dict[str, tuple[int, int]] = {"train": (0, 10_000), "val": (10_000, 11_000), "test": (20_000, 21_000)}
 """Named seed splits (half-open ranges, disjoint): tune on train, choose on val, report on test."""
@@ -59,7 +62,7 @@ def parse_seeds(text: str) -> list[int]:
 
 
 # -- policies -------------------------------------------------------------------------------
-def make_policy(spec: dict[str, Any], task: str, seed: int = 0) -> Any:
+def make_policy(spec: dict[str, Any], task: str, seed: int = 0, config: EpisodeConfig | None = None) -> Any:
     """A policy from a plain, picklable description (never holding an API key: the worker reads
     the key from the environment variable the spec names). "scripted" is the task's family's own
     (the arm experts, the roadster's pilot)."""
@@ -68,7 +71,7 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0) -> Any:
         from pear_agent.registry import family_of
 
         noise = float(spec.get("action_noise_cm", 0.0))
-        return family_of(task).default_policy(task, seed=seed, action_noise_cm=noise)
+        return family_of(task).default_policy(task, seed=seed, action_noise_cm=noise, config=config)
     if kind == "openai":
         from pear_agent.policies.model_settings import ModelSettings
         from pear_agent.policies.openai_client import OpenAIPolicy
@@ -180,11 +183,7 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
         video = 10.0 if job.get("video", True) else None
 
         def policy() -> Any:
-            made = make_policy(job["policy"], task, seed)
-            plans = ((job.get("episode") or {}).get("max_chunk") or 1) > 1
-            if plans and getattr(made, "lead_s", 0.0) is None and job.get("latency_s") is not None:
-                made.lead_s = float(job["latency_s"])  # a planning pilot plans for the injected decision time
-            return made
+            return make_policy(job["policy"], task, seed, cfg)
 
         def view(env: Any, writer: RunWriter | None) -> None:
             if writer is not None and wants_view(job.get("view"), line["key"]):

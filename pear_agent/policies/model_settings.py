@@ -38,15 +38,21 @@ def _yes_no(text: str) -> bool:
 class ModelSettings:
     """The model client's settings; `add_model_args` makes the command line from these fields."""
 
-    model: str = setting(default=None, help="model name; selects the OpenAI-compatible client")
-    base_url: str | None = setting(None, help="e.g. http://localhost:8000/v1 (default: OpenAI's)")
+    model: str = setting(default=None, ros="model", help="model name; selects the OpenAI-compatible client")
+    base_url: str | None = setting(
+        None, ros="base_url", help="e.g. http://localhost:8000/v1 (default: OpenAI's)"
+    )
     api_key_env: str | None = setting(
         None,
+        ros="api_key_env",
         help="NAME of the environment variable holding the key (none for a local server that needs none)",
     )
-    temperature: float | None = setting(None, help="sampling temperature (default: the server's)")
+    temperature: float | None = setting(
+        None, ros="temperature", help="sampling temperature (default: the server's)"
+    )
     max_tokens: int | None = setting(
         DEFAULT_MAX_TOKENS,
+        ros="max_tokens",
         help=f"tokens per decision, reasoning included (default {DEFAULT_MAX_TOKENS}, PEAR's per-turn "
         "limit; 0 sends none; lowered automatically to what the server allows)",
     )
@@ -57,13 +63,18 @@ class ModelSettings:
         type=_json_object,
     )
     timeout_s: float = setting(
-        120.0, help="per-decision timeout, first byte to last token; the stream is closed (default 120)"
+        120.0,
+        ros="model_timeout_s",
+        help="per-decision timeout, first byte to last token; the stream is closed (default 120)",
     )
     max_retries: int = setting(3, help="retries on 408/409/425/429/5xx/connection errors")
     backoff_s: float = setting(1.0, help="first retry's wait", cli=False)
     backoff_max_s: float = setting(20.0, help="longest retry wait", cli=False)
     keep_images: int | None = setting(
-        None, metavar="K", help="send only the last K turns' images (older ones become a placeholder)"
+        None,
+        metavar="K",
+        ros="keep_images",
+        help="send only the last K turns' images (older ones become a placeholder)",
     )
     send_privileged: bool = setting(
         False,
@@ -130,22 +141,31 @@ def add_model_args(p: Any) -> None:
     add_arguments(p.add_argument_group("model (any OpenAI-compatible endpoint)"), ModelSettings)
 
 
-def settings_from_args(args: Any) -> ModelSettings | None:
-    if not getattr(args, "model", None):
-        for opt in ("base_url", "api_key_env", "extra_body", "reasoning_effort"):
-            if getattr(args, opt, None):
-                raise ValueError(f"--{opt.replace('_', '-')} needs --model")
-        if getattr(args, "structured_output", "off") != "off":
-            raise ValueError("--structured-output needs --model")
-        return None
+def settings_from_args(args: Any, *, realtime: bool = False) -> ModelSettings | None:
+    """The model settings `args` holds (its command's `ModelSettings` options, checked), or None
+    without --model. Unless told, a timed-out decision is retried when the clock is paused, not
+    when it is `realtime` (the world has moved on)."""
     values = values_from_args(ModelSettings, args)
     values["extra_body"] = values.get("extra_body") or {}
     if values.get("retry_timeouts") is None:
-        values["retry_timeouts"] = getattr(args, "mode", "paused") != "realtime"
-    return ModelSettings(**values)
+        values["retry_timeouts"] = not realtime
+    settings = ModelSettings(**values)
+    if settings.model:
+        return settings
+    alone = {
+        "--base-url": settings.base_url,
+        "--api-key-env": settings.api_key_env,
+        "--extra-body": settings.extra_body,
+        "--reasoning-effort": settings.reasoning_effort,
+        "--structured-output": settings.structured_output != "off",
+    }
+    for flag, given in alone.items():
+        if given:
+            raise ValueError(f"{flag} needs --model")
+    return None
 
 
 def secrets_from_args(args: Any) -> list[str]:
     """The key's value, for the run writer's redaction (never written anywhere)."""
-    env = getattr(args, "api_key_env", None)
+    env = values_from_args(ModelSettings, args).get("api_key_env")
     return [os.environ[env]] if env and os.environ.get(env) else []

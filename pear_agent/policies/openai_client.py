@@ -35,6 +35,8 @@ from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_wire import (
     DIALECTS,
     BrokenReply,
+    PearRequestFields,
+    PrivilegedTurn,
     clean_line,
     dropped_prompt_warning,
     error_body_text,
@@ -54,7 +56,8 @@ THINK_RE = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
 """Retried: timeouts/conflicts/rate limits and server errors; any other 4xx is final."""
 PRIVILEGED_KEY = "pear_privileged"
-"""`extra_body` key carrying the turn's simulator facts when `send_privileged` is on (diagnostic)."""
+"""The request field (`PearRequestFields.pear_privileged`) carrying the turn's simulator facts when
+`send_privileged` is on (diagnostic)."""
 MAX_ADJUSTMENTS = 3
 """Per decision: requests re-sent with a protocol fix (no streaming, smaller max_tokens...)."""
 PROBE_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
@@ -341,18 +344,17 @@ class OpenAIPolicy:
             kw["logprobs"] = True
         body = dict(s.extra_body)
         if s.send_privileged:
-            body[PRIVILEGED_KEY] = _jsonable(
-                {
-                    "task": ctx.task,
-                    "state": ctx.state,
-                    "facts": ctx.observation.privileged,
-                    "max_chunk": getattr(ctx, "max_chunk", 1),
-                }
+            facts = PrivilegedTurn(
+                task=ctx.task,
+                state=_jsonable(ctx.state),
+                facts=_jsonable(ctx.observation.privileged),
+                max_chunk=ctx.max_chunk,
             )
+            body |= PearRequestFields(pear_privileged=facts).model_dump(mode="json", exclude_none=True)
         dialect, how = await self._astructured_dialect()
         info["structured_output"] = how
         if dialect is not None:
-            schema = getattr(ctx, "response_schema", None) or getattr(ctx, "action_schema", None)
+            schema = ctx.response_schema
             if schema is None:
                 info.setdefault("warnings", []).append(
                     "structured output asked for but this environment gives no action schema"

@@ -13,7 +13,36 @@ import json
 import re
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 Message = dict[str, Any]
+
+
+class PrivilegedTurn(BaseModel):
+    """One turn's simulator facts for a served scripted policy (`pear-agent serve`): sent only with
+    `--send-privileged` (a diagnostic; a model never sees them)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task: str
+    state: dict[str, Any]
+    """The state JSON the model is shown (part -> quantity -> value)."""
+    facts: dict[str, Any]
+    """The simulator's privileged facts (object poses...)."""
+    max_chunk: int = Field(1, ge=1)
+    """The most steps (arm) or commands (roadster plan) one reply may carry, as the prompt says."""
+
+
+class PearRequestFields(BaseModel):
+    """The request fields of pear-agent's own, beyond OpenAI's chat-completion body (sent in the
+    client's `extra_body`): declared and typed here, built by the client (`OpenAIPolicy`) and
+    validated by `pear-agent serve` from the same model. Other keys (the OpenAI body, a user's
+    `--extra-body`) pass through untouched."""
+
+    model_config = ConfigDict(extra="allow")
+
+    pear_privileged: PrivilegedTurn | None = None
+
 
 DIALECTS = ("json_schema", "json_object")
 """Structured-output dialects, in the order `auto` probes them."""

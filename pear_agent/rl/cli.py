@@ -81,10 +81,12 @@ def _policy_spec(args: argparse.Namespace) -> Any:
 
 
 def cmd_rollouts(args: argparse.Namespace) -> int:
+    from pear_agent.arm_family import ArmOptions
     from pear_agent.executors import run_local, run_ray
     from pear_agent.registry import resolve
     from pear_agent.rl.rollouts import Group, arun_rollout, collect_groups, run_rollout, sequential
     from pear_agent.rl.trajectories import TrajectoryWriter, export_sft
+    from pear_agent.settings import from_args
 
     tasks = [t.strip() for t in args.task.split(",") if t.strip()]
     if not tasks:
@@ -129,7 +131,7 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
             max_attempts=args.max_attempts,
             executor=executor,
             on_group=on_group,
-            robot=getattr(args, "robot", None),
+            robot=from_args(ArmOptions, args).robot,
             render=not args.no_render,
             max_turns=args.max_turns,
             job_fn=arun_rollout if n > 1 else run_rollout,

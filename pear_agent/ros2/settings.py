@@ -115,18 +115,17 @@ class AgentSettings(BaseModel):
     status_topic: str = Field("/pear/agent/status", description="progress as JSON (pear-agent ros status)")
 
 
-SHARED_PARAMETERS: dict[str, tuple[str, str]] = {
-    "max_turns": ("EpisodeConfig", "max_turns"),
-    "observation": ("EpisodeConfig", "observation"),
-    "model": ("ModelSettings", "model"),
-    "base_url": ("ModelSettings", "base_url"),
-    "api_key_env": ("ModelSettings", "api_key_env"),
-    "temperature": ("ModelSettings", "temperature"),
-    "max_tokens": ("ModelSettings", "max_tokens"),
-    "model_timeout_s": ("ModelSettings", "timeout_s"),
-    "keep_images": ("ModelSettings", "keep_images"),
-}
-"""Parameter -> (definition, field) of the settings a ROS run shares with `pear-agent run`."""
+def shared_parameters() -> dict[str, tuple[str, str]]:
+    """Parameter -> (definition, field) of the settings a ROS run shares with `pear-agent run`: every
+    `EpisodeConfig` and `ModelSettings` field that names its parameter (`setting(ros=...)`), so a
+    setting is declared in one place whatever reads it (the command line, the node)."""
+    out: dict[str, tuple[str, str]] = {}
+    for name, cls in _definitions().items():
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("ros"):
+                out[f.metadata["ros"]] = (name, f.name)
+    return out
+
 
 UNSET: dict[type, Any] = {int: 0, float: -1.0, str: ""}
 """A ROS parameter cannot be None: a setting whose default is None ("decided later") is this value
@@ -171,7 +170,7 @@ def _shared_row(name: str, cls: type, field: str) -> Parameter:
 def agent_parameters() -> list[Parameter]:
     """Every parameter of the agent node, each from the one place it is defined."""
     defs = _definitions()
-    shared = [_shared_row(n, defs[c], f) for n, (c, f) in SHARED_PARAMETERS.items()]
+    shared = [_shared_row(n, defs[c], f) for n, (c, f) in shared_parameters().items()]
     return [*_pydantic_rows(AgentSettings), *shared, *_pydantic_rows(RosSettings)]
 
 
@@ -187,7 +186,7 @@ def shared_values(params: dict[str, Any], definition: str) -> dict[str, Any]:
     cls = _definitions()[definition]
     defaults = {f.name: f.default for f in dataclasses.fields(cls)}
     out: dict[str, Any] = {}
-    for name, (owner, field) in SHARED_PARAMETERS.items():
+    for name, (owner, field) in shared_parameters().items():
         if owner != definition or name not in params:
             continue
         value = params[name]

@@ -167,6 +167,20 @@ class Recipe(Strict):
             raise ValueError("grpo.stages needs at least one stage with a task mix")
         return self
 
+    @model_validator(mode="after")
+    def _loop_settings(self) -> Recipe:
+        """The turn-loop settings a recipe gives are `EpisodeConfig`'s, checked by its own lines (one
+        definition, whether a setting comes from the command line, a ROS parameter or a recipe)."""
+        from pear_agent.episode import EpisodeConfig  # heavy: pinocchio
+
+        EpisodeConfig(
+            observation=self.observation,
+            scene_facts=self.scene_facts,
+            max_turns=self.grpo.max_turns,
+            mode=self.grpo.mode,
+        )
+        return self
+
 
 def recipe_names() -> list[str]:
     return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
@@ -218,5 +232,5 @@ def load_recipe(name: str, profile: str | None = None, sets: list[str] | None = 
         return Recipe.model_validate(doc)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(x) for x in err["loc"])
-        raise ValueError(f"recipe {path.name}: {where}: {err['msg']}") from None
+        where = "".join(f"{x}: " for x in [".".join(str(x) for x in err["loc"])] if x)
+        raise ValueError(f"recipe {path.name}: {where}{err['msg']}") from None

@@ -11,19 +11,38 @@ concurrency, Ray, HTML report, `compare`, end reasons); a LIBERO task's init sta
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pear_agent.arm_family import ArmFamily, TaskEntry
+from pear_agent.arm_family import ArmFamily, ArmOptions, TaskEntry
 from pear_agent.family_parts import BenchSelection, BenchSummary, Selection
-from pear_agent.registry import add_option
 from pear_agent.robot_config import RobotConfig
+from pear_agent.settings import setting
 from sim_adapters.libero import SUITES, task_names
 
 LIBERO_ROBOT = str(Path(__file__).resolve().parent / "libero_panda.yaml")
 """The robot LIBERO mounts (its model file ships in robosuite), named by path."""
 INIT_STATES = 50
 """Init states per LIBERO task: `--seeds` with `--suite` name them (default 0-49)."""
+
+
+@dataclass
+class LiberoOptions(ArmOptions):
+    """LIBERO's options: `--robot` and `--preset` (`ArmOptions`), and on `bench` the suites."""
+
+    suite: str | None = setting(
+        None,
+        commands=("bench",),
+        help="LIBERO suites instead of --tasks (comma list: libero_spatial, libero_object, libero_goal, "
+        "libero_10; .venv-libero only); --seeds then names init states (default 0-49). Same runner: "
+        "resume, --workers, --concurrency, --ray-address, report, compare",
+    )
+    suite_tasks: str = setting(
+        "0-9",
+        commands=("bench",),
+        help="with --suite or --preset: task indices in each suite, e.g. 0-9 or 0,3",
+    )
 
 
 def parse_range(text: str, limit: int, what: str) -> list[int]:
@@ -118,48 +137,22 @@ class LiberoFamily(ArmFamily, BenchSelection, BenchSummary):
 
         return libero_expert if self.owns(task) and solves(task) else None
 
-    def add_arguments(self, parser: Any, command: str) -> None:
-        super().add_arguments(parser, command)
-        if command != "bench":
-            return
-        add_option(
-            parser,
-            "--suite",
-            default=None,
-            help="LIBERO suites instead of --tasks (comma list: libero_spatial, libero_object, libero_goal, "
-            "libero_10; .venv-libero only); --seeds then names init states (default 0-49). Same runner: "
-            "resume, --workers, --concurrency, --ray-address, report, compare",
-        )
-        add_option(
-            parser,
-            "--suite-tasks",
-            default="0-9",
-            help="with --suite or --preset: task indices in each suite, e.g. 0-9 or 0,3",
-        )
-        add_option(
-            parser,
-            "--preset",
-            default=None,
-            help="the PEAR paper's protocols (.venv-libero only): libero (40 tasks x 50 init states), "
-            "libero_pro[/TYPE], libero_plus[/DIMENSION]; NAME@K runs K episodes per task and "
-            "perturbation. Prints and writes (libero_summary.json) success per suite and perturbation, "
-            "Wilson intervals and the paired drop against LIBERO",
-        )
+    options_type: type = LiberoOptions
 
     def select(self, args: Any, *, model: bool) -> Selection | None:
-        preset = getattr(args, "preset", None)
-        if preset:  # issue 19: the paper's LIBERO / LIBERO-Plus / LIBERO-Pro protocols, by name
+        opts = self.parse(args)
+        if opts.preset:  # issue 19: the paper's LIBERO / LIBERO-Plus / LIBERO-Pro protocols, by name
             from sim_adapters.libero.presets import bench_tasks
 
-            picked = getattr(args, "suite_tasks", None)
+            picked = opts.suite_tasks
             indices = None if picked in (None, "0-9") else parse_range(picked, 10, "suite-tasks")
-            tasks, seeds = bench_tasks(preset, args.seeds, indices)
-            return Selection(tasks, seeds=seeds, render=model, extra={"preset": preset})
-        if not getattr(args, "suite", None):
+            tasks, seeds = bench_tasks(opts.preset, args.seeds, indices)
+            return Selection(tasks, seeds=seeds, render=model, extra={"preset": opts.preset})
+        if not opts.suite:
             return None
         from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
 
-        tasks = suite_tasks(args.suite, args.suite_tasks)
+        tasks = suite_tasks(opts.suite, opts.suite_tasks)
         if not available():
             raise LiberoUnavailableError(f"LIBERO is not installed in this Python; {SETUP_HINT}")
         seeds = parse_range(args.seeds or f"0-{INIT_STATES - 1}", INIT_STATES, "seeds")
@@ -172,11 +165,12 @@ class LiberoFamily(ArmFamily, BenchSelection, BenchSummary):
         return LiberoBackend(robot, task, render=render)
 
     def bench_summary(self, results: list[dict[str, Any]], out: Any, args: Any) -> str | None:
-        if getattr(args, "preset", None):  # per benchmark, perturbation and suite; paired drop vs LIBERO
+        opts = self.parse(args)
+        if opts.preset:  # per benchmark, perturbation and suite; paired drop vs LIBERO
             from sim_adapters.libero.summary import write_summary
 
             return write_summary(results, str(out))
-        if not getattr(args, "suite", None):
+        if not opts.suite:
             return None
         by_suite = suite_summary(results)
         (Path(out) / "suites.json").write_text(json.dumps(by_suite, indent=2))

@@ -12,20 +12,41 @@ from __future__ import annotations
 import atexit
 import contextlib
 import threading
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pear_agent.arm_family import ArmFamily, TaskEntry
-from pear_agent.registry import UnknownNameError, add_option
+from pear_agent.arm_family import ArmFamily, ArmOptions, TaskEntry
+from pear_agent.registry import UnknownNameError
 from pear_agent.robot_config import RobotConfig
+from pear_agent.settings import setting
 from sim_adapters.mujoco.perturb_names import DIMENSIONS, split_task
 
 if TYPE_CHECKING:
+    from pear_agent.episode import EpisodeConfig
     from pear_agent.policies.experts import Expert
     from sim_adapters.mujoco.tasks.base import MujocoTask
 
 PERTURB_HELP = (
-    "MuJoCo tasks: a seeded perturbation ({}); the same as the task suffix `~NAME`, e.g. pick_cube~camera"
+    "MuJoCo tasks: a seeded perturbation ({}); the same as the task suffix `~NAME`, e.g. pick_cube~camera; "
+    "bench: a comma list, one task per perturbation (`none` keeps the unperturbed task beside them), "
+    "e.g. none,camera,layout"
 ).format(", ".join(DIMENSIONS))
+
+
+@dataclass
+class MujocoOptions(ArmOptions):
+    """The MuJoCo family's options: `--robot` and `--perturb`."""
+
+    perturb: str | None = setting(None, help=PERTURB_HELP)
+
+    def __post_init__(self) -> None:
+        for d in (self.perturb or "").split(","):
+            if d.strip() and d.strip() not in ("none", *DIMENSIONS):
+                raise ValueError(
+                    f"--perturb: unknown perturbation {d.strip()!r}; perturbations are: none, "
+                    f"{', '.join(DIMENSIONS)}"
+                )
+
 
 _ENTRY_OF: dict[type, TaskEntry] = {}
 _EXPERT_OF: dict[type, Any] = {}
@@ -138,23 +159,13 @@ class MujocoFamily(ArmFamily):
         """The tasks that have a scripted expert (what `EXPERTS` lists)."""
         return [n for c in _classes() if c.expert is not None for n in c.names()]
 
-    def add_arguments(self, parser: Any, command: str) -> None:
-        super().add_arguments(parser, command)
-        if command == "bench":
-            add_option(
-                parser,
-                "--perturb",
-                default=None,
-                help="MuJoCo tasks: comma-separated perturbations, one task per perturbation ("
-                + ", ".join(DIMENSIONS)
-                + "; `none` keeps the unperturbed task beside them), e.g. none,camera,layout",
-            )
-        elif command in ("run", "prompt", "rollouts"):
-            add_option(parser, "--perturb", default=None, choices=list(DIMENSIONS), help=PERTURB_HELP)
+    options_type: type = MujocoOptions
 
     def options(self, args: Any) -> dict[str, Any]:
         out = super().options(args)
-        perturb = getattr(args, "perturb", None)
+        perturb = self.parse(args).perturb
+        if perturb is not None and "," in perturb:
+            raise ValueError("--perturb takes one perturbation here (a comma list is for `bench`)")
         if perturb in DIMENSIONS:
             out["perturb"] = perturb
         return out
@@ -168,7 +179,7 @@ class MujocoFamily(ArmFamily):
     def expand(self, task: str, args: Any) -> list[str]:
         base, dim = split_task(task)
         self.entry(base)
-        listed = [d.strip() for d in (getattr(args, "perturb", None) or "").split(",") if d.strip()]
+        listed = [d.strip() for d in (self.parse(args).perturb or "").split(",") if d.strip()]
         if dim is not None or not listed:
             return [task]
         out = []
@@ -184,12 +195,22 @@ class MujocoFamily(ArmFamily):
         return self.expert(split_task(task)[0]) is not None
 
     def default_policy(
-        self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
+        self,
+        task: str,
+        *,
+        seed: int = 0,
+        action_noise_cm: float = 0.0,
+        pilot_noise: float = 0.0,
+        config: EpisodeConfig | None = None,
     ) -> Any:
         # the expert reads the simulator's facts: a visual perturbation is invisible to it, a
         # reworded instruction means nothing to it, a mirrored layout changes its plan
         return super().default_policy(
-            split_task(task)[0], seed=seed, action_noise_cm=action_noise_cm, pilot_noise=pilot_noise
+            split_task(task)[0],
+            seed=seed,
+            action_noise_cm=action_noise_cm,
+            pilot_noise=pilot_noise,
+            config=config,
         )
 
     def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:

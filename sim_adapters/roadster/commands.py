@@ -74,11 +74,11 @@ class CommandError(ValueError):
     """A reply that is not one valid command; the message is one line naming the cause."""
 
 
-def command_schema(max_plan: int = 1) -> dict[str, Any]:
-    """JSON Schema of one command (for structured output / guided decoding); with `max_plan` > 1
-    also of a plan `{"plan": [command, ...]}` of 1..max_plan commands (`maxItems`)."""
+def command_schema(max_chunk: int = 1) -> dict[str, Any]:
+    """JSON Schema of one command (for structured output / guided decoding); with `max_chunk` > 1
+    also of a plan `{"plan": [command, ...]}` of 1..max_chunk commands (`maxItems`)."""
     one = _ADAPTER.json_schema()
-    if max_plan <= 1:
+    if max_chunk <= 1:
         return one
     defs = one.pop("$defs", {})
     plan = {
@@ -88,8 +88,8 @@ def command_schema(max_plan: int = 1) -> dict[str, Any]:
                 "type": "array",
                 "items": one,
                 "minItems": 1,
-                "maxItems": max_plan,
-                "description": f"up to {max_plan} commands, one per 0.2 s interval, in order",
+                "maxItems": max_chunk,
+                "description": f"up to {max_chunk} commands, one per 0.2 s interval, in order",
             }
         },
         "required": ["plan"],
@@ -171,9 +171,9 @@ def _one(obj: Any, where: str = "") -> Any:
         raise CommandError(where + _describe(exc, obj)) from None
 
 
-def parse_plan(text: str, max_plan: int = 1) -> list[Any]:
+def parse_plan(text: str, max_chunk: int = 1) -> list[Any]:
     """The reply's commands: one command (a plan of one) or `{"plan": [command, ...]}` of at most
-    `max_plan` (a longer plan is refused, not cut short); CommandError naming the cause (and the
+    `max_chunk` (a longer plan is refused, not cut short); CommandError naming the cause (and the
     plan step) otherwise."""
     if not isinstance(text, str) or not text.strip():
         raise CommandError('empty reply: send one JSON command such as {"mode": "coast"}')
@@ -187,7 +187,7 @@ def parse_plan(text: str, max_plan: int = 1) -> list[Any]:
     if not candidates:
         raise CommandError('no JSON object in the reply: send one command such as {"mode": "coast"}')
     raw = candidates[-1]
-    if len(raw) > MAX_COMMAND_CHARS * max(1, max_plan):
+    if len(raw) > MAX_COMMAND_CHARS * max(1, max_chunk):
         raise CommandError(f"the command object is longer than {MAX_COMMAND_CHARS} characters")
     try:
         obj = json.loads(raw)
@@ -202,8 +202,8 @@ def parse_plan(text: str, max_plan: int = 1) -> list[Any]:
         steps = obj["plan"]
         if not isinstance(steps, list) or not steps:
             raise CommandError("'plan' must be a non-empty list of commands")
-        if len(steps) > max_plan:
-            limit = "one command per reply (no plans)" if max_plan == 1 else f"plans of at most {max_plan}"
+        if len(steps) > max_chunk:
+            limit = "one command per reply (no plans)" if max_chunk == 1 else f"plans of at most {max_chunk}"
             raise CommandError(
                 f"the plan has {len(steps)} commands; this flight takes {limit}: nothing was flown"
             )

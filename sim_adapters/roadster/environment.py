@@ -8,10 +8,12 @@ full interval of lag is one more interval flown on the old command (2 s = ten in
 continuous rule (fly the measured lag itself, the arm tasks' model) stays as `clock="continuous"`.
 Reward: the shaped reward in [0, 1] once the flight is over.
 
-Plans (issue 29): with `max_plan` K > 1 a reply may carry `{"plan": [c1, c2, ...]}`, one command per
+Plans (issue 29): with `max_chunk` K > 1 a reply may carry `{"plan": [c1, c2, ...]}`, one command per
 0.2 s interval. Realtime: c1 flies now, and while the next decision is being made the late
 intervals fly c2, c3, ... (the last one in force once the plan runs out); a new plan replaces
 whatever is left of the old one (recorded: intervals flown from the plan, commands dropped).
+The setting is the arms' `max_chunk` (one field, `--max-chunk`); only the briefing says `max_plan: K`,
+because the roadster's protocol calls its chunk a plan.
 Paused (`plan_rule`): "first" flies c1 only, one interval per turn, as a single command would;
 "whole" flies the whole plan, one interval per command, before the next turn.
 """
@@ -82,9 +84,9 @@ class RoadsterCommand:
         return self.command.model_dump()
 
 
-def plan_text(max_plan: int, mode: str, plan_rule: str) -> str:
+def plan_text(max_chunk: int, mode: str, plan_rule: str) -> str:
     """The briefing's paragraph on plans."""
-    if max_plan <= 1:
+    if max_chunk <= 1:
         return "One command per reply (no plans)."
     how = (
         "while you think, the car flies the rest of your plan, one command per 0.2 s interval (the last "
@@ -97,13 +99,13 @@ def plan_text(max_plan: int, mode: str, plan_rule: str) -> str:
         )
     )
     return (
-        f"max_plan: {max_plan}\nInstead of one command you may send a plan of up to {max_plan} commands, "
+        f"max_plan: {max_chunk}\nInstead of one command you may send a plan of up to {max_chunk} commands, "
         '{"plan": [{"mode": "coast"}, {"mode": "climb", "vz": 4.0}]}: the first flies now and ' + how + ". "
-        f"A plan longer than {max_plan} is refused (nothing flies)."
+        f"A plan longer than {max_chunk} is refused (nothing flies)."
     )
 
 
-def briefing(sim: RoadsterSim, mode: str, max_plan: int = 1, plan_rule: str = "first") -> str:
+def briefing(sim: RoadsterSim, mode: str, max_chunk: int = 1, plan_rule: str = "first") -> str:
     sc = sim.scenario
     lo, hi = WIND_BANDS[sc.wind_band]
     if sc.stunt == "kickflip":
@@ -132,7 +134,7 @@ def briefing(sim: RoadsterSim, mode: str, max_plan: int = 1, plan_rule: str = "f
         stunt=sc.stunt,
         air_kg=f"{sc.air_kg:.0f}",
         truck_fields=TRUCK_FIELDS if sc.stunt == "kickflip" else "",
-        clock=clock + "\n" + plan_text(max_plan, mode, plan_rule),
+        clock=clock + "\n" + plan_text(max_chunk, mode, plan_rule),
         task=task,
     )
 
@@ -153,14 +155,14 @@ class RoadsterEnvironment:
         mode: str = "paused",
         render: bool = True,
         clock: str = "intervals",
-        max_plan: int = 1,
+        max_chunk: int = 1,
         plan_rule: str = "first",
     ) -> None:
         if plan_rule not in PLAN_RULES:
             raise ValueError(f"unknown plan rule {plan_rule!r}; rules are: {', '.join(PLAN_RULES)}")
-        if max_plan < 1:
-            raise ValueError(f"max_plan must be >= 1, not {max_plan}")
-        self.max_plan, self.plan_rule = int(max_plan), plan_rule
+        if max_chunk < 1:
+            raise ValueError(f"max_chunk must be >= 1, not {max_chunk}")
+        self.max_chunk, self.plan_rule = int(max_chunk), plan_rule
         self._queue: list[Any] = []
         if clock not in CLOCK_RULES:
             raise ValueError(f"unknown clock rule {clock!r}; rules are: {', '.join(CLOCK_RULES)}")
@@ -197,7 +199,7 @@ class RoadsterEnvironment:
         self.plan_stats = {"late_intervals_from_plan": 0, "commands_dropped": 0, "plans": 0}
 
     def system_prompt(self) -> str:
-        return briefing(self.sim, self.mode, self.max_plan, self.plan_rule)
+        return briefing(self.sim, self.mode, self.max_chunk, self.plan_rule)
 
     def header(self) -> dict[str, Any]:
         return {
@@ -205,14 +207,14 @@ class RoadsterEnvironment:
             "wind": self.wind,
             "scenario": self.sim.scenario.to_json(),
             "clock_rule": self.clock_rule(),
-            "max_chunk": self.max_plan,
+            "max_chunk": self.max_chunk,
             "plan_rule": self.plan_rule_in_force(),
         }
 
     def plan_rule_in_force(self) -> str | None:
         """How a plan flies (recorded): "realtime" (the rest flies while the model thinks), paused
-        "first" or "whole"; None when plans are off (max_plan 1)."""
-        if self.max_plan <= 1:
+        "first" or "whole"; None when plans are off (max_chunk 1)."""
+        if self.max_chunk <= 1:
             return None
         return "realtime" if self.mode == "realtime" else self.plan_rule
 
@@ -231,17 +233,17 @@ class RoadsterEnvironment:
             {"telemetry": row},
             row,
             response_schema=self.response_schema(),
-            max_chunk=self.max_plan,
+            max_chunk=self.max_chunk,
         )
         msg = {"role": "user", "content": text}
         return TurnPrompt(msg, text, ctx, len(text) // 4 + 8, record={"telemetry": row})
 
     def response_schema(self) -> dict[str, Any]:
-        return command_schema(self.max_plan)
+        return command_schema(self.max_chunk)
 
     def parse(self, reply: str) -> RoadsterCommand:
         try:
-            plan = parse_plan(reply, self.max_plan)
+            plan = parse_plan(reply, self.max_chunk)
             return RoadsterCommand(plan[0], plan=plan)
         except CommandError as exc:
             raise ActionError(str(exc)) from None
@@ -295,7 +297,7 @@ class RoadsterEnvironment:
         }
         if reward is not None:
             record["reward_parts"] = reward
-        if self.max_plan > 1:
+        if self.max_chunk > 1:
             record["plan"] = {
                 "commands": [describe_command(c) for c in plan],
                 "flown_now": len(now),
@@ -354,7 +356,7 @@ class RoadsterEnvironment:
             "wind": self.wind,
             "reward": self.sim.reward()["total"],
             "reward_parts": self.sim.reward(),
-            "max_chunk": self.max_plan,
+            "max_chunk": self.max_chunk,
             "plan": {"rule": self.plan_rule_in_force(), **self.plan_stats},
             "clock": {
                 "rule": self.clock_rule(),

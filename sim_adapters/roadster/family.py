@@ -7,7 +7,8 @@ Nothing here imports MuJoCo: the environment module is imported when a flight is
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pear_agent.family_parts import (
     PromptSchema,
@@ -17,8 +18,12 @@ from pear_agent.family_parts import (
     TextServing,
     TurnLines,
 )
-from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
+from pear_agent.registry import EnvSpec, Family, UnknownNameError
+from pear_agent.settings import add_arguments, setting
 from sim_adapters.roadster.scenario import WIND_BANDS
+
+if TYPE_CHECKING:
+    from pear_agent.episode import EpisodeConfig
 
 TASKS = {"roadster_ramp_flip": "ramp_flip", "roadster_kickflip": "kickflip"}
 """Task name -> stunt (the same table as `sim_adapters.roadster.environment.TASKS`)."""
@@ -53,6 +58,32 @@ def expand_winds(tasks: list[str], winds: str | None) -> list[str]:
     return out
 
 
+@dataclass
+class RoadsterOptions:
+    """The roadster's options (`run` flies `--wind light` unless told; `bench` every band)."""
+
+    wind: str | None = setting(
+        None,
+        commands=("run", "prompt", "bench"),
+        help=f"roadster tasks: the wind band ({', '.join(WIND_BANDS)}; run: light); bench: a comma list, "
+        "one task per band (default all three)",
+    )
+    fly_whole_plan: bool = setting(
+        False,
+        commands=("run", "bench"),
+        action="store_true",
+        help="roadster, paused mode, with --max-chunk K > 1: fly every command of a plan (one per 0.2 s) "
+        "before the next turn, not only the first",
+    )
+
+    def __post_init__(self) -> None:
+        for band in (self.wind or "").split(","):
+            if band.strip() and band.strip() not in WIND_BANDS:
+                raise ValueError(
+                    f"--wind: unknown wind band {band.strip()!r}; bands are: {', '.join(WIND_BANDS)}"
+                )
+
+
 class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters, ReportPage, TextServing):
     name = "roadster"
     default_episodes = 192
@@ -63,45 +94,31 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
     def owns(self, task: str) -> bool:
         return task.partition(":")[0] in TASKS
 
+    options_type: type = RoadsterOptions
+
     def add_arguments(self, parser: Any, command: str) -> None:
-        bands = list(WIND_BANDS)
-        if command in ("run", "bench"):
-            add_option(
-                parser,
-                "--fly-whole-plan",
-                action="store_true",
-                help="roadster, paused mode, with --max-chunk K > 1: fly every command of a plan (one per "
-                "0.2 s) before the next turn, not only the first",
-            )
-        if command == "run":
-            add_option(parser, "--wind", default="light", choices=bands, help="roadster tasks: the wind band")
-        elif command == "prompt":
-            add_option(parser, "--wind", default=None, choices=bands, help="roadster tasks")
-        elif command == "bench":
-            add_option(
-                parser,
-                "--wind",
-                default=",".join(bands),
-                help="roadster tasks: comma-separated wind bands, one task per band (default all three)",
-            )
+        wind = {"run": "light", "bench": ",".join(WIND_BANDS)}.get(command)
+        add_arguments(parser, RoadsterOptions, command=command, defaults={"wind": wind})
 
     def options(self, args: Any) -> dict[str, Any]:
-        wind = getattr(args, "wind", None)
-        out: dict[str, Any] = {"wind": wind} if wind in WIND_BANDS else {}
-        if getattr(args, "fly_whole_plan", False):
+        opts = self.parse(args)
+        if opts.wind is not None and "," in opts.wind:
+            raise ValueError("--wind takes one band here (a comma list is for `bench`)")
+        out: dict[str, Any] = {"wind": opts.wind} if opts.wind in WIND_BANDS else {}
+        if opts.fly_whole_plan:
             out["plan_rule"] = "whole"
         return out
 
     def bench_options(self, args: Any) -> dict[str, Any]:
         # the band is part of each task's name (`roadster_kickflip:storm`)
-        return {"plan_rule": "whole"} if getattr(args, "fly_whole_plan", False) else {}
+        return {"plan_rule": "whole"} if self.parse(args).fly_whole_plan else {}
 
     def resolve(self, task: str, options: dict[str, Any]) -> str:
         name, band = split_task(task, options.get("wind"))
         return f"{name}:{band}"
 
     def expand(self, task: str, args: Any) -> list[str]:
-        return expand_winds([task], getattr(args, "wind", None))
+        return expand_winds([task], self.parse(args).wind)
 
     def make(self, spec: EnvSpec) -> Any:
         from sim_adapters.roadster.environment import RoadsterEnvironment
@@ -112,7 +129,7 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
             band,
             mode=spec.mode,
             render=spec.render,
-            max_plan=spec.max_chunk or 1,
+            max_chunk=spec.max_chunk or 1,
             plan_rule=spec.option("plan_rule", "first"),
         )
 
@@ -120,11 +137,21 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
         return True
 
     def default_policy(
-        self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
+        self,
+        task: str,
+        *,
+        seed: int = 0,
+        action_noise_cm: float = 0.0,
+        pilot_noise: float = 0.0,
+        config: EpisodeConfig | None = None,
     ) -> Any:
         from sim_adapters.roadster.pilot import PilotPolicy
 
-        return PilotPolicy(noise=pilot_noise, seed=seed)
+        # flying plans on an injected decision time, the pilot plans for it (its first command is for
+        # the row that much later); otherwise it measures its lateness from the rows (None)
+        plans = config is not None and (config.max_chunk or 1) > 1
+        lead_s = config.latency_s if plans else None
+        return PilotPolicy(noise=pilot_noise, seed=seed, lead_s=lead_s)
 
     def filtered_seeds(self, task: str, scenario: str, start: int, stop: int, n: int) -> list[int]:
         from sim_adapters.roadster.environment import TASKS as STUNTS

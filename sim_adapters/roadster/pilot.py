@@ -223,11 +223,11 @@ def plan_ahead(
 def pilot_reply(
     messages: list[Message],
     params: PilotParams = DEFAULT,
-    max_plan: int | None = None,
+    max_chunk: int | None = None,
     lead_s: float | None = None,
 ) -> tuple[str, str]:
     """(reasoning, reply text) from the conversation; ValueError when it is not a roadster flight.
-    `max_plan`: plan this many intervals ahead (None: what the briefing's `max_plan:` line allows).
+    `max_chunk`: plan this many intervals ahead (None: what the briefing's `max_plan:` line allows).
     `lead_s`: the pilot's own decision time: its first command is for the row that much later.
     None: with plans in realtime, what the last decision cost (the rows' clock: the time between
     the last two rows beyond the interval flown), else 0."""
@@ -235,21 +235,21 @@ def pilot_reply(
     found = STUNT_RE.search(system)
     if not found or found.group(1) not in RULES:
         raise ValueError("not a roadster briefing: no 'stunt: kickflip|ramp_flip' line in the system prompt")
-    if max_plan is None:
+    if max_chunk is None:
         allowed = MAX_PLAN_RE.search(system)
-        max_plan = int(allowed.group(1)) if allowed else 1
+        max_chunk = int(allowed.group(1)) if allowed else 1
     users = [_text(m["content"]) for m in messages if m["role"] == "user"]
     row = parse_row(users[-1] if users else "")
     if lead_s is None:
         lead_s = 0.0
-        if max_plan > 1 and REALTIME_TEXT in system and len(users) >= 2:
+        if max_chunk > 1 and REALTIME_TEXT in system and len(users) >= 2:
             try:
                 before = parse_row(users[-2])
                 lead_s = max(0.0, float(row["t_s"]) - float(before["t_s"]) - ROW_S)
             except (ValueError, KeyError, TypeError):
                 lead_s = 0.0
     skip = int(lead_s / ROW_S + 1e-9)
-    reasoning, plan = plan_ahead(found.group(1), row, max(1, max_plan), params, skip)
+    reasoning, plan = plan_ahead(found.group(1), row, max(1, max_chunk), params, skip)
     wire: dict[str, Any] = plan[0] if len(plan) == 1 else {"plan": plan}
     return reasoning, f"{reasoning}\n```json\n{json.dumps(wire)}\n```"
 
@@ -275,7 +275,7 @@ class PilotPolicy:
     def act(self, messages: list[Message], ctx: TurnContext | None = None) -> PolicyReply:
         t0 = time.perf_counter()
         try:
-            k = int(getattr(ctx, "max_chunk", 1) or 1) if ctx is not None else None
+            k = ctx.max_chunk if ctx is not None else None
             _, text = pilot_reply(
                 messages, self.params, k, self.lead_s if ctx is None or ctx.turn > 1 else 0.0
             )

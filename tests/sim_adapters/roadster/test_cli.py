@@ -81,3 +81,14 @@ def test_replay_of_a_recorded_flight_flies_it_again(tmp_path, capsys):
         first["turns"],
     )
     assert again["reward"] == first["reward"]
+
+
+def test_run_flies_plans_on_an_injected_latency_and_lands_as_the_docs_say(tmp_path, capsys):
+    """docs/roadster.md's example (issue 37: `run` never told the planning pilot its decision time,
+    and the car hit the truck in 4 turns while `bench` landed the same flight)."""
+    flight = ["--task", "roadster_kickflip", "--wind", "light", "--seed", "20000"]
+    plans = ["--realtime", "--latency", "1.0", "--max-chunk", "10"]
+    rc = main(["run", *flight, *plans, "--no-video", "--runs-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert "realtime (+1 s per decision)" in out
+    assert rc == 0 and any(line.startswith("landed in ") for line in out.splitlines()), out

@@ -28,7 +28,7 @@ def _turns(path):
 
 
 def test_plan_parse_schema_and_limit():
-    env = RoadsterEnvironment("roadster_kickflip", "light", render=False, max_plan=4)
+    env = RoadsterEnvironment("roadster_kickflip", "light", render=False, max_chunk=4)
     cmd = env.parse(plan({"mode": "coast"}, CLIMB))
     assert [c.mode for c in cmd.plan] == ["coast", "climb"] and cmd.to_json()["plan"][1]["vz"] == 3.0
     assert env.parse('{"mode": "coast"}').to_json() == {"mode": "coast"}  # a command is a plan of one
@@ -45,7 +45,7 @@ def test_plan_parse_schema_and_limit():
 
 
 def test_realtime_flies_the_rest_of_the_plan_while_thinking_and_a_new_plan_replaces_it(tmp_path):
-    env = RoadsterEnvironment("roadster_kickflip", "light", mode="realtime", render=False, max_plan=10)
+    env = RoadsterEnvironment("roadster_kickflip", "light", mode="realtime", render=False, max_chunk=10)
     first = plan({"mode": "coast"}, CLIMB, CLIMB, HOLD, HOLD, HOLD, HOLD, HOLD)
     second = plan({"mode": "coast"})
     cfg = EpisodeConfig(mode="realtime", latency_s=0.6, max_chunk=10, max_turns=3)
@@ -64,7 +64,7 @@ def test_realtime_flies_the_rest_of_the_plan_while_thinking_and_a_new_plan_repla
 
 @pytest.mark.parametrize(("rule", "intervals"), [("first", 1), ("whole", 3)])
 def test_paused_flies_the_first_command_unless_told_the_whole_plan(tmp_path, rule, intervals):
-    env = RoadsterEnvironment("roadster_kickflip", "light", render=False, max_plan=4, plan_rule=rule)
+    env = RoadsterEnvironment("roadster_kickflip", "light", render=False, max_chunk=4, plan_rule=rule)
     writer = RunWriter(tmp_path, video_fps=None)
     Episode.of(env, Fixed([plan(CLIMB, HOLD, CLIMB)]), EpisodeConfig(max_chunk=4, max_turns=1), writer).run(
         20000
@@ -100,7 +100,7 @@ def test_predict_and_plan_ahead():
 def test_plans_land_where_single_commands_crash_at_one_second_per_decision():
     landed = {}
     for k in (1, 10):
-        env = RoadsterEnvironment("roadster_kickflip", "light", mode="realtime", render=False, max_plan=k)
+        env = RoadsterEnvironment("roadster_kickflip", "light", mode="realtime", render=False, max_chunk=k)
         cfg = EpisodeConfig(mode="realtime", latency_s=1.0, max_chunk=k)
         landed[k] = sum(
             Episode.of(env, PilotPolicy(lead_s=1.0), cfg).run(s).success for s in (20000, 20001, 20002)
