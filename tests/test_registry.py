@@ -369,7 +369,7 @@ def test_the_repositorys_families_declare_the_optional_parts_they_implement() ->
     # the slim core: only what every family answers
     hooks = {m for m in vars(registry.Family) if not m.startswith("_") and callable(vars(registry.Family)[m])}
     assert hooks == {
-        "task_names", "owns", "add_arguments", "options", "bench_options", "resolve", "expand",
+        "task_names", "owns", "add_arguments", "parse", "options", "bench_options", "resolve", "expand",
         "make", "has_default_policy", "default_policy", "describe", "verdict",
     }  # fmt: skip
 

@@ -52,8 +52,22 @@ def test_answers_with_a_valid_action_and_usage(panda, facts) -> None:
     [
         ({"model": "x", "messages": []}, "--send-privileged"),
         ({"model": "x"}, "'messages'"),
-        ({"messages": [], "pear_privileged": {"task": "fly"}}, "no scripted expert for task 'fly'"),
-        ({"messages": [], "pear_privileged": {"task": "pick_cube"}}, "malformed pear_privileged"),
+        (
+            {"messages": [], "pear_privileged": {"task": "fly", "state": {}, "facts": {}}},
+            "no scripted expert for task 'fly'",
+        ),
+        ({"messages": [], "pear_privileged": {"task": "pick_cube"}}, "malformed pear_privileged.state"),
+        (
+            {
+                "messages": [],
+                "pear_privileged": {"task": "pick_cube", "state": {}, "facts": {}, "max_chunk": 0},
+            },
+            "malformed pear_privileged.max_chunk",
+        ),
+        (
+            {"messages": [], "pear_privileged": {"task": "pick_cube", "state": {}, "facts": {}, "k": 2}},
+            "malformed pear_privileged.k",
+        ),
     ],
 )
 def test_bad_requests_get_a_400_that_says_why(body, needle) -> None:

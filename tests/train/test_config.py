@@ -71,3 +71,12 @@ def test_overrides_and_bad_recipes_are_one_line(tmp_path):
         load_recipe(str(bad))
     with pytest.raises(ValueError, match="no recipe 'nope'"):
         load_recipe("nope")
+
+
+def test_a_recipes_loop_settings_are_checked_by_the_loops_own_definition():
+    """`observation`, `scene_facts`, `grpo.max_turns` and `grpo.mode` are `EpisodeConfig` settings:
+    a recipe gives them, `EpisodeConfig` checks them (the same message as `--max-turns 0`)."""
+    message = r"^recipe roadster_study.yaml: Value error, --max-turns must be >= 1$"
+    with pytest.raises(ValueError, match=message):
+        load_recipe("roadster_study", sets=["grpo.max_turns=0"])
+    assert load_recipe("roadster_study", sets=["grpo.max_turns=3"]).grpo.max_turns == 3
