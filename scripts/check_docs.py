@@ -48,7 +48,8 @@ class Block:
 
     @property
     def where(self) -> str:
-        return f"{self.path.relative_to(ROOT)}:{self.line}"
+        shown = self.path.relative_to(ROOT) if self.path.is_relative_to(ROOT) else self.path
+        return f"{shown}:{self.line}"
 
     def commands(self) -> list[str]:
         """The block's command lines (continuations joined, comments and blanks dropped)."""
@@ -64,6 +65,14 @@ class Block:
             out.append(" ".join((pending + line).split()))
             pending = ""
         return out
+
+
+def left_out_of_ci(block: Block) -> str | None:
+    """Why CI leaves this slow block out (its marker's `not in CI: why`), or None."""
+    note = block.note.strip("() ")
+    if block.marker != "slow" or not note.startswith(NOT_IN_CI):
+        return None
+    return note[len(NOT_IN_CI) :].strip() or "(no reason given)"
 
 
 def doc_files() -> list[Path]:
@@ -155,8 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{b.where}: a bash block without a `<!-- docs: ... -->` marker", flush=True)
                 failed += 1
                 continue
-            if args.ci and b.marker == "slow" and b.note.strip("() ").startswith(NOT_IN_CI):
-                print(f"{b.where}: left out: {b.note.strip('() ')[len(NOT_IN_CI) :].strip()}", flush=True)
+            why = left_out_of_ci(b) if args.ci else None
+            if why is not None:
+                print(f"{b.where}: left out of CI: {why}", flush=True)
                 continue
             if args.list or b.marker not in todo:
                 print(f"{b.where}: {b.marker} {b.note}".rstrip(), flush=True)

@@ -51,6 +51,35 @@ def test_block_parser_joins_continuations_and_drops_comments(tmp_path: Path) -> 
     assert bs[0].line == 3
 
 
+CI_DOCS = ("pear-eval.md", "rl.md", "robots.md", "roadster.md", "view-and-export.md", "tasks.md")
+"""The docs whose slow blocks .ci/run runs (`check_docs.py --ci`), but those marked `not in CI`."""
+
+
+def test_ci_runs_the_slow_blocks_of_its_docs_and_says_why_it_leaves_one_out(tmp_path: Path) -> None:
+    ci = (ROOT / ".ci" / "run").read_text()
+    line = next(x for x in ci.splitlines() if "check_docs.py --ci" in x)
+    assert all(f"docs/{name}" in line for name in CI_DOCS)
+    slow = [b for b in ALL if b.marker == "slow" and b.path.name in CI_DOCS]
+    assert sum(check_docs.left_out_of_ci(b) is None for b in slow) >= 6  # most of them run
+    for b in slow:
+        why = check_docs.left_out_of_ci(b)
+        assert why is None or len(why) > 10, f"{b.where}: say why CI leaves it out"
+    md = tmp_path / "x.md"
+    md.write_text(
+        "<!-- docs: slow -->\n```bash\ntrue\n```\n"
+        "<!-- docs: slow (not in CI: needs a GPU) -->\n```bash\nfalse\n```\n"
+        "<!-- docs: ci -->\n```bash\nfalse\n```\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "check_docs.py"), "--ci", str(md)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # the failing blocks are not run
+    assert ":2: ok" in proc.stdout and ":6: left out of CI: needs a GPU" in proc.stdout
+
+
 def test_the_manual_builds_as_a_site(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="mkdocs is in the dev extra")
     proc = subprocess.run(
