@@ -19,7 +19,7 @@ PAGE = ROOT / "docs" / "settings-reference.md"
 from pear_agent.episode import EpisodeConfig  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
-from pear_agent.settings import reference  # noqa: E402
+from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402
 from scripts.generated_page import write_or_check  # noqa: E402
 
 
@@ -31,6 +31,24 @@ def _cli_table(cls: type) -> list[str]:
     rows = ["| option | default | what |", "|---|---|---|"]
     rows += [f"| `{flag}` | {_cell(d) or ''} | {_cell(h)} |" for flag, d, h in reference(cls)]
     return rows
+
+
+def _family_tables() -> list[str]:
+    """Each family's own options (`Family.options_type`), with the commands that take each."""
+    from pear_agent.registry import families
+
+    lines: list[str] = []
+    for name, fam in families().items():
+        cls = fam.options_type
+        if cls is None:
+            continue
+        lines += ["", f"### {name} (`{cls.__module__}.{cls.__name__}`)", ""]
+        lines += ["| option | commands | default | what |", "|---|---|---|---|"]
+        takes = {flag_of(f): f.metadata.get("commands") for f in cli_fields(cls)}
+        for flag, d, h in reference(cls):
+            commands = ", ".join(takes[flag] or ("all",))
+            lines.append(f"| `{flag}` | {commands} | {_cell(d) or ''} | {_cell(h)} |")
+    return lines
 
 
 def _ros_table() -> list[str]:
@@ -57,6 +75,13 @@ def render() -> str:
         "## The model client (`pear_agent.policies.model_settings.ModelSettings`): `run`, `bench`",
         "",
         *_cli_table(ModelSettings),
+        "",
+        "## The environment families' own options (`Family.options_type`): `run`, `bench`, `rollouts`, `prompt`",
+        "",
+        "Each family declares its options as a dataclass of the same fields; `commands` says which",
+        "commands take one (`all`: run, bench, rollouts and prompt), and a command may give its own",
+        "default (the roadster's `--wind`: light on `run`, every band on `bench`).",
+        *_family_tables(),
         "",
         "## The ROS 2 agent node's parameters (`pear_agent.ros2.settings.agent_parameters`)",
         "",
