@@ -76,7 +76,7 @@ def render() -> str:
         "",
         *_cli_table(ModelSettings),
         "",
-        "## The environment families' own options (`Family.options_type`): `run`, `bench`, `rollouts`, `prompt`",
+        "## The environment families' own options (`Family.options_type`)",
         "",
         "Each family declares its options as a dataclass of the same fields; `commands` says which",
         "commands take one (`all`: run, bench, rollouts and prompt), and a command may give its own",
