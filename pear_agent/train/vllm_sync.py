@@ -42,6 +42,8 @@ class VLLMAdapterSync:
         self.prefix = prefix or f"pear-{os.getpid():x}{uuid.uuid4().hex[:6]}"
         self.keep, self.timeout_s = keep, timeout_s
         self.loaded: list[str] = []
+        self.lora_rank: int | None = None
+        """The recipe's LoRA rank (`model.lora.r`), once `check_server` is told it."""
 
     def check_server(self, lora_rank: int) -> list[str]:
         """The server answers and lists its models (before any adapter): their ids. The rank limit is
@@ -81,7 +83,7 @@ class VLLMAdapterSync:
             if "max_lora_rank" in text or "max-lora-rank" in text:
                 raise WeightSyncError(
                     f"vLLM refused the adapter (HTTP {exc.code}): {text}; start vLLM with --max-lora-rank "
-                    f"{getattr(self, 'lora_rank', 64)} or more (its default is 16), or lower model.lora.r"
+                    f"{self.lora_rank or 64} or more (its default is 16), or lower model.lora.r"
                 ) from None
             if exc.code in (404, 405) and path.endswith("lora_adapter"):
                 raise WeightSyncError(
