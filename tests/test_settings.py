@@ -308,3 +308,25 @@ def test_the_scan_catches_a_setting_read_by_name(line: str) -> None:
 def test_the_scan_leaves_plain_attribute_lookups_alone() -> None:
     source = 'a = getattr(resp, "choices", None)\nb = getattr(args, name)\nc = args.latency_s\n'
     assert settings_read_by_name(source, _setting_names()) == []
+
+
+def test_a_family_option_goes_to_the_commands_it_names_once_and_reads_back_as_a_field() -> None:
+    from pear_agent.settings import from_args
+
+    @dataclasses.dataclass
+    class Shared:
+        robot: str | None = setting(None, help="shared by two families")
+
+    @dataclasses.dataclass
+    class Mine(Shared):
+        wind: str = setting("light", commands=("run", "bench"), help="the wind")
+        suite: str | None = setting(None, commands=("bench",), help="bench only")
+
+    run, bench = argparse.ArgumentParser(), argparse.ArgumentParser()
+    add_arguments(run, Shared, command="run")
+    add_arguments(run, Mine, command="run", defaults={"wind": "gale"})  # --robot: declared once
+    add_arguments(bench, Mine, command="bench")
+    assert "--suite" not in run._option_string_actions and "--suite" in bench._option_string_actions
+    got = from_args(Mine, run.parse_args(["--robot", "yam"]))
+    assert (got.robot, got.wind, got.suite) == ("yam", "gale", None)  # suite: the field's default
+    assert from_args(Mine, bench.parse_args(["--suite", "s"])).suite == "s"
