@@ -96,7 +96,10 @@ class ModuleScan:
                 args = node.args
                 positional = [*args.posonlyargs, *args.args]
                 defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-                pairs = [*zip(positional, defaults, strict=True), *zip(args.kwonlyargs, args.kw_defaults, strict=True)]
+                pairs = [
+                    *zip(positional, defaults, strict=True),
+                    *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+                ]
                 for arg, default in pairs:
                     typed = arg.annotation is not None and self.resolve(arg.annotation) in self.pool_classes
                     if typed or (default is not None and self.is_pool(default)):
@@ -139,9 +142,8 @@ class ModuleScan:
         or make_spec_environment (the pool's builder) used."""
         out = []
         for node in ast.walk(self.tree):
-            if isinstance(node, ast.Attribute) and node.attr in POOL_OPS and self.is_pool(node.value):
-                out.append(f"{ast.unparse(node)} line {node.lineno}")
-            elif (
+            taken = isinstance(node, ast.Attribute) and node.attr in POOL_OPS and self.is_pool(node.value)
+            by_name = (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Name)
                 and node.func.id == "getattr"
@@ -149,11 +151,10 @@ class ModuleScan:
                 and self.is_pool(node.args[0])
                 and isinstance(node.args[1], ast.Constant)
                 and node.args[1].value in POOL_OPS
-            ):
+            )
+            builder = isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load)
+            if taken or by_name or (builder and self.resolve(node) == BUILD_ENV):
                 out.append(f"{ast.unparse(node)} line {node.lineno}")
-            elif isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load):
-                if self.resolve(node) == BUILD_ENV:
-                    out.append(f"{ast.unparse(node)} line {node.lineno}")
         return out
 
 
@@ -209,15 +210,24 @@ EVASIONS = {
     "a subclass": "from pear_agent.episode import Episode\nclass Mine(Episode):\n    pass\nMine(env, policy)",
     "an aliased pool": "from pear_agent.episodes import POOL as shared\nenv = shared.acquire(spec)",
     "the pool by module": "from pear_agent import episodes\nepisodes.POOL.discard(env)",
-    "a pool not named pool": "from pear_agent.episodes import EnvironmentPool\nenvs = EnvironmentPool()\nenvs.acquire(spec)",
+    "a pool not named pool": (
+        "from pear_agent.episodes import EnvironmentPool\nenvs = EnvironmentPool()\nenvs.acquire(spec)"
+    ),
     "a pool held by an object": (
         "from pear_agent.episodes import EnvironmentPool\nclass R:\n    def __init__(self):\n"
-        "        self.envs = EnvironmentPool()\n    def go(self, spec):\n        return self.envs.acquire(spec)"
+        "        self.envs = EnvironmentPool()\n    def go(self, spec):\n"
+        "        return self.envs.acquire(spec)"
     ),
-    "a pool parameter": "from pear_agent.episodes import EnvironmentPool\ndef run(p: EnvironmentPool):\n    p.release(spec, env)",
-    "a pool default": "from pear_agent.episodes import POOL\ndef run(spec, where=POOL):\n    return where.acquire(spec)",
+    "a pool parameter": (
+        "from pear_agent.episodes import EnvironmentPool\ndef run(p: EnvironmentPool):\n"
+        "    p.release(spec, env)"
+    ),
+    "a pool default": (
+        "from pear_agent.episodes import POOL\ndef run(spec, where=POOL):\n    return where.acquire(spec)"
+    ),
     "a pool subclass": (
-        "from pear_agent import episodes\nclass Mine(episodes.EnvironmentPool):\n    pass\nMine().acquire(spec)"
+        "from pear_agent import episodes\nclass Mine(episodes.EnvironmentPool):\n    pass\n"
+        "Mine().acquire(spec)"
     ),
     "a pool's method taken": "from pear_agent.episodes import POOL\ntake = POOL.acquire\ntake(spec)",
     "a pool's method by getattr": "from pear_agent.episodes import POOL\ngetattr(POOL, 'release')(spec, env)",
