@@ -217,12 +217,16 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
 
     Read as zero (issue 30), the velocity made the stop a hold where the arm was: 32.5 rad/s2 and
     14 mrad back. Mutations tried once by hand (issue 42), each failing here:
-    - pear_agent/ros2/backend.py `_on_joint_state`: `t_est = now` (the estimate from receipt times,
-      not the header stamps): [none] and [nan] fail (MUTATION_A).
-    - pear_agent/ros2/braking.py `_stop_msg`: the trajectory fallback removed (`planned` never
-      set): [stale] fails (MUTATION_B).
-    - velocity_report saying "estimated" whenever velocities are not published: [stale] fails on
-      the report."""
+    - pear_agent/ros2/backend.py `_on_joint_state`: `t_est = now` (the velocity estimate from
+      receipt times, not the header stamps): [none] fails "peak deceleration 20.04 rad/s2 over
+      10.0" (it braked from 1.7x the speed: 0.49 rad to stop), [nan] "peak deceleration 16.65
+      rad/s2 over 10.0" (from 0.6x). Without LINK both passed: on a local link the clocks agree.
+    - pear_agent/ros2/braking.py `_stop_msg`: the trajectory fallback removed (the lines setting
+      `planned` deleted): [stale] fails "peak deceleration 35.98 rad/s2 over 10.0" (a hold at the
+      last position: 277 mrad back). Only `choose_velocity(..., planned=None)` passes: the stop then
+      brakes from the trajectory's state instead, as the arm feels it the same.
+    - `velocity_report` saying "estimated" whenever velocities are not published: [stale] fails on
+      the report ({'stop_velocity_source': 'estimated'} != {'stop_velocity_source': 'trajectory'})."""
     double = start_double(double_config(yam, cameras={}, **TRUTH, **VELOCITY_CASES[case]))
     decel = 8.0
     a = agent(stop_deceleration_rad_s2=decel, stop_jerk_rad_s3=100.0, **BRAKING_ONLY)
@@ -242,9 +246,9 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     t_stop, speed = run_to_full_speed_then_stop(a, probe, joints, target, estop)
     time.sleep(1.5)
     assert speed > 1.4, speed
-    assert a.backend.stop_sources[part.topic] == braked_from, a.backend.stop_sources
     f = brake_figures(probe, joints, t_stop)
     check_brake(f, decel, f"{case}: e-stop at {speed:.2f} rad/s")
+    assert a.backend.stop_sources[part.topic] == braked_from, a.backend.stop_sources
     # one braking trajectory per controller, multi-point on the moving arm, ending at rest, accepted
     stops = [e for e in double.trajectories(LEFT) if e["t"] > marks[0]]
     assert len(stops) == 1 and stops[0]["accepted"] and stops[0]["points"] >= 2, stops  # a brake, not a hold
