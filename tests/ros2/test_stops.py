@@ -1,7 +1,8 @@
 """Stops a real arm can obey: the ROS backend (in this process, spun as agent_node spins it) against
 the JTC stand-in (tests/ros2/jtc_double.py, its own process: the controller's own interpolation
 from the measured position and velocity, servos with a lag). Speed, deceleration, reversal and
-stopping distance are measured from /joint_states as a probe node receives them."""
+stopping distance are measured from the states the stand-in read (its truth topic, by their
+stamps), whatever the delivery of /joint_states to the agent."""
 
 from __future__ import annotations
 
@@ -130,8 +131,9 @@ LINK = {"joint_state_backlog_s": 0.05, "joint_state_backlog_period_s": 0.08, "jo
 """/joint_states over a link to a driver on another computer (the stand-in's delivery model): its
 latency grows to 50 ms over every 80 ms and the messages it held back then arrive together (a
 burst), plus up to 3 ms of jitter; stamps stay the times the states were read. Receipt times then
-run at 0.6x the stamps' pace and jump at each burst: a velocity from receipt times is 0.6-1.7x
-the arm's at any moment, one from the stamps is exact. Every state is still younger than
+run at 0.6x the stamps' pace and jump at each burst: a velocity from receipt times is 0.6x or
+1.6x the arm's at almost any moment (a replay of this schedule through `VelocityEstimator`: 96 %
+of moments off by more than a quarter), one from the stamps is exact. Every state is still within
 `joint_state_max_age_s` (0.1 s) when it arrives."""
 
 VELOCITY_CASES: dict[str, dict[str, Any]] = {
@@ -220,7 +222,8 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     - pear_agent/ros2/backend.py `_on_joint_state`: `t_est = now` (the velocity estimate from
       receipt times, not the header stamps): [none] fails "peak deceleration 20.04 rad/s2 over
       10.0" (it braked from 1.7x the speed: 0.49 rad to stop), [nan] "peak deceleration 16.65
-      rad/s2 over 10.0" (from 0.6x). Without LINK both passed: on a local link the clocks agree.
+      rad/s2 over 10.0" (from 0.6x). Without LINK, [none] passed (8.14 rad/s2): on a local link
+      the two clocks agree.
     - pear_agent/ros2/braking.py `_stop_msg`: the trajectory fallback removed (the lines setting
       `planned` deleted): [stale] fails "peak deceleration 35.98 rad/s2 over 10.0" (a hold at the
       last position: 277 mrad back). Only `choose_velocity(..., planned=None)` passes: the stop then
@@ -232,7 +235,11 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     a = agent(stop_deceleration_rad_s2=decel, stop_jerk_rad_s3=100.0, **BRAKING_ONLY)
     assert a.backend.check_stack() is None
     report, braked_from = REPORTS[case]
-    assert a.backend.velocity_report()[LEFT] == report, a.backend.velocity_report()
+    # the report of a moment: a starved stand-in (a loaded machine) may leave a gap in the stream
+    try:
+        probe.wait_for(lambda: a.backend.velocity_report()[LEFT] == report, 5, f"the report {report}")
+    except AssertionError:
+        assert a.backend.velocity_report()[LEFT] == report
     joints = list(yam.parts["left_arm"].joints)
     start = np.array([home_joints(yam)[j] for j in joints])
     part = a.backend.parts["left_arm"]
@@ -299,7 +306,7 @@ def test_where_the_robot_clock_disagrees_the_stop_starts_on_receipt_and_still_br
 def test_a_stalled_arm_is_blocked_and_stopped_where_it_is(start_double, probe: Probe, agent, yam) -> None:
     """A joint held by an obstacle (the stand-in's `stuck_joints`): the move ends `blocked` naming
     it, and the arm gets one stop where it is (at rest: one point at the measured pose)."""
-    double = start_double(double_config(yam, cameras={}, stuck_joints=["left_joint2"], **TRUTH))
+    double = start_double(double_config(yam, cameras={}, stuck_joints=["left_joint2"]))
     a = agent()
     assert a.backend.check_stack() is None
     joints = list(yam.parts["left_arm"].joints)
