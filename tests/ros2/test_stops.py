@@ -132,8 +132,7 @@ LINK = {"joint_state_backlog_s": 0.05, "joint_state_backlog_period_s": 0.08, "jo
 latency grows to 50 ms over every 80 ms and the messages it held back then arrive together (a
 burst), plus up to 3 ms of jitter; stamps stay the times the states were read. Receipt times then
 run at 0.6x the stamps' pace and jump at each burst: a velocity from receipt times is 0.6x or
-1.6x the arm's at almost any moment (a replay of this schedule through `VelocityEstimator`: 96 %
-of moments off by more than a quarter), one from the stamps is exact. Every state is still within
+1.6x the arm's at almost any moment, one from the stamps is exact. Every state is still within
 `joint_state_max_age_s` (0.1 s) when it arrives."""
 
 VELOCITY_CASES: dict[str, dict[str, Any]] = {
