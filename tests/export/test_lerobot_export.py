@@ -51,6 +51,12 @@ def frame_mismatch(frame: np.ndarray, images: list[np.ndarray], i: int) -> str |
     return None
 
 
+def _recorded(summary: dict[str, Any], turns: list[dict[str, Any]]) -> dict[str, list[np.ndarray]]:
+    """Each camera's recorded image (BGR, as cv2 reads it) per turn."""
+    folder = summary["dir"]
+    return {cam: [cv2.imread(str(folder / t["images"][cam])) for t in turns] for cam in turns[0]["images"]}
+
+
 def _cli(*args: str, timeout: int = 1200) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "pear_agent", *args], cwd=REPO, capture_output=True, text=True, timeout=timeout
@@ -107,7 +113,7 @@ def test_lerobot_dataset_matches_the_logs(exported: tuple[Path, dict[str, Any]])
         assert ds["episodes"][k] == {"from": start, "to": start + len(turns)}, k
         frames = ds["frames"][start : start + len(turns)]
         start += len(turns)
-        recorded = {cam: [cv2.imread(str(summary["dir"] / t["images"][cam])) for t in turns] for cam in turns[0]["images"]}
+        recorded = _recorded(summary, turns)
         for i, (f, t) in enumerate(zip(frames, turns, strict=True)):
             assert f["episode_index"] == k and f["frame_index"] == i
             assert f["timestamp"] == pytest.approx(i / 10, abs=1e-4)
@@ -155,3 +161,45 @@ def test_episode_outcomes_are_in_the_metadata(exported: tuple[Path, dict[str, An
 def test_export_bad_input_is_one_line(tmp_path: Path) -> None:
     p = _cli("export", "--format", "lerobot", str(tmp_path / "nope"), "--out", str(tmp_path / "ds"))
     assert p.returncode == 2 and "no such run folder" in p.stderr and "Traceback" not in p.stderr
+
+
+@pytest.fixture(scope="module")
+def one_episode(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[np.ndarray]]:
+    """Each camera's recorded images, turn by turn, of one scripted pick_cube episode."""
+    runs = tmp_path_factory.mktemp("run")
+    p = _cli("run", "--task", "pick_cube", "--no-video", "--runs-dir", str(runs), timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    ((_, turns, summary),) = _logs(runs)
+    return _recorded(summary, turns)
+
+
+def _lossy(img: np.ndarray) -> np.ndarray:
+    """A stand-in for the video codec's loss: the image through JPEG at quality 20."""
+    ok, buf = cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 20])
+    assert ok
+    return cv2.imdecode(buf, cv2.IMREAD_COLOR)
+
+
+def test_frames_are_matched_by_pixels_and_a_shift_by_one_turn_fails(one_episode) -> None:
+    """`frame_mismatch` (what the export test holds every decoded frame to) accepts each turn's
+    image after a lossy round trip as that turn's, and rejects the frames shifted by one turn, which
+    the former check (mean brightness within 0.02 and the shape) accepted.
+
+    Mutation tried by hand (issue 42): the frames handed to the check shifted by one turn
+    (`decoded[i + 1]` for turn i) fails here, as a dataset whose video lags its actions by a frame
+    would fail test_lerobot_dataset_matches_the_logs."""
+    for cam, images in one_episode.items():
+        assert len(images) >= 4, cam
+        decoded = [_lossy(img) for img in images]
+        for i, frame in enumerate(decoded):
+            assert frame_mismatch(frame, images, i) is None, (cam, i, frame_mismatch(frame, images, i))
+        shifted = [(i, decoded[i + 1]) for i in range(len(images) - 1)]
+        caught = [i for i, frame in shifted if frame_mismatch(frame, images, i) is not None]
+        changed = [
+            i
+            for i in range(len(images) - 1)
+            if float(np.mean(np.abs(images[i + 1].astype(np.int16) - images[i]))) > SAME_IMAGE
+        ]
+        assert changed and caught == changed, (cam, caught, changed)  # wherever the scene changed
+        passed = [i for i, f in shifted if abs(float(np.mean(f)) - float(np.mean(images[i]))) / 255 <= 0.02]
+        assert len(passed) > len(shifted) // 2, (cam, passed)  # the former check let most of them through
