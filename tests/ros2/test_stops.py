@@ -72,11 +72,12 @@ stall before full speed (seen once in CI under load). Stalls have their own test
 
 
 def stamped_series(probe: Probe, joints: list[str], since_s: float) -> tuple[np.ndarray, np.ndarray]:
-    """(stamps, N x J positions) of the states the stand-in read after `since_s` (system time), from
-    its truth topic: every state at 100 Hz by the stand-in's own clock, whatever the delivery of
-    /joint_states (late, in bursts, thinned out)."""
+    """(stamps, N x J positions) of the states the stand-in read after `since_s` (system time): from
+    its truth topic where it publishes one (TRUTH: every state at 100 Hz by its own clock, whatever
+    the delivery of /joint_states), else from /joint_states by their header stamps."""
     with probe.lock:
-        rows = [(t, [js[j] for j in joints]) for t, js in probe.truth if t >= since_s]
+        series = probe.truth or probe.stamped
+        rows = [(t, [js[j] for j in joints]) for t, js in series if t >= since_s]
     return np.array([r[0] for r in rows]), np.array([r[1] for r in rows]).reshape(len(rows), len(joints))
 
 
