@@ -185,6 +185,10 @@ def package_sources() -> dict[str, tuple[str, bool]]:
 
 
 def test_only_the_runner_builds_episodes_and_takes_environments_from_a_pool() -> None:
+    """Mutation tried by hand (issue 42): a second runner in pear_agent/rl/rollouts.py,
+    `from pear_agent import episode as ep; from pear_agent.episodes import POOL as envs;
+    ep.Episode.of(envs.acquire(spec), policy)`: the former scan by names passed it; this one fails
+    with "pear_agent.rl.rollouts: ['ep.Episode.of() line 244', 'envs.acquire line 244']"."""
     found = offenders(package_sources())
     assert not found, (
         "episodes run outside the one runner (pear_agent/episodes.py: arun_episode): " + "; ".join(found)
