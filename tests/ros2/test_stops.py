@@ -227,7 +227,7 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     - pear_agent/ros2/braking.py `_stop_msg`: the trajectory fallback removed (the lines setting
       `planned` deleted): [stale] fails "peak deceleration 35.98 rad/s2 over 10.0" (a hold at the
       last position: 277 mrad back). Only `choose_velocity(..., planned=None)` passes: the stop then
-      brakes from the trajectory's state instead, as the arm feels it the same.
+      brakes from the trajectory's own state instead, which the arm cannot tell apart (equivalent).
     - `velocity_report` saying "estimated" whenever velocities are not published: [stale] fails on
       the report ({'stop_velocity_source': 'estimated'} != {'stop_velocity_source': 'trajectory'})."""
     double = start_double(double_config(yam, cameras={}, **TRUTH, **VELOCITY_CASES[case]))
