@@ -9,55 +9,261 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1] / "pear_agent"
-RUNNER = ROOT / "episodes.py"
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("pear_agent", "sim_adapters")
+RUNNER = "pear_agent.episodes"
+EPISODE = "pear_agent.episode.Episode"
+BUILDERS = {EPISODE, EPISODE + ".of"}
+POOL_CLASS = "pear_agent.episodes.EnvironmentPool"
+POOL = "pear_agent.episodes.POOL"
+POOL_OPS = ("acquire", "release", "discard")
+BUILD_ENV = "pear_agent.registry.make_spec_environment"
 SINGLE_EPISODE = {
-    "episode.py": "defines Episode",
-    "cli.py": "`pear-agent run`: one episode, its own environment, no pool",
-    "robots_check.py": "a robot's self-check on a bare backend",
-    "ros2/agent_node.py": "one live episode on a ROS 2 robot",
-    "rl/skyrl_env.py": "SkyRL's gym interface steps one episode turn by turn (SkyRL owns the loop)",
+    "pear_agent.episode": "defines Episode",
+    "pear_agent.cli": "`pear-agent run`: one episode, its own environment, no pool",
+    "pear_agent.robots_check": "a robot's self-check on a bare backend",
+    "pear_agent.ros2.agent_node": "one live episode on a ROS 2 robot",
+    "pear_agent.rl.skyrl_env": "SkyRL's gym interface steps one episode turn by turn (SkyRL owns the loop)",
 }
 """Modules allowed to build an `Episode` themselves, and why: none of them pools environments or
 runs more than one episode."""
 
 
-def _calls(tree: ast.AST) -> list[str]:
+def _dotted(node: ast.AST) -> str | None:
+    """`a.b.c` of a Name / Attribute chain, else None."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+class ModuleScan:
+    """What one module does with the runner's parts, by what its names refer to (its imports,
+    aliases and assignments resolved to qualified names; one namespace per module, so a name bound
+    anywhere counts everywhere: the scan errs towards flagging): calls that build an Episode, and
+    uses of a pool's acquire / release / discard or of make_spec_environment."""
+
+    def __init__(self, module: str, source: str, is_package: bool = False) -> None:
+        self.module, self.tree = module, ast.parse(source)
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.names: dict[str, str] = {}
+        """local name -> the qualified name it refers to"""
+        self.pool_vars: set[str] = set()
+        """names (and dotted attributes, e.g. self.envs) that hold an EnvironmentPool"""
+        self.episode_classes, self.pool_classes = set(BUILDERS), {POOL_CLASS}
+        for _ in range(4):  # aliases of aliases, subclasses of subclasses: to a fixed point
+            self._bind()
+
+    def _absolute(self, node: ast.ImportFrom) -> str:
+        if not node.level:
+            return node.module or ""
+        base = self.package.split(".")
+        base = base[: len(base) - (node.level - 1)]
+        return ".".join([*base, *([node.module] if node.module else [])])
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The qualified name an expression refers to (None when it is no imported or module-level
+        name: a local variable, a call's result)."""
+        if isinstance(node, ast.Name):
+            return self.names.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.resolve(node.value)
+            return f"{base}.{node.attr}" if base else None
+        return None
+
+    def is_pool(self, node: ast.AST) -> bool:
+        if _dotted(node) in self.pool_vars or self.resolve(node) == POOL:
+            return True
+        return isinstance(node, ast.Call) and self.resolve(node.func) in self.pool_classes
+
+    def _bind(self) -> None:
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.names[a.asname] = a.name
+                    else:  # `import a.b.c` binds `a`
+                        top = a.name.split(".")[0]
+                        self.names[top] = top
+            elif isinstance(node, ast.ImportFrom):
+                mod = self._absolute(node)
+                for a in node.names:
+                    self.names[a.asname or a.name] = f"{mod}.{a.name}"
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.names.setdefault(node.name, f"{self.module}.{node.name}")
+                args = node.args
+                positional = [*args.posonlyargs, *args.args]
+                defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+                pairs = [
+                    *zip(positional, defaults, strict=True),
+                    *zip(args.kwonlyargs, args.kw_defaults, strict=True),
+                ]
+                for arg, default in pairs:
+                    typed = arg.annotation is not None and self.resolve(arg.annotation) in self.pool_classes
+                    if typed or (default is not None and self.is_pool(default)):
+                        self.pool_vars.add(arg.arg)
+            elif isinstance(node, ast.ClassDef):
+                qual = f"{self.module}.{node.name}"
+                self.names.setdefault(node.name, qual)
+                bases = {self.resolve(b) for b in node.bases}
+                if bases & {EPISODE}:
+                    self.episode_classes |= {qual, qual + ".of"}
+                if bases & self.pool_classes:
+                    self.pool_classes.add(qual)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.NamedExpr)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                value = node.value
+                if value is None:
+                    continue
+                ann = getattr(node, "annotation", None)
+                pooled = self.is_pool(value) or (ann is not None and self.resolve(ann) in self.pool_classes)
+                ref = self.resolve(value)
+                for t in targets:
+                    key = _dotted(t)
+                    if key is None:
+                        continue
+                    if pooled:
+                        self.pool_vars.add(key)
+                    if ref is not None and isinstance(t, ast.Name):
+                        self.names[t.id] = ref  # `E = Episode`, `acquire = POOL.acquire`
+
+    def builds(self) -> list[str]:
+        """Calls that build an Episode (of the class, its `of`, or a subclass)."""
+        out = []
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Call) and self.resolve(node.func) in self.episode_classes:
+                out.append(f"{ast.unparse(node.func)}() line {node.lineno}")
+        return out
+
+    def pooled(self) -> list[str]:
+        """A pool's acquire / release / discard used (called or taken, by attribute or getattr),
+        or make_spec_environment (the pool's builder) used."""
+        out = []
+        for node in ast.walk(self.tree):
+            taken = isinstance(node, ast.Attribute) and node.attr in POOL_OPS and self.is_pool(node.value)
+            by_name = (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "getattr"
+                and len(node.args) >= 2
+                and self.is_pool(node.args[0])
+                and isinstance(node.args[1], ast.Constant)
+                and node.args[1].value in POOL_OPS
+            )
+            builder = isinstance(node, (ast.Name, ast.Attribute)) and isinstance(node.ctx, ast.Load)
+            if taken or by_name or (builder and self.resolve(node) == BUILD_ENV):
+                out.append(f"{ast.unparse(node)} line {node.lineno}")
+        return out
+
+
+def offenders(sources: dict[str, tuple[str, bool]]) -> list[str]:
+    """Modules (name -> (source, is a package's __init__)) that run episodes outside the runner:
+    a pool used, or an Episode built outside SINGLE_EPISODE."""
     out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            f = node.func
-            if isinstance(f, ast.Attribute):
-                base = f.value.id if isinstance(f.value, ast.Name) else ""
-                out.append(f"{base}.{f.attr}")
-            elif isinstance(f, ast.Name):
-                out.append(f.id)
+    for module, (source, is_package) in sorted(sources.items()):
+        if module == RUNNER:
+            continue
+        scan = ModuleScan(module, source, is_package)
+        builds = scan.builds() if module not in SINGLE_EPISODE else []
+        pooled = [] if module == "pear_agent.registry" else scan.pooled()
+        if builds or pooled:
+            out.append(f"{module}: {builds + pooled}")
+    return out
+
+
+def package_sources() -> dict[str, tuple[str, bool]]:
+    out = {}
+    for pkg in PACKAGES:
+        for path in sorted((REPO / pkg).rglob("*.py")):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            is_package = parts[-1] == "__init__"
+            module = ".".join(parts[:-1] if is_package else parts)
+            out[module] = (path.read_text(encoding="utf-8"), is_package)
     return out
 
 
 def test_only_the_runner_builds_episodes_and_takes_environments_from_a_pool() -> None:
-    offenders = []
-    for path in sorted(ROOT.rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        if path == RUNNER:
-            continue
-        calls = _calls(ast.parse(path.read_text(encoding="utf-8")))
-        builds = [c for c in calls if c in ("Episode.of", "Episode")]
-        pooled = [
-            c for c in calls if c.endswith((".acquire", ".release", ".discard")) and "POOL" in c.upper()
-        ]
-        pooled += [c for c in calls if c in ("make_spec_environment", ".make_spec_environment")]
-        if pooled or (builds and rel not in SINGLE_EPISODE):
-            offenders.append(f"{rel}: {sorted(set(builds + pooled))}")
-    assert not offenders, (
-        "episodes run outside the one runner (pear_agent/episodes.py: arun_episode): " + "; ".join(offenders)
+    """Mutation tried by hand (issue 42): a second runner in pear_agent/rl/rollouts.py,
+    `from pear_agent import episode as ep; from pear_agent.episodes import POOL as envs;
+    ep.Episode.of(envs.acquire(spec), policy)`: the former scan by names passed it; this one fails
+    with "pear_agent.rl.rollouts: ['ep.Episode.of() line 244', 'envs.acquire line 244']"."""
+    found = offenders(package_sources())
+    assert not found, (
+        "episodes run outside the one runner (pear_agent/episodes.py: arun_episode): " + "; ".join(found)
     )
 
 
 def test_the_runner_itself_still_has_the_pattern() -> None:
-    """The scan above would pass vacuously if the runner's calls were renamed: they are here."""
-    calls = _calls(ast.parse(RUNNER.read_text(encoding="utf-8")))
-    assert {"Episode.of", "pool.acquire", "pool.release", "pool.discard"} <= set(calls)
+    """The scan above would pass vacuously if it no longer recognised the runner's own calls."""
+    source = (REPO / "pear_agent" / "episodes.py").read_text(encoding="utf-8")
+    scan = ModuleScan(RUNNER, source)
+    assert any(b.startswith("Episode.of()") for b in scan.builds()), scan.builds()
+    used = " ".join(scan.pooled())
+    assert all(f"pool.{op}" in used for op in POOL_OPS) and "make_spec_environment" in used, used
+
+
+EVASIONS = {
+    "an aliased class": "from pear_agent.episode import Episode as E\nE(env, policy)",
+    "the module's attribute": "from pear_agent import episode\nepisode.Episode(env, policy)",
+    "an aliased module": "import pear_agent.episode as ep\nep.Episode.of(env, policy)",
+    "the full path": "import pear_agent.episode\npear_agent.episode.Episode.of(env, policy)",
+    "a relative import": "from ..episode import Episode\nEpisode.of(env, policy)",
+    "a name bound to it": "from pear_agent.episode import Episode\nbuild = Episode.of\nbuild(env, policy)",
+    "a subclass": "from pear_agent.episode import Episode\nclass Mine(Episode):\n    pass\nMine(env, policy)",
+    "an aliased pool": "from pear_agent.episodes import POOL as shared\nenv = shared.acquire(spec)",
+    "the pool by module": "from pear_agent import episodes\nepisodes.POOL.discard(env)",
+    "a pool not named pool": (
+        "from pear_agent.episodes import EnvironmentPool\nenvs = EnvironmentPool()\nenvs.acquire(spec)"
+    ),
+    "a pool held by an object": (
+        "from pear_agent.episodes import EnvironmentPool\nclass R:\n    def __init__(self):\n"
+        "        self.envs = EnvironmentPool()\n    def go(self, spec):\n"
+        "        return self.envs.acquire(spec)"
+    ),
+    "a pool parameter": (
+        "from pear_agent.episodes import EnvironmentPool\ndef run(p: EnvironmentPool):\n"
+        "    p.release(spec, env)"
+    ),
+    "a pool default": (
+        "from pear_agent.episodes import POOL\ndef run(spec, where=POOL):\n    return where.acquire(spec)"
+    ),
+    "a pool subclass": (
+        "from pear_agent import episodes\nclass Mine(episodes.EnvironmentPool):\n    pass\n"
+        "Mine().acquire(spec)"
+    ),
+    "a pool's method taken": "from pear_agent.episodes import POOL\ntake = POOL.acquire\ntake(spec)",
+    "a pool's method by getattr": "from pear_agent.episodes import POOL\ngetattr(POOL, 'release')(spec, env)",
+    "the pool's builder aliased": "from pear_agent.registry import make_spec_environment as mk\nmk(spec)",
+    "the pool's builder by module": "import pear_agent.registry as r\nr.make_spec_environment(spec)",
+}
+"""Ways a second runner could hide from a scan by names (`Episode(`, `pool.acquire`): each is a
+module `pear_agent.bench.sneaky` of its own."""
+
+INNOCENT = {
+    "a lock's acquire": "import threading\nlock = threading.Lock()\nlock.acquire()\nlock.release()",
+    "a semaphore named pool": "import asyncio\npool = asyncio.Semaphore(2)\npool.release()",
+    "an isinstance check": "from pear_agent.episode import Episode\nok = isinstance(x, Episode)",
+    "the runner called with the pool": (
+        "from pear_agent.episodes import POOL, arun_episode\nPOOL.in_flight(4)\narun_episode(job, POOL)"
+    ),
+    "a config built": "from pear_agent.episode import EpisodeConfig as C\nC()",
+}
+"""What the scan must not flag: other things named like the runner's parts."""
+
+
+@pytest.mark.parametrize("how", list(EVASIONS))
+def test_the_scan_sees_through_aliases_and_other_names(how: str) -> None:
+    """Issue 42: the scan by names missed `Episode as E`, `episode.Episode(` and pools whose
+    variable is not named `pool`; by the import graph each is caught."""
+    found = offenders({"pear_agent.bench.sneaky": (EVASIONS[how], False)})
+    assert len(found) == 1 and found[0].startswith("pear_agent.bench.sneaky:"), (how, found)
+
+
+@pytest.mark.parametrize("how", list(INNOCENT))
+def test_the_scan_leaves_other_things_alone(how: str) -> None:
+    assert offenders({"pear_agent.bench.sneaky": (INNOCENT[how], False)}) == [], how
 
 
 def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkeypatch) -> None:

@@ -93,6 +93,9 @@ class RosBackend(Braking, StackCheck, Cameras):
         unknown, the estimate's lag behind its position in s: 0 when published, inf when unknown)"""
         self._active: dict[str, tuple[cv.TrajectoryPlan, float]] = {}
         """topic -> (the last trajectory sent, monotonic time sent): where the controller is going"""
+        self.stop_sources: dict[str, str] = {}
+        """topic -> what its last stop braked from: jv.PUBLISHED, jv.ESTIMATED, jv.TRAJECTORY, or
+        jv.HOLD (nothing known to brake from: a slow point where it is)"""
         self._images: dict[str, tuple[Any, bool, float]] = {}  # camera -> (msg, compressed, receipt)
         self._decoded: dict[str, np.ndarray] = {}
         self._status: dict[str, Any] = {}

@@ -80,6 +80,7 @@ class Braking:
         if fresh and source == jv.PUBLISHED:
             q, v = cv.predict_state(q, v, age + ahead, s.joint_state_max_age_s + 0.1)
             plan = cv.brake_plan(names, q, v, decel, jerk, s.trajectory_dt_s, hold_s=s.hold_time_s)
+            self.stop_sources[topic] = jv.PUBLISHED
         elif fresh and (
             chosen := jv.choose_velocity(
                 np.array([]), v, lag + age, None if planned is None else planned[1], s.joint_state_max_age_s
@@ -92,13 +93,16 @@ class Braking:
                 s.trajectory_dt_s, hold_s=s.hold_time_s,
             )  # fmt: skip
             v = chosen[0]
+            self.stop_sources[topic] = chosen[1]
         elif planned is not None:
             q, v = planned
             plan = cv.brake_plan(names, q, v, decel, jerk, s.trajectory_dt_s, hold_s=s.hold_time_s)
+            self.stop_sources[topic] = jv.TRAJECTORY
         elif np.any(np.isnan(q)):
             return None
         else:  # stale, or its velocity unknown, and nothing commanded by us: a slow point where it is
             duration = cv.hold_time_s(age, None if np.any(np.isnan(v)) else v, decel, s.hold_time_s)
+            self.stop_sources[topic] = jv.HOLD
             return self._to_msg(cv.hold_plan(names, q, q, q, duration))
         if synced and float(np.max(np.abs(np.nan_to_num(v)))) >= 1e-3:  # braking, not at rest
             plan = cv.TrajectoryPlan(
@@ -123,7 +127,10 @@ class Braking:
 
     def velocity_report(self) -> dict[str, dict[str, Any]]:
         """Per controller: whether /joint_states publishes its joints' velocities, and what a stop
-        brakes from (the stack check logs it)."""
+        now brakes from (the stack check logs it): the published velocities; else the estimate
+        from the stamped positions where every joint has one that can be fresh (its lag within
+        `joint_state_max_age_s`), with the trajectory followed as the fallback; else that
+        trajectory (no fallback: with nothing commanded, a slow point where the arm is)."""
         out: dict[str, dict[str, Any]] = {}
         for name, p in self.parts.items():
             for topic, names in self._targets(p):
@@ -132,12 +139,17 @@ class Braking:
                     if names == p.joints
                     else getattr(p.gripper, "controller", None)
                 ) or topic
-                source, _ = self.velocity_source(names)
-                stop = jv.PUBLISHED if source == jv.PUBLISHED else jv.ESTIMATED
+                source, lag = self.velocity_source(names)
+                if source == jv.PUBLISHED:
+                    stop, fallback = jv.PUBLISHED, None
+                elif source == jv.ESTIMATED and lag <= self.settings.joint_state_max_age_s:
+                    stop, fallback = jv.ESTIMATED, jv.TRAJECTORY
+                else:  # no estimate, or one that lags more than a state may be old
+                    stop, fallback = jv.TRAJECTORY, None
                 out[controller] = {
                     "velocities_published": source == jv.PUBLISHED,
                     "stop_velocity_source": stop,
-                    "fallback": None if source == jv.PUBLISHED else jv.TRAJECTORY,
+                    "fallback": fallback,
                 }
         return out
 

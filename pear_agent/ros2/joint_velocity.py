@@ -30,6 +30,7 @@ MAX_SPAN_S = 0.25
 PUBLISHED = "published"
 ESTIMATED = "estimated"
 TRAJECTORY = "trajectory"
+HOLD = "hold"
 SOURCES = {
     PUBLISHED: "the velocities /joint_states publishes",
     ESTIMATED: "velocities estimated from the stamped joint positions",

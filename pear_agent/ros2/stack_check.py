@@ -165,10 +165,10 @@ class StackCheck:
             if r["velocities_published"]:
                 log.info(f"{controller}: stops brake from {jv.SOURCES[jv.PUBLISHED]}")
             else:
+                fallback = f" (else {jv.SOURCES[r['fallback']]})" if r["fallback"] else ""
                 log.warning(
                     f"{controller}: {self.settings.joint_states_topic} carries no (finite) velocities "
-                    f"for its joints: stops brake from {jv.SOURCES[jv.ESTIMATED]} (else "
-                    f"{jv.SOURCES[jv.TRAJECTORY]})"
+                    f"for its joints: stops brake from {jv.SOURCES[r['stop_velocity_source']]}{fallback}"
                 )
 
     def limits_check(self) -> str | None:

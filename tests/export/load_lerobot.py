@@ -10,7 +10,9 @@ from pathlib import Path
 from lerobot.datasets.lerobot_dataset import CODEBASE_VERSION, LeRobotDataset
 
 
-def main(root: str) -> None:
+def main(root: str, frames_dir: str | None = None) -> None:
+    """`frames_dir`: also write every decoded camera frame there as `<index>_<key>.png` (lossless,
+    RGB), for the test to compare by pixels."""
     ds = LeRobotDataset("pear-agent/episodes", root=Path(root), video_backend="torchcodec")
     episodes = []
     for ep in range(ds.meta.total_episodes):
@@ -19,6 +21,12 @@ def main(root: str) -> None:
     frames = []
     for i in range(len(ds)):
         item = ds[i]
+        if frames_dir is not None:
+            from PIL import Image  # optional: only when frames are asked for
+
+            for k in ds.meta.camera_keys:
+                rgb = (item[k].permute(1, 2, 0).clamp(0, 1) * 255).round().byte().numpy()
+                Image.fromarray(rgb).save(Path(frames_dir) / f"{i}_{k}.png")
         frames.append(
             {
                 "episode_index": int(item["episode_index"]),
@@ -48,4 +56,4 @@ def main(root: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)

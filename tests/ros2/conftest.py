@@ -103,6 +103,9 @@ def start_node(tmp_path: Path) -> Iterator[Callable[[str, str, dict[str, Any]], 
         p.stop()
 
 
+TRUTH_TOPIC = "/jtc_double/true_joint_states"
+
+
 class Probe:
     """A node in the test process: records trajectories, joint states and agent status."""
 
@@ -129,6 +132,9 @@ class Probe:
         self.joint_states: list[tuple[float, dict[str, float]]] = []
         self.stamped: list[tuple[float, dict[str, float]]] = []
         """(header stamp, positions) of every joint state: for speeds and decelerations"""
+        self.truth: list[tuple[float, dict[str, float]]] = []
+        """(stamp, positions) of every state the JTC stand-in read, on TRUTH_TOPIC where its
+        `truth_topic` is that: the arm's motion whatever the delivery of /joint_states"""
         self.status: list[dict[str, Any]] = []
         self.sim_status: dict[str, Any] = {}
         reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
@@ -137,6 +143,7 @@ class Probe:
                 JointTrajectory, topic, lambda m, t=topic: self._on_traj(t, m), reliable
             )
         self.node.create_subscription(JointState, "/joint_states", self._on_js, 50)
+        self.node.create_subscription(JointState, TRUTH_TOPIC, self._on_truth, reliable)
         status_qos = QoSProfile(
             depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL
         )
@@ -187,6 +194,13 @@ class Probe:
                 del self.joint_states[:1000]
             if len(self.stamped) > 6000:
                 del self.stamped[:3000]
+
+    def _on_truth(self, msg: Any) -> None:
+        stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
+        with self.lock:
+            self.truth.append((stamp, dict(zip(msg.name, msg.position, strict=False))))
+            if len(self.truth) > 6000:
+                del self.truth[:3000]
 
     def _on_status(self, msg: Any) -> None:
         with self.lock:

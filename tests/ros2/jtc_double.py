@@ -48,6 +48,19 @@ cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s, stop_joint_states_a
 stop_joint_states_after_trajectory_end_s (stop publishing joint states this long after the first
 accepted trajectory arrived / ended; < 0 never), log. Service /jtc_double/joint_states
 (std_srvs/SetBool): publish joint states or not.
+
+Delivery of /joint_states (a driver on another computer, over a network; header stamps stay the
+times the states were read, as the broadcaster stamps them; delivery order is kept, as a reliable
+DDS reader delivers one writer's samples in order):
+- joint_state_backlog_s / joint_state_backlog_period_s: the link falls behind, its delivery
+  latency growing from 0 to backlog_s over each period (a congested Wi-Fi link), then catches up:
+  the messages it held back are released together (a burst). Receipt times then run slower than
+  the stamps and jump at every burst.
+- joint_state_jitter_s: plus a random delay of up to this per message (seeded by `seed`).
+- joint_state_every: publish only every n-th state read (a driver publishing at rate_hz / n): a
+  velocity from the stamped positions then spans n / rate_hz and lags by half of it.
+- truth_topic: every state read, published at once on this topic as well (sensor_msgs/JointState,
+  position and velocity): the tests measure the arm from it, whatever /joint_states suffers.
 """
 
 from __future__ import annotations
@@ -267,6 +280,12 @@ class Double:
         self.t_start = time.monotonic()
         self.t_update = time.monotonic()
         self.last_js: float | None = None
+        truth = cfg.get("truth_topic", "")
+        self.truth_pub = nodes["jtc_double"].create_publisher(JointState, truth, reliable) if truth else None
+        self.rng = np.random.default_rng(int(cfg.get("seed", 0)))
+        self.outbox: list[tuple[float, Any]] = []
+        """(release time (monotonic), message): joint states held by the link, in order"""
+        self.n_read = 0
 
     def write(self, event: dict[str, Any]) -> None:
         self.log_file.write(json.dumps(event) + "\n")
@@ -362,10 +381,18 @@ class Double:
         if self.publish_js and stop_after_end >= 0 and ended is not None and now - ended >= stop_after_end:
             self.publish_js = False
             self.write({"event": "joint_states", "t": now, "publishing": False})
+        ns = round((ros_now + float(cfg.get("stamp_offset_s", 0.0))) * 1e9)  # when the state was read
+        if self.truth_pub is not None:
+            truth = self._JointState(name=list(state), position=[x[0] for x in state.values()])
+            truth.velocity = [x[1] for x in state.values()]
+            truth.header.stamp.sec, truth.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
+            self.truth_pub.publish(truth)
         if not self.publish_js:
             return
+        self.n_read += 1
+        if (self.n_read - 1) % max(1, int(cfg.get("joint_state_every", 1))):
+            return
         msg = self._JointState()
-        ns = round((ros_now + float(cfg.get("stamp_offset_s", 0.0))) * 1e9)  # when the state was read
         msg.header.stamp.sec, msg.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
         omit = set(cfg.get("omit_joints", []))
         names = [j for j in state if j not in omit]
@@ -379,10 +406,26 @@ class Double:
         else:
             msg.velocity = [state[j][1] for j in names]
         msg.effort = [0.0] * len(names)
-        self.js_pub.publish(msg)
+        self.outbox.append((now + self.latency(ros_now), msg))
+        self.deliver(now)
         if self.last_js is not None and now - self.last_js > GAP_S:  # this process was late itself
             self.write({"event": "js_gap", "from": self.last_js, "to": now})
         self.last_js = now
+
+    def latency(self, ros_now: float) -> float:
+        """The link's delay for a state read at `ros_now`: the backlog's ramp plus the jitter."""
+        backlog = float(self.cfg.get("joint_state_backlog_s", 0.0))
+        period = float(self.cfg.get("joint_state_backlog_period_s", 0.1))
+        jitter = float(self.cfg.get("joint_state_jitter_s", 0.0))
+        ramp = backlog * (ros_now % period) / period if backlog > 0 else 0.0
+        return ramp + (float(self.rng.uniform(0.0, jitter)) if jitter > 0 else 0.0)
+
+    def deliver(self, now: float) -> float | None:
+        """Publish the held joint states whose time has come, in order (a message waits for the
+        ones before it: held messages go out together). Returns the next release time."""
+        while self.outbox and self.outbox[0][0] <= now:
+            self.js_pub.publish(self.outbox.pop(0)[1])
+        return self.outbox[0][0] if self.outbox else None
 
     def publish_diagnostics(self) -> None:
         from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
@@ -454,7 +497,9 @@ def main(argv: list[str] | None = None) -> int:
                 double.publish_images(k)
                 k += 1
                 next_img = now + img_period
-            time.sleep(max(0.0, min(next_js, next_img if double.cams else next_js) - time.monotonic()))
+            release = double.deliver(time.monotonic())
+            wake = min(next_js, next_img if double.cams else next_js, release or next_js)
+            time.sleep(max(0.0, wake - time.monotonic()))
     except KeyboardInterrupt:
         pass
     finally:
