@@ -118,6 +118,8 @@ class AgentSettings(BaseModel):
 SHARED_PARAMETERS: dict[str, tuple[str, str]] = {
     "max_turns": ("EpisodeConfig", "max_turns"),
     "observation": ("EpisodeConfig", "observation"),
+    "history": ("EpisodeConfig", "history"),
+    "history_older": ("EpisodeConfig", "history_older"),
     "model": ("ModelSettings", "model"),
     "base_url": ("ModelSettings", "base_url"),
     "api_key_env": ("ModelSettings", "api_key_env"),

@@ -81,3 +81,28 @@ def test_replay_of_a_recorded_flight_flies_it_again(tmp_path, capsys):
         first["turns"],
     )
     assert again["reward"] == first["reward"]
+
+
+def test_a_compact_windowed_flight_replays_through_the_cli(tmp_path, capsys):
+    args = ["run", "--task", "roadster_kickflip", "--wind", "gale", "--seed", "20004", "--no-video", "--json",
+            "--observation", "compact", "--history", "2"]  # fmt: skip
+    assert main([*args, "--runs-dir", str(tmp_path / "a")]) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert first["observation"] == "compact" and first["history"] == 2 and first["history_older"] == "line"
+    log = next((tmp_path / "a").iterdir()) / "episode.jsonl"
+    main([*args, "--runs-dir", str(tmp_path / "b"), "--policy", "replay", "--replay", str(log)])
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (again["success"], again["detail"], again["turns"], again["reward"]) == (
+        first["success"],
+        first["detail"],
+        first["turns"],
+        first["reward"],
+    )
+
+
+def test_compact_prompt_prints_the_short_briefing_and_an_integer_row(capsys):
+    assert main(["prompt", "--task", "roadster_kickflip", "--wind", "gale", "--observation", "compact"]) == 0
+    out = capsys.readouterr().out
+    assert "stunt: kickflip" in out and "one row of integers" in out
+    row = out.split("=== user (turn 1) ===")[1].strip()
+    assert row.startswith("t=0 h=") and "tt=" in row and "." not in row
