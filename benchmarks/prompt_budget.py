@@ -15,7 +15,11 @@ the prompt evaluation took (llama.cpp's "prompt eval time"); llama-cpp-python's 
 neither.
 
     PEAR_BENCH_TAG=issue38 nice -n 10 .venv/bin/python benchmarks/prompt_budget.py \
-        [--tasks roadster_ramp_flip,roadster_kickflip,pick_cube] [--history 2] [--no-server]
+        [--tasks roadster_ramp_flip,roadster_kickflip,pick_cube] [--history 2] [--no-server] \
+        [--server-runs "roadster_ramp_flip:default/all,roadster_ramp_flip:compact/all,..."]
+
+The server's prefill is slow on a shared 2-core machine (tens of tokens a second under load), so by
+default it replays only a few (task, setting) pairs (`--server-runs`; `all` for every one).
 """
 
 from __future__ import annotations
@@ -47,9 +51,20 @@ def settings(history: int) -> list[dict[str, Any]]:
     return out
 
 
+SERVER_RUNS = (
+    "roadster_ramp_flip:default/all,roadster_ramp_flip:compact/all,roadster_ramp_flip:compact/drop,"
+    "pick_cube:compact/all,pick_cube:compact/line"
+)
+
+
 def label(s: dict[str, Any]) -> str:
     win = "all" if s["history"] is None else f"K={s['history']} {s['history_older']}"
     return f"{s['observation']} / {win}"
+
+
+def short(task: str, s: dict[str, Any]) -> str:
+    """`task:observation/window` as --server-runs names it (window: all, line or drop)."""
+    return f"{task}:{s['observation']}/{'all' if s['history'] is None else s['history_older']}"
 
 
 def fly(task: str, s: dict[str, Any]) -> tuple[dict[str, Any], list[list[dict]], list[dict]]:
@@ -93,8 +108,11 @@ def token_counts(
 ) -> dict[str, Any]:
     from pear_agent.train.sequences import episode_sequences
 
-    prompts = [tok.apply_chat_template(v, tokenize=True, add_generation_prompt=True) for v in views]
-    prompts = [p["input_ids"] if isinstance(p, dict) else list(p) for p in prompts]
+    def ids(msgs: list[dict], generation: bool = True) -> list[int]:  # as ChatSequence tokenises
+        text = tok.apply_chat_template(msgs, tokenize=False, add_generation_prompt=generation)
+        return tok(text, add_special_tokens=False)["input_ids"]
+
+    prompts = [ids(v) for v in views]
     replies = [m["content"] for m in messages if m["role"] == "assistant"]
     reply_tokens = [len(tok(r, add_special_tokens=False)["input_ids"]) + 1 for r in replies]
     new = []
@@ -108,7 +126,7 @@ def token_counts(
         new.append(len(p) - shared)
         previous = p + [-1] * r  # the reply's tokens (never equal to a prompt's: text re-tokenises)
     seqs = episode_sequences(tok, messages, None, s["history"], s["history_older"])
-    system = len(tok.apply_chat_template(views[0][:1], tokenize=True)) if views else 0
+    system = len(ids(views[0][:1], False)) if views else 0
     return {
         "turns": len(prompts),
         "system_tokens": system,
@@ -218,6 +236,11 @@ def main() -> None:
     ap.add_argument("--history", type=int, default=2, help="the window's K")
     ap.add_argument("--no-server", action="store_true", help="tokens only (no llama.cpp prefill)")
     ap.add_argument("--n-ctx", type=int, default=16384)
+    ap.add_argument(
+        "--server-runs",
+        default=SERVER_RUNS,
+        help="comma-separated task:observation/window pairs to replay against the server, or all",
+    )
     args = ap.parse_args()
 
     from transformers import AutoTokenizer
@@ -236,6 +259,7 @@ def main() -> None:
                     "seed": SEEDS[task],
                     **s,
                     "label": label(s),
+                    "name": short(task, s),
                     "success": result["success"],
                     "end_reason": result["end_reason"],
                     "reward": result.get("reward"),
@@ -255,7 +279,10 @@ def main() -> None:
         server = {"used": True, "model": "gemma3-270m (Q4_K_M GGUF)", "chat_format": "chatml", "n_threads": 2}
         server["n_ctx"] = args.n_ctx
         try:
+            wanted = None if args.server_runs == "all" else set(args.server_runs.split(","))
             for r in runs:
+                if wanted is not None and r["name"] not in wanted:
+                    continue
                 r["llama_cpp"] = prefill(url, log_path, r["_views"], r["_messages"])
                 print(
                     f"{r['task']} {r['label']}: prefill {r['llama_cpp']['prompt_eval_s_sum']} s",

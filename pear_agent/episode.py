@@ -426,8 +426,9 @@ class Episode:
         self.turn = turn = self.turn + 1
         prompt = env.observe(turn, self._max_turns, self._feedback)
         message = dict(prompt.message)
-        if prompt.line is not None:
-            message[LINE_KEY] = prompt.line  # its one-line form, once it is older than --history K
+        windowed = cfg.history is not None and prompt.line is not None
+        if windowed:  # its one-line form, once it is older than --history K (kept in the records)
+            message[LINE_KEY] = prompt.line
         self.messages.append(message)
         self._context_tokens += prompt.tokens
         if cfg.history is not None:  # the window is what the model gets
@@ -436,7 +437,7 @@ class Episode:
         if self.writer is not None:
             files = {n: self.writer.save_image(turn, n, j) for n, j in prompt.images.items()}
         self._line = {"kind": "turn", "turn": turn, "prompt": prompt.text, "images": files} | prompt.record
-        if prompt.line is not None:
+        if windowed:
             self._line["line"] = prompt.line
         if self._context_tokens > cfg.max_context_tokens:
             detail = f"context of ~{self._context_tokens} tokens exceeds {cfg.max_context_tokens}"
@@ -535,7 +536,8 @@ class Episode:
             return
         self._invalid_run = 0
         record["action"] = action.to_json()
-        answer[LINE_KEY] = json.dumps(record["action"], separators=(",", ":"))  # its one-line form
+        if cfg.history is not None:  # its one-line form, once it is older than the window
+            answer[LINE_KEY] = json.dumps(record["action"], separators=(",", ":"))
         step = env.execute(action)
         record |= step.record
         if step.reward is not None:

@@ -50,7 +50,7 @@ def from_run_folder(folder: Path, executed_actions: bool = False) -> Example:
                 f"{folder}: turns carry camera images; the text trainer needs --observation state"
             )
         user: dict[str, Any] = {"role": "user", "content": t["prompt"]}
-        if t.get("line"):
+        if t.get("line") and header.get("history") is not None:
             user["_line"] = t["line"]  # its one-line form (a history window's older turns)
         messages.append(user)
         answered = "reply" in t and not (t.get("error") and "outcome" not in t)
@@ -62,7 +62,7 @@ def from_run_folder(folder: Path, executed_actions: bool = False) -> Example:
             else:
                 traces.append(t.get("tokens"))
             answer: dict[str, Any] = {"role": "assistant", "content": reply}
-            if t.get("action") is not None:
+            if t.get("action") is not None and header.get("history") is not None:
                 answer["_line"] = json.dumps(t["action"], separators=(",", ":"))
             messages.append(answer)
         if t.get("reward") is not None:
