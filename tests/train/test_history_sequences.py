@@ -88,3 +88,30 @@ def test_the_trainer_rebuilds_the_sampled_sequences_from_the_record(tiny):
         assert masked == reply.tokens.logprobs
     # without a window: the one append-only sequence, as before
     assert len(episode_sequences(tiny[1], episode.messages, traces, None)) == 1
+
+
+def test_a_windowed_run_folder_trains_on_the_windows_it_was_flown_with(tiny, tmp_path):
+    """Warm start from logs: the one-line forms come back from the log, so the rebuilt prompts are
+    the windows the teacher was sent (the log's header says the window)."""
+    import json
+
+    from pear_agent.records import RunWriter
+    from pear_agent.train.data import from_run_folder
+    from pear_agent.train.sequences import episode_sequences
+    from sim_adapters.roadster.pilot import PilotPolicy
+
+    env = RoadsterEnvironment("roadster_ramp_flip", "light", render=False)
+    cfg = EpisodeConfig(history=2)
+    episode = Episode.of(env, PilotPolicy(), cfg, writer=RunWriter(tmp_path / "run", video_fps=None))
+    assert episode.run(20001).success
+    ex = from_run_folder(tmp_path / "run")
+    header = json.loads((tmp_path / "run" / "episode.jsonl").read_text().splitlines()[0])
+    assert ex.messages == episode.messages  # prompts, replies and one-line forms alike
+    seqs = episode_sequences(tiny[1], ex.messages, None, header["history"], header["history_older"])
+    replies = sum(1 for m in ex.messages if m["role"] == "assistant")
+    assert len(seqs) == replies - 2  # turns 1-3 share one sequence, every later one starts its own
+    assert sum(s.reply_tokens for s in seqs) == sum(
+        len(tiny[1](m["content"], add_special_tokens=False)["input_ids"]) + 1
+        for m in ex.messages
+        if m["role"] == "assistant"
+    )
