@@ -700,4 +700,7 @@ def loop_options_from_args(args: Any) -> dict[str, Any]:
     out = {k: values[k] for k in LOOP_OPTIONS if k in values}
     if out.get("max_chunk") is None:  # only when given: benches recorded before it stay resumable
         out.pop("max_chunk", None)
+    if out.get("history") is None:  # likewise the window: no window is what every older bench ran
+        out.pop("history", None)
+        out.pop("history_older", None)
     return out

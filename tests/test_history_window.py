@@ -96,3 +96,17 @@ def test_loop_settings_are_typed_and_checked():
         EpisodeConfig(history=2, history_older="summary")
     with pytest.raises(ValueError, match="observation must be one of"):
         EpisodeConfig(observation="tiny")
+
+
+def test_bench_loop_options_carry_the_window_only_when_set():
+    """A bench's identity gains the window only when one is set: benches recorded before it resume."""
+    from pear_agent.cli import build_parser
+    from pear_agent.episode import loop_options_from_args
+
+    parser = build_parser()
+    plain = loop_options_from_args(parser.parse_args(["bench", "--tasks", "pick_cube"]))
+    assert "history" not in plain and "history_older" not in plain
+    args = parser.parse_args(["bench", "--tasks", "pick_cube", "--history", "2", "--history-older", "drop"])
+    windowed = loop_options_from_args(args)
+    assert windowed["history"] == 2 and windowed["history_older"] == "drop"
+    assert EpisodeConfig(**windowed).history == 2
