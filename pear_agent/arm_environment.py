@@ -14,8 +14,22 @@ from pear_agent.environment import FrameSink, StepResult, TurnPrompt
 from pear_agent.kinematics import Kinematics, rpy_to_matrix
 from pear_agent.policies.base import TurnContext
 from pear_agent.protocol.actions import Action, parse_reply, response_schema
-from pear_agent.protocol.prompts import OBSERVATION_MODES, encode_jpeg, system_prompt, turn_text, user_message
-from pear_agent.protocol.state import PartPose, robot_state, scene_facts, state_json
+from pear_agent.protocol.prompts import (
+    OBSERVATION_MODES,
+    compact_turn_text,
+    encode_jpeg,
+    system_prompt,
+    turn_text,
+    user_message,
+)
+from pear_agent.protocol.state import (
+    PartPose,
+    compact_scene,
+    compact_state,
+    robot_state,
+    scene_facts,
+    state_json,
+)
 from pear_agent.safety import clip_target
 
 
@@ -118,19 +132,25 @@ class ArmEnvironment:
         obs = self._obs
         self._state = robot_state(obs, self.kin)
         state = {k: v.to_json() for k, v in self._state.items()}
-        images = obs.images if self.observation != "state" else {}
+        compact = self.observation == "compact"
+        images = obs.images if self.observation in ("both", "images") else {}
         jpegs = {name: encode_jpeg(img, self.jpeg_quality) for name, img in images.items()}
-        scene = scene_facts(obs.privileged) if self.scene_facts else None
-        text = turn_text(
-            turn,
-            max_turns,
-            state_json(self._state),
-            feedback,
-            list(jpegs),
-            observation=self.observation,
-            scene=scene,
-        )
-        msg = user_message(text, jpegs, as_string=self.observation == "state")
+        line = compact_state(self._state)
+        if compact:
+            scene = compact_scene(obs.privileged) if self.scene_facts else None
+            text = compact_turn_text(line, feedback, scene)
+        else:
+            scene = scene_facts(obs.privileged) if self.scene_facts else None
+            text = turn_text(
+                turn,
+                max_turns,
+                state_json(self._state),
+                feedback,
+                list(jpegs),
+                observation=self.observation,
+                scene=scene,
+            )
+        msg = user_message(text, jpegs, as_string=self.observation in ("state", "compact"))
         p = self.patch_px
         img_tokens = sum(math.ceil(i.shape[0] / p) * math.ceil(i.shape[1] / p) for i in images.values())
         record: dict[str, Any] = {
@@ -140,9 +160,15 @@ class ArmEnvironment:
         if scene is not None:
             record["scene"] = scene
         ctx = TurnContext(
-            turn, self.task.name, state, obs, response_schema=self._schema, max_chunk=self.max_chunk
+            turn,
+            self.task.name,
+            state,
+            obs,
+            response_schema=self._schema,
+            max_chunk=self.max_chunk,
+            bare_json=compact,
         )
-        return TurnPrompt(msg, text, ctx, len(text) // 4 + img_tokens + 8, jpegs, record)
+        return TurnPrompt(msg, text, ctx, len(text) // 4 + img_tokens + 8, jpegs, record, line=line)
 
     def parse(self, reply: str) -> Action:
         return parse_reply(reply, self.robot, self.max_chunk)

@@ -111,7 +111,9 @@ class ArmFamily(Family, RlRewards, PromptSchema):
 
         robot = load_robot(spec.option("robot") or self.entry(spec.task).default_robot)
         # cameras are rendered only when the model is sent images (video frames render anyway)
-        backend = self.backend(spec.task, robot, spec.render and spec.observation != "state", pooled=True)
+        backend = self.backend(
+            spec.task, robot, spec.render and spec.observation in ("both", "images"), pooled=True
+        )
         try:
             kin = Kinematics(robot)
         except BaseException:

@@ -64,6 +64,9 @@ class TurnPrompt:
     """JPEGs sent in the message, camera -> bytes; the loop saves them and records the file names."""
     record: dict[str, Any] = field(default_factory=dict)
     """Extra fields for the turn's log line (e.g. {"state": ...})."""
+    line: str | None = None
+    """The observation in one line (the compact state or telemetry row): what the model is sent of
+    this turn once it is older than the history window (`--history K`); None: its last text line."""
 
 
 @dataclass

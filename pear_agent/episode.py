@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -32,6 +33,7 @@ from pear_agent.environment import Environment, TurnPrompt, environment_options
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.base import Policy, PolicyReply, decide_async
 from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
+from pear_agent.protocol.history import HISTORY_OLDER, LINE_KEY, check_history, window
 from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
 from pear_agent.records import RunWriter
 from pear_agent.settings import add_arguments, setting, values_from_args
@@ -104,7 +106,23 @@ class EpisodeConfig:
         ros="observation",
         choices=list(OBSERVATION_MODES),
         help="what the model gets each turn: state JSON and camera images (both, default), images only, "
-        "or state only (text: no image parts, user content sent as a plain string)",
+        "state only (text: no image parts, user content sent as a plain string), or compact (a short "
+        "briefing, the state or telemetry as a few integer fields, no echo of the last command, "
+        "bare-JSON replies; text only)",
+    )
+    history: int | None = setting(
+        None,
+        ros="history",
+        metavar="K",
+        help="send the model only the last K turns in full (older ones: see --history-older); "
+        "default: every turn, append-only (a server's prefix cache reused turn after turn)",
+    )
+    history_older: str = setting(
+        "line",
+        ros="history_older",
+        choices=list(HISTORY_OLDER),
+        help="with --history K: turns older than the window are sent as one line each (line, default: "
+        "the observation's one-line form and the action as JSON) or not at all (drop)",
     )
     scene_facts: bool = setting(
         False,
@@ -142,6 +160,7 @@ class EpisodeConfig:
             raise ValueError(
                 f"observation must be one of {list(OBSERVATION_MODES)}, not {self.observation!r}"
             )
+        check_history(self.history, self.history_older)
         if self.max_chunk is not None and (
             isinstance(self.max_chunk, bool) or not isinstance(self.max_chunk, int) or self.max_chunk < 1
         ):
@@ -197,6 +216,10 @@ class EpisodeResult:
     """The last reward an environment gave with a step (None for the arm tasks)."""
     max_chunk: int = 1
     """The most steps (arm) or commands (roadster plan) one reply could carry (issue 29)."""
+    history: int | None = None
+    """Turns sent in full (`--history K`); None: every turn (append-only)."""
+    history_older: str = "line"
+    """What became of the turns older than the window: "line" (one line each) or "drop"."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -363,6 +386,8 @@ class Episode:
             observation=str(header.get("observation", "")),
             scene_facts=bool(header.get("scene_facts", False)),
             max_chunk=int(header.get("max_chunk") or 1),
+            history=cfg.history,
+            history_older=cfg.history_older,
         )
         if self.writer is not None:
             self.writer.write_text("system_prompt.txt", sys_prompt)
@@ -379,6 +404,8 @@ class Episode:
                     "latency_injected_s": cfg.latency_s,
                     "max_turns": self._max_turns,
                     "max_invalid": cfg.max_invalid,
+                    "history": cfg.history,
+                    "history_older": cfg.history_older,
                     **header,
                     "system_prompt": sys_prompt,
                 }
@@ -401,12 +428,20 @@ class Episode:
         cfg, env = self.config, self.env
         self.turn = turn = self.turn + 1
         prompt = env.observe(turn, self._max_turns, self._feedback)
-        self.messages.append(prompt.message)
+        message = dict(prompt.message)
+        windowed = cfg.history is not None and prompt.line is not None
+        if windowed:  # its one-line form, once it is older than --history K (kept in the records)
+            message[LINE_KEY] = prompt.line
+        self.messages.append(message)
         self._context_tokens += prompt.tokens
+        if cfg.history is not None:  # the window is what the model gets
+            self._context_tokens = estimate_tokens(self.view(), cfg.tokens_per_image_patch_px)
         files = {}
         if self.writer is not None:
             files = {n: self.writer.save_image(turn, n, j) for n, j in prompt.images.items()}
         self._line = {"kind": "turn", "turn": turn, "prompt": prompt.text, "images": files} | prompt.record
+        if windowed:
+            self._line["line"] = prompt.line
         if self._context_tokens > cfg.max_context_tokens:
             detail = f"context of ~{self._context_tokens} tokens exceeds {cfg.max_context_tokens}"
             self._end("context_budget", detail)
@@ -415,15 +450,20 @@ class Episode:
         self.prompt = prompt
         return prompt
 
+    def view(self) -> list[Message]:
+        """What the model is sent this turn: the conversation through the history window
+        (`pear_agent.protocol.history.window`; the whole conversation without --history)."""
+        return window(self.messages, self.config.history, self.config.history_older)
+
     def decide(self) -> PolicyReply:
         """The policy's reply to the conversation so far (blocking)."""
         assert self.prompt is not None, "decide() needs a turn: call observe() first"
-        return self.policy.act(self.messages, self.prompt.context)
+        return self.policy.act(self.view(), self.prompt.context)
 
     async def adecide(self) -> PolicyReply:
         """The policy's reply, awaited (`pear_agent.policies.base.decide_async`)."""
         assert self.prompt is not None, "adecide() needs a turn: call observe() first"
-        return await decide_async(self.policy, self.messages, self.prompt.context)
+        return await decide_async(self.policy, self.view(), self.prompt.context)
 
     def apply(self, reply: PolicyReply) -> None:
         """Account for the reply (tokens, latency, failures), let the realtime world move on, parse
@@ -459,7 +499,8 @@ class Episode:
             self.record(record | {"error": reply.error, "end": result.end_reason})
             return
         result.latencies_s.append(reply.latency_s)
-        self.messages.append({"role": "assistant", "content": reply.text})
+        answer: Message = {"role": "assistant", "content": reply.text}
+        self.messages.append(answer)
         self._context_tokens += len(reply.text) // 4 if not reply.usage else 0
         if cfg.mode == "realtime" and turn > 1:
             # the world moved on while the policy decided; the last command stayed in force
@@ -498,6 +539,8 @@ class Episode:
             return
         self._invalid_run = 0
         record["action"] = action.to_json()
+        if cfg.history is not None:  # its one-line form, once it is older than the window
+            answer[LINE_KEY] = json.dumps(record["action"], separators=(",", ":"))
         step = env.execute(action)
         record |= step.record
         if step.reward is not None:
@@ -613,13 +656,21 @@ class Episode:
 
 
 # -- command-line options of the loop, shared by `run` and `bench` -----------------------------
-LOOP_OPTIONS = ("max_turns", "max_invalid", "observation", "scene_facts", "max_chunk")
+LOOP_OPTIONS = (
+    "max_turns",
+    "max_invalid",
+    "observation",
+    "scene_facts",
+    "max_chunk",
+    "history",
+    "history_older",
+)
 CLOCK_OPTIONS = ("mode", "latency_s", "max_context_tokens")
 
 
 def add_loop_args(parser: argparse.ArgumentParser | Any) -> None:
-    """`--max-turns`, `--max-invalid`, `--observation`, `--scene-facts`, `--max-chunk` (EpisodeConfig
-    fields)."""
+    """`--max-turns`, `--max-invalid`, `--observation`, `--scene-facts`, `--max-chunk`, `--history`,
+    `--history-older` (EpisodeConfig fields)."""
     add_arguments(parser, EpisodeConfig, only=LOOP_OPTIONS)
 
 
@@ -652,4 +703,7 @@ def loop_options_from_args(args: Any) -> dict[str, Any]:
     out = {k: values[k] for k in LOOP_OPTIONS if k in values}
     if out.get("max_chunk") is None:  # only when given: benches recorded before it stay resumable
         out.pop("max_chunk", None)
+    if out.get("history") is None:  # likewise the window: no window is what every older bench ran
+        out.pop("history", None)
+        out.pop("history_older", None)
     return out

@@ -26,7 +26,9 @@ SEED = 20000
 SAMPLES: dict[str, tuple[str, list[str]]] = {
     "max_turns": (ROADSTER, ["--max-turns", "6"]),
     "max_invalid": (ROADSTER, ["--max-invalid", "1"]),
-    "observation": (ROADSTER, ["--observation", "state"]),
+    "observation": (ROADSTER, ["--observation", "compact"]),
+    "history": (ROADSTER, ["--history", "2"]),
+    "history_older": (ROADSTER, ["--history", "2", "--history-older", "drop"]),
     "scene_facts": (ROADSTER, ["--scene-facts"]),
     "max_chunk": (ROADSTER, ["--max-chunk", "5"]),
     "mode": (ROADSTER, ["--realtime"]),

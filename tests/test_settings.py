@@ -229,7 +229,14 @@ def test_the_agent_nodes_shared_parameters_are_the_loops_and_the_model_clients()
     params |= {"temperature": 0.0, "keep_images": 2, "model_timeout_s": 30.0}
     model = ModelSettings(**shared_values(params, "ModelSettings"))
     assert model.temperature == 0.0 and model.keep_images == 2 and model.timeout_s == 30.0
-    assert shared_values(params, "EpisodeConfig") == {"max_turns": None, "observation": "both"}
+    assert shared_values(params, "EpisodeConfig") == {
+        "max_turns": None,
+        "observation": "both",
+        "history": None,
+        "history_older": "line",
+    }
+    params |= {"history": 2, "history_older": "drop"}  # the window reaches the ROS agent's loop
+    assert EpisodeConfig(**shared_values(params, "EpisodeConfig")).history == 2
 
 
 # -- settings are read as fields ------------------------------------------------------------------

@@ -55,7 +55,9 @@ def _help_options(text: str) -> dict[str, str]:
             current = next((f for f in flags if f.startswith("--")), flags[0])
             out[current] = m.group(2) or ""
         elif current is not None and line.startswith("   ") and line.strip():
-            out[current] = f"{out[current]} {line.strip()}".strip()
+            # argparse wraps at hyphens too ("--history-" / "older"): such a break joins with no space
+            sep = "" if re.search(r"\w-$", out[current]) else " "
+            out[current] = f"{out[current]}{sep}{line.strip()}".strip()
         else:
             current = None
     return out

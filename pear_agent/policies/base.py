@@ -29,6 +29,9 @@ class TurnContext:
     """JSON Schema of a valid reply object, from the environment (for structured output)."""
     max_chunk: int = 1
     """The most steps (arm) or commands (roadster plan) one reply may carry, as the prompt says."""
+    bare_json: bool = False
+    """The prompt asks for the action as bare JSON, no reasoning (`--observation compact`): a
+    scripted policy answers so."""
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
@@ -58,5 +59,6 @@ class ScriptedPolicy:
                         ]
                 if len(steps) == 1:  # noise stays within the caps (a chunk's later steps: the runtime's)
                     cap_action(ctx.state, priv or {}, action)
-        text = reply_text(reasoning, wire_chunk(steps, done=done, parts=list(ctx.state)))
+        wire = wire_chunk(steps, done=done, parts=list(ctx.state))
+        text = json.dumps(wire, separators=(",", ":")) if ctx.bare_json else reply_text(reasoning, wire)
         return PolicyReply(text=text, latency_s=time.perf_counter() - t0)

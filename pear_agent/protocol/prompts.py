@@ -32,8 +32,10 @@ def _fmt_range(r: list[float]) -> str:
     return f"[{r[0]:g}, {r[1]:g}]"
 
 
-ObservationMode = Literal["images", "state", "both"]
-OBSERVATION_MODES: tuple[str, ...] = ("images", "state", "both")
+ObservationMode = Literal["images", "state", "both", "compact"]
+OBSERVATION_MODES: tuple[str, ...] = ("images", "state", "both", "compact")
+"""compact: a short briefing, the state as a few integer fields in one line, no echo of the last
+command, bare-JSON replies (text only: for small text models; `compact_system_prompt`)."""
 
 
 def _inputs(observation: str, scene_facts: bool) -> str:
@@ -76,6 +78,10 @@ def system_prompt(
 ) -> str:
     if observation not in OBSERVATION_MODES:
         raise ValueError(f"observation must be one of {OBSERVATION_MODES}, not {observation!r}")
+    if observation == "compact":
+        return compact_system_prompt(
+            robot, task, prompts_dir, scene_facts=scene_facts, max_invalid=max_invalid, max_chunk=max_chunk
+        )
     parts, example = [], {}
     for name, part in robot.parts.items():
         qty = ["`position` [x, y, z] of the tool point in cm", "`orientation` [roll, pitch, yaw] in rad"]
@@ -107,6 +113,54 @@ def system_prompt(
         instruction=task.instruction,
         max_turns=task.max_turns,
     )
+
+
+def compact_system_prompt(
+    robot: RobotConfig,
+    task: TaskInfo,
+    prompts_dir: Path = PROMPTS_DIR,
+    *,
+    scene_facts: bool = False,
+    max_invalid: int = 3,
+    max_chunk: int = 1,
+) -> str:
+    """The short briefing of `--observation compact` (`prompts/system_compact.md`)."""
+    first_name, first = next(iter(robot.parts.items()))
+    example: dict[str, Any] = {first_name: {"position": [0.0, 0.0, -2.0]}}
+    if first.gripper is not None:
+        example[first_name]["gripper"] = 0.0
+    chunk = ""
+    if max_chunk > 1:
+        chunk = (
+            f' `"action"` may be a list of up to {max_chunk} such steps, each a change from the previous '
+            "step's target, run as one motion."
+        )
+    return _template("system_compact", prompts_dir).substitute(
+        robot_name=robot.name,
+        instruction=task.instruction.strip(),
+        max_turns=task.max_turns,
+        frame_x=robot.frame.x,
+        frame_y=robot.frame.y,
+        frame_z=robot.frame.z,
+        scene=", then one line `<object> x= y= z=` per object (cm)" if scene_facts else "",
+        example=json.dumps(wire_action(example), separators=(",", ":")),
+        max_step_cm=f"{first.limits.max_position_step_cm:g}",
+        max_rot_rad=f"{first.limits.max_rotation_step_rad:g}",
+        max_invalid=max_invalid,
+        chunk=chunk,
+    )
+
+
+def compact_turn_text(state_line: str, outcome: str | None, scene: str | None = None) -> str:
+    """A compact turn: `last: <outcome>` unless the last action was simply reached (or on turn 1),
+    the state line, the objects' line with --scene-facts. No turn counter, no echo of the command."""
+    lines = []
+    if outcome and not outcome.startswith("reached"):
+        lines.append(f"last: {outcome}")
+    lines.append(state_line)
+    if scene:
+        lines.append(scene)
+    return "\n".join(lines)
 
 
 def chunk_rules(part: str, max_chunk: int, has_gripper: bool) -> str:

@@ -77,3 +77,62 @@ def scene_facts(privileged: dict[str, Any]) -> str:
     model (`--scene-facts`). Only unit-named quantities (`*_cm`, `*_rad`, `*_cm_s`) and names are
     kept; expert bookkeeping (grasp points, contacts, lift goals) is left out."""
     return json.dumps(_scene_value(privileged))
+
+
+# -- the compact observation (`--observation compact`): a few integer fields per part ------------
+COMPACT_FIELDS = ("x", "y", "z", "roll", "pitch", "yaw", "grip")
+"""Per part: tool point x, y, z in cm; orientation roll, pitch, yaw in degrees; gripper 1 open, 0
+closed (rounded); all integers."""
+
+
+def _int(v: float) -> int:
+    return round(float(v)) + 0  # no "-0"
+
+
+def compact_state(state: dict[str, PartPose]) -> str:
+    """The state in one line, integer fields: `arm x=52 y=-3 z=15 roll=180 pitch=0 yaw=30 grip=1`
+    (several parts: `; `-separated)."""
+    out = []
+    for name, p in state.items():
+        deg = np.degrees(np.asarray(p.orientation_rad, float))
+        bits = [f"{k}={_int(v)}" for k, v in zip(("x", "y", "z"), p.position_cm, strict=True)]
+        bits += [f"{k}={_int(v)}" for k, v in zip(("roll", "pitch", "yaw"), deg, strict=True)]
+        if p.gripper is not None:
+            bits.append(f"grip={_int(p.gripper)}")
+        out.append(f"{name} " + " ".join(bits))
+    return "; ".join(out)
+
+
+def parse_compact_state(line: str) -> dict[str, dict[str, int]]:
+    """`compact_state`'s line back: part -> {field: integer}; ValueError naming what is wrong."""
+    out: dict[str, dict[str, int]] = {}
+    for chunk in line.split(";"):
+        words = chunk.split()
+        if not words:
+            continue
+        name, fields = words[0], {}
+        for w in words[1:]:
+            key, sep, value = w.partition("=")
+            if not sep or key not in COMPACT_FIELDS:
+                raise ValueError(f"not a compact state field: {w!r}")
+            fields[key] = int(value)
+        out[name] = fields
+    if not out:
+        raise ValueError("no part in the compact state line")
+    return out
+
+
+def compact_scene(privileged: dict[str, Any]) -> str:
+    """The objects' positions as integer cm, one `name x= y= z=` per object (`--scene-facts` with
+    the compact observation)."""
+    out = []
+    for key, value in _scene_value(privileged).items():
+        if not isinstance(value, dict):
+            continue
+        pos = next((v for k, v in value.items() if k.startswith("position") and k.endswith("_cm")), None)
+        if isinstance(pos, list) and len(pos) == 3:
+            out.append(
+                f"{value.get('name', key)} "
+                + " ".join(f"{a}={_int(v)}" for a, v in zip("xyz", pos, strict=True))
+            )
+    return "; ".join(out)

@@ -193,7 +193,7 @@ def _check_params(p: dict[str, Any], settings: RosSettings) -> None:
 def _observation(p: dict[str, Any], cameras: dict[str, str], log: Any) -> str:
     """What the model gets each turn: `observation`, except that with no camera in use `both` becomes
     `state`, so the system prompt tells the model it gets no images (it would promise them)."""
-    if cameras or p["observation"] == "state":
+    if cameras or p["observation"] in ("state", "compact"):
         return p["observation"]
     if p["observation"] == "images":
         raise ConfigError(
@@ -327,7 +327,8 @@ def run(node: Any, p: dict[str, Any]) -> int:
                 }
             )
 
-        cfg = EpisodeConfig(max_turns=max_turns, observation=observation)
+        window = {k: v for k, v in shared_values(p, "EpisodeConfig").items() if k.startswith("history")}
+        cfg = EpisodeConfig(max_turns=max_turns, observation=observation, **window)
         episode = Episode(backend, prompt_kin, policy, cfg, writer, on_turn)
         result = episode.run(seed)
         loop_finished = True

@@ -153,8 +153,14 @@ class Recipe(Strict):
     name: str
     description: str = ""
     model: ModelConfig
-    observation: Literal["both", "images", "state"] = "state"
+    observation: Literal["both", "images", "state", "compact"] = "state"
+    """What the model gets each turn (`--observation`; compact: a short briefing, a few integer fields,
+    bare-JSON replies)."""
     scene_facts: bool = False
+    history: int | None = Field(None, ge=0)
+    """`--history K`: the last K turns in full (None: every turn, one sequence per episode)."""
+    history_older: Literal["line", "drop"] = "line"
+    """`--history-older`: the turns older than the window as one line each, or dropped."""
     sft: SFTConfig = Field(default_factory=SFTConfig)
     teacher: TeacherConfig = Field(default_factory=TeacherConfig)
     grpo: GRPOConfig = Field(default_factory=GRPOConfig)

@@ -49,7 +49,10 @@ def from_run_folder(folder: Path, executed_actions: bool = False) -> Example:
             raise ValueError(
                 f"{folder}: turns carry camera images; the text trainer needs --observation state"
             )
-        messages.append({"role": "user", "content": t["prompt"]})
+        user: dict[str, Any] = {"role": "user", "content": t["prompt"]}
+        if t.get("line") and header.get("history") is not None:
+            user["_line"] = t["line"]  # its one-line form (a history window's older turns)
+        messages.append(user)
         answered = "reply" in t and not (t.get("error") and "outcome" not in t)
         if answered:
             reply = t["reply"]
@@ -58,7 +61,10 @@ def from_run_folder(folder: Path, executed_actions: bool = False) -> Example:
                 traces.append(None)  # a rewritten reply is text, not the sampled tokens
             else:
                 traces.append(t.get("tokens"))
-            messages.append({"role": "assistant", "content": reply})
+            answer: dict[str, Any] = {"role": "assistant", "content": reply}
+            if t.get("action") is not None and header.get("history") is not None:
+                answer["_line"] = json.dumps(t["action"], separators=(",", ":"))
+            messages.append(answer)
         if t.get("reward") is not None:
             reward = float(t["reward"])
     summary_path = folder / "summary.json"

@@ -163,6 +163,8 @@ class GRPOTrainer:
             max_turns=self.cfg.max_turns,
             observation=recipe.observation,
             scene_facts=recipe.scene_facts,
+            history=recipe.history,
+            history_older=recipe.history_older,
         )
         self.counts = FilterCounts()
         self.sync = None
@@ -334,7 +336,7 @@ class GRPOTrainer:
 
     # -- the update ---------------------------------------------------------------------------
     def _sequences(self, groups: list[Group]) -> list[tuple[Any, float]]:
-        from pear_agent.train.sequences import episode_tokens
+        from pear_agent.train.sequences import episode_sequences
 
         items = []
         for grp in groups:
@@ -349,9 +351,16 @@ class GRPOTrainer:
                         "must return them (grpo.generator vllm: a vLLM server answering /v1/completions "
                         "with logprobs and return_tokens_as_token_ids; grpo.generator local records them)"
                     )
-                seq = episode_tokens(self.tokenizer, rec["messages"], traces)
-                if seq.reply_tokens:
-                    items.append((seq, adv))
+                # with a history window, one sequence per stretch the model saw append-only
+                for seq in episode_sequences(
+                    self.tokenizer,
+                    rec["messages"],
+                    traces,
+                    rec.get("history"),
+                    rec.get("history_older", "line"),
+                ):
+                    if seq.reply_tokens:
+                        items.append((seq, adv))
         return items
 
     def update(self, groups: list[Group]) -> tuple[float, int, float | None, int]:

@@ -26,7 +26,13 @@ from pear_agent.train.vision import is_processor, reply_banned_ids
 def open_turn(policy: Any, messages: list[Message]) -> list[int] | PolicyReply:
     """The turn's new messages appended to the policy's sequence: the ids to sample after (the turn
     counted), or the reply saying why not (the in-process generators and the token server start a
-    turn the same way)."""
+    turn the same way). Messages that no longer start with the sequence (a history window slid,
+    `--history K`) start a new sequence, as the trainer's `episode_sequences` does."""
+    from pear_agent.train.sequences import ChatSequence
+
+    seq = policy.sequence
+    if seq.ids and not seq.extends(messages):
+        policy.sequence = ChatSequence(seq.processor if seq.processor is not None else seq.tokenizer)
     try:
         ids = policy.sequence.prompt(messages)
     except ValueError as exc:
@@ -97,12 +103,17 @@ class LocalModelPolicy:
         self.sequence = ChatSequence(self.tokenizer)
         self._kv: Any = None
         self._cache_len = 0
+        self._cached: list[int] = []
+        """The token ids the cache holds (a history window keeps only the start they share)."""
 
     def _request(self, ids: list[int]) -> Any:
-        from pear_agent.train.batched import GenRequest
+        from pear_agent.train.batched import GenRequest, _common_prefix, _cut
 
         kv = self._kv if self.reuse_cache else None
         start = self._cache_len if kv is not None else 0
+        if kv is not None and self._cached[:start] != ids[:start]:  # a window slid: keep the shared start
+            start = min(_common_prefix([self._cached[:start], ids]), len(ids) - 1)
+            kv = _cut(kv, start) if start > 0 else None
         return GenRequest(
             feed=ids[start:],
             kv=kv,
@@ -118,6 +129,7 @@ class LocalModelPolicy:
         # the cache now holds ids + every new token but the last (never fed back)
         self._kv = res.kv
         self._cache_len = len(ids) + len(out_ids) - 1
+        self._cached = (list(ids) + list(out_ids))[: self._cache_len]
         return sampled_reply(self, ids, out_ids, logprobs, t0)
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:

@@ -36,6 +36,8 @@ class LoopOptions:
     observation: str = "state"
     scene_facts: bool = False
     max_context_tokens: int = 64000
+    history: int | None = None
+    history_older: str = "line"
 
 
 def _record(job: TrainJob, out: Any) -> dict[str, Any]:
@@ -52,6 +54,8 @@ def _record(job: TrainJob, out: Any) -> dict[str, Any]:
         "wall_time_s": out.wall_time_s,
         "turn_tokens": out.turn_tokens,
         "completion_tokens": out.result.completion_tokens,
+        "history": out.result.history,
+        "history_older": out.result.history_older,
     }
 
 
@@ -79,8 +83,13 @@ def run_episodes(
         observation=opts.observation,
         scene_facts=opts.scene_facts,
         max_context_tokens=opts.max_context_tokens,
+        history=opts.history,
+        history_older=opts.history_older,
     )
-    render = opts.observation != "state"  # arm tasks render cameras only when the model sees images
+    render = opts.observation in (
+        "both",
+        "images",
+    )  # arm tasks render cameras only when the model sees images
     runner_jobs = []
     for job in jobs:
         spec = EnvSpec.of(resolve(job.task)[1], mode=opts.mode, render=render, config=cfg)

@@ -69,19 +69,29 @@ class ChatSequence:
         if is_processor(self.tokenizer):  # a processor given where a tokenizer goes
             self.processor, self.tokenizer = self.tokenizer, self.tokenizer.tokenizer
 
-    def prompt(self, messages: list[dict[str, Any]]) -> list[int]:
-        """Append the messages not yet in the sequence and the generation prompt; the ids to generate
-        from (the whole sequence)."""
+    def _converted(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
         if self.processor is not None:
             from pear_agent.train.vision import vision_messages
 
-            msgs, urls = vision_messages(messages)
-        else:
-            msgs, urls = text_messages(messages), []
+            return vision_messages(messages)
+        return text_messages(messages), []
+
+    def extends(self, messages: list[dict[str, Any]]) -> bool:
+        """Do `messages` start with everything already in the sequence (append-only)? False once a
+        history window (`--history K`) has slid: the turn starts a new sequence."""
+        n = len(self._messages)
+        return self._converted(messages)[0][:n] == self._messages
+
+    def prompt(self, messages: list[dict[str, Any]]) -> list[int]:
+        """Append the messages not yet in the sequence and the generation prompt; the ids to generate
+        from (the whole sequence). An empty sequence takes earlier replies as context (a history
+        window's view: their template tokens, never in the loss); later, replies enter only through
+        `add_reply`."""
+        msgs, urls = self._converted(messages)
         n = len(self._messages)
         if msgs[:n] != self._messages:
             raise TemplateDriftError("the conversation changed under the sequence (an earlier turn differs)")
-        if any(m["role"] == "assistant" for m in msgs[n:]):
+        if n and any(m["role"] == "assistant" for m in msgs[n:]):
             raise ValueError("replies enter the sequence through add_reply, not as prompt messages")
         templater = self.processor if self.processor is not None else self.tokenizer
         text = templater.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True)
@@ -248,3 +258,78 @@ def episode_tokens(
         versions=versions,
         vision=seq.vision_inputs(),
     )
+
+
+def episode_sequences(
+    tokenizer: Any,
+    messages: list[dict[str, Any]],
+    traces: list[dict[str, Any] | None] | None = None,
+    history: int | None = None,
+    history_older: str = "line",
+    max_tokens: int | None = None,
+) -> list[EpisodeTokens]:
+    """The training sequences of one episode as the model saw it: without a history window
+    (`history` None) the one append-only sequence of `episode_tokens`; with `--history K`, each
+    turn's prompt is the window the model was sent (`pear_agent.protocol.history.window`), and a
+    new sequence starts wherever the window slid (the in-process and token-server samplers start
+    one there too), each reply trained once, in the sequence that sampled it."""
+    if history is None:
+        return [episode_tokens(tokenizer, messages, traces, max_tokens)]
+    from pear_agent.protocol.history import window
+
+    out: list[EpisodeTokens] = []
+    seq: ChatSequence | None = None
+    old: list[float] = []
+    versions: list[int] = []
+    known = True
+
+    def close() -> None:
+        if seq is None:
+            return
+        seq.check_mask()
+        if max_tokens is not None and len(seq.ids) > max_tokens:
+            raise ValueError(
+                f"sequence of {len(seq.ids)} tokens exceeds the {max_tokens}-token training limit"
+            )
+        out.append(
+            EpisodeTokens(
+                seq.ids,
+                seq.mask,
+                seq.masked_tokens,
+                old_logprobs=old if known and traces is not None else None,
+                versions=versions,
+                vision=seq.vision_inputs(),
+            )
+        )
+
+    k = 0
+    for i, m in enumerate(messages):
+        if m["role"] != "assistant":
+            continue
+        view = window(messages[:i], history, history_older)
+        if seq is None or not seq.extends(view):
+            close()
+            seq, old, versions, known = ChatSequence(tokenizer), [], [], True
+        if len(view) > len(seq.messages):
+            seq.prompt(view)
+        grow = len(seq.ids) - len(old)
+        old += [0.0] * grow
+        versions += [-1] * grow
+        trace = traces[k] if traces is not None and k < len(traces) else None
+        text = message_text(m)
+        if trace and trace.get("ids"):
+            seq.add_reply(list(trace["ids"]), text)
+            lp = trace.get("logprobs")
+            ok = lp is not None and len(lp) == len(trace["ids"])
+            known = known and ok
+            old += list(lp) if ok else [0.0] * len(trace["ids"])
+            versions += [int(trace.get("policy_version") or 0)] * len(trace["ids"])
+        else:
+            seq.add_text_reply(text)
+            n = seq.reply_token_counts[-1]
+            known = False
+            old += [0.0] * n
+            versions += [-1] * n
+        k += 1
+    close()
+    return out

@@ -70,7 +70,12 @@ def collect_teacher(
 
     successes_only = t.successes_only or base_url is not None
     draws = [mix.draw() for _ in range(n)]
-    opts = LoopOptions(observation=recipe.observation, scene_facts=recipe.scene_facts)
+    opts = LoopOptions(
+        observation=recipe.observation,
+        scene_facts=recipe.scene_facts,
+        history=recipe.history,
+        history_older=recipe.history_older,
+    )
     written = 0
     per_task: dict[str, list[int]] = {}
     old = Path(out) / "trajectories.jsonl"

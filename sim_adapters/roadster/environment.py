@@ -41,7 +41,12 @@ from sim_adapters.roadster.commands import (
 )
 from sim_adapters.roadster.scenario import WIND_BANDS
 from sim_adapters.roadster.sim import MAX_FLIGHT_S, ROW_S, RoadsterSim
-from sim_adapters.roadster.telemetry import format_row
+from sim_adapters.roadster.telemetry import (
+    COMPACT_LEGEND,
+    COMPACT_TRUCK_LEGEND,
+    compact_row,
+    format_row,
+)
 
 TASKS = {"roadster_ramp_flip": "ramp_flip", "roadster_kickflip": "kickflip"}
 PLAN_RULES = ("first", "whole")
@@ -139,6 +144,40 @@ def briefing(sim: RoadsterSim, mode: str, max_chunk: int = 1, plan_rule: str = "
     )
 
 
+def compact_briefing(sim: RoadsterSim, mode: str, max_plan: int = 1, plan_rule: str = "first") -> str:
+    """The short briefing of `--observation compact` (`prompts/roadster_compact.md`)."""
+    sc = sim.scenario
+    lo, hi = WIND_BANDS[sc.wind_band]
+    if sc.stunt == "kickflip":
+        task = (
+            f"Kickflip: you drive at {sc.speed_mps * 3.6:.0f} km/h toward a truck ({sim_truck_text()}); "
+            "clear it, roll 360 degrees in the air, land on the road past it."
+        )
+    else:
+        task = (
+            f"Ramp flip: the car left the ramp upside down, {sc.exit_height_m:.1f} m up, at "
+            f"{sc.speed_mps * 3.6:.0f} km/h. Rotate upright, brake, land on the road."
+        )
+    task += f" Wind {lo:g} to {hi:g} m/s. Air: {sc.air_kg:.0f} kg."
+    clock = (
+        "The world waits for each reply."
+        if mode == "paused"
+        else (
+            "The car keeps flying while you think: each full 0.2 s of thinking flies one more interval on "
+            "your previous command (your first decision is untimed)."
+        )
+    )
+    if max_plan > 1:
+        clock += "\n" + plan_text(max_plan, mode, plan_rule)
+    tpl = Template((REPO_ROOT / "prompts" / "roadster_compact.md").read_text(encoding="utf-8"))
+    return tpl.substitute(
+        stunt=sc.stunt,
+        task=task,
+        legend=COMPACT_LEGEND + (COMPACT_TRUCK_LEGEND if sc.stunt == "kickflip" else ""),
+        clock=clock,
+    )
+
+
 def sim_truck_text() -> str:
     from sim_adapters.roadster.model import TRUCK_SIZE_M
 
@@ -157,7 +196,12 @@ class RoadsterEnvironment:
         clock: str = "intervals",
         max_chunk: int = 1,
         plan_rule: str = "first",
+        observation: str = "telemetry",
     ) -> None:
+        """`observation`: "compact" (a short briefing, integer rows, no echo of the command in
+        force, bare-JSON replies); anything else is the full telemetry (the loop's default "both"
+        means nothing more for a world without cameras)."""
+        self.compact = observation == "compact"
         if plan_rule not in PLAN_RULES:
             raise ValueError(f"unknown plan rule {plan_rule!r}; rules are: {', '.join(PLAN_RULES)}")
         if max_chunk < 1:
@@ -199,11 +243,13 @@ class RoadsterEnvironment:
         self.plan_stats = {"late_intervals_from_plan": 0, "commands_dropped": 0, "plans": 0}
 
     def system_prompt(self) -> str:
+        if self.compact:
+            return compact_briefing(self.sim, self.mode, self.max_chunk, self.plan_rule)
         return briefing(self.sim, self.mode, self.max_chunk, self.plan_rule)
 
     def header(self) -> dict[str, Any]:
         return {
-            "observation": "telemetry",
+            "observation": "compact" if self.compact else "telemetry",
             "wind": self.wind,
             "scenario": self.sim.scenario.to_json(),
             "clock_rule": self.clock_rule(),
@@ -224,9 +270,13 @@ class RoadsterEnvironment:
 
     def observe(self, turn: int, max_turns: int, feedback: str | None) -> TurnPrompt:
         row = self.sim.row()
-        text = format_row(row)
-        if feedback:
-            text = f"Last: {feedback}\n{text}"
+        line = compact_row(row)
+        if self.compact:  # no echo of the command in force: only a correction is said
+            text = f"{feedback}\n{line}" if feedback else line
+        else:
+            text = format_row(row)
+            if feedback:
+                text = f"Last: {feedback}\n{text}"
         ctx = TurnContext(
             turn,
             self.task_name,
@@ -234,9 +284,10 @@ class RoadsterEnvironment:
             row,
             response_schema=self.response_schema(),
             max_chunk=self.max_chunk,
+            bare_json=self.compact,
         )
         msg = {"role": "user", "content": text}
-        return TurnPrompt(msg, text, ctx, len(text) // 4 + 8, record={"telemetry": row})
+        return TurnPrompt(msg, text, ctx, len(text) // 4 + 8, record={"telemetry": row}, line=line)
 
     def response_schema(self) -> dict[str, Any]:
         return command_schema(self.max_chunk)
@@ -308,7 +359,8 @@ class RoadsterEnvironment:
             f" (+{len(plan) - 1} planned)" if len(plan) > 1 else ""
         )
         if not st.over:
-            return StepResult("flying", f"{command_json(action.command)} in force", executed, False, record)
+            said = "" if self.compact else f"{command_json(action.command)} in force"  # compact: no echo
+            return StepResult("flying", said, executed, False, record)
         total = reward["total"] if reward else None
         if st.success:
             return StepResult("landed", st.reason, executed, True, record, reward=total)

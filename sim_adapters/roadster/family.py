@@ -131,6 +131,7 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
             render=spec.render,
             max_chunk=spec.max_chunk or 1,
             plan_rule=spec.option("plan_rule", "first"),
+            observation=spec.observation,
         )
 
     def has_default_policy(self, task: str) -> bool:

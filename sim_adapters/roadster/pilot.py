@@ -25,7 +25,7 @@ import numpy as np
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.prompts import Message
-from sim_adapters.roadster.telemetry import parse_row
+from sim_adapters.roadster.telemetry import read_row
 
 G_MPS2 = 9.81
 STUNT_RE = re.compile(r"^stunt:\s*(\w+)", re.M)
@@ -37,6 +37,8 @@ ROLL_ACCEL_DPS2 = 600.0
 """How fast the predicted roll rate builds up under a rotate command."""
 ROLL_RATE_DPS = 360.0
 REALTIME_TEXT = "keeps flying while you think"
+COMPACT_TEXT = "one row of integers"
+"""The compact briefing's words (environment.compact_briefing): replies are bare JSON."""
 """The realtime briefing's words (environment.briefing)."""
 
 
@@ -239,18 +241,23 @@ def pilot_reply(
         allowed = MAX_PLAN_RE.search(system)
         max_chunk = int(allowed.group(1)) if allowed else 1
     users = [_text(m["content"]) for m in messages if m["role"] == "user"]
-    row = parse_row(users[-1] if users else "")
+    row = read_row(users[-1] if users else "")
+    if "cmd" not in row:  # a compact row does not echo the command in force: the last reply says it
+        last = next((_text(m["content"]) for m in reversed(messages) if m["role"] == "assistant"), "")
+        row["cmd"] = "rotate" if '"rotate"' in last else ""
     if lead_s is None:
         lead_s = 0.0
         if max_chunk > 1 and REALTIME_TEXT in system and len(users) >= 2:
             try:
-                before = parse_row(users[-2])
+                before = read_row(users[-2])
                 lead_s = max(0.0, float(row["t_s"]) - float(before["t_s"]) - ROW_S)
             except (ValueError, KeyError, TypeError):
                 lead_s = 0.0
     skip = int(lead_s / ROW_S + 1e-9)
     reasoning, plan = plan_ahead(found.group(1), row, max(1, max_chunk), params, skip)
     wire: dict[str, Any] = plan[0] if len(plan) == 1 else {"plan": plan}
+    if COMPACT_TEXT in system:  # the compact briefing asks for the command alone
+        return reasoning, json.dumps(wire, separators=(",", ":"))
     return reasoning, f"{reasoning}\n```json\n{json.dumps(wire)}\n```"
 
 

@@ -92,3 +92,28 @@ def test_run_flies_plans_on_an_injected_latency_and_lands_as_the_docs_say(tmp_pa
     out = capsys.readouterr().out
     assert "realtime (+1 s per decision)" in out
     assert rc == 0 and any(line.startswith("landed in ") for line in out.splitlines()), out
+
+
+def test_a_compact_windowed_flight_replays_through_the_cli(tmp_path, capsys):
+    args = ["run", "--task", "roadster_kickflip", "--wind", "gale", "--seed", "20004", "--no-video", "--json",
+            "--observation", "compact", "--history", "2"]  # fmt: skip
+    assert main([*args, "--runs-dir", str(tmp_path / "a")]) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert first["observation"] == "compact" and first["history"] == 2 and first["history_older"] == "line"
+    log = next((tmp_path / "a").iterdir()) / "episode.jsonl"
+    main([*args, "--runs-dir", str(tmp_path / "b"), "--policy", "replay", "--replay", str(log)])
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert (again["success"], again["detail"], again["turns"], again["reward"]) == (
+        first["success"],
+        first["detail"],
+        first["turns"],
+        first["reward"],
+    )
+
+
+def test_compact_prompt_prints_the_short_briefing_and_an_integer_row(capsys):
+    assert main(["prompt", "--task", "roadster_kickflip", "--wind", "gale", "--observation", "compact"]) == 0
+    out = capsys.readouterr().out
+    assert "stunt: kickflip" in out and "one row of integers" in out
+    row = out.split("=== user (turn 1) ===")[1].strip()
+    assert row.startswith("t=0 h=") and "tt=" in row and "." not in row
