@@ -82,7 +82,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(
                 f"pear-agent: {where} / {policy.name} / seed {args.seed} / {clock['mode']}{late}", flush=True
             )
-        result = run_coroutine(Episode.of(env, policy, config, writer, on_turn).arun(args.seed))
+        result = run_coroutine(Episode(env, policy, config, writer, on_turn).arun(args.seed))
         won, extra = family.verdict(env)
         summary = result.to_json() | family_parts.result_fields(family, env)
     finally:

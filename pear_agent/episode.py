@@ -1,14 +1,15 @@
 """The ONE turn loop: observe, decide, apply, record; until the episode ends.
 
-It drives an environment (`pear_agent.environment.Environment`): the arm (`ArmEnvironment`: clip +
-IK + a `Backend`) or any other world that brings its own prompts, parser and execution. No
-simulator or ROS import here.
+It drives an environment (`pear_agent.environment.Environment`) it is given: the arm
+(`pear_agent.arm_environment.ArmEnvironment`: clip + IK + a `Backend`) or any other world that
+brings its own prompts, parser and execution. It builds none: no environment, simulator or ROS
+import here (tests/test_imports.py fails on one).
 
 A turn is four named steps, each a method: `observe()` (the environment renders the turn and the
 conversation grows), `decide()` / `adecide()` (the policy answers), `apply(reply)` (accounting,
 the realtime clock, parsing, execution, the episode's end) and `record(line)` (the log). `run(seed)`
 drives them synchronously; `arun(seed)` is the same steps as a coroutine that awaits the model, so
-one process keeps many episodes in flight against one server (`pear_agent.concurrent`).
+one process keeps many episodes in flight against one server (`pear_agent.episodes`).
 
 A reply without a valid action gets a correction turn (the parser's reason as the next turn's
 outcome); it counts as a turn, and `max_invalid` consecutive invalid replies end the episode.
@@ -27,9 +28,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pear_agent.backend import Backend, EpisodeAborted
-from pear_agent.environment import Environment, TurnPrompt, environment_options
-from pear_agent.kinematics import Kinematics
+from pear_agent.backend import EpisodeAborted
+from pear_agent.environment import Environment, TurnPrompt
 from pear_agent.policies.base import Policy, PolicyReply, decide_async
 from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
 from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
@@ -238,8 +238,10 @@ def correction_text(reason: str, run: int, max_invalid: int) -> str:
 
 
 class Episode:
-    """One episode of a policy in an environment. `Episode(backend, kinematics, policy, ...)` drives
-    the arm; `Episode.of(environment, policy, ...)` drives any `Environment`.
+    """One episode of a policy in an environment: `Episode(environment, policy, config, writer,
+    on_turn)`. The environment is built where environments are built (the arm's:
+    `pear_agent.arm_environment.arm_episode` or `ArmEnvironment`; any task's:
+    `pear_agent.registry.make_environment`); the loop only drives it.
 
     `run(seed)` / `await arun(seed)` play a whole episode; the steps they drive are public so a
     caller (or a test) can step a turn at a time: `begin(seed)`, then while `observe()` returns a
@@ -247,46 +249,15 @@ class Episode:
 
     def __init__(
         self,
-        backend: Backend,
-        kinematics: Kinematics,
-        policy: Policy,
-        config: EpisodeConfig | None = None,
-        writer: RunWriter | None = None,
-        on_turn: Callable[[TurnRecord], None] | None = None,
-    ) -> None:
-        from pear_agent.arm_environment import ArmEnvironment
-
-        cfg = config or EpisodeConfig()
-        env = ArmEnvironment(backend, kinematics, **environment_options(cfg))
-        self._setup(env, policy, cfg, writer, on_turn)
-        self.kin = kinematics
-        self.robot = kinematics.robot
-
-    @classmethod
-    def of(
-        cls,
         environment: Environment,
         policy: Policy,
         config: EpisodeConfig | None = None,
         writer: RunWriter | None = None,
         on_turn: Callable[[TurnRecord], None] | None = None,
-    ) -> Episode:
-        self = cls.__new__(cls)
-        self._setup(environment, policy, config or EpisodeConfig(), writer, on_turn)
-        return self
-
-    def _setup(
-        self,
-        env: Environment,
-        policy: Policy,
-        config: EpisodeConfig,
-        writer: RunWriter | None,
-        on_turn: Callable[[TurnRecord], None] | None,
     ) -> None:
-        self.env = env
-        self.backend = getattr(env, "backend", None)
+        self.env = environment
         self.policy = policy
-        self.config = config
+        self.config = config or EpisodeConfig()
         self.writer = writer
         self.on_turn = on_turn
         self.messages: list[Message] = []

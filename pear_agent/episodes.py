@@ -242,7 +242,7 @@ async def arun_episode(job: EpisodeJob, pool: EnvironmentPool = POOL) -> Episode
         writer = job.writer() if job.writer is not None else None
         if job.on_start is not None:
             job.on_start(env, writer)
-        episode = Episode.of(env, traced, job.config, writer, job.on_turn)  # type: ignore[arg-type]
+        episode = Episode(env, traced, job.config, writer, job.on_turn)  # type: ignore[arg-type]
         result = await episode.arun(job.seed)
         writer = None  # finished (closed) by the episode
         reward, shaped, fields = _family_rewards(result.task, env, result)

@@ -109,7 +109,7 @@ class PearAgentEnv(BaseTextEnv):
             env = self._env = make_environment(
                 self.task, mode=self.mode, render=self.render, config=config, **options
             )
-            self._episode = Episode.of(env, policy, config)
+            self._episode = Episode(env, policy, config)
             self._events.put(("done", self._episode.run(self.seed)))
         except BaseException as exc:  # reported to the caller of init/step
             self._events.put(("error", exc))

@@ -237,7 +237,8 @@ def run(node: Any, p: dict[str, Any]) -> int:
     from std_msgs.msg import String
 
     from pear_agent.backend import EpisodeAborted, TaskInfo
-    from pear_agent.episode import JUDGED_ENDINGS, Episode, EpisodeConfig
+    from pear_agent.episode import JUDGED_ENDINGS, EpisodeConfig
+    from pear_agent.arm_environment import arm_episode
     from pear_agent.kinematics import Kinematics
     from pear_agent.records import RunWriter, new_run_dir
     from pear_agent.robot_loader import load_robot
@@ -328,7 +329,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
             )
 
         cfg = EpisodeConfig(max_turns=max_turns, observation=observation)
-        episode = Episode(backend, prompt_kin, policy, cfg, writer, on_turn)
+        episode = arm_episode(backend, prompt_kin, policy, cfg, writer, on_turn)
         result = episode.run(seed)
         loop_finished = True
         if not backend.judged:  # the loop did not call the hook (seam 2): ask here

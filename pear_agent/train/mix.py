@@ -18,10 +18,10 @@ def expand_tasks(pattern: str) -> list[str]:
     """`libero_goal/*` -> every task of that suite; any other name as it is."""
     if not pattern.endswith("/*"):
         return [pattern]
-    from pear_agent.registry import TASKS, task_names
+    from pear_agent.registry import arm_tasks, task_names
 
     prefix = pattern[:-1]
-    names = set(TASKS) | {t for t in task_names() if t.startswith(prefix)}  # `pick_up_object/*` too
+    names = set(arm_tasks()) | {t for t in task_names() if t.startswith(prefix)}  # `pick_up_object/*` too
     found = sorted((t for t in names if t.startswith(prefix)), key=lambda t: (len(t), t))
     if not found:
         raise ValueError(f"task pattern {pattern!r} matches no task")

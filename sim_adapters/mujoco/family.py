@@ -15,6 +15,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from pear_agent.arm_family import ArmFamily, TaskEntry
+from pear_agent.family_parts import RobotCheck
 from pear_agent.registry import UnknownNameError, add_option
 from pear_agent.robot_config import RobotConfig
 from sim_adapters.mujoco.perturb_names import DIMENSIONS, split_task
@@ -68,22 +69,15 @@ def expert_of(cls: type[MujocoTask]) -> Expert | None:
     return _EXPERT_OF[cls]
 
 
-def _entries() -> dict[str, TaskEntry]:
-    """The tasks every robot's check runs (`robots --check --tasks`, the per-robot expert tables)."""
+def task_entries() -> dict[str, TaskEntry]:
+    """The tasks every robot's check runs (`robots --check --tasks`, the per-robot expert tables),
+    derived from the registered classes."""
     return {n: entry_of(c) for c in _classes() if c.on_every_robot for n in c.names()}
 
 
-def __getattr__(name: str) -> Any:
-    """The tables other code read by name, derived from the registered classes."""
-    if name == "ENTRIES":
-        return _entries()
-    if name == "PEAR_ENTRIES":  # the PEAR paper's station tasks (not parametrised)
-        return {c.name: entry_of(c) for c in _classes() if not c.on_every_robot and c.names() == [c.name]}
-    if name == "OBJECT_ENTRY":
-        from sim_adapters.mujoco.tasks.objects import PickUpObject
-
-        return entry_of(PickUpObject)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def pear_entries() -> dict[str, TaskEntry]:
+    """The PEAR paper's station tasks (not parametrised), derived from the registered classes."""
+    return {c.name: entry_of(c) for c in _classes() if not c.on_every_robot and c.names() == [c.name]}
 
 
 def object_tasks() -> list[str]:
@@ -93,7 +87,7 @@ def object_tasks() -> list[str]:
     return PickUpObject.names()
 
 
-class MujocoFamily(ArmFamily):
+class MujocoFamily(ArmFamily, RobotCheck):
     name = "mujoco"
 
     def __init__(self) -> None:
@@ -105,7 +99,7 @@ class MujocoFamily(ArmFamily):
 
     @property
     def entries(self) -> dict[str, TaskEntry]:
-        return _entries()
+        return task_entries()
 
     def task_names(self) -> list[str]:
         return [n for c in _classes() for n in c.names()]
@@ -116,7 +110,7 @@ class MujocoFamily(ArmFamily):
         for cls in _classes():
             if cls.claims(base):
                 return cls
-        raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(_entries())}")
+        raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(task_entries())}")
 
     def entry(self, task: str) -> TaskEntry:
         cls = self.task_class(task)
@@ -204,6 +198,12 @@ class MujocoFamily(ArmFamily):
         return MujocoBackend(
             robot, self.task_class(base).create(base), render=render, renderers=shared, perturbation=dim
         )
+
+    def check_robot(self, task: str, robot: RobotConfig) -> tuple[list[str], list[str]]:
+        """`robots --check`: the robot's scene for `task`, built and tried (`robot_check`)."""
+        from sim_adapters.mujoco.robot_check import check_scene  # heavy: mujoco
+
+        return check_scene(task, robot)
 
     def close_renderers(self) -> None:
         for cache in self._renderers.values():

@@ -34,12 +34,11 @@ TABLE_MATERIAL = f"{RUNTIME_PREFIX}table_alt_"
 """Materials added to every scene for the `table` perturbation (unused otherwise)."""
 
 
-def __getattr__(name: str) -> Any:
-    if name == "PARAPHRASES":  # task name -> paraphrases, derived from the task classes
-        from sim_adapters.mujoco.tasks import task_classes
+def paraphrases_by_task() -> dict[str, tuple[str, ...]]:
+    """Task name -> its paraphrases, derived from the task classes."""
+    from sim_adapters.mujoco.tasks import task_classes
 
-        return {n: c.paraphrases for c in task_classes() if c.paraphrases for n in c.names()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return {n: c.paraphrases for c in task_classes() if c.paraphrases for n in c.names()}
 
 
 def add_table_materials(spec: mujoco.MjSpec) -> None:
