@@ -17,9 +17,8 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 import numpy as np
 from _common import emit, machine
 
-from pear_agent.episode import EpisodeConfig
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.kinematics import Kinematics
 from pear_agent.registry import arm_tasks, make_backend
 from pear_agent.robot_loader import load_robot

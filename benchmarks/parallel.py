@@ -41,7 +41,9 @@ def episode_job(job: tuple[str, int]) -> dict[str, Any]:
         _CACHE[task] = (make_backend(task, robot, render=True), Kinematics(robot))
     backend, kin = _CACHE[task]
     with tempfile.TemporaryDirectory() as tmp:
-        res = arm_episode(backend, kin, scripted_policy(task), writer=RunWriter(tmp, video_fps=None)).run(seed)
+        res = arm_episode(backend, kin, scripted_policy(task), writer=RunWriter(tmp, video_fps=None)).run(
+            seed
+        )
     return {
         "start": t0,
         "end": time.time(),

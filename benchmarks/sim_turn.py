@@ -19,8 +19,6 @@ import mujoco
 import numpy as np
 from _common import emit, machine, verdict
 
-from pear_agent.episode import Episode
-
 from pear_agent.arm_environment import arm_episode
 from pear_agent.kinematics import Kinematics
 from pear_agent.registry import make_backend

@@ -11,10 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pear_agent.arm_environment import ArmEnvironment
 from pear_agent.environment import environment_options
 from pear_agent.family_parts import PromptSchema, RlRewards
+from pear_agent.kinematics import Kinematics
+from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
 from pear_agent.robot_config import Requirement, RobotConfig
+from pear_agent.robot_loader import load_robot
 
 if TYPE_CHECKING:
     from pear_agent.backend import Backend
@@ -89,10 +93,6 @@ class ArmFamily(Family, RlRewards, PromptSchema):
         raise NotImplementedError
 
     def make(self, spec: EnvSpec) -> Environment:
-        from pear_agent.arm_environment import ArmEnvironment
-        from pear_agent.kinematics import Kinematics
-        from pear_agent.robot_loader import load_robot
-
         robot = load_robot(spec.option("robot") or self.entry(spec.task).default_robot)
         # cameras are rendered only when the model is sent images (video frames render anyway)
         backend = self.backend(spec.task, robot, spec.render and spec.observation != "state", pooled=True)
@@ -114,8 +114,6 @@ class ArmFamily(Family, RlRewards, PromptSchema):
     def default_policy(
         self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
     ) -> Policy:
-        from pear_agent.policies.scripted import ScriptedPolicy
-
         return ScriptedPolicy(task, action_noise_cm=action_noise_cm, seed=seed, expert=self.expert(task))
 
     def rewards(self, env: Environment, result: EpisodeResult) -> tuple[float, float | None]:

@@ -31,6 +31,8 @@ import numpy as np
 from pear_agent.backend import EpisodeAborted
 from pear_agent.environment import Environment, TurnPrompt
 from pear_agent.policies.base import Policy, PolicyReply, decide_async
+from pear_agent.policies.model_settings import settings_from_args
+from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
 from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
 from pear_agent.records import RunWriter
@@ -605,9 +607,6 @@ def clock_from_args(args: Any) -> dict[str, Any]:
     clock = {k: values.get(k) for k in CLOCK_OPTIONS}
     clock["mode"] = clock["mode"] or "paused"
     if clock["max_context_tokens"] is None:
-        from pear_agent.policies.model_settings import settings_from_args
-        from pear_agent.policies.openai_client import OpenAIPolicy
-
         settings = settings_from_args(args)
         window = OpenAIPolicy(settings).context_window() if settings is not None else None
         clock["max_context_tokens"] = window or DEFAULT_CONTEXT_TOKENS

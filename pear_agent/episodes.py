@@ -36,6 +36,7 @@ from typing import Any
 from pear_agent import family_parts
 from pear_agent.environment import Environment
 from pear_agent.episode import Episode, EpisodeConfig, EpisodeResult, TurnRecord
+from pear_agent.executors import run_coroutine
 from pear_agent.policies.base import Policy, PolicyReply, TurnContext, decide_async
 from pear_agent.protocol.prompts import Message
 from pear_agent.records import RunWriter
@@ -307,8 +308,6 @@ def run_episodes(
     jobs: Iterable[EpisodeJob], concurrency: int = 8, pool: EnvironmentPool = POOL
 ) -> list[EpisodeOutcome]:
     """Every job's outcome, in the jobs' order, `concurrency` episodes in flight in this process."""
-    from pear_agent.executors import run_coroutine
-
     jobs = list(jobs)
 
     async def all_of() -> list[EpisodeOutcome]:

@@ -27,6 +27,7 @@ import contextlib
 import importlib
 import sys
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from pear_agent import family_parts
@@ -192,8 +193,6 @@ def _import(target: str) -> Any:
 
 
 def _entry_points() -> list[Any]:
-    from importlib.metadata import entry_points
-
     try:
         return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
     except Exception:  # broken metadata of some unrelated package: the built-ins still load

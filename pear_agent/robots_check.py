@@ -18,9 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from pear_agent import family_parts
-from pear_agent.registry import family_of
+from pear_agent.arm_environment import arm_episode
+from pear_agent.kinematics import Kinematics, rpy_to_matrix
+from pear_agent.registry import arm_tasks, family_of, make_backend, task_entry
 from pear_agent.robot_config import RobotConfig, RobotConfigError
 from pear_agent.robot_loader import load_robot
+from pear_agent.task_experts import scripted_policy
 
 
 @dataclass
@@ -44,8 +47,6 @@ class CheckReport:
 
 
 def _task_for(robot: RobotConfig) -> str | None:
-    from pear_agent.registry import task_entry
-
     for task in ("pick_cube", "bimanual_pickup"):
         if task_entry(task).refusal(task, robot) is None:
             return task
@@ -70,8 +71,6 @@ def check_robot(path: Path, tasks: bool = False, seeds: int = 5, min_success: fl
 
 
 def _check(robot: RobotConfig, report: CheckReport) -> None:
-    from pear_agent.kinematics import Kinematics, rpy_to_matrix
-
     kin = Kinematics(robot)
     task = _task_for(robot)
     for name, part in robot.parts.items():
@@ -133,14 +132,8 @@ def task_point_cm(robot: RobotConfig, part: str) -> tuple[float, float] | None:
     return None if x0 >= x1 or y0 >= y1 else ((x0 + x1) / 2, (y0 + y1) / 2)
 
 
-
 def _check_tasks(robot: RobotConfig, report: CheckReport, seeds: int, min_success: float) -> None:
     """Each MuJoCo task the robot can do, run by its scripted expert on seeds 0..seeds-1."""
-    from pear_agent.arm_environment import arm_episode
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.registry import arm_tasks, make_backend
-    from pear_agent.task_experts import scripted_policy
-
     kin = Kinematics(robot)
     results = []
     for task, entry in arm_tasks().items():
@@ -173,8 +166,6 @@ def suggest_home_lines(
 ) -> tuple[list[str], bool]:
     """`home.joints_rad` for a tool pose per part, to paste into the YAML (and whether all solved).
     Without a position: above the middle of the part's task area, 15 cm over the table."""
-    from pear_agent.kinematics import Kinematics, rpy_to_matrix
-
     kin = Kinematics(robot)
     names = [part] if part else list(robot.parts)
     unknown = [n for n in names if n not in robot.parts]

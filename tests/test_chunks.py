@@ -10,9 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pear_agent.episode import EpisodeConfig
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.base import PolicyReply
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.protocol.actions import ActionError, parse_reply, response_schema

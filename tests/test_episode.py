@@ -4,9 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from pear_agent.episode import EpisodeConfig
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.records import RunWriter

@@ -4,9 +4,8 @@ import json
 
 import pytest
 
-from pear_agent.episode import EpisodeConfig
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
 from pear_agent.task_experts import scripted_policy

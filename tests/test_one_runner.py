@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1] / "pear_agent"
 RUNNER = ROOT / "episodes.py"
 SINGLE_EPISODE = {
     "episode.py": "defines Episode",
-    "arm_environment.py": "`arm_episode` builds the arm's environment and hands it to an Episode; it runs none",
+    "arm_environment.py": "`arm_episode` builds the arm's environment for an Episode; it runs none",
     "cli.py": "`pear-agent run`: one episode, its own environment, no pool",
     "robots_check.py": "a robot's self-check on a bare backend",
     "ros2/agent_node.py": "one live episode on a ROS 2 robot",
@@ -64,6 +64,7 @@ def test_the_runner_itself_still_has_the_pattern() -> None:
 def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkeypatch) -> None:
     import pear_agent.episodes as episodes
     from pear_agent.bench.runner import run_job
+    from pear_agent.rl import rollouts
     from pear_agent.rl.rollouts import PolicySpec, RolloutJob, run_rollout
     from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
     from sim_adapters.roadster.pilot import PilotPolicy
@@ -77,6 +78,7 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
         return out
 
     monkeypatch.setattr(episodes, "arun_episode", counting)
+    monkeypatch.setattr(rollouts, "arun_episode", counting)  # imported by name there
     task = "roadster_ramp_flip:light"
     line = run_job({"task": task, "seed": 3, "out_dir": str(tmp_path), "policy": {"kind": "scripted"},
                     "video": False, "render": False})  # fmt: skip

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pear_agent.train.chat_template import turn_end_ids
+from pear_agent.train.vision import decode_image, is_processor, vision_messages
 
 
 class TemplateDriftError(ValueError):
@@ -64,8 +65,6 @@ class ChatSequence:
     """The processor's pixel inputs for each prompt that added images (pixel_values, image_grid_thw)."""
 
     def __post_init__(self) -> None:
-        from pear_agent.train.vision import is_processor
-
         if is_processor(self.tokenizer):  # a processor given where a tokenizer goes
             self.processor, self.tokenizer = self.tokenizer, self.tokenizer.tokenizer
 
@@ -73,8 +72,6 @@ class ChatSequence:
         """Append the messages not yet in the sequence and the generation prompt; the ids to generate
         from (the whole sequence)."""
         if self.processor is not None:
-            from pear_agent.train.vision import vision_messages
-
             msgs, urls = vision_messages(messages)
         else:
             msgs, urls = text_messages(messages), []
@@ -112,8 +109,6 @@ class ChatSequence:
 
     def _encode_images(self, delta: str, urls: list[str]) -> list[int]:
         """The new text's ids with each image placeholder expanded into its image's tokens."""
-        from pear_agent.train.vision import decode_image
-
         enc = self.processor(
             text=[delta],
             images=[decode_image(u) for u in urls],
@@ -126,7 +121,7 @@ class ChatSequence:
 
     def vision_inputs(self) -> dict[str, Any]:
         """The pixel inputs of every image in the sequence, concatenated in order ({} without images)."""
-        import torch
+        import torch  # optional: torch
 
         if not self.vision:
             return {}

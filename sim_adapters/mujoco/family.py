@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,8 @@ from pear_agent.family_parts import RobotCheck
 from pear_agent.registry import UnknownNameError, add_option
 from pear_agent.robot_config import RobotConfig
 from sim_adapters.mujoco.perturb_names import DIMENSIONS, split_task
+from sim_adapters.mujoco.tasks.catalog import task_classes
+from sim_adapters.mujoco.tasks.objects import PickUpObject
 
 if TYPE_CHECKING:
     from pear_agent.policies.experts import Expert
@@ -33,8 +36,6 @@ _EXPERT_OF: dict[type, Any] = {}
 
 
 def _classes() -> list[type[MujocoTask]]:
-    from sim_adapters.mujoco.tasks.catalog import task_classes
-
     return task_classes()
 
 
@@ -51,8 +52,6 @@ def expert_of(cls: type[MujocoTask]) -> Expert | None:
     if cls not in _EXPERT_OF:
         pointer = cls.expert
         if isinstance(pointer, str):
-            import importlib
-
             module, _, attr = pointer.partition(":")
             try:
                 obj: Any = importlib.import_module(module)
@@ -82,8 +81,6 @@ def pear_entries() -> dict[str, TaskEntry]:
 
 def object_tasks() -> list[str]:
     """`pick_up_object/<name>`: one task per object YAML."""
-    from sim_adapters.mujoco.tasks.objects import PickUpObject
-
     return PickUpObject.names()
 
 
@@ -187,7 +184,7 @@ class MujocoFamily(ArmFamily, RobotCheck):
         )
 
     def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:
-        from sim_adapters.mujoco.backend import MujocoBackend
+        from sim_adapters.mujoco.backend import MujocoBackend  # heavy: mujoco
 
         base, dim = split_task(task)
         # a perturbed backend's model changes per episode: it keeps its own renderer. One cache per

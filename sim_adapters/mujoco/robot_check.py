@@ -21,6 +21,7 @@ from sim_adapters.mujoco.scene import camera_name, ee_site_name
 from sim_adapters.mujoco.tasks.base import finger_geoms, set_free_pose
 from sim_adapters.mujoco.tasks.pick_place import CUBE_HALF_M
 
+
 def check_scene(task: str, robot: RobotConfig) -> tuple[list[str], list[str]]:
     """(problems, notes) of `robot` in `task`'s MuJoCo scene: gripper, grasp and carry, cameras."""
     problems: list[str] = []
@@ -58,7 +59,6 @@ def check_scene(task: str, robot: RobotConfig) -> tuple[list[str], list[str]]:
     finally:
         backend.close()
     return problems, notes
-
 
 
 CARRY_CM = 15.0
@@ -209,7 +209,6 @@ def _holds(d, part: str, table_z_cm: float, site: str) -> bool:  # noqa: ANN001
         and np.linalg.norm(cube[:2] - tool[:2]) < 3.0
         and abs(cube[2] - tool[2]) < 5.0
     )
-
 
 
 def _check_camera(backend, robot: RobotConfig, cam_name: str) -> tuple[list[str], list[str]]:  # noqa: ANN001

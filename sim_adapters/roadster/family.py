@@ -18,7 +18,11 @@ from pear_agent.family_parts import (
     TurnLines,
 )
 from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
-from sim_adapters.roadster.scenario import WIND_BANDS
+from sim_adapters.roadster.environment import TASKS as STUNTS
+from sim_adapters.roadster.environment import RoadsterEnvironment
+from sim_adapters.roadster.pilot import PilotPolicy, pilot_reply
+from sim_adapters.roadster.replay import telemetry_svg
+from sim_adapters.roadster.scenario import WIND_BANDS, filtered_seeds
 
 TASKS = {"roadster_ramp_flip": "ramp_flip", "roadster_kickflip": "kickflip"}
 """Task name -> stunt (the same table as `sim_adapters.roadster.environment.TASKS`)."""
@@ -104,8 +108,6 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
         return expand_winds([task], getattr(args, "wind", None))
 
     def make(self, spec: EnvSpec) -> Any:
-        from sim_adapters.roadster.environment import RoadsterEnvironment
-
         name, band = split_task(spec.task)
         return RoadsterEnvironment(
             name,
@@ -122,14 +124,9 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
     def default_policy(
         self, task: str, *, seed: int = 0, action_noise_cm: float = 0.0, pilot_noise: float = 0.0
     ) -> Any:
-        from sim_adapters.roadster.pilot import PilotPolicy
-
         return PilotPolicy(noise=pilot_noise, seed=seed)
 
     def filtered_seeds(self, task: str, scenario: str, start: int, stop: int, n: int) -> list[int]:
-        from sim_adapters.roadster.environment import TASKS as STUNTS
-        from sim_adapters.roadster.scenario import filtered_seeds
-
         name, band = split_task(task)
         return filtered_seeds(STUNTS[name], band, scenario, start, stop, n)
 
@@ -153,13 +150,10 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
     def report_html(self, lines: list[dict[str, Any]]) -> str | None:
         if not any("rows" in t for t in lines if t.get("kind") == "turn"):
             return None
-        from sim_adapters.roadster.replay import telemetry_svg
 
         return telemetry_svg(lines)
 
     def text_expert(self, messages: list[dict[str, Any]]) -> tuple[str, str] | None:
-        from sim_adapters.roadster.pilot import pilot_reply
-
         try:
             return pilot_reply(messages)
         except (ValueError, KeyError, TypeError, IndexError):

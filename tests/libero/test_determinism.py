@@ -9,9 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pear_agent.episode import EpisodeConfig
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.kinematics import Kinematics
 from pear_agent.registry import family_of
 from sim_adapters.libero.backend import LiberoBackend

@@ -1,8 +1,7 @@
 """Shared by the expert success-rate tests: run the scripted expert over seeds, without rendering."""
 
-from pear_agent.episode import Episode, EpisodeResult
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import Episode, EpisodeResult
 from pear_agent.kinematics import Kinematics
 from pear_agent.registry import make_backend
 from pear_agent.robot_config import RobotConfig
@@ -12,7 +11,9 @@ from pear_agent.task_experts import scripted_policy
 def expert_success_rate(task: str, robot: RobotConfig, kin: Kinematics, seeds: range) -> tuple[float, list]:
     backend = make_backend(task, robot, render=False)
     try:
-        results: list[EpisodeResult] = [arm_episode(backend, kin, scripted_policy(task)).run(s) for s in seeds]
+        results: list[EpisodeResult] = [
+            arm_episode(backend, kin, scripted_policy(task)).run(s) for s in seeds
+        ]
     finally:
         backend.close()
     rate = sum(r.success for r in results) / len(results)

@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from pear_agent.episode import EpisodeConfig
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.base import TurnContext
 from pear_agent.policies.bringup import BringupPolicy
 from pear_agent.protocol.actions import parse_reply

@@ -6,9 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pear_agent.episode import EpisodeConfig
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy, split_reasoning, strip_images
 from pear_agent.records import RunWriter

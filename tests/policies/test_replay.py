@@ -5,9 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pear_agent.episode import EpisodeConfig
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.protocol.convert_v1 import convert_log, convert_reply, main
 from pear_agent.records import RunWriter

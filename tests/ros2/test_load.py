@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from pear_agent.arm_environment import arm_episode
 from pear_agent.backend import EpisodeAborted
 from pear_agent.episode import EpisodeConfig
-from pear_agent.arm_environment import arm_episode
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records import RunWriter

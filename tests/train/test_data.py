@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
-
 from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.records import RunWriter
 from pear_agent.train.data import load_examples
 from sim_adapters.roadster.environment import RoadsterEnvironment

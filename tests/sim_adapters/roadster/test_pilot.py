@@ -73,9 +73,9 @@ def test_realtime_three_seconds_per_decision_loses_the_kickflip():
 
     env = RoadsterEnvironment("roadster_kickflip", "light", mode="realtime", render=False)
     for seed in range(20000, 20003):
-        paused = Episode(
-            RoadsterEnvironment("roadster_kickflip", "light", render=False), PilotPolicy()
-        ).run(seed)
+        paused = Episode(RoadsterEnvironment("roadster_kickflip", "light", render=False), PilotPolicy()).run(
+            seed
+        )
         late = Episode(env, PilotPolicy(), EpisodeConfig(mode="realtime", latency_s=3.0)).run(seed)
         assert paused.success and not late.success
         assert late.advanced_s >= 3.0
