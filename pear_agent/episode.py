@@ -321,17 +321,10 @@ class Episode:
         sys_prompt = env.system_prompt()
         header = dict(env.header())
         self.messages = [{"role": "system", "content": sys_prompt}]
-        self.result = EpisodeResult(
-            False,
-            0,
+        self.result = self._new_result(
+            seed,
             "turn_limit",
             task=task.name,
-            robot=env.name,
-            seed=seed,
-            policy=self.policy.name,
-            mode=cfg.mode,
-            latency_injected_s=cfg.latency_s,
-            max_invalid=cfg.max_invalid,
             observation=str(header.get("observation", "")),
             scene_facts=bool(header.get("scene_facts", False)),
             max_chunk=int(header.get("max_chunk") or 1),
@@ -551,18 +544,11 @@ class Episode:
         except Exception:  # the task may not be known when the reset failed
             task_name = ""
         status = exc.status if exc.status in END_REASONS else "refused"
-        result = EpisodeResult(
-            False,
-            0,
-            status,  # type: ignore[arg-type]
-            exc.detail or str(exc),
+        result = self._new_result(
+            seed,
+            status,
+            detail=exc.detail or str(exc),
             task=task_name,
-            robot=env.name,
-            seed=seed,
-            policy=self.policy.name,
-            mode=cfg.mode,
-            latency_injected_s=cfg.latency_s,
-            max_invalid=cfg.max_invalid,
             wall_time_s=time.perf_counter() - self._wall0,
         )
         if self.writer is not None:
@@ -573,6 +559,22 @@ class Episode:
             result.run_dir = str(self.writer.run_dir)
             self.writer.finish(result.to_json() | latency_summary(result))
         return result
+
+    def _new_result(self, seed: int, end_reason: str, **fields: Any) -> EpisodeResult:
+        """A result not yet successful, with what the loop's own config and the policy say."""
+        cfg = self.config
+        return EpisodeResult(
+            False,
+            0,
+            end_reason,  # type: ignore[arg-type]
+            robot=self.env.name,
+            seed=seed,
+            policy=self.policy.name,
+            mode=cfg.mode,
+            latency_injected_s=cfg.latency_s,
+            max_invalid=cfg.max_invalid,
+            **fields,
+        )
 
     def _end(self, reason: str, detail: str) -> None:
         self.over = True
