@@ -98,7 +98,11 @@ REPLAY_SNIPPET = r"""
 import json, sys
 from pathlib import Path
 from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.arm_environment import arm_episode
+try:  # one constructor since issue 37: Episode(environment, ...), the arm's built by arm_episode
+    from pear_agent.arm_environment import arm_episode
+    any_episode = Episode
+except ImportError:  # an older tree: Episode(backend, kinematics, ...) and Episode.of(environment, ...)
+    arm_episode, any_episode = Episode, Episode.of
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records import RunWriter
 from pear_agent import registry
@@ -112,7 +116,7 @@ for raw in (bench / "results.jsonl").read_text().splitlines():
     writer = RunWriter(out / rec["run_dir"], video_fps=None)
     if task.startswith("roadster_"):
         env = registry.make_environment(task)
-        result = Episode(env, ReplayPolicy(log), EpisodeConfig(), writer).run(seed)
+        result = any_episode(env, ReplayPolicy(log), EpisodeConfig(), writer).run(seed)
         env.close()
     else:
         if task not in cache:
