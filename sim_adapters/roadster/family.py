@@ -18,8 +18,6 @@ from pear_agent.family_parts import (
     TurnLines,
 )
 from pear_agent.registry import EnvSpec, Family, UnknownNameError, add_option
-from sim_adapters.roadster.environment import TASKS as STUNTS
-from sim_adapters.roadster.environment import RoadsterEnvironment
 from sim_adapters.roadster.pilot import PilotPolicy, pilot_reply
 from sim_adapters.roadster.replay import telemetry_svg
 from sim_adapters.roadster.scenario import WIND_BANDS, filtered_seeds
@@ -108,6 +106,8 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
         return expand_winds([task], getattr(args, "wind", None))
 
     def make(self, spec: EnvSpec) -> Any:
+        from sim_adapters.roadster.environment import RoadsterEnvironment  # heavy: sim_adapters.roadster.sim
+
         name, band = split_task(spec.task)
         return RoadsterEnvironment(
             name,
@@ -128,7 +128,7 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
 
     def filtered_seeds(self, task: str, scenario: str, start: int, stop: int, n: int) -> list[int]:
         name, band = split_task(task)
-        return filtered_seeds(STUNTS[name], band, scenario, start, stop, n)
+        return filtered_seeds(TASKS[name], band, scenario, start, stop, n)
 
     def describe(self, env: Any, task: str) -> str:
         name, band = split_task(task)
