@@ -147,7 +147,7 @@ def record_episode(task: str = "pick_cube", seed: int = 0, robot: str = "panda")
     Returns the robot, kinematics, backend, and per turn: the observation (with its images),
     the reply text, and the messages list exactly as the policy received it.
     """
-    from pear_agent.episode import Episode
+    from pear_agent.arm_environment import arm_episode
     from pear_agent.kinematics import Kinematics
     from pear_agent.registry import make_backend
     from pear_agent.robot_loader import load_robot
@@ -172,5 +172,5 @@ def record_episode(task: str = "pick_cube", seed: int = 0, robot: str = "panda")
             )
             return reply
 
-    result = Episode(backend, kin, Recorder()).run(seed)
+    result = arm_episode(backend, kin, Recorder()).run(seed)
     return {"robot": cfg, "kin": kin, "backend": backend, "turns": turns, "result": result}

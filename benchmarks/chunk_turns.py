@@ -17,12 +17,14 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 import numpy as np
 from _common import emit, machine
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.kinematics import Kinematics
-from pear_agent.registry import TASKS, make_backend
+from pear_agent.registry import arm_tasks, make_backend
 from pear_agent.robot_loader import load_robot
 from pear_agent.task_experts import scripted_policy
 
+TASKS = arm_tasks()
 MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
 
 
@@ -33,7 +35,7 @@ def run_cell(task: str, k: int, seeds: list[int]) -> dict[str, Any]:
     episodes = []
     try:
         for seed in seeds:
-            ep = Episode(backend, kin, scripted_policy(task), EpisodeConfig(max_chunk=k))
+            ep = arm_episode(backend, kin, scripted_policy(task), EpisodeConfig(max_chunk=k))
             res = ep.run(seed)
             steps = []
             for m in ep.messages:

@@ -18,19 +18,19 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 import numpy as np
 from _common import emit, machine
 
-from pear_agent.episode import Episode
+from pear_agent.arm_environment import arm_episode
 from pear_agent.kinematics import Kinematics
 from pear_agent.protocol.actions import parse_reply
-from pear_agent.registry import TASKS, make_backend, task_entry
+from pear_agent.registry import arm_tasks, make_backend, task_entry
 from pear_agent.robot_loader import list_robots, load_robot
 from pear_agent.task_experts import scripted_policy
 
-MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]
+MUJOCO_TASKS = [t for t, e in arm_tasks().items() if e.backend == "mujoco"]
 
 
 def run_cell(robot_name: str, task: str, seeds: range) -> dict[str, Any] | None:
     robot = load_robot(robot_name)
-    if task_entry(task).refusal(task, robot):  # `pick_up_object/<name>` too (not in TASKS)
+    if task_entry(task).refusal(task, robot):  # `pick_up_object/<name>` too (not in arm_tasks())
         return None
     kin = Kinematics(robot)
     backend = make_backend(task, robot, render=False)
@@ -40,7 +40,7 @@ def run_cell(robot_name: str, task: str, seeds: range) -> dict[str, Any] | None:
     over_cap = replies = 0
     try:
         for seed in seeds:
-            episode = Episode(backend, kin, scripted_policy(task))
+            episode = arm_episode(backend, kin, scripted_policy(task))
             result = episode.run(seed)
             if result.success:
                 turns_ok.append(result.turns)

@@ -98,6 +98,11 @@ REPLAY_SNIPPET = r"""
 import json, sys
 from pathlib import Path
 from pear_agent.episode import Episode, EpisodeConfig
+try:  # one constructor since issue 37: Episode(environment, ...), the arm's built by arm_episode
+    from pear_agent.arm_environment import arm_episode
+    any_episode = Episode
+except ImportError:  # an older tree: Episode(backend, kinematics, ...) and Episode.of(environment, ...)
+    arm_episode, any_episode = Episode, Episode.of
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records import RunWriter
 from pear_agent import registry
@@ -111,7 +116,7 @@ for raw in (bench / "results.jsonl").read_text().splitlines():
     writer = RunWriter(out / rec["run_dir"], video_fps=None)
     if task.startswith("roadster_"):
         env = registry.make_environment(task)
-        result = Episode.of(env, ReplayPolicy(log), EpisodeConfig(), writer).run(seed)
+        result = any_episode(env, ReplayPolicy(log), EpisodeConfig(), writer).run(seed)
         env.close()
     else:
         if task not in cache:
@@ -124,7 +129,7 @@ for raw in (bench / "results.jsonl").read_text().splitlines():
             robot = load_robot(registry.task_entry(task).default_robot)
             cache[task] = (registry.make_backend(task, robot, render=True), Kinematics(robot))
         backend, kin = cache[task]
-        result = Episode(backend, kin, ReplayPolicy(log), EpisodeConfig(), writer).run(seed)
+        result = arm_episode(backend, kin, ReplayPolicy(log), EpisodeConfig(), writer).run(seed)
     print(json.dumps({"key": rec["key"], "success": result.success, "turns": result.turns}), flush=True)
 for backend, _ in cache.values():
     backend.close()

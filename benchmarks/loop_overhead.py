@@ -67,7 +67,7 @@ def one_round(make_env, make_policy, cfg, how, tmp, records):
     envs = [make_env() for _ in range(episodes if how == "arun16" else 1)]
     c0 = time.process_time()
     if how == "run":
-        results = [Episode.of(envs[0], make_policy(), cfg, w).run(i) for i, w in enumerate(writers)]
+        results = [Episode(envs[0], make_policy(), cfg, w).run(i) for i, w in enumerate(writers)]
     else:
         n = 16 if how == "arun16" else 1
 
@@ -76,7 +76,7 @@ def one_round(make_env, make_policy, cfg, how, tmp, records):
 
             async def one(i, w):
                 async with sem:
-                    return await Episode.of(envs[i % len(envs)], make_policy(), cfg, w).arun(i)
+                    return await Episode(envs[i % len(envs)], make_policy(), cfg, w).arun(i)
 
             return await asyncio.gather(*(one(i, w) for i, w in enumerate(writers)))
 

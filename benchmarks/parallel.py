@@ -28,7 +28,7 @@ _CACHE: dict[str, Any] = {}
 def episode_job(job: tuple[str, int]) -> dict[str, Any]:
     """One scripted episode, render on, records without video; top level so `spawn` can import it."""
     t0, c0 = time.time(), time.process_time()
-    from pear_agent.episode import Episode
+    from pear_agent.arm_environment import arm_episode
     from pear_agent.kinematics import Kinematics
     from pear_agent.records import RunWriter
     from pear_agent.registry import make_backend
@@ -41,7 +41,9 @@ def episode_job(job: tuple[str, int]) -> dict[str, Any]:
         _CACHE[task] = (make_backend(task, robot, render=True), Kinematics(robot))
     backend, kin = _CACHE[task]
     with tempfile.TemporaryDirectory() as tmp:
-        res = Episode(backend, kin, scripted_policy(task), writer=RunWriter(tmp, video_fps=None)).run(seed)
+        res = arm_episode(backend, kin, scripted_policy(task), writer=RunWriter(tmp, video_fps=None)).run(
+            seed
+        )
     return {
         "start": t0,
         "end": time.time(),

@@ -96,7 +96,7 @@ def fly(task: str, s: dict[str, Any]) -> tuple[dict[str, Any], list[list[dict]],
             return inner.act(messages, ctx)
 
     try:
-        episode = Episode.of(env, Keep(), cfg)
+        episode = Episode(env, Keep(), cfg)
         result = episode.run(SEEDS[task])
     finally:
         close_environment(env)

@@ -64,7 +64,7 @@ def fly(
         policy = OpenAIPolicy(ModelSettings(model="pear-scripted-expert", base_url=url, retry_timeouts=False))
     out = {}
     for seed in seeds:
-        r = Episode.of(env, policy, cfg).run(seed)
+        r = Episode(env, policy, cfg).run(seed)
         lat = sorted(r.latencies_s[1:]) or [0.0]
         out[seed] = {"success": r.success, "reward": env.reward()["total"], "end": r.end_reason, "lat": lat}
     return out

@@ -35,7 +35,7 @@ def fly(band: str, latency_s: float, variant: str, seeds: list[int]) -> list[dic
     out = []
     try:
         for seed in seeds:
-            res = Episode.of(env, PilotPolicy(lead_s=latency_s if lead else 0.0), cfg).run(seed)
+            res = Episode(env, PilotPolicy(lead_s=latency_s if lead else 0.0), cfg).run(seed)
             fields = env.result_fields()
             out.append(
                 {

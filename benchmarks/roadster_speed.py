@@ -53,7 +53,7 @@ def main() -> int:
     loop_walls, loop_sim = [], 0.0
     for i in range(args.flights):
         t0 = time.perf_counter()
-        r = Episode.of(env, PilotPolicy(), EpisodeConfig()).run(20000 + i)
+        r = Episode(env, PilotPolicy(), EpisodeConfig()).run(20000 + i)
         loop_walls.append(time.perf_counter() - t0)
         loop_sim += r.sim_time_s
     loop_per_sim_s = sum(loop_walls) / loop_sim

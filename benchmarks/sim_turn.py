@@ -19,7 +19,7 @@ import mujoco
 import numpy as np
 from _common import emit, machine, verdict
 
-from pear_agent.episode import Episode
+from pear_agent.arm_environment import arm_episode
 from pear_agent.kinematics import Kinematics
 from pear_agent.registry import make_backend
 from pear_agent.robot_loader import load_robot
@@ -50,7 +50,7 @@ def record(backend: Any, kin: Kinematics, task: str, seed: int) -> tuple[np.ndar
 
     mujoco.mj_step, backend.render = step, render
     try:
-        Episode(backend, kin, scripted_policy(task)).run(seed)
+        arm_episode(backend, kin, scripted_policy(task)).run(seed)
     finally:
         mujoco.mj_step = real_step
         del backend.render
@@ -60,7 +60,7 @@ def record(backend: Any, kin: Kinematics, task: str, seed: int) -> tuple[np.ndar
 def run_runtime(backend: Any, kin: Kinematics, task: str, seed: int) -> tuple[float, float, float, int]:
     """Wall and CPU time of the episode through the runtime, minus the policy's time; and turns."""
     t0, c0 = time.perf_counter(), time.process_time()
-    res = Episode(backend, kin, scripted_policy(task)).run(seed)
+    res = arm_episode(backend, kin, scripted_policy(task)).run(seed)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     pol = sum(res.latencies_s)
     return wall - pol, cpu - pol, pol, res.turns

@@ -58,7 +58,7 @@ def episode(task: str, seed: int, root: Path, view: bool) -> dict[str, Any]:
             writer.observers.append(timed)
         policy = family.default_policy(name, seed=seed, action_noise_cm=0.0)
         t0 = time.perf_counter()
-        result = Episode.of(env, policy, EpisodeConfig(), writer).run(seed)
+        result = Episode(env, policy, EpisodeConfig(), writer).run(seed)
         wall = time.perf_counter() - t0
     finally:
         close_environment(env)

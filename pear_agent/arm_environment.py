@@ -1,18 +1,23 @@
 """The arm as an environment of the turn loop: state JSON + camera images in, protocol actions
-out, executed through safety clipping, IK and a `Backend` (MuJoCo, LIBERO or ROS 2)."""
+out, executed through safety clipping, IK and a `Backend` (MuJoCo, LIBERO or ROS 2).
+
+`arm_episode(backend, kinematics, policy, config)` builds the arm's environment from the loop's
+config and hands it to an `Episode` (the loop itself builds no environment)."""
 
 from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from pear_agent.backend import Backend, Outcome, PartCommand, TaskInfo
-from pear_agent.environment import FrameSink, StepResult, TurnPrompt
+from pear_agent.environment import FrameSink, StepResult, TurnPrompt, environment_options
+from pear_agent.episode import Episode, EpisodeConfig, TurnRecord
 from pear_agent.kinematics import Kinematics, rpy_to_matrix
-from pear_agent.policies.base import TurnContext
+from pear_agent.policies.base import Policy, TurnContext
 from pear_agent.protocol.actions import Action, parse_reply, response_schema
 from pear_agent.protocol.prompts import (
     OBSERVATION_MODES,
@@ -30,6 +35,7 @@ from pear_agent.protocol.state import (
     scene_facts,
     state_json,
 )
+from pear_agent.records import RunWriter
 from pear_agent.safety import clip_target
 
 
@@ -378,3 +384,18 @@ class ArmEnvironment:
     def close(self) -> None:
         """Release the backend (simulator, renderers)."""
         self.backend.close()
+
+
+def arm_episode(
+    backend: Backend,
+    kinematics: Kinematics,
+    policy: Policy,
+    config: EpisodeConfig | None = None,
+    writer: RunWriter | None = None,
+    on_turn: Callable[[TurnRecord], None] | None = None,
+) -> Episode:
+    """An `Episode` of `policy` on the arm: the `ArmEnvironment` of `backend` and `kinematics`,
+    built with `config`'s environment options (observation, scene facts, chunk size...)."""
+    cfg = config or EpisodeConfig()
+    env = ArmEnvironment(backend, kinematics, **environment_options(cfg))
+    return Episode(env, policy, cfg, writer, on_turn)

@@ -11,10 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pear_agent.arm_environment import ArmEnvironment
 from pear_agent.environment import environment_options
 from pear_agent.family_parts import PromptSchema, RlRewards
+from pear_agent.kinematics import Kinematics
+from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.registry import EnvSpec, Family, UnknownNameError
 from pear_agent.robot_config import Requirement, RobotConfig
+from pear_agent.robot_loader import load_robot
 from pear_agent.settings import setting
 
 if TYPE_CHECKING:
@@ -105,10 +109,6 @@ class ArmFamily(Family, RlRewards, PromptSchema):
         raise NotImplementedError
 
     def make(self, spec: EnvSpec) -> Environment:
-        from pear_agent.arm_environment import ArmEnvironment
-        from pear_agent.kinematics import Kinematics
-        from pear_agent.robot_loader import load_robot
-
         robot = load_robot(spec.option("robot") or self.entry(spec.task).default_robot)
         # cameras are rendered only when the model is sent images (video frames render anyway)
         backend = self.backend(
@@ -138,8 +138,6 @@ class ArmFamily(Family, RlRewards, PromptSchema):
         pilot_noise: float = 0.0,
         config: EpisodeConfig | None = None,
     ) -> Policy:
-        from pear_agent.policies.scripted import ScriptedPolicy
-
         return ScriptedPolicy(task, action_noise_cm=action_noise_cm, seed=seed, expert=self.expert(task))
 
     def rewards(self, env: Environment, result: EpisodeResult) -> tuple[float, float | None]:

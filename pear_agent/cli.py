@@ -6,15 +6,28 @@ Every task comes from the registry of environment families (`pear_agent.registry
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from pear_agent import family_parts
-from pear_agent.executors import ExecutorError
+from pear_agent.bench.commands import add_bench_commands
+from pear_agent.executors import ExecutorError, run_coroutine
+from pear_agent.records import RunWriter, new_run_dir
+from pear_agent.rl.cli import add_parser as add_rollouts_parser
 from pear_agent.robot_config import RobotConfigError
 from pear_agent.robot_loader import list_robots, load_robot
+from pear_agent.ros2.operator_cli import add_parser as add_ros_parser  # `pear-agent ros ...`
+from pear_agent.settings import add_arguments
+from pear_agent.train.cli import add_parser as add_train_parser  # `pear-agent train ...`
+from pear_agent.view import RRD_NAME, EpisodeView, view_run
 
 if TYPE_CHECKING:
     from pear_agent.episode import EpisodeConfig, EpisodeResult
@@ -28,9 +41,9 @@ class CliError(Exception):
 def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa: ANN202
     """The model (with --model), a replay, or the task's scripted policy from its family (given the
     loop's settings, as `bench` gives them: a planning pilot plans for `--latency`)."""
-    from pear_agent.policies.model_settings import settings_from_args
-    from pear_agent.policies.openai_client import OpenAIPolicy
-    from pear_agent.registry import family_of
+    from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
+    from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
+    from pear_agent.registry import family_of  # heavy: cv2
 
     settings = settings_from_args(args, realtime=config.mode == "realtime")
     if settings is not None:
@@ -40,7 +53,7 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
             task, seed=args.seed, action_noise_cm=args.action_noise_cm, config=config
         )
     if args.policy == "replay":
-        from pear_agent.policies.replay import ReplayPolicy
+        from pear_agent.policies.replay import ReplayPolicy  # heavy: cv2
 
         if not args.replay:
             raise CliError("--policy replay needs --replay PATH/episode.jsonl")
@@ -50,11 +63,10 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
 
 def cmd_run(args: argparse.Namespace) -> int:
     """One episode of any family's task: a thin wrapper over the bench's coroutine loop."""
+    # heavy: cv2
     from pear_agent.episode import Episode, EpisodeConfig, clock_from_args, loop_options_from_args
-    from pear_agent.executors import run_coroutine
-    from pear_agent.policies.model_settings import secrets_from_args
-    from pear_agent.records import RunWriter, new_run_dir
-    from pear_agent.registry import EnvSpec, close_environment, family_options, resolve
+    from pear_agent.policies.model_settings import secrets_from_args  # heavy: cv2
+    from pear_agent.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
 
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
@@ -81,7 +93,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(
                 f"pear-agent: {where} / {policy.name} / seed {args.seed} / {clock['mode']}{late}", flush=True
             )
-        result = run_coroutine(Episode.of(env, policy, config, writer, on_turn).arun(args.seed))
+        result = run_coroutine(Episode(env, policy, config, writer, on_turn).arun(args.seed))
         won, extra = family.verdict(env)
         summary = result.to_json() | family_parts.result_fields(family, env)
     finally:
@@ -126,7 +138,6 @@ def attach_view(args: argparse.Namespace, writer: RunWriter, env: Any) -> Any:
     """An `EpisodeView` listening to the writer when --view (or --view-web/--view-spawn) is given."""
     if not (args.view or args.view_spawn or args.view_web is not None):
         return None
-    from pear_agent.view import RRD_NAME, EpisodeView
 
     view = EpisodeView(
         writer.run_dir / RRD_NAME,
@@ -144,16 +155,12 @@ def attach_view(args: argparse.Namespace, writer: RunWriter, env: Any) -> Any:
 
 def linger_view(view: Any, seconds: float) -> None:
     """Keep a served view up a while after the episode (the server ends with the process)."""
-    import time
-
     if view.web_url and seconds > 0:
         time.sleep(seconds)
 
 
 def cmd_view(args: argparse.Namespace) -> int:
     """A finished run's episode.jsonl into a Rerun recording (and optionally a viewer)."""
-    from pear_agent.view import view_run
-
     rrd = view_run(
         Path(args.run_dir),
         rrd_path=Path(args.out) if args.out else None,
@@ -162,8 +169,6 @@ def cmd_view(args: argparse.Namespace) -> int:
     )
     print(f"view: {rrd}")
     if args.web is not None:
-        import time
-
         print(f"pear-agent: web viewer on port {args.web}; Ctrl-C to stop", flush=True)
         deadline = time.monotonic() + args.serve_s if args.serve_s > 0 else float("inf")
         while time.monotonic() < deadline:
@@ -197,11 +202,11 @@ def print_result(
 def cmd_robots(args: argparse.Namespace) -> int:
     """List the descriptions (one line per file, with its path); with --check, build and try each.
     Exit 2 if a file cannot be loaded or built, 1 if a check fails, else 0."""
-    from pear_agent.kinematics import Kinematics
+    from pear_agent.kinematics import Kinematics  # heavy: pinocchio
 
     paths = [Path(f) for f in args.files] if args.files else list_robots()
     if args.suggest_home is not None:
-        from pear_agent.robots_check import suggest_home_lines
+        from pear_agent.robots_check import suggest_home_lines  # heavy: cv2
 
         if len(paths) != 1:
             raise CliError("--suggest-home needs exactly one robot FILE")
@@ -215,7 +220,7 @@ def cmd_robots(args: argparse.Namespace) -> int:
         print("\n".join(lines))
         return 0 if ok else 1
     if args.check:
-        from pear_agent.robots_check import check_robot
+        from pear_agent.robots_check import check_robot  # heavy: cv2
 
         if args.seeds < 1 or not 0.0 <= args.min_success <= 1.0:
             raise CliError("--seeds must be >= 1 and --min-success in [0, 1]")
@@ -246,11 +251,10 @@ def cmd_robots(args: argparse.Namespace) -> int:
 
 def cmd_prompt(args: argparse.Namespace) -> int:
     """What a model gets: the system prompt, the first turn (images described) and the schema."""
-    import cv2
-    import numpy as np
+    import cv2  # heavy: cv2
 
-    from pear_agent.episode import EpisodeConfig
-    from pear_agent.registry import EnvSpec, close_environment, family_options, resolve
+    from pear_agent.episode import EpisodeConfig  # heavy: cv2
+    from pear_agent.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
 
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
@@ -280,9 +284,6 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 def lerobot_python() -> str | None:
     """A Python that can import lerobot: this one, $PEAR_LEROBOT_PYTHON, or .venv-lerobot (made by
     scripts/setup_lerobot.sh) in the current folder or beside this package."""
-    import importlib.util
-    import os
-
     if importlib.util.find_spec("lerobot") is not None:
         return sys.executable
     env = os.environ.get("PEAR_LEROBOT_PYTHON")
@@ -298,9 +299,6 @@ def lerobot_python() -> str | None:
 def cmd_export(args: argparse.Namespace) -> int:
     """Run the LeRobot writer (pear_agent.export_lerobot) where lerobot is installed: its pins
     (torch<2.11, ...) keep it out of the core environment."""
-    import os
-    import subprocess
-
     py = lerobot_python()
     if py is None:
         raise CliError(
@@ -336,13 +334,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-dir", default="runs")
     run.add_argument("--no-video", action="store_true", help="skip the mp4 (faster)")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    from pear_agent.registry import add_family_arguments
+    from pear_agent.registry import add_family_arguments  # heavy: cv2
 
     add_family_arguments(run.add_argument_group("environment family options"), "run")
-    from pear_agent.policies.model_settings import add_model_args
+    from pear_agent.policies.model_settings import add_model_args  # heavy: cv2
 
     add_model_args(run)
-    from pear_agent.episode import add_clock_args, add_loop_args
+    from pear_agent.episode import add_clock_args, add_loop_args  # heavy: cv2
 
     add_clock_args(run.add_argument_group("clock and context"))
     add_loop_args(run.add_argument_group("turn loop"))
@@ -419,8 +417,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print the reply's JSON Schema (sent with structured output)",
     )
-    from pear_agent.episode import EpisodeConfig
-    from pear_agent.settings import add_arguments
+    from pear_agent.episode import EpisodeConfig  # heavy: cv2
 
     add_arguments(prompt, EpisodeConfig, only=("observation", "scene_facts", "max_chunk"))
     add_family_arguments(prompt.add_argument_group("environment family options"), "prompt")
@@ -432,17 +429,11 @@ def build_parser() -> argparse.ArgumentParser:
     tasks.add_argument("--count", action="store_true", help="print the number of tasks per family only")
     tasks.set_defaults(func=cmd_tasks)
 
-    from pear_agent.bench.commands import add_bench_commands
-
     add_bench_commands(sub)
 
-    from pear_agent.rl.cli import add_parser as add_rollouts_parser
-
     add_rollouts_parser(sub)
-    from pear_agent.ros2.operator_cli import add_parser as add_ros_parser  # `pear-agent ros ...`
 
     add_ros_parser(sub)
-    from pear_agent.train.cli import add_parser as add_train_parser  # `pear-agent train ...`
 
     add_train_parser(sub)
     return p
@@ -451,7 +442,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_tasks(args: argparse.Namespace) -> int:
     """Every task name `run`, `bench` and `rollouts` accept (a family may also accept decorated
     names: `pick_cube~camera`, `roadster_kickflip:storm`; see docs/tasks.md)."""
-    from pear_agent.registry import UnknownNameError, families
+    from pear_agent.registry import UnknownNameError, families  # heavy: cv2
 
     fams = families()
     if args.family is not None and args.family not in fams:

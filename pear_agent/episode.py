@@ -1,14 +1,15 @@
 """The ONE turn loop: observe, decide, apply, record; until the episode ends.
 
-It drives an environment (`pear_agent.environment.Environment`): the arm (`ArmEnvironment`: clip +
-IK + a `Backend`) or any other world that brings its own prompts, parser and execution. No
-simulator or ROS import here.
+It drives an environment (`pear_agent.environment.Environment`) it is given: the arm
+(`pear_agent.arm_environment.ArmEnvironment`: clip + IK + a `Backend`) or any other world that
+brings its own prompts, parser and execution. It builds none: no environment, simulator or ROS
+import here (tests/test_imports.py fails on one).
 
 A turn is four named steps, each a method: `observe()` (the environment renders the turn and the
 conversation grows), `decide()` / `adecide()` (the policy answers), `apply(reply)` (accounting,
 the realtime clock, parsing, execution, the episode's end) and `record(line)` (the log). `run(seed)`
 drives them synchronously; `arun(seed)` is the same steps as a coroutine that awaits the model, so
-one process keeps many episodes in flight against one server (`pear_agent.concurrent`).
+one process keeps many episodes in flight against one server (`pear_agent.episodes`).
 
 A reply without a valid action gets a correction turn (the parser's reason as the next turn's
 outcome); it counts as a turn, and `max_invalid` consecutive invalid replies end the episode.
@@ -28,10 +29,11 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pear_agent.backend import Backend, EpisodeAborted
-from pear_agent.environment import Environment, TurnPrompt, environment_options
-from pear_agent.kinematics import Kinematics
+from pear_agent.backend import EpisodeAborted
+from pear_agent.environment import Environment, TurnPrompt
 from pear_agent.policies.base import Policy, PolicyReply, decide_async
+from pear_agent.policies.model_settings import settings_from_args
+from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
 from pear_agent.protocol.history import HISTORY_OLDER, LINE_KEY, check_history, window
 from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
@@ -262,8 +264,10 @@ def correction_text(reason: str, run: int, max_invalid: int) -> str:
 
 
 class Episode:
-    """One episode of a policy in an environment. `Episode(backend, kinematics, policy, ...)` drives
-    the arm; `Episode.of(environment, policy, ...)` drives any `Environment`.
+    """One episode of a policy in an environment: `Episode(environment, policy, config, writer,
+    on_turn)`. The environment is built where environments are built (the arm's:
+    `pear_agent.arm_environment.arm_episode` or `ArmEnvironment`; any task's:
+    `pear_agent.registry.make_environment`); the loop only drives it.
 
     `run(seed)` / `await arun(seed)` play a whole episode; the steps they drive are public so a
     caller (or a test) can step a turn at a time: `begin(seed)`, then while `observe()` returns a
@@ -271,46 +275,15 @@ class Episode:
 
     def __init__(
         self,
-        backend: Backend,
-        kinematics: Kinematics,
-        policy: Policy,
-        config: EpisodeConfig | None = None,
-        writer: RunWriter | None = None,
-        on_turn: Callable[[TurnRecord], None] | None = None,
-    ) -> None:
-        from pear_agent.arm_environment import ArmEnvironment
-
-        cfg = config or EpisodeConfig()
-        env = ArmEnvironment(backend, kinematics, **environment_options(cfg))
-        self._setup(env, policy, cfg, writer, on_turn)
-        self.kin = kinematics
-        self.robot = kinematics.robot
-
-    @classmethod
-    def of(
-        cls,
         environment: Environment,
         policy: Policy,
         config: EpisodeConfig | None = None,
         writer: RunWriter | None = None,
         on_turn: Callable[[TurnRecord], None] | None = None,
-    ) -> Episode:
-        self = cls.__new__(cls)
-        self._setup(environment, policy, config or EpisodeConfig(), writer, on_turn)
-        return self
-
-    def _setup(
-        self,
-        env: Environment,
-        policy: Policy,
-        config: EpisodeConfig,
-        writer: RunWriter | None,
-        on_turn: Callable[[TurnRecord], None] | None,
     ) -> None:
-        self.env = env
-        self.backend = getattr(env, "backend", None)
+        self.env = environment
         self.policy = policy
-        self.config = config
+        self.config = config or EpisodeConfig()
         self.writer = writer
         self.on_turn = on_turn
         self.messages: list[Message] = []
@@ -372,17 +345,10 @@ class Episode:
         sys_prompt = env.system_prompt()
         header = dict(env.header())
         self.messages = [{"role": "system", "content": sys_prompt}]
-        self.result = EpisodeResult(
-            False,
-            0,
+        self.result = self._new_result(
+            seed,
             "turn_limit",
             task=task.name,
-            robot=env.name,
-            seed=seed,
-            policy=self.policy.name,
-            mode=cfg.mode,
-            latency_injected_s=cfg.latency_s,
-            max_invalid=cfg.max_invalid,
             observation=str(header.get("observation", "")),
             scene_facts=bool(header.get("scene_facts", False)),
             max_chunk=int(header.get("max_chunk") or 1),
@@ -622,18 +588,11 @@ class Episode:
         except Exception:  # the task may not be known when the reset failed
             task_name = ""
         status = exc.status if exc.status in END_REASONS else "refused"
-        result = EpisodeResult(
-            False,
-            0,
-            status,  # type: ignore[arg-type]
-            exc.detail or str(exc),
+        result = self._new_result(
+            seed,
+            status,
+            detail=exc.detail or str(exc),
             task=task_name,
-            robot=env.name,
-            seed=seed,
-            policy=self.policy.name,
-            mode=cfg.mode,
-            latency_injected_s=cfg.latency_s,
-            max_invalid=cfg.max_invalid,
             wall_time_s=time.perf_counter() - self._wall0,
         )
         if self.writer is not None:
@@ -644,6 +603,22 @@ class Episode:
             result.run_dir = str(self.writer.run_dir)
             self.writer.finish(result.to_json() | latency_summary(result))
         return result
+
+    def _new_result(self, seed: int, end_reason: str, **fields: Any) -> EpisodeResult:
+        """A result not yet successful, with what the loop's own config and the policy say."""
+        cfg = self.config
+        return EpisodeResult(
+            False,
+            0,
+            end_reason,  # type: ignore[arg-type]
+            robot=self.env.name,
+            seed=seed,
+            policy=self.policy.name,
+            mode=cfg.mode,
+            latency_injected_s=cfg.latency_s,
+            max_invalid=cfg.max_invalid,
+            **fields,
+        )
 
     def _end(self, reason: str, detail: str) -> None:
         self.over = True
@@ -686,9 +661,6 @@ def clock_from_args(args: Any) -> dict[str, Any]:
     clock = {k: values.get(k) for k in CLOCK_OPTIONS}
     clock["mode"] = clock["mode"] or "paused"
     if clock["max_context_tokens"] is None:
-        from pear_agent.policies.model_settings import settings_from_args
-        from pear_agent.policies.openai_client import OpenAIPolicy
-
         settings = settings_from_args(args)
         window = OpenAIPolicy(settings).context_window() if settings is not None else None
         clock["max_context_tokens"] = window or DEFAULT_CONTEXT_TOKENS

@@ -36,6 +36,7 @@ from typing import Any
 from pear_agent import family_parts
 from pear_agent.environment import Environment
 from pear_agent.episode import Episode, EpisodeConfig, EpisodeResult, TurnRecord
+from pear_agent.executors import run_coroutine
 from pear_agent.policies.base import Policy, PolicyReply, TurnContext, decide_async
 from pear_agent.protocol.prompts import Message
 from pear_agent.records import RunWriter
@@ -242,7 +243,7 @@ async def arun_episode(job: EpisodeJob, pool: EnvironmentPool = POOL) -> Episode
         writer = job.writer() if job.writer is not None else None
         if job.on_start is not None:
             job.on_start(env, writer)
-        episode = Episode.of(env, traced, job.config, writer, job.on_turn)  # type: ignore[arg-type]
+        episode = Episode(env, traced, job.config, writer, job.on_turn)  # type: ignore[arg-type]
         result = await episode.arun(job.seed)
         writer = None  # finished (closed) by the episode
         reward, shaped, fields = _family_rewards(result.task, env, result)
@@ -307,8 +308,6 @@ def run_episodes(
     jobs: Iterable[EpisodeJob], concurrency: int = 8, pool: EnvironmentPool = POOL
 ) -> list[EpisodeOutcome]:
     """Every job's outcome, in the jobs' order, `concurrency` episodes in flight in this process."""
-    from pear_agent.executors import run_coroutine
-
     jobs = list(jobs)
 
     async def all_of() -> list[EpisodeOutcome]:

@@ -19,11 +19,14 @@ the driver ends them).
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import inspect
 import multiprocessing as mp
 import os
+import pickle
 import queue
 import signal
+import socket
 import sys
 import threading
 import time
@@ -54,8 +57,6 @@ def die_with_parent(parent_pid: int, period_s: float = WATCHDOG_PERIOD_S) -> Non
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
-
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         except (OSError, AttributeError):
@@ -153,8 +154,6 @@ def _async_worker(
             return "done", await afn(item[1])
         except Exception as exc:  # sent to the runner, raised there
             try:
-                import pickle
-
                 pickle.dumps(exc)
                 return "error", exc
             except Exception:
@@ -265,8 +264,6 @@ class ExecutorError(ValueError):
 
 def _probe(address: str, timeout_s: float = 5.0) -> None:
     """Ray retries an unreachable head for minutes; a TCP connect says so in seconds."""
-    import socket
-
     hostport = address.removeprefix("ray://")
     host, _, port = hostport.rpartition(":")
     if not host or not port.isdigit():
@@ -278,8 +275,6 @@ def _probe(address: str, timeout_s: float = 5.0) -> None:
 
 
 def _ray_call(fn: Callable[[Any], Any], job: Any) -> Any:
-    import os
-
     os.environ.setdefault("MUJOCO_GL", "egl")  # before the job imports MuJoCo in this worker
     if is_async(fn):
         return run_coroutine(fn(job))
@@ -315,10 +310,8 @@ def run_ray(
     With a coroutine job function and `concurrency` > 1 the workers are `num_workers` async actors
     (one CPU each) that keep `concurrency` jobs in flight each.
     """
-    import os
-
     try:
-        import ray
+        import ray  # optional: ray
     except ImportError:
         raise ExecutorError(
             "Ray is not installed: pip install 'pear-agent[rl]' (or pip install ray)"

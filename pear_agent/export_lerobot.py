@@ -107,7 +107,7 @@ def _layout(ep: dict[str, Any]) -> dict[str, Any]:
 
 
 def _image(path: Path) -> np.ndarray:
-    import cv2
+    import cv2  # heavy: cv2
 
     bgr = cv2.imread(str(path), cv2.IMREAD_COLOR)
     if bgr is None:
@@ -178,7 +178,7 @@ def export(
     logs: list[Path], out: Path, *, fps: int = 10, repo_id: str = "pear-agent/episodes"
 ) -> dict[str, Any]:
     """Write the episodes as one LeRobot dataset at `out`; returns what was written."""
-    from lerobot.datasets.lerobot_dataset import CODEBASE_VERSION, LeRobotDataset
+    from lerobot.datasets.lerobot_dataset import CODEBASE_VERSION, LeRobotDataset  # optional: lerobot
 
     if out.exists() and any(out.iterdir()):
         raise ExportError(f"{out} exists and is not empty; give a new --out folder")

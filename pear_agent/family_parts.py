@@ -15,6 +15,7 @@ families have lives here, one protocol per part, grouped by the command that ask
 | `RlRewards`       | `rewards`        | RL rollouts, `bench`        | binary success (or env reward)  |
 | `ScenarioFilters` | `filtered_seeds` | a training mix's `filter:`  | refused: no filters             |
 | `TextServing`     | `text_expert`    | `serve` without facts       | not answered                    |
+| `RobotCheck`      | `check_robot`    | `robots --check`            | a note: no simulator check      |
 
 A family declares a part by subclassing it (`class ArmFamily(Family, RlRewards, PromptSchema)`) or
 simply by having the method (the protocols are runtime-checkable). Callers never call the method
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 if TYPE_CHECKING:
     from pear_agent.environment import Environment
     from pear_agent.episode import EpisodeResult, TurnRecord
+    from pear_agent.robot_config import RobotConfig
 
 
 @dataclass
@@ -109,6 +111,14 @@ class TextServing(Protocol):
         ...
 
 
+@runtime_checkable
+class RobotCheck(Protocol):
+    def check_robot(self, task: str, robot: RobotConfig) -> tuple[list[str], list[str]]:
+        """`pear-agent robots --check`: build `task`'s scene for `robot` in this family's simulator
+        and try it (gripper, a grasp and carry, cameras): (problems, notes)."""
+        ...
+
+
 PARTS: tuple[type, ...] = (
     BenchSelection,
     BenchSummary,
@@ -119,6 +129,7 @@ PARTS: tuple[type, ...] = (
     RlRewards,
     ScenarioFilters,
     TextServing,
+    RobotCheck,
 )
 """Every optional part (the docs' table and the tests read it)."""
 
@@ -178,3 +189,9 @@ def filtered_seeds(family: Any, task: str, scenario: str, start: int, stop: int,
 
 def text_expert(family: Any, messages: list[dict[str, Any]]) -> tuple[str, str] | None:
     return family.text_expert(messages) if isinstance(family, TextServing) else None
+
+
+def check_robot(family: Any, task: str, robot: RobotConfig) -> tuple[list[str], list[str]]:
+    if isinstance(family, RobotCheck):
+        return family.check_robot(task, robot)
+    return [], [f"no simulator check ({getattr(family, 'name', '?')} tasks bring none)"]

@@ -15,6 +15,7 @@ import numpy as np
 import pinocchio as pin
 
 from pear_agent.robot_config import Part, RobotConfig, RobotConfigError
+from pear_agent.robot_model import compile_robot, part_joint_limits, sample_range
 
 if TYPE_CHECKING:
     import mujoco
@@ -67,8 +68,6 @@ class _PartChain:
     the Pinocchio boundary shifted by MuJoCo's reference angle (`ref`), so callers see MuJoCo's."""
 
     def __init__(self, built: _Built, mj: mujoco.MjModel, part: Part, name: str, label: str) -> None:
-        from pear_agent.robot_model import part_joint_limits, sample_range
-
         model = built.model
         self.name = name
         where = f"{label}: key parts.{name}"
@@ -130,7 +129,7 @@ def pinocchio_from_mujoco(mj: mujoco.MjModel) -> _Built:
     attachments and angle units, so nothing of the file is read twice. A body's joints compose in
     order about their anchors, as in MuJoCo; bodies and joints without a name get `pear/body<i>`,
     `pear/joint<i>`."""
-    import mujoco
+    import mujoco  # heavy: mujoco
 
     model = pin.Model()
     model.name = mujoco.mj_id2name(mj, mujoco.mjtObj.mjOBJ_BODY, 0) or "world"
@@ -187,8 +186,6 @@ class Kinematics:
         table_seeds: int = 4,
         table_size: int = 2000,
     ) -> None:
-        from pear_agent.robot_model import compile_robot
-
         self.robot = robot
         mj = compile_robot(robot)
         built = pinocchio_from_mujoco(mj)

@@ -65,7 +65,7 @@ class VideoWriter:
         self.frames = 0
 
     def add(self, frame: np.ndarray) -> None:
-        import cv2
+        import cv2  # heavy: cv2
 
         h, w = frame.shape[:2]
         if self._size is None:
@@ -84,8 +84,8 @@ class VideoWriter:
         """Encode the kept frames into the mp4 (nothing to do without frames)."""
         if not self._frames or self._size is None:
             return
-        import cv2
-        import imageio_ffmpeg
+        import cv2  # heavy: cv2
+        import imageio_ffmpeg  # optional: imageio_ffmpeg
 
         gen = imageio_ffmpeg.write_frames(
             str(self.path),

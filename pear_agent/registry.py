@@ -15,7 +15,9 @@ class), so one can live outside this repository:
 
 The three in this repository are registered the same way (setup.cfg) and are also known here by
 name, so an install whose metadata predates them still finds them. Adapter modules are imported
-only through this registry, lazily: nothing in `pear_agent/` imports `sim_adapters` by name.
+only through this registry, lazily: nothing in `pear_agent/` imports `sim_adapters` by name, not even
+inside a function (`tests/test_registry.py` scans every import statement); what only an adapter can
+do for a command is an optional part of its family (`pear_agent.family_parts`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import contextlib
 import importlib
 import sys
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from pear_agent import family_parts
@@ -209,8 +212,6 @@ def _import(target: str) -> Any:
 
 
 def _entry_points() -> list[Any]:
-    from importlib.metadata import entry_points
-
     try:
         return sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda ep: ep.name)
     except Exception:  # broken metadata of some unrelated package: the built-ins still load
@@ -359,10 +360,10 @@ def make_backend(task: str, robot: RobotConfig, render: bool = True) -> Backend:
     return build(task, robot, render)
 
 
-def __getattr__(name: str) -> Any:
-    if name == "TASKS":  # every arm task -> TaskEntry (what `robots --check` asks of a robot)
-        out: dict[str, Any] = {}
-        for fam in families().values():
-            out |= dict(getattr(fam, "entries", {}) or {})
-        return out
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def arm_tasks() -> dict[str, Any]:
+    """Every arm task of every family -> its `TaskEntry` (what `robots --check` asks of a robot);
+    tasks named by pattern (`pick_up_object/<name>`) are left out: `task_entry` knows them."""
+    out: dict[str, Any] = {}
+    for fam in families().values():
+        out |= dict(getattr(fam, "entries", {}) or {})
+    return out

@@ -138,6 +138,7 @@ def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> Robot
     every error names the file, the key and the problem."""
     cfg = read_robot(name_or_path, robots_dir)
     if any(p.home.joints_rad is None for p in cfg.parts.values()):
+        # heavy: pinocchio
         from pear_agent.kinematics import solve_homes  # Pinocchio and MuJoCo only when needed
 
         cfg = solve_homes(cfg)

@@ -36,7 +36,7 @@ def one_line(exc: BaseException) -> str:
 def quiet_mujoco() -> Iterator[list[str]]:
     """Collect MuJoCo's warnings (attach conflicts, the empty-prefix note) instead of letting them
     print: the runtime settles the options they are about itself. Yields the collected texts."""
-    import mujoco
+    import mujoco  # heavy: mujoco
 
     got: list[str] = []
     getter = getattr(mujoco, "get_mju_user_warning", None)
@@ -55,7 +55,7 @@ def quiet_mujoco() -> Iterator[list[str]]:
 
 def load_spec(robot: RobotConfig, ref: str, key: str) -> mujoco.MjSpec:
     """One model file of the description as a MuJoCo spec; errors name the YAML and `key`."""
-    import mujoco
+    import mujoco  # heavy: mujoco
 
     path = robot.resolve(ref, key)
     try:
@@ -88,7 +88,7 @@ def _adopt_contact_options(spec: mujoco.MjSpec, child: mujoco.MjSpec) -> None:
     """An attached file's contact options (friction cone, impratio) apply where the main file
     leaves MuJoCo's default: a gripper tuned for elliptic cones (Menagerie's 2F-85) grasps as its
     file says. MuJoCo's attach would keep the parent's value and warn."""
-    import mujoco
+    import mujoco  # heavy: mujoco
 
     try:
         default = mujoco.MjSpec().option
@@ -139,7 +139,7 @@ def _remove_bodies(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
     """`model.remove_bodies`: each body and its subtree leave the spec (the kinematics and the
     simulator both see the model without them). A keyframe of the file holds a value per joint of
     the whole model, so one that no longer fits is dropped too (the runtime sets home itself)."""
-    import mujoco
+    import mujoco  # heavy: mujoco
 
     if not robot.model.remove_bodies:
         return
@@ -168,7 +168,7 @@ def _remove_bodies(robot: RobotConfig, spec: mujoco.MjSpec) -> None:
 
 def _nq(spec: mujoco.MjSpec) -> int:
     """Generalized coordinates of the spec's joints (free 7, ball 4, else 1)."""
-    import mujoco
+    import mujoco  # heavy: mujoco
 
     size = {mujoco.mjtJoint.mjJNT_FREE: 7, mujoco.mjtJoint.mjJNT_BALL: 4}
     return sum(size.get(j.type, 1) for j in spec.joints)
@@ -228,7 +228,7 @@ def _without_asset_files(spec: mujoco.MjSpec) -> mujoco.MjSpec:
     """Every mesh a 1 cm tetrahedron (unscaled), every texture a flat colour: nothing read from disk. Geoms
     keep their bodies and poses (a body's frame never depends on its geoms' shapes). MuJoCo < 3.3
     cannot list a spec's assets: its spec is returned as it is."""
-    import mujoco
+    import mujoco  # heavy: mujoco
 
     if not hasattr(spec, "meshes"):
         return spec
@@ -282,7 +282,7 @@ def find_actuator(spec: mujoco.MjSpec, ref: ActuatorRef, where: str) -> mujoco.M
     """The model's actuator a YAML entry refers to: by name, by index (0-based, in the order MuJoCo
     compiles them: the main file's, then each attachment's), or by the joint or tendon it drives.
     `where` is the error's prefix (file and key)."""
-    import mujoco
+    import mujoco  # heavy: mujoco
 
     acts = list(spec.actuators)
     if isinstance(ref, bool):

@@ -27,6 +27,7 @@ from pear_agent.policies.experts import Expert
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
 from pear_agent.policies.openai_wire import PearRequestFields
 from pear_agent.protocol.actions import reply_text, wire_chunk
+from pear_agent.registry import text_expert_reply
 from pear_agent.task_experts import EXPERTS, find_expert
 
 NO_PRIVILEGED = (
@@ -63,7 +64,6 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
     if priv is None:
         # a text world (the roadster) needs no privileged facts: a family's scripted policy may answer
         # from the messages alone (the registry asks each family)
-        from pear_agent.registry import text_expert_reply
 
         answer = text_expert_reply(body["messages"])
         if answer is None:
@@ -165,7 +165,7 @@ def create_app(latency_s: float = 0.0, model: str = "pear-scripted-expert", reas
 def serve(
     host: str = "127.0.0.1", port: int = 8000, latency_s: float = 0.0, reasoning_field: bool = False
 ) -> None:
-    import uvicorn
+    import uvicorn  # heavy: uvicorn
 
     print(
         f"pear-agent serve: scripted expert at http://{host}:{port}/v1 (latency {latency_s:g} s); "

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from pear_agent.records import read_log
+from pear_agent.robot_loader import load_robot
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,7 @@ class ViewUnavailable(ValueError):
 def require_rerun() -> Any:
     """The `rerun` module, or a clear message on how to get it."""
     try:
-        import rerun as rr
+        import rerun as rr  # optional: rerun
     except ImportError:
         raise ViewUnavailable(
             "--view needs Rerun: pip install 'pear-agent[view]' (or pip install rerun-sdk)"
@@ -71,7 +72,7 @@ class LinkPoser:
     model the runtime's kinematics built from the robot's model file)."""
 
     def __init__(self, kinematics: Any) -> None:
-        import pinocchio as pin
+        import pinocchio as pin  # heavy: pinocchio
 
         self._pin, self.kin = pin, kinematics
         model = kinematics.model
@@ -110,8 +111,7 @@ def _kinematics_for(robot: str) -> Any | None:
     """The robot's kinematics from its description (by name), or None if it is not one of ours
     (a finished run's view then has the tool points but no links)."""
     try:
-        from pear_agent.kinematics import Kinematics
-        from pear_agent.robot_loader import load_robot
+        from pear_agent.kinematics import Kinematics  # heavy: pinocchio
 
         return Kinematics(load_robot(robot))
     except Exception as exc:  # an unknown or hardware-only robot: no link frames

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.base import PolicyReply
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.protocol.actions import ActionError, parse_reply, response_schema
@@ -48,7 +49,7 @@ def backend(panda):
 
 def _run(backend, kin, replies: list[str], k: int, turns: int, tmp_path: Path | None = None):
     writer = RunWriter(tmp_path, video_fps=None) if tmp_path is not None else None
-    ep = Episode(backend, kin, Canned(replies), EpisodeConfig(max_chunk=k, max_turns=turns), writer)
+    ep = arm_episode(backend, kin, Canned(replies), EpisodeConfig(max_chunk=k, max_turns=turns), writer)
     return ep, ep.run(0)
 
 
@@ -173,7 +174,7 @@ def test_replay_replays_chunks(backend, panda_kin, tmp_path) -> None:
     _run(backend, panda_kin, [chunk(*steps), chunk(*steps)], k=4, turns=2, tmp_path=tmp_path / "a")
     replay = ReplayPolicy(tmp_path / "a" / "episode.jsonl")
     writer = RunWriter(tmp_path / "b", video_fps=None)
-    Episode(backend, panda_kin, replay, EpisodeConfig(max_chunk=4, max_turns=2), writer).run(0)
+    arm_episode(backend, panda_kin, replay, EpisodeConfig(max_chunk=4, max_turns=2), writer).run(0)
     rec = [[json.loads(x) for x in (tmp_path / d / "episode.jsonl").read_text().splitlines()] for d in "ab"]
     turns = [[x for x in r if x.get("kind") == "turn"] for r in rec]
     assert [t["action"] for t in turns[0]] == [t["action"] for t in turns[1]]
@@ -182,8 +183,8 @@ def test_replay_replays_chunks(backend, panda_kin, tmp_path) -> None:
 
 
 def test_scripted_expert_sends_chunks_and_succeeds(backend, panda_kin) -> None:
-    one = Episode(backend, panda_kin, scripted_policy("pick_cube"), EpisodeConfig(max_chunk=1)).run(0)
-    ep = Episode(backend, panda_kin, scripted_policy("pick_cube"), EpisodeConfig(max_chunk=4))
+    one = arm_episode(backend, panda_kin, scripted_policy("pick_cube"), EpisodeConfig(max_chunk=1)).run(0)
+    ep = arm_episode(backend, panda_kin, scripted_policy("pick_cube"), EpisodeConfig(max_chunk=4))
     four = ep.run(0)
     assert one.success and four.success and four.turns < one.turns
     sizes = [len(ep.env.parse(m["content"]).chunk) for m in ep.messages if m["role"] == "assistant"]

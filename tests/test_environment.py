@@ -115,7 +115,7 @@ def test_the_loop_drives_a_non_arm_world_with_corrections(tmp_path) -> None:
     env, writer = Line(), RunWriter(tmp_path, video_fps=None)
     policy = Replies([STEP, "go right", STEP, '{"action": {"step": 5}}', STEP])
     seen = []
-    res = Episode.of(env, policy, EpisodeConfig(), writer, seen.append).run(0)
+    res = Episode(env, policy, EpisodeConfig(), writer, seen.append).run(0)
     assert res.success and res.end_reason == "success" and res.turns == 5 and res.robot == "line"
     assert res.invalid_replies == 2 and [t.outcome for t in seen] == ["ok", "invalid", "ok", "invalid", "ok"]
     assert seen[0].summary == "step +1"
@@ -129,23 +129,23 @@ def test_the_loop_drives_a_non_arm_world_with_corrections(tmp_path) -> None:
 
 
 def test_environment_end_done_and_judge() -> None:
-    res = Episode.of(Line(), Replies(['{"action": {"step": -1}}'])).run(0)
+    res = Episode(Line(), Replies(['{"action": {"step": -1}}'])).run(0)
     assert res.end_reason == "crashed" and res.detail == "fell off the line" and res.turns == 2
-    res = Episode.of(Line(), Replies(['{"action": {"step": 1}, "done": true}'])).run(0)
+    res = Episode(Line(), Replies(['{"action": {"step": 1}, "done": true}'])).run(0)
     assert res.end_reason == "done" and res.turns == 1 and not res.success
-    res = Episode.of(Line(verdict=True), Replies(['{"action": {"step": 1}, "done": true}'])).run(0)
+    res = Episode(Line(verdict=True), Replies(['{"action": {"step": 1}, "done": true}'])).run(0)
     assert res.end_reason == "done" and res.success and res.judged
 
 
 @pytest.mark.parametrize("max_invalid", [1, 2])
 def test_max_invalid_consecutive_replies_end_the_episode(max_invalid: int) -> None:
-    res = Episode.of(Line(), Replies(["?"]), EpisodeConfig(max_invalid=max_invalid)).run(0)
+    res = Episode(Line(), Replies(["?"]), EpisodeConfig(max_invalid=max_invalid)).run(0)
     assert res.end_reason == "invalid_action" and res.turns == max_invalid == res.invalid_replies
 
 
 def test_realtime_advances_the_world_by_each_later_decision() -> None:
     env = Line()
-    res = Episode.of(env, Replies(["?", STEP], latency_s=0.25), EpisodeConfig(mode="realtime")).run(0)
+    res = Episode(env, Replies(["?", STEP], latency_s=0.25), EpisodeConfig(mode="realtime")).run(0)
     # invalid replies took time too: the world moved on while the model thought
     assert (
         res.success and env.advanced == [0.25] * (res.turns - 1) and res.advanced_s == 0.25 * (res.turns - 1)
@@ -168,7 +168,7 @@ def test_bad_loop_options_are_refused(kwargs: dict, needle: str) -> None:
 # -- the turn's steps, one at a time, and the same episode as a coroutine ------------------------
 def test_each_step_of_a_turn_does_its_own_part(tmp_path) -> None:
     env, writer = Line(), RunWriter(tmp_path, video_fps=None)
-    ep = Episode.of(env, Replies([STEP, "nope"]), EpisodeConfig(max_turns=3), writer)
+    ep = Episode(env, Replies([STEP, "nope"]), EpisodeConfig(max_turns=3), writer)
     assert ep.begin(0) and ep.turn == 0 and [m["role"] for m in ep.messages] == ["system"]
     log = tmp_path / "episode.jsonl"
     prompt = ep.observe()  # observe: the turn's message joins the conversation; nothing logged yet
@@ -199,8 +199,8 @@ def test_arun_plays_the_same_episode_as_run(tmp_path) -> None:
 
     policy = [STEP, "go right", STEP, '{"action": {"step": 5}}', STEP]
     a, b = RunWriter(tmp_path / "a", video_fps=None), RunWriter(tmp_path / "b", video_fps=None)
-    sync = Episode.of(Line(), Replies(policy), EpisodeConfig(), a).run(0)
-    coro = asyncio.run(Episode.of(Line(), Replies(policy), EpisodeConfig(), b).arun(0))
+    sync = Episode(Line(), Replies(policy), EpisodeConfig(), a).run(0)
+    coro = asyncio.run(Episode(Line(), Replies(policy), EpisodeConfig(), b).arun(0))
     assert (sync.turns, sync.end_reason, sync.invalid_replies) == (coro.turns, coro.end_reason, 2)
 
     def lines(d):
@@ -235,7 +235,7 @@ def test_episodes_on_one_loop_decide_at_the_same_time() -> None:
     import asyncio
 
     async def many():
-        return await asyncio.gather(*(Episode.of(Line(), SlowAsync(0.05)).arun(s) for s in range(6)))
+        return await asyncio.gather(*(Episode(Line(), SlowAsync(0.05)).arun(s) for s in range(6)))
 
     SlowAsync.now = SlowAsync.peak = 0
     results = asyncio.run(many())
@@ -258,6 +258,6 @@ def test_a_blocking_policy_decides_in_a_thread_and_a_cheap_one_inline() -> None:
         name = "cheap"
         blocking = False
 
-    asyncio.run(Episode.of(Line(), Blocking([STEP])).arun(0))
-    asyncio.run(Episode.of(Line(), Cheap([STEP])).arun(0))
+    asyncio.run(Episode(Line(), Blocking([STEP])).arun(0))
+    asyncio.run(Episode(Line(), Cheap([STEP])).arun(0))
     assert seen["replies"] is not threading.main_thread() and seen["cheap"] is threading.main_thread()

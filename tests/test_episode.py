@@ -4,7 +4,8 @@ import json
 import numpy as np
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.records import RunWriter
@@ -38,7 +39,7 @@ def backend(panda):
 
 def test_scripted_episode_succeeds_and_logs_every_turn(backend, panda_kin, tmp_path) -> None:
     writer = RunWriter(tmp_path, video_fps=10)
-    ep = Episode(backend, panda_kin, scripted_policy("pick_cube"), writer=writer)
+    ep = arm_episode(backend, panda_kin, scripted_policy("pick_cube"), writer=writer)
     res = ep.run(0)
     assert res.success and res.end_reason == "success"
     lines = [json.loads(x) for x in (tmp_path / "episode.jsonl").read_text().splitlines()]
@@ -65,7 +66,7 @@ def test_context_is_append_only(backend, panda_kin) -> None:
             snapshots.append(json.dumps(messages))
             return super().act(messages, ctx)
 
-    Episode(backend, panda_kin, Spy("pick_cube", expert=EXPERTS["pick_cube"])).run(1)
+    arm_episode(backend, panda_kin, Spy("pick_cube", expert=EXPERTS["pick_cube"])).run(1)
     assert len(snapshots) >= 3
     for a, b in itertools.pairwise(snapshots):
         assert b.startswith(a[:-1])  # the earlier conversation is an exact prefix
@@ -73,7 +74,7 @@ def test_context_is_append_only(backend, panda_kin) -> None:
 
 def test_invalid_reply_ends_episode_at_once_with_max_invalid_1(backend, panda_kin) -> None:
     policy = ListPolicy(['{"action": {"arm": {"move_cm": [0, 0, 500]}}}'])
-    res = Episode(backend, panda_kin, policy, EpisodeConfig(max_invalid=1)).run(0)
+    res = arm_episode(backend, panda_kin, policy, EpisodeConfig(max_invalid=1)).run(0)
     assert res.end_reason == "invalid_action" and "out of range" in res.detail and res.turns == 1
     assert res.max_invalid == 1 and res.invalid_replies == 1
 
@@ -82,7 +83,7 @@ def test_invalid_replies_get_correction_turns_until_max_invalid(backend, panda_k
     bad, good = '{"action": {}}', '{"action": {"arm": {"move_cm": [0, 0, 1]}}}'
     policy = ListPolicy([bad, bad, good, bad, bad, bad, good])
     writer = RunWriter(tmp_path, video_fps=None)
-    res = Episode(backend, panda_kin, policy, EpisodeConfig(max_turns=10), writer).run(0)
+    res = arm_episode(backend, panda_kin, policy, EpisodeConfig(max_turns=10), writer).run(0)
     # two invalid, one valid (resets the count), then three invalid in a row end it
     assert res.end_reason == "invalid_action" and res.turns == 6 and res.invalid_replies == 5
     turns = [json.loads(x) for x in (tmp_path / "episode.jsonl").read_text().splitlines()][1:]
@@ -112,7 +113,7 @@ class Echo(ListPolicy):
 @pytest.mark.parametrize("whole", [True, False])
 def test_an_echoed_state_is_never_executed(backend, panda_kin, tmp_path, whole: bool) -> None:
     writer = RunWriter(tmp_path, video_fps=None)
-    res = Episode(backend, panda_kin, Echo(whole), EpisodeConfig(max_invalid=4), writer).run(0)
+    res = arm_episode(backend, panda_kin, Echo(whole), EpisodeConfig(max_invalid=4), writer).run(0)
     assert res.end_reason == "invalid_action" and res.turns == 4 and res.invalid_replies == 4
     turns = [json.loads(x) for x in (tmp_path / "episode.jsonl").read_text().splitlines()][1:]
     assert all("action" not in t and t["outcome"]["status"] == "invalid" for t in turns)
@@ -125,7 +126,7 @@ def test_done_ends_the_episode_and_the_task_check_decides(backend, panda_kin, tm
         ['I am done.\n```json\n{"action": {"arm": {"move_cm": [0, 0, 1]}}, "done": true}\n```']
     )
     writer = RunWriter(tmp_path, video_fps=None)
-    res = Episode(backend, panda_kin, policy, writer=writer).run(0)
+    res = arm_episode(backend, panda_kin, policy, writer=writer).run(0)
     assert res.end_reason == "done" and res.turns == 1 and not res.success  # the cube was not picked
     turns = [json.loads(x) for x in (tmp_path / "episode.jsonl").read_text().splitlines()][1:]
     assert turns[0]["action"]["done"] is True and turns[0]["outcome"]["status"] == "reached"
@@ -149,7 +150,7 @@ class Judged:
 def test_backend_judge_success_overrides_the_verdict(backend, panda_kin, verdict) -> None:
     judged = Judged(backend, verdict)
     policy = ListPolicy(['{"action": {"arm": {"gripper": 1}}, "done": true}'])
-    res = Episode(judged, panda_kin, policy).run(0)
+    res = arm_episode(judged, panda_kin, policy).run(0)
     assert judged.calls == [("done", "the model declared the task done")]
     assert res.success is (False if verdict is None else verdict) and res.judged is (verdict is not None)
 
@@ -157,7 +158,7 @@ def test_backend_judge_success_overrides_the_verdict(backend, panda_kin, verdict
 def test_console_line_shows_the_clipped_motion(backend, panda_kin) -> None:
     seen = []
     policy = ListPolicy(['{"action": {"arm": {"move_cm": [0, 0, 50]}}}'])
-    res = Episode(backend, panda_kin, policy, EpisodeConfig(max_turns=1), on_turn=seen.append).run(0)
+    res = arm_episode(backend, panda_kin, policy, EpisodeConfig(max_turns=1), on_turn=seen.append).run(0)
     assert res.turns == 1 and len(seen) == 1
     step = panda_kin.robot.parts["arm"].limits.max_position_step_cm
     assert f"move +0.0 +0.0 +{step:.1f} cm" in seen[0].summary and "+50.0" not in seen[0].summary
@@ -173,7 +174,7 @@ def test_state_observation_sends_plain_string_content(backend, panda_kin, tmp_pa
 
     writer = RunWriter(tmp_path, video_fps=None)
     cfg = EpisodeConfig(max_turns=2, observation="state", scene_facts=True)
-    res = Episode(backend, panda_kin, Spy("pick_cube", expert=EXPERTS["pick_cube"]), cfg, writer).run(0)
+    res = arm_episode(backend, panda_kin, Spy("pick_cube", expert=EXPERTS["pick_cube"]), cfg, writer).run(0)
     assert res.observation == "state" and res.scene_facts and res.turns == 2
     last = msgs[-1]
     assert all(isinstance(m["content"], str) for m in last)
@@ -193,7 +194,7 @@ def test_images_observation_leaves_out_the_state(backend, panda_kin) -> None:
             msgs.append(messages)
             return super().act(messages, ctx)
 
-    Episode(
+    arm_episode(
         backend,
         panda_kin,
         Spy("pick_cube", expert=EXPERTS["pick_cube"]),
@@ -208,7 +209,7 @@ def test_ik_failure_is_reported_and_counts_as_a_turn(backend, panda_kin, tmp_pat
     # Step by step towards the far low corner of the workspace, beyond the arm's reach.
     policy = ListPolicy(['{"action": {"arm": {"move_cm": [10, 10, -10]}}}'])
     writer = RunWriter(tmp_path, video_fps=None)
-    res = Episode(backend, panda_kin, policy, EpisodeConfig(max_turns=9), writer).run(0)
+    res = arm_episode(backend, panda_kin, policy, EpisodeConfig(max_turns=9), writer).run(0)
     assert res.end_reason == "turn_limit" and res.turns == 9
     turns = [json.loads(x) for x in (tmp_path / "episode.jsonl").read_text().splitlines()][1:]
     failed = [i for i, t in enumerate(turns) if t["outcome"]["status"] == "ik_failed"]
@@ -222,7 +223,7 @@ def test_ik_failure_is_reported_and_counts_as_a_turn(backend, panda_kin, tmp_pat
 
 def test_context_budget_ends_episode(backend, panda_kin) -> None:
     hold = '{"action": {"arm": {"move_cm": [0, 0, 0]}}}'
-    res = Episode(backend, panda_kin, ListPolicy([hold]), EpisodeConfig(max_context_tokens=1500)).run(0)
+    res = arm_episode(backend, panda_kin, ListPolicy([hold]), EpisodeConfig(max_context_tokens=1500)).run(0)
     assert res.end_reason == "context_budget" and res.turns >= 1
 
 
@@ -231,7 +232,7 @@ def test_policy_error_ends_episode(backend, panda_kin) -> None:
         def act(self, messages, ctx):
             return PolicyReply("", error="endpoint unreachable: connection refused")
 
-    res = Episode(backend, panda_kin, Dead([])).run(0)
+    res = arm_episode(backend, panda_kin, Dead([])).run(0)
     assert res.end_reason == "policy_error" and "connection refused" in res.detail
     # a failed request is neither a turn nor a decision time; it is counted apart
     assert res.turns == 0 and res.latencies_s == [] and res.policy_failures == 1
@@ -243,7 +244,7 @@ def test_context_error_from_the_client_ends_as_context_budget(backend, panda_kin
             info = {"end_reason": "context_budget", "decision_s": 0.7, "retries": 0}
             return PolicyReply("", error="the server's context is full", info=info)
 
-    res = Episode(backend, panda_kin, Full([])).run(0)
+    res = arm_episode(backend, panda_kin, Full([])).run(0)
     assert res.end_reason == "context_budget" and res.turns == 0
     assert res.failed_latencies_s == [0.7] and res.latencies_s == []
 
@@ -257,7 +258,7 @@ def test_a_reset_the_backend_aborts_ends_without_a_decision(backend, panda_kin, 
 
     policy = ListPolicy(['{"action": {"arm": {"gripper": 1}}}'])
     writer = RunWriter(tmp_path, video_fps=None)
-    res = Episode(Aborting(backend, None), panda_kin, policy, writer=writer).run(0)
+    res = arm_episode(Aborting(backend, None), panda_kin, policy, writer=writer).run(0)
     assert res.end_reason == "stopped" and "e-stopped" in res.detail and res.turns == 0 and not policy.seen
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["end_reason"] == "stopped" and summary["task"] == "pick_cube"
@@ -278,6 +279,6 @@ def test_a_judge_is_not_consulted_after_a_failure_of_the_loop(backend, panda_kin
     operator's "yes" never turns a policy error into a success."""
     judged = Judged(backend, verdict)
     policy = FailingPolicy(['{"action": {"arm": {"gripper": 1}}}'])
-    res = Episode(judged, panda_kin, policy, EpisodeConfig(max_turns=3)).run(0)
+    res = arm_episode(judged, panda_kin, policy, EpisodeConfig(max_turns=3)).run(0)
     assert res.end_reason == "policy_error" and res.turns == 1
     assert judged.calls == [] and res.success is False and res.judged is False

@@ -4,7 +4,8 @@ import json
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
 from pear_agent.task_experts import scripted_policy
@@ -18,9 +19,9 @@ def backend(panda):
 
 
 def test_injected_latency_advances_sim_time_after_the_first_decision(backend, panda_kin, tmp_path) -> None:
-    paused = Episode(backend, panda_kin, scripted_policy("pick_cube")).run(0)
+    paused = arm_episode(backend, panda_kin, scripted_policy("pick_cube")).run(0)
     cfg = EpisodeConfig(mode="realtime", latency_s=0.5)
-    rt = Episode(backend, panda_kin, scripted_policy("pick_cube"), cfg, RunWriter(tmp_path, None)).run(0)
+    rt = arm_episode(backend, panda_kin, scripted_policy("pick_cube"), cfg, RunWriter(tmp_path, None)).run(0)
     assert paused.mode == "paused" and paused.advanced_s == 0.0
     assert rt.mode == "realtime" and rt.latency_injected_s == 0.5
     assert rt.advanced_s == pytest.approx(0.5 * (rt.turns - 1))
@@ -35,7 +36,7 @@ def test_injected_latency_advances_sim_time_after_the_first_decision(backend, pa
 
 
 def test_measured_latency_is_used_without_injection(backend, panda_kin) -> None:
-    rt = Episode(backend, panda_kin, scripted_policy("pick_cube"), EpisodeConfig(mode="realtime")).run(1)
+    rt = arm_episode(backend, panda_kin, scripted_policy("pick_cube"), EpisodeConfig(mode="realtime")).run(1)
     assert rt.latency_injected_s is None
     assert rt.advanced_s == pytest.approx(sum(rt.latencies_s[1:]))
 

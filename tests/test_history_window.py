@@ -36,7 +36,7 @@ def fly(tmp_path, **cfg):
     )
     policy = Seen(PilotPolicy())
     writer = RunWriter(tmp_path / "run", video_fps=None)
-    episode = Episode.of(env, policy, EpisodeConfig(**cfg), writer=writer)
+    episode = Episode(env, policy, EpisodeConfig(**cfg), writer=writer)
     result = episode.run(20001)
     return result, policy.seen, episode.messages, tmp_path / "run" / "episode.jsonl"
 

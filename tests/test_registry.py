@@ -205,7 +205,7 @@ def test_every_family_is_found_and_names_its_tasks() -> None:
     with pytest.raises(ValueError, match="unknown wind band 'breeze'"):
         registry.resolve("roadster_kickflip:breeze")
     # the arm tasks' table as `robots --check` and the ROS 2 sim node read it
-    assert registry.TASKS["bimanual_pickup"].default_robot == "yam_bimanual"
+    assert registry.arm_tasks()["bimanual_pickup"].default_robot == "yam_bimanual"
     assert registry.task_entry("libero_goal/3").backend == "libero"
     with pytest.raises(UnknownNameError, match="not an arm task"):
         registry.task_entry("roadster_kickflip")
@@ -256,18 +256,12 @@ def _imports(path: Path) -> list[str]:
     return names
 
 
-ADAPTER_IMPORT_EXCEPTIONS = {
-    "robots_check.py": "`pear-agent robots --check` builds a MuJoCo scene and reads its finger geoms itself"
-}
-"""Modules of `pear_agent/` that still import an adapter by name, and why (issue 18's robot check)."""
-
-
 def test_no_adapter_module_is_imported_by_pear_agent_except_through_the_registry() -> None:
     offenders = {}
     for path in sorted((REPO / "pear_agent").rglob("*.py")):
         rel = path.relative_to(REPO / "pear_agent").as_posix()
         bad = [n for n in _imports(path) if n == "sim_adapters" or n.startswith("sim_adapters.")]
-        if bad and rel not in ADAPTER_IMPORT_EXCEPTIONS:
+        if bad:
             offenders[rel] = bad
     assert offenders == {}
     # the loop's modules import no simulator, LIBERO or ROS at all (not even lazily)
@@ -355,7 +349,7 @@ def test_the_repositorys_families_declare_the_optional_parts_they_implement() ->
     from pear_agent import family_parts
 
     fams = registry.families()
-    assert family_parts.parts_of(fams["mujoco"]) == ["PromptSchema", "RlRewards"]
+    assert family_parts.parts_of(fams["mujoco"]) == ["PromptSchema", "RlRewards", "RobotCheck"]
     libero = ["BenchSelection", "BenchSummary", "PromptSchema", "RlRewards"]
     assert family_parts.parts_of(fams["libero"]) == libero
     roadster = {"ReportPage", "TurnLines", "PromptSchema", "RlRewards", "ScenarioFilters", "TextServing"}

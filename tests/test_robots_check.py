@@ -608,7 +608,7 @@ def test_grasp_messages_say_weak_or_too_hard() -> None:
     """The check's grasp message named "too weak or slippery" whatever happened; a squeeze that
     sinks the fingers into the cube or presses it out of the grip is called too hard, and the
     weak case names the friction key."""
-    from pear_agent.robots_check import Squeeze
+    from sim_adapters.mujoco.robot_check import Squeeze
 
     weak = Squeeze(sink_mm=0.3, force_n=4.0, rise_cm=0.0, off_tool_cm=0.1).why()
     assert "too weak or slippery" in weak and "gripper.sim.friction" in weak

@@ -17,10 +17,10 @@ PALETTE = ["#2e7d32", "#c62828", "#1565c0", "#ef6c00", "#6a1b9a", "#00838f", "#9
 
 
 def _plt() -> Any:
-    import matplotlib
+    import matplotlib  # heavy: matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # heavy: matplotlib
 
     plt.rcParams.update({"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
                          "axes.spines.right": False})  # fmt: skip

@@ -10,13 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from pear_agent import family_parts
-from pear_agent.bench.runner import SPLITS
+from pear_agent.bench import pear_real
+from pear_agent.bench.compare import compare, format_comparison, write_compare_page
+from pear_agent.bench.report import format_table, summarize, write_report
+from pear_agent.bench.runner import SPLITS, BenchConfig, parse_seeds, run_bench, split_seeds
+from pear_agent.executors import ray_executor
+from pear_agent.settings import from_args
 
 
 def _tasks_and_seeds(args: argparse.Namespace, model: bool) -> tuple[list[str], list[int], Any]:
     """The bench's tasks (a family's own selection such as LIBERO's `--suite`, else `--tasks`, each
     expanded by its family: the roadster's wind bands) and seeds; the selection, if any."""
-    from pear_agent.registry import families, family_of
+    from pear_agent.registry import families, family_of  # heavy: cv2
 
     for fam in families().values():
         sel = family_parts.select(fam, args, model=model)
@@ -37,20 +42,15 @@ def _episodes(args: argparse.Namespace, defaults: list[int]) -> int:
 
 
 def _seeds(args: argparse.Namespace, defaults: list[int]) -> list[int]:
-    from pear_agent.bench.runner import parse_seeds, split_seeds
-
     return parse_seeds(args.seeds) if args.seeds else split_seeds(args.split, _episodes(args, defaults))
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from pear_agent.arm_family import ArmOptions
-    from pear_agent.bench.report import format_table, summarize, write_report
-    from pear_agent.bench.runner import BenchConfig, run_bench
-    from pear_agent.episode import clock_from_args, loop_options_from_args
-    from pear_agent.policies.model_settings import settings_from_args
-    from pear_agent.policies.openai_client import OpenAIPolicy
-    from pear_agent.registry import family_of
-    from pear_agent.settings import from_args
+    from pear_agent.arm_family import ArmOptions  # heavy: cv2
+    from pear_agent.episode import clock_from_args, loop_options_from_args  # heavy: cv2
+    from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
+    from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
+    from pear_agent.registry import family_of  # heavy: cv2
 
     if args.workers < 1 or args.concurrency < 1:
         raise ValueError("--workers and --concurrency must be >= 1")
@@ -60,8 +60,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
     pairs: list[tuple[str, int]] | None = None
     fields: dict[str, Any] = {}
     if preset == "pear_real":
-        from pear_agent.bench import pear_real
-
         trials = pear_real.trials()
         pairs = [(t.task, t.seed) for t in trials]
         tasks, seeds, selection = list(dict.fromkeys(t.task for t in trials)), [], None
@@ -115,7 +113,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         pairs=pairs,
         fields=fields,
     )
-    from pear_agent.executors import ray_executor
 
     results = run_bench(
         cfg,
@@ -131,8 +128,6 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if text:
             print(text)
     if preset == "pear_real":
-        from pear_agent.bench import pear_real
-
         rows_pear = pear_real.table(results)
         print(pear_real.format_table(rows_pear, policy.get("settings", {}).get("model") or "scripted expert"))
         (Path(args.out) / "pear_real.json").write_text(json.dumps(rows_pear, indent=2))
@@ -141,13 +136,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from pear_agent.bench.compare import compare, format_comparison
-
     c = compare(args.a, args.b)
     print(json.dumps(c) if args.json else format_comparison(c, str(args.a), str(args.b)))
     if args.html:
-        from pear_agent.bench.compare import write_compare_page
-
         page = write_compare_page(args.a, args.b, Path(args.html))
         if not args.json:
             print(f"page: {page}")
@@ -155,7 +146,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from pear_agent.serve import serve
+    from pear_agent.serve import serve  # heavy: cv2
 
     if args.latency < 0:
         raise ValueError("--latency must be >= 0")
@@ -164,7 +155,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def add_bench_commands(sub: Any) -> None:
-    from pear_agent.policies.model_settings import add_model_args
+    from pear_agent.policies.model_settings import add_model_args  # heavy: cv2
 
     b = sub.add_parser("bench", help="many episodes over tasks x seeds, in parallel, resumable")
     b.add_argument("--tasks", default="pick_cube", help="comma-separated task names (any family's)")
@@ -223,11 +214,11 @@ def add_bench_commands(sub: Any) -> None:
         metavar="all|TASK/sSEED,...",
         help="write a Rerun recording (episode.rrd) beside each chosen episode's log (default: all)",
     )
-    from pear_agent.registry import add_family_arguments
+    from pear_agent.registry import add_family_arguments  # heavy: cv2
 
     add_family_arguments(b.add_argument_group("environment family options"), "bench")
     add_model_args(b)
-    from pear_agent.episode import add_clock_args, add_loop_args
+    from pear_agent.episode import add_clock_args, add_loop_args  # heavy: cv2
 
     add_clock_args(b.add_argument_group("clock and context"))
     add_loop_args(b.add_argument_group("turn loop"))

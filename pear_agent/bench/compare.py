@@ -6,10 +6,12 @@ McNemar test looks only at discordant pairs (one run succeeded, the other failed
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 
-from pear_agent.bench.report import end_reasons, is_scored
+from pear_agent.bench import charts
+from pear_agent.bench.report import _page, end_reasons, is_scored
 from pear_agent.bench.runner import RESULTS, read_results
 from pear_agent.bench.stats import mcnemar_exact, wilson
 
@@ -83,11 +85,6 @@ def format_comparison(c: dict[str, Any], a_name: str, b_name: str) -> str:
 def write_compare_page(a_path: str | Path, b_path: str | Path, page: Path) -> Path:
     """A static page: the overall comparison, and per task the paired difference in success rate
     with its exact McNemar p-value as a chart and a table."""
-    import html
-
-    from pear_agent.bench import charts
-    from pear_agent.bench.report import _page
-
     a, b = _load(a_path), _load(b_path)
     c = compare(a_path, b_path)
     rows = charts.paired_by_task(a, b)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pear_agent.bench.stats import wilson
+from pear_agent.object_config import object_names as names
 
 NAME = "pear_real"
 ROBOT = "yam_bimanual"
@@ -30,8 +31,6 @@ PAPER = {"base": 0, "pear": 18, "trials": 30}
 
 
 def object_names() -> list[str]:
-    from pear_agent.object_config import object_names as names
-
     return names()
 
 

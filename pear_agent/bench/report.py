@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pear_agent.bench import charts
 from pear_agent.bench.stats import latency_stats, wilson
 
 INFRA_ENDINGS: tuple[str, ...] = ("endpoint_error",)
@@ -201,6 +202,7 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
     ]
     if (run_dir / "episode.mp4").exists():
         parts.append('<video controls src="episode.mp4"></video>')
+    # heavy: cv2
     from pear_agent.registry import report_html  # e.g. a roadster flight's telemetry plot (inline SVG)
 
     extra = report_html(str(r.get("task", "")), lines)
@@ -238,8 +240,6 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
 def charts_html(rows: list[dict[str, Any]], results: list[dict[str, Any]]) -> str:
     """The charts a reader scans first: success with Wilson intervals, end reasons per task, and
     per task the turns and decision-latency distributions (inline SVG, `pear_agent.bench.charts`)."""
-    from pear_agent.bench import charts
-
     by_task: dict[str, list[dict[str, Any]]] = {}
     for r in results:
         by_task.setdefault(str(r["task"]), []).append(r)

@@ -23,7 +23,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pear_agent.records import SECRET_PATTERNS
+from tqdm import tqdm
+
+from pear_agent.bench.report import INFRA_ENDINGS
+from pear_agent.executors import run_coroutine, run_local
+from pear_agent.records import SECRET_PATTERNS, RunWriter
+from pear_agent.view import RRD_NAME, EpisodeView
 
 if TYPE_CHECKING:
     from pear_agent.episode import EpisodeConfig
@@ -68,17 +73,17 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0, config: EpisodeC
     (the arm experts, the roadster's pilot)."""
     kind = spec.get("kind", "scripted")
     if kind == "scripted":
-        from pear_agent.registry import family_of
+        from pear_agent.registry import family_of  # heavy: cv2
 
         noise = float(spec.get("action_noise_cm", 0.0))
         return family_of(task).default_policy(task, seed=seed, action_noise_cm=noise, config=config)
     if kind == "openai":
-        from pear_agent.policies.model_settings import ModelSettings
-        from pear_agent.policies.openai_client import OpenAIPolicy
+        from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
+        from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
 
         return OpenAIPolicy(ModelSettings(**spec["settings"]))
     if kind == "replay":
-        from pear_agent.policies.replay import ReplayPolicy
+        from pear_agent.policies.replay import ReplayPolicy  # heavy: cv2
 
         return ReplayPolicy(Path(spec["path"]))
     raise ValueError(f"unknown policy kind {kind!r}")
@@ -107,14 +112,14 @@ scene holds its own simulator): `pear_agent.episodes.POOL`."""
 
 def close_sims() -> None:
     """Close this process's idle environments."""
-    from pear_agent.episodes import POOL
+    from pear_agent.episodes import POOL  # heavy: cv2
 
     POOL.close()
 
 
 def _env_spec(job: dict[str, Any]) -> Any:
-    from pear_agent.episode import EpisodeConfig
-    from pear_agent.registry import EnvSpec
+    from pear_agent.episode import EpisodeConfig  # heavy: cv2
+    from pear_agent.registry import EnvSpec  # heavy: cv2
 
     options = dict(job.get("options") or {})
     if job.get("robot"):
@@ -132,8 +137,6 @@ def wants_view(view: list[str] | None, key: str) -> bool:
 
 def run_job(job: dict[str, Any]) -> dict[str, Any]:
     """`arun_job` for a synchronous caller (one episode on its own event loop)."""
-    from pear_agent.executors import run_coroutine
-
     return run_coroutine(arun_job(job))
 
 
@@ -142,9 +145,8 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
     return its result line. Never raises: a crash becomes end_reason "error" with a one-line
     detail, so one bad episode does not stop the bench."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from pear_agent.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
-    from pear_agent.episodes import POOL, EpisodeJob, arun_episode
-    from pear_agent.records import RunWriter
+    from pear_agent.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig  # heavy: cv2
+    from pear_agent.episodes import POOL, EpisodeJob, arun_episode  # heavy: cv2
 
     task, seed = job["task"], int(job["seed"])
     out = Path(job["out_dir"])
@@ -187,8 +189,6 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
 
         def view(env: Any, writer: RunWriter | None) -> None:
             if writer is not None and wants_view(job.get("view"), line["key"]):
-                from pear_agent.view import RRD_NAME, EpisodeView
-
                 kin = getattr(env, "kin", None)
                 writer.observers.append(EpisodeView(run_dir / RRD_NAME, run_dir=run_dir, kinematics=kin))
 
@@ -243,8 +243,6 @@ def pending_again(done: dict[str, dict[str, Any]], keep_endpoint_errors: bool = 
     """The recorded episodes a resumed bench runs again: those that ended on an infrastructure fault
     (the model endpoint failed after its retries: nothing was learnt about the model), unless the
     user keeps them."""
-    from pear_agent.bench.report import INFRA_ENDINGS
-
     if keep_endpoint_errors:
         return set()
     return {k for k, r in done.items() if r.get("end_reason") in INFRA_ENDINGS}
@@ -347,8 +345,6 @@ def run_bench(
 ) -> list[dict[str, Any]]:
     """Run every (task, seed) not yet in `results.jsonl`, and again those that ended on an endpoint
     failure (`pending_again`); return all results, this run's and earlier."""
-    from pear_agent.executors import run_local
-
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / CONFIG
@@ -371,8 +367,6 @@ def run_bench(
     total = len(wanted)
     bar = None
     if progress:
-        from tqdm import tqdm
-
         bar = tqdm(total=total, initial=total - len(jobs), unit="ep", desc="bench", dynamic_ncols=True)
     run = executor or run_local
     if cfg.workers < 1 or cfg.concurrency < 1:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 import re
@@ -153,7 +154,7 @@ _ENDPOINTS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[str,
 def _http_client(openai: Any, max_in_flight: int | None) -> Any:
     """The SDK's own async HTTP client with a pool sized for many episodes in flight (keep-alive)."""
     try:
-        from openai._constants import DEFAULT_CONNECTION_LIMITS  # the SDK's httpx Limits class
+        from openai._constants import DEFAULT_CONNECTION_LIMITS  # heavy: openai; the SDK's httpx Limits class
 
         keep = max(KEEPALIVE_CONNECTIONS, max_in_flight or 0)
         limits = type(DEFAULT_CONNECTION_LIMITS)(
@@ -236,7 +237,7 @@ class OpenAIPolicy:
     """`act` blocks; `Episode.arun` awaits `aact` instead."""
 
     def __init__(self, settings: ModelSettings) -> None:
-        import openai
+        import openai  # heavy: openai
 
         self.settings = settings
         self.name = f"openai:{settings.model}"
@@ -506,8 +507,6 @@ class OpenAIPolicy:
     def _transport_errors() -> tuple[type[BaseException], ...]:
         """What the openai client's HTTP library (httpx, httpx2 in openai 3) raises when a stream
         breaks mid-read: the client wraps only errors of the request itself into APIConnectionError."""
-        import importlib
-
         found = []
         for name in ("httpx2", "httpx"):
             with contextlib.suppress(ImportError):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.error
+import urllib.request
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -226,9 +228,6 @@ def window_from_props(payload: Any) -> int | None:
 def probe_context_window(base_url: str, model: str, key: str = "", timeout_s: float = 5.0) -> int | None:
     """The server's context window where it reports one (vLLM/SGLang /v1/models, llama.cpp /props);
     None when it reports none or cannot be asked."""
-    import urllib.error
-    import urllib.request
-
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     root = base_url.rstrip("/")
     server_root = root[:-3] if root.endswith("/v1") else root

@@ -10,6 +10,9 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pear_agent.executors import run_local, run_ray
+from pear_agent.settings import add_arguments, from_args
+
 
 class RolloutsError(ValueError):
     """A bad option or an unreachable cluster: printed as one line by the CLI."""
@@ -45,9 +48,8 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="episodes in flight per worker (default 1): a group's episodes await one model server together",
     )
-    from pear_agent.episode import EpisodeConfig
-    from pear_agent.policies.model_settings import ModelSettings
-    from pear_agent.settings import add_arguments
+    from pear_agent.episode import EpisodeConfig  # heavy: cv2
+    from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
 
     add_arguments(p, EpisodeConfig, only=("max_turns",))
     add_arguments(
@@ -56,7 +58,7 @@ def add_parser(sub: Any) -> None:
         only=("model", "base_url", "api_key_env", "temperature", "max_in_flight"),
         defaults={"temperature": 1.0},  # rollouts sample
     )
-    from pear_agent.registry import add_family_arguments
+    from pear_agent.registry import add_family_arguments  # heavy: cv2
 
     add_family_arguments(p.add_argument_group("environment family options"), "rollouts")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -64,7 +66,7 @@ def add_parser(sub: Any) -> None:
 
 
 def _policy_spec(args: argparse.Namespace) -> Any:
-    from pear_agent.rl.rollouts import PolicySpec
+    from pear_agent.rl.rollouts import PolicySpec  # heavy: cv2
 
     if args.policy == "scripted":
         return PolicySpec("scripted", action_noise_cm=args.action_noise_cm, pilot_noise=args.pilot_noise)
@@ -81,12 +83,12 @@ def _policy_spec(args: argparse.Namespace) -> Any:
 
 
 def cmd_rollouts(args: argparse.Namespace) -> int:
-    from pear_agent.arm_family import ArmOptions
-    from pear_agent.executors import run_local, run_ray
-    from pear_agent.registry import resolve
+    from pear_agent.arm_family import ArmOptions  # heavy: cv2
+    from pear_agent.registry import resolve  # heavy: cv2
+
+    # heavy: cv2
     from pear_agent.rl.rollouts import Group, arun_rollout, collect_groups, run_rollout, sequential
-    from pear_agent.rl.trajectories import TrajectoryWriter, export_sft
-    from pear_agent.settings import from_args
+    from pear_agent.rl.trajectories import TrajectoryWriter, export_sft  # heavy: cv2
 
     tasks = [t.strip() for t in args.task.split(",") if t.strip()]
     if not tasks:

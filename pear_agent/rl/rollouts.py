@@ -20,8 +20,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pear_agent.episode import NO_REPLY_ENDINGS
+from pear_agent.episode import NO_REPLY_ENDINGS, EpisodeConfig
+from pear_agent.episodes import EpisodeJob, arun_episode
+from pear_agent.executors import drive, is_async, run_coroutine
 from pear_agent.policies.base import Policy
+from pear_agent.policies.model_settings import ModelSettings
+from pear_agent.policies.openai_client import OpenAIPolicy
+from pear_agent.registry import EnvSpec, family_of, resolve
 from pear_agent.rl.advantages import FilterCounts, GroupVerdict, classify_group, group_advantages
 from pear_agent.rl.curriculum import CurriculumSampler, SuccessTracker
 
@@ -46,15 +51,10 @@ class PolicySpec:
 
     def build(self, task: str, policy_seed: int) -> Policy:
         if self.kind == "scripted":  # the task's family's own: the arm experts, the roadster's pilot
-            from pear_agent.registry import family_of
-
             return family_of(task).default_policy(
                 task, seed=policy_seed, action_noise_cm=self.action_noise_cm, pilot_noise=self.pilot_noise
             )
         if self.kind == "openai":
-            from pear_agent.policies.model_settings import ModelSettings
-            from pear_agent.policies.openai_client import OpenAIPolicy
-
             return OpenAIPolicy(ModelSettings(**dict(self.model)))
         raise ValueError(f"unknown policy kind {self.kind!r}; kinds are scripted, openai")
 
@@ -81,8 +81,6 @@ class RolloutJob:
 
 def run_rollout(job: RolloutJob) -> dict[str, Any]:
     """`arun_rollout` for a synchronous caller (one episode on its own event loop)."""
-    from pear_agent.executors import run_coroutine
-
     return run_coroutine(arun_rollout(job))
 
 
@@ -94,10 +92,6 @@ async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
     """One episode through the one runner (`pear_agent.episodes.arun_episode`); returns its
     trajectory record (advantage not yet known: None)."""
     os.environ.setdefault("MUJOCO_GL", "egl")  # before any MuJoCo import in this worker
-    from pear_agent.episode import EpisodeConfig
-    from pear_agent.episodes import EpisodeJob, arun_episode
-    from pear_agent.registry import EnvSpec, resolve
-
     config = EpisodeConfig(max_turns=job.max_turns, mode=job.mode)  # type: ignore[arg-type]
     _, task = resolve(job.task)  # a roadster task without a band flies the light one
     spec = EnvSpec.of(task, {"robot": job.robot}, mode=job.mode, render=job.render, config=config)
@@ -123,8 +117,6 @@ async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
 
 def sequential(fn: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
     """The default executor: this process, one job after another."""
-    from pear_agent.executors import drive, is_async
-
     if is_async(fn):
         yield from drive(fn, jobs, 1)
         return

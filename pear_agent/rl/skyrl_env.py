@@ -25,8 +25,11 @@ from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
+from pear_agent import family_parts
+from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.prompts import Message
+from pear_agent.registry import close_environment, family_of, make_environment, resolve
 
 ENV_ID = "pear_agent"
 _CLOSE = object()
@@ -73,7 +76,6 @@ class PearAgentEnv(BaseTextEnv):
         cfg: dict[str, Any] = {}
         for src in (_as_dict(env_config), extras, _as_dict(extras.get("extra_info"))):
             cfg.update({k: v for k, v in src.items() if k in KEYS and v is not None})
-        from pear_agent.registry import resolve
 
         self.task = str(cfg.get("task", "pick_cube"))
         resolve(self.task)  # unknown task (or wind band): a one-line error now, not in the thread
@@ -100,16 +102,13 @@ class PearAgentEnv(BaseTextEnv):
     def _run(self) -> None:
         env = None
         try:
-            from pear_agent.episode import Episode, EpisodeConfig
-            from pear_agent.registry import close_environment, make_environment
-
             policy = _ChannelPolicy(self._events, self._replies)
             config = EpisodeConfig(max_turns=self.max_turns_override, mode=self.mode)  # type: ignore[arg-type]
             options = {"robot": self.robot} if self.robot else {}
             env = self._env = make_environment(
                 self.task, mode=self.mode, render=self.render, config=config, **options
             )
-            self._episode = Episode.of(env, policy, config)
+            self._episode = Episode(env, policy, config)
             self._events.put(("done", self._episode.run(self.seed)))
         except BaseException as exc:  # reported to the caller of init/step
             self._events.put(("error", exc))
@@ -160,8 +159,6 @@ class PearAgentEnv(BaseTextEnv):
         event = self._next()
         if event[0] == "done":
             self._finish(event[1])
-            from pear_agent import family_parts
-            from pear_agent.registry import family_of
 
             # the family's reward: success for the arm tasks, the roadster's shaped one in [0, 1]
             reward, _ = family_parts.rewards(family_of(self.task), self._env, self.result)
@@ -196,7 +193,7 @@ class PearAgentEnv(BaseTextEnv):
 
 def register_env() -> None:
     """Register `pear_agent` with skyrl-gym's registry (idempotent; done on import)."""
-    import skyrl_gym
+    import skyrl_gym  # optional: skyrl_gym
 
     if ENV_ID not in skyrl_gym.registry:
         skyrl_gym.register(id=ENV_ID, entry_point="pear_agent.rl.skyrl_env:PearAgentEnv")

@@ -20,6 +20,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -243,6 +244,4 @@ def export_sft(
 
 
 def _relpath(target: Path, start: Path) -> str:
-    import os
-
     return os.path.relpath(target.resolve(), start.resolve())

@@ -33,6 +33,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from pear_agent.backend import EpisodeAborted, TaskInfo
+from pear_agent.kinematics import Kinematics
+from pear_agent.records import RunWriter, new_run_dir
+from pear_agent.robot_config import RobotConfigError
+from pear_agent.robot_loader import load_robot
 from pear_agent.ros2.endings import (
     EXIT_CONFIG,
     EXIT_FAILURE,
@@ -44,7 +51,9 @@ from pear_agent.ros2.endings import (
     result_from_log,
     write_summary,
 )
+from pear_agent.ros2.graph import declare_params, spin_in_background
 from pear_agent.ros2.settings import RosSettings, agent_defaults, agent_parameters, shared_values
+from pear_agent.view import RRD_NAME, EpisodeView
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_SIGINT", "EXIT_SIGTERM", "EXIT_STOPPED", "EXIT_SUCCESS"]
 EXIT_INTERRUPTED = EXIT_SIGINT
@@ -92,21 +101,21 @@ class _Paced:
 def make_policy(p: dict[str, Any], task: str) -> Any:
     kind = p["policy"]
     if kind == "scripted":
-        from pear_agent.task_experts import scripted_policy
+        from pear_agent.task_experts import scripted_policy  # heavy: cv2
 
         try:
             return scripted_policy(task, action_noise_cm=float(p["action_noise_cm"]), seed=int(p["seed"]))
         except ValueError as exc:
             raise ConfigError(f"policy scripted: {exc}") from None
     if kind == "bringup":
-        from pear_agent.policies.bringup import BringupPolicy
+        from pear_agent.policies.bringup import BringupPolicy  # heavy: cv2
 
         try:
             return BringupPolicy(float(p["bringup_height_cm"]))
         except ValueError as exc:
             raise ConfigError(f"policy bringup: {exc}") from None
     if kind == "replay":
-        from pear_agent.policies.replay import ReplayPolicy
+        from pear_agent.policies.replay import ReplayPolicy  # heavy: cv2
 
         if not p["replay_path"]:
             raise ConfigError(
@@ -119,8 +128,8 @@ def make_policy(p: dict[str, Any], task: str) -> Any:
         policy = ReplayPolicy(path)
         return _Paced(policy, float(p["replay_delay_s"])) if p["replay_delay_s"] > 0 else policy
     if kind == "openai":
-        from pear_agent.policies.model_settings import ModelSettings
-        from pear_agent.policies.openai_client import OpenAIPolicy
+        from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
+        from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
 
         if not p["model"]:
             raise ConfigError("policy openai needs the `model` parameter")
@@ -129,7 +138,7 @@ def make_policy(p: dict[str, Any], task: str) -> Any:
 
 
 def _wait_instruction(node: Any, p: dict[str, Any], backend: Any) -> tuple[str, dict[str, Any]]:
-    from std_msgs.msg import String
+    from std_msgs.msg import String  # optional: rclpy
 
     status = backend.status()
     if p["instruction"]:
@@ -172,7 +181,7 @@ def _wait_task_status(backend: Any, topic: str, timeout_s: float, log: Any) -> d
 def _check_params(p: dict[str, Any], settings: RosSettings) -> None:
     """Refuse, before anything moves, a policy that needs simulator facts on a robot without them,
     and values no node could use."""
-    from pear_agent.protocol.prompts import OBSERVATION_MODES
+    from pear_agent.protocol.prompts import OBSERVATION_MODES  # heavy: cv2
 
     if p["policy"] == "scripted" and not settings.task_status_topic:
         raise ConfigError(
@@ -231,17 +240,13 @@ def _hold_quietly(backend: Any, log: Any) -> None:
 def run(node: Any, p: dict[str, Any]) -> int:
     """One episode; returns the exit code. Raises ConfigError for a configuration the user must fix
     (after writing the run folder's summary when one was started)."""
-    from pydantic import ValidationError
-    from rclpy.duration import Duration
-    from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
-    from std_msgs.msg import String
+    from rclpy.duration import Duration  # optional: rclpy
+    from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy  # optional: rclpy
+    from std_msgs.msg import String  # optional: rclpy
 
-    from pear_agent.backend import EpisodeAborted, TaskInfo
-    from pear_agent.episode import JUDGED_ENDINGS, Episode, EpisodeConfig
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.records import RunWriter, new_run_dir
-    from pear_agent.robot_loader import load_robot
-    from pear_agent.ros2.backend import RosBackend
+    from pear_agent.arm_environment import arm_episode  # heavy: cv2
+    from pear_agent.episode import JUDGED_ENDINGS, EpisodeConfig  # heavy: cv2
+    from pear_agent.ros2.backend import RosBackend  # heavy: cv2
 
     try:
         settings = RosSettings(**{k: p[k] for k in RosSettings.model_fields})
@@ -278,8 +283,6 @@ def run(node: Any, p: dict[str, Any]) -> int:
     video_fps = float(p["video_fps"]) if backend.video_camera and p["video_fps"] > 0 else None
     writer = RunWriter(new_run_dir(Path(p["runs_dir"]), task, seed), video_fps=video_fps)
     if p["view"]:  # a Rerun recording (episode.rrd) beside the log: the `view` extra
-        from pear_agent.view import RRD_NAME, EpisodeView
-
         writer.observers.append(
             EpisodeView(writer.run_dir / RRD_NAME, run_dir=writer.run_dir, kinematics=kin)
         )
@@ -329,7 +332,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
 
         window = {k: v for k, v in shared_values(p, "EpisodeConfig").items() if k.startswith("history")}
         cfg = EpisodeConfig(max_turns=max_turns, observation=observation, **window)
-        episode = Episode(backend, prompt_kin, policy, cfg, writer, on_turn)
+        episode = arm_episode(backend, prompt_kin, policy, cfg, writer, on_turn)
         result = episode.run(seed)
         loop_finished = True
         if not backend.judged:  # the loop did not call the hook (seam 2): ask here
@@ -396,11 +399,8 @@ def _ignore_signals() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import rclpy
-    from rclpy.signals import SignalHandlerOptions
-
-    from pear_agent.robot_config import RobotConfigError
-    from pear_agent.ros2.graph import declare_params, spin_in_background
+    import rclpy  # optional: rclpy
+    from rclpy.signals import SignalHandlerOptions  # optional: rclpy
 
     # SIGINT and SIGTERM raise Interrupted in this thread with the context still valid, so the arms
     # can be held and the records written first

@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from pear_agent.backend import EpisodeAborted, FrameSink, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.episode import JUDGED_ENDINGS
 from pear_agent.kinematics import Kinematics
 from pear_agent.motion import SettleJudge
 from pear_agent.robot_config import RobotConfig
@@ -45,6 +46,7 @@ from pear_agent.ros2.graph import (
     json_object,
     spin_own_node,
 )
+from pear_agent.ros2.operator import Operator
 from pear_agent.ros2.settings import (
     START_LATENESS_S,
     RosSettings,
@@ -64,14 +66,14 @@ class RosBackend(Braking, StackCheck, Cameras):
         settings: RosSettings | None = None,
         kinematics: Kinematics | None = None,
     ) -> None:
-        import rclpy
-        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
-        from sensor_msgs.msg import CompressedImage, Image, JointState
-        from std_msgs.msg import Bool, String
-        from std_srvs.srv import Trigger
-        from trajectory_msgs.msg import JointTrajectory
+        import rclpy  # optional: rclpy
 
-        from pear_agent.ros2.operator import Operator
+        # optional: rclpy
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
+        from sensor_msgs.msg import CompressedImage, Image, JointState  # optional: rclpy
+        from std_msgs.msg import Bool, String  # optional: rclpy
+        from std_srvs.srv import Trigger  # optional: rclpy
+        from trajectory_msgs.msg import JointTrajectory  # optional: rclpy
 
         self.robot = robot
         self.task = task
@@ -385,8 +387,8 @@ class RosBackend(Braking, StackCheck, Cameras):
         )
 
     def _to_msg(self, plan: cv.TrajectoryPlan) -> Any:
-        from builtin_interfaces.msg import Duration
-        from trajectory_msgs.msg import JointTrajectoryPoint
+        from builtin_interfaces.msg import Duration  # optional: rclpy
+        from trajectory_msgs.msg import JointTrajectoryPoint  # optional: rclpy
 
         return cv.fill_trajectory(self._JointTrajectory(), plan, JointTrajectoryPoint, Duration)
 
@@ -656,8 +658,6 @@ class RosBackend(Braking, StackCheck, Cameras):
         """The operator judges an episode that reached the end of a task attempt (JUDGED_ENDINGS),
         through std_srvs/SetBool on `operator_service` or the terminal; stops, refusals and failures
         of the loop are not asked about (None: the loop's failure stands), nor is no answer."""
-        from pear_agent.episode import JUDGED_ENDINGS
-
         self.judged = True
         if self.settings.task_status_topic or end_reason not in JUDGED_ENDINGS:
             return None

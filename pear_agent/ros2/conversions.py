@@ -158,7 +158,7 @@ def _ruckig_leg(
 ) -> tuple[Any, Any]:
     """One jerk-limited leg (ruckig) from (q, v) at zero acceleration to (target, v_target) at zero
     acceleration: (the trajectory, or None when there is none within the limits; ruckig's result)."""
-    from ruckig import InputParameter, Result, Ruckig, Trajectory
+    from ruckig import InputParameter, Result, Ruckig, Trajectory  # optional: ruckig
 
     n = len(q)
     inp = InputParameter(n)
@@ -306,7 +306,7 @@ def brake_plan(
     them, starting from the state it measures), ending at rest where the arm stops: never back at
     an older pose. At rest already (every |v| below `at_rest_speed`): one point at `q`, `hold_s`
     ahead."""
-    from ruckig import ControlInterface, InputParameter, Result, Ruckig, Trajectory
+    from ruckig import ControlInterface, InputParameter, Result, Ruckig, Trajectory  # optional: ruckig
 
     q = np.asarray(q, float)
     v = np.nan_to_num(np.asarray(v, float))

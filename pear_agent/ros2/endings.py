@@ -53,7 +53,7 @@ def result_from_log(log_path: Path, end_reason: str, detail: str, **fields: Any)
     """An EpisodeResult for an episode the loop did not finish: turns, decision times, invalid
     replies, policy failures and tokens counted from the turns logged so far (a turn in flight when
     the episode ended is not in the log and is not counted)."""
-    from pear_agent.episode import EpisodeResult
+    from pear_agent.episode import EpisodeResult  # heavy: cv2
 
     result = EpisodeResult(False, 0, end_reason, detail, **fields)  # type: ignore[arg-type]
     for rec in _records(log_path):
@@ -81,7 +81,7 @@ def result_from_log(log_path: Path, end_reason: str, detail: str, **fields: Any)
 
 def summary_fields(result: Any) -> dict[str, Any]:
     """The loop's summary: the EpisodeResult's fields and the decision-time figures."""
-    from pear_agent.episode import latency_summary
+    from pear_agent.episode import latency_summary  # heavy: cv2
 
     return result.to_json() | latency_summary(result)
 

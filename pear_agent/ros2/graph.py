@@ -3,6 +3,7 @@ manager's view of its controllers, topic names."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -20,10 +21,8 @@ def spin_in_background(node: Any) -> Any:
     """Spin `node` in a daemon thread (callbacks run there while the caller blocks). Returns a
     function that shuts rclpy down, joins the thread and destroys the node, in that order (any
     other order can abort the interpreter at exit)."""
-    import contextlib
-
-    import rclpy
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    import rclpy  # optional: rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor  # optional: rclpy
 
     executor = SingleThreadedExecutor()
     executor.add_node(node)
@@ -49,9 +48,7 @@ def spin_in_background(node: Any) -> Any:
 def spin_own_node(node: Any) -> Any:
     """Spin `node` in a daemon thread of its own (its callbacks never queue behind another node's);
     returns its stop function, also registered to run at spin_in_background's shutdown."""
-    import contextlib
-
-    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor  # optional: rclpy
 
     executor = SingleThreadedExecutor(context=node.context)
     executor.add_node(node)
@@ -92,7 +89,7 @@ def declare_params(
     """Declare ROS parameters with these defaults (and descriptions, for `ros2 param describe`);
     ints are accepted for floats (YAML `1` for `1.0`), any other type mismatch is a ValueError
     naming the parameter (no rclpy traceback)."""
-    from rcl_interfaces.msg import ParameterDescriptor
+    from rcl_interfaces.msg import ParameterDescriptor  # optional: rclpy
 
     out: dict[str, Any] = {}
     for key, default in defaults.items():
@@ -114,6 +111,7 @@ def controller_states(node: Any, controller_manager: str, timeout_s: float = 2.0
     is installed (it is not among the PyPI ROS wheels); None where it cannot be asked. `node` must be
     spun by another thread."""
     try:
+        # optional: rclpy
         from controller_manager_msgs.srv import ListControllers  # type: ignore[import-not-found]
     except ImportError:
         return None

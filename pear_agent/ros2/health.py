@@ -10,6 +10,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from pear_agent.robot_loader import load_robot
+from pear_agent.ros2.graph import controller_states, trajectory_topic
 from pear_agent.ros2.ros_session import (
     AgentStatus,
     DriverStatus,
@@ -50,10 +52,10 @@ def _listen(
     s: Session, p: dict[str, Any], cameras: dict[str, str]
 ) -> tuple[dict[str, _Stream], threading.Lock]:
     """Subscriptions to the joint states and every camera; (the streams, their lock)."""
-    from rclpy.qos import qos_profile_sensor_data
-    from sensor_msgs.msg import CompressedImage, Image, JointState
+    from rclpy.qos import qos_profile_sensor_data  # optional: rclpy
+    from sensor_msgs.msg import CompressedImage, Image, JointState  # optional: rclpy
 
-    from pear_agent.ros2.conversions import is_compressed_topic
+    from pear_agent.ros2.conversions import is_compressed_topic  # heavy: cv2
 
     streams: dict[str, _Stream] = {}
     lock = threading.Lock()
@@ -81,8 +83,6 @@ def _listen(
 
 def _required(robot: Any) -> tuple[list[str], dict[str, str]]:
     """The joints the agent needs, and command topic -> controller."""
-    from pear_agent.ros2.graph import trajectory_topic
-
     joints: list[str] = []
     topics: dict[str, str] = {}
     for part in robot.parts.values():
@@ -107,8 +107,6 @@ def check_health(p: dict[str, Any], window_s: float, wait_s: float = 0.0, discov
     """Print the table for the agent parameters `p`, measured over the last `window_s` once every
     joint, camera and driver was heard (or `discovery_s` passed); with `wait_s`, measure again until
     nothing fails or that time is up. 0 when no row fails."""
-    from pear_agent.robot_loader import load_robot
-
     robot = load_robot(p["robot"])
     cameras = _cameras(robot, p["disabled_cameras"])
     with Session("health") as s:
@@ -154,8 +152,6 @@ def _rows(
     now: float,
     window_s: float,
 ) -> list[tuple[str, str]]:
-    from pear_agent.ros2.graph import controller_states
-
     joints, command_topics = _required(robot)
     rows = [_joint_row(s, p, snap.get(p["joint_states_topic"]), joints, now, window_s)]
     for topic, controller in command_topics.items():

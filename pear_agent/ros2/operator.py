@@ -37,7 +37,7 @@ class Operator:
     (the service replies success=False), so a stale click cannot judge the next episode."""
 
     def __init__(self, node: Any, service: str, terminal: bool = True) -> None:
-        from std_srvs.srv import SetBool
+        from std_srvs.srv import SetBool  # optional: rclpy
 
         self.node = node
         self.service = service

@@ -24,6 +24,8 @@ import sys
 import time
 from typing import Any
 
+from pear_agent.ros2.health import check_health
+from pear_agent.ros2.protocol_cli import add_protocol_parser
 from pear_agent.ros2.ros_session import (
     DISCOVERY_GRACE_S,
     UNKNOWN,
@@ -52,8 +54,8 @@ def _say(command: str, text: str) -> None:
 
 # -- instruct ---------------------------------------------------------------------------------
 def cmd_instruct(args: argparse.Namespace) -> int:
-    from rclpy.duration import Duration
-    from std_msgs.msg import String
+    from rclpy.duration import Duration  # optional: rclpy
+    from std_msgs.msg import String  # optional: rclpy
 
     p = agent_params(args.params_file)
     topic = p["instruction_topic"]
@@ -95,7 +97,7 @@ def cmd_instruct(args: argparse.Namespace) -> int:
 
 # -- judge / home -------------------------------------------------------------------------------
 def _answer(args: argparse.Namespace, kind: str) -> int:
-    from std_srvs.srv import SetBool
+    from std_srvs.srv import SetBool  # optional: rclpy
 
     command = "judge" if kind == "success" else "home"
     value = ANSWERS[args.answer]
@@ -173,8 +175,8 @@ def cmd_stop(args: argparse.Namespace) -> int:
     latch is idempotent) for at least STOP_MIN_S, and the agent's e-stop service, until each listener
     has confirmed: every driver's status says `estop`, the agent answered or published `done`.
     Nothing is taken as heard from the graph alone; `--timeout-s` bounds it."""
-    from std_msgs.msg import Bool
-    from std_srvs.srv import Trigger
+    from std_msgs.msg import Bool  # optional: rclpy
+    from std_srvs.srv import Trigger  # optional: rclpy
 
     p = agent_params(args.params_file)
     topic = p["estop_topic"]
@@ -250,7 +252,7 @@ def _release_services(s: Session) -> list[str]:
 def cmd_release(args: argparse.Namespace) -> int:
     """Every driver's `~/release_estop`: the drivers are found by their status topics (one per
     part), their services by name, each waited for up to `--timeout-s`."""
-    from std_srvs.srv import Trigger
+    from std_srvs.srv import Trigger  # optional: rclpy
 
     p = agent_params(args.params_file)
     with Session("release") as s:
@@ -327,8 +329,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
-    from pear_agent.ros2.health import check_health
-
     return check_health(agent_params(args.params_file), args.window_s, args.wait_s, args.timeout_s)
 
 
@@ -381,7 +381,6 @@ def add_parser(sub: Any) -> None:
     )
     common(c, 10.0)  # how long to wait to hear every joint, camera and driver
     c.set_defaults(func=cmd_health)
-    from pear_agent.ros2.protocol_cli import add_protocol_parser
 
     add_protocol_parser(cmds, common)  # `pear-agent ros protocol pear_real`
     c = cmds.add_parser("status", help="echo the agent's status events")

@@ -25,8 +25,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pear_agent.bench import pear_real
 from pear_agent.bench.runner import RESULTS, append_result, episode_key, read_results
+from pear_agent.robot_loader import load_robot
+from pear_agent.ros2.ros_session import AgentStatus, Session, agent_params, describe_event, domain, wait_until
 
 SUMMARY_KEYS = (
     "success",
@@ -61,10 +65,7 @@ def body_yaw(data: Any, name: str) -> float:
 def scene(trial: pear_real.Trial, picture: Path | None) -> dict[str, Any]:
     """The trial's scene from the simulator: its instruction, what goes where (one line per item,
     base frame of the robot) and, when `picture` is given, the top camera's image written there."""
-    import numpy as np
-
-    from pear_agent.registry import make_backend
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.registry import make_backend  # heavy: cv2
 
     robot = load_robot(pear_real.ROBOT)
     backend = make_backend(trial.task, robot, render=picture is not None)
@@ -97,7 +98,7 @@ def scene(trial: pear_real.Trial, picture: Path | None) -> dict[str, Any]:
             camera = next(n for n, c in robot.cameras.items() if c.sim)
             image = np.asarray(backend.render(camera))
             picture.parent.mkdir(parents=True, exist_ok=True)
-            import cv2
+            import cv2  # heavy: cv2
 
             cv2.imwrite(str(picture), np.ascontiguousarray(image[..., ::-1]))  # RGB -> OpenCV's BGR
             out["picture"] = str(picture)
@@ -139,10 +140,8 @@ def result_line(trial: pear_real.Trial, summary: dict[str, Any], params: dict[st
 
 def _run_trial(trial: pear_real.Trial, instruction: str, params: dict[str, Any], timeout_s: float) -> dict:
     """Send the instruction to the waiting agent and wait for its `done` event (the operator judges)."""
-    from rclpy.duration import Duration
-    from std_msgs.msg import String
-
-    from pear_agent.ros2.ros_session import AgentStatus, Session, describe_event, domain, wait_until
+    from rclpy.duration import Duration  # optional: rclpy
+    from std_msgs.msg import String  # optional: rclpy
 
     with Session("protocol") as s:
         status = AgentStatus(s, params["status_topic"])
@@ -174,8 +173,6 @@ def _run_trial(trial: pear_real.Trial, instruction: str, params: dict[str, Any],
 
 
 def cmd_protocol(args: argparse.Namespace) -> int:
-    from pear_agent.ros2.ros_session import agent_params
-
     trials = pear_real.trials()
     out = Path(args.out)
     done = {r["key"] for r in read_results(out / RESULTS)} if (out / RESULTS).is_file() else set()

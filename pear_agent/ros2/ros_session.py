@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from pear_agent.robot_loader import load_robot
 from pear_agent.ros2.graph import json_object
 
 UNKNOWN_NAME = "_NODE_NAME_UNKNOWN_"
@@ -33,7 +34,7 @@ def domain() -> str:
 def agent_params(params_file: str | None) -> dict[str, Any]:
     """agent_node's parameters: its defaults, overridden by the `ros__parameters` of an agent YAML
     (every block of the file: `pear_agent:` or `/**:`), so a command names what the agent uses."""
-    from pear_agent.ros2.agent_node import PARAMS
+    from pear_agent.ros2.agent_node import PARAMS  # heavy: pinocchio
 
     params = dict(PARAMS)
     if not params_file:
@@ -65,9 +66,9 @@ class Session:
         self.command = command
 
     def __enter__(self) -> Session:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.signals import SignalHandlerOptions
+        import rclpy  # optional: rclpy
+        from rclpy.executors import SingleThreadedExecutor  # optional: rclpy
+        from rclpy.signals import SignalHandlerOptions  # optional: rclpy
 
         self.context = rclpy.Context()
         # Python's own SIGINT handling stays: Ctrl-C ends a command like any other
@@ -122,7 +123,7 @@ class Session:
         return self.others(self.node.get_publishers_info_by_topic(topic))
 
     def latched_qos(self, depth: int = LATCHED_DEPTH) -> Any:
-        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy  # optional: rclpy
 
         return QoSProfile(
             depth=depth,
@@ -131,7 +132,7 @@ class Session:
         )
 
     def reliable_qos(self) -> Any:
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from rclpy.qos import QoSProfile, ReliabilityPolicy  # optional: rclpy
 
         return QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
 
@@ -150,7 +151,7 @@ class AgentStatus:
     """The agent's status events (transient local: a late joiner gets the history)."""
 
     def __init__(self, s: Session, topic: str) -> None:
-        from std_msgs.msg import String
+        from std_msgs.msg import String  # optional: rclpy
 
         self.topic = topic
         self.events: list[dict[str, Any]] = []
@@ -211,9 +212,7 @@ class DriverStatus:
     YAM graph runs one driver per part: once one is heard, every part's is expected."""
 
     def __init__(self, s: Session, p: dict[str, Any]) -> None:
-        from std_msgs.msg import String
-
-        from pear_agent.robot_loader import load_robot
+        from std_msgs.msg import String  # optional: rclpy
 
         self.session = s
         self._lock = threading.Lock()

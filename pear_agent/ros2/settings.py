@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pear_agent.kinematics import Kinematics
 from pear_agent.robot_config import RobotConfig
 from pear_agent.ros2.graph import trajectory_topic
+from pear_agent.settings import type_of
 
 START_LATENESS_S = 0.25
 """A controller may start a trajectory this much after it was sent (DDS and a busy machine)
@@ -142,8 +143,8 @@ class Parameter(NamedTuple):
 
 
 def _definitions() -> dict[str, type]:
-    from pear_agent.episode import EpisodeConfig
-    from pear_agent.policies.model_settings import ModelSettings
+    from pear_agent.episode import EpisodeConfig  # heavy: cv2
+    from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
 
     return {"EpisodeConfig": EpisodeConfig, "ModelSettings": ModelSettings}
 
@@ -156,8 +157,6 @@ def _pydantic_rows(model: type[BaseModel]) -> list[Parameter]:
 
 
 def _shared_row(name: str, cls: type, field: str) -> Parameter:
-    from pear_agent.settings import type_of
-
     f = next(x for x in dataclasses.fields(cls) if x.name == field)
     kind = type_of(f)
     if kind is None:

@@ -27,6 +27,11 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.robot_config import RobotConfigError
+from pear_agent.robot_loader import load_robot
+from pear_agent.ros2.graph import declare_params, spin_in_background, trajectory_topic
+from pear_agent.ros2.yam_trajectory import Spline
+
 PARAMS: dict[str, Any] = {
     "robot": "yam_bimanual",
     "task": "bimanual_pickup",
@@ -68,8 +73,6 @@ def jtc_spline(
     where the points carry velocities (zero-filled at the start when the state lacks them), quintic
     with accelerations. A first point already past starts inside the trajectory, as the JTC
     does. Returns (spline, its time 0 relative to now)."""
-    from pear_agent.ros2.yam_trajectory import Spline
-
     t = offset_s + times
     if t[0] > 0:
         kt = np.concatenate([[0.0], t])
@@ -86,15 +89,13 @@ class SimRobot:
     """Physics in the caller's thread; ROS callbacks only queue messages."""
 
     def __init__(self, node: Any, params: dict[str, Any]) -> None:
-        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import CompressedImage, Image, JointState
-        from std_msgs.msg import String
-        from trajectory_msgs.msg import JointTrajectory
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy  # optional: rclpy
+        from sensor_msgs.msg import CompressedImage, Image, JointState  # optional: rclpy
+        from std_msgs.msg import String  # optional: rclpy
+        from trajectory_msgs.msg import JointTrajectory  # optional: rclpy
 
-        from pear_agent.registry import make_backend
-        from pear_agent.robot_loader import load_robot
-        from pear_agent.ros2.conversions import is_compressed_topic
-        from pear_agent.ros2.graph import trajectory_topic
+        from pear_agent.registry import make_backend  # heavy: cv2
+        from pear_agent.ros2.conversions import is_compressed_topic  # heavy: cv2
 
         self.node, self.p = node, params
         self.robot = load_robot(params["robot"])
@@ -155,7 +156,7 @@ class SimRobot:
 
     # -- trajectories ---------------------------------------------------------------------
     def _apply_inbox(self) -> None:
-        from pear_agent.ros2.conversions import jtc_rejection, trajectory_arrays
+        from pear_agent.ros2.conversions import jtc_rejection, trajectory_arrays  # heavy: cv2
 
         with self._lock:
             inbox, self._inbox = self._inbox, []
@@ -246,7 +247,7 @@ class SimRobot:
         return thread
 
     def publish_images(self) -> None:
-        from pear_agent.ros2.conversions import fill_compressed, fill_image
+        from pear_agent.ros2.conversions import fill_compressed, fill_image  # heavy: cv2
 
         stamp = self.node.get_clock().now().to_msg()
         for cam, (pub, compressed) in self.cam_pubs.items():
@@ -279,7 +280,7 @@ class SimRobot:
 
     # -- the loop -------------------------------------------------------------------------
     def run(self, should_stop: Any) -> None:
-        import mujoco
+        import mujoco  # heavy: mujoco
 
         p = self.p
         factor = float(p["realtime_factor"])
@@ -319,10 +320,7 @@ class SimRobot:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import rclpy
-
-    from pear_agent.robot_config import RobotConfigError
-    from pear_agent.ros2.graph import declare_params, spin_in_background
+    import rclpy  # optional: rclpy
 
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = rclpy.create_node("pear_sim_robot")

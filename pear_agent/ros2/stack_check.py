@@ -236,7 +236,7 @@ class StackCheck:
     def _diagnosed_controller_states(self, names: list[str], timeout_s: float) -> dict[str, str]:
         """controller -> state from controller_manager's /diagnostics, waiting until every one of
         `names` is named or `timeout_s` passes."""
-        from diagnostic_msgs.msg import DiagnosticArray
+        from diagnostic_msgs.msg import DiagnosticArray  # optional: rclpy
 
         states: dict[str, str] = {}
         lock = threading.Lock()

@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.robot_loader import load_robot
+from pear_agent.ros2.yam_physics import make_physics_yam
 from pear_agent.ros2.yam_trajectory import (
     JointGroup,
     Spline,
@@ -70,8 +72,7 @@ class ArmSpec:
 
 
 def arm_spec(robot_name: str, part_name: str, vmax_override: float, gripper_vmax: float) -> ArmSpec:
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.kinematics import Kinematics  # heavy: pinocchio
 
     robot = load_robot(robot_name)
     if part_name not in robot.parts:
@@ -97,8 +98,8 @@ def arm_spec(robot_name: str, part_name: str, vmax_override: float, gripper_vmax
 def make_i2rt_robot(channel: str, arm_type: str, gripper_type: str, sim: bool, zero_gravity: bool) -> Any:
     """I2RT's robot (CAN) or its MuJoCo SimRobot; a StartupError naming the channel if it cannot open."""
     try:
-        from i2rt.robots.get_robot import get_yam_robot
-        from i2rt.robots.utils import ArmType, GripperType
+        from i2rt.robots.get_robot import get_yam_robot  # optional: i2rt
+        from i2rt.robots.utils import ArmType, GripperType  # optional: i2rt
     except ImportError as exc:
         raise StartupError(
             f"the i2rt driver's dependencies are missing ({exc}); install them: pip install -e '.[yam]'"
@@ -123,9 +124,6 @@ def physics_factory(robot_name: str, part: str) -> Any:
     the part's home pose from the robot YAML."""
 
     def make(channel: str, arm_type: str, gripper_type: str, sim: bool, zero_gravity: bool) -> Any:
-        from pear_agent.robot_loader import load_robot
-        from pear_agent.ros2.yam_physics import make_physics_yam
-
         home = np.array(load_robot(robot_name).parts[part].home.joints_rad, float)
         try:
             return make_physics_yam(home, zero_gravity, arm_type, gripper_type)

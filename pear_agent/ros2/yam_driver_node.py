@@ -39,6 +39,8 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.robot_config import RobotConfigError
+from pear_agent.ros2.graph import declare_params, spin_in_background
 from pear_agent.ros2.joint_velocity import ESTIMATED, PUBLISHED, VelocityEstimator
 from pear_agent.ros2.yam_arm import (
     ArmSpec,
@@ -90,12 +92,12 @@ class YamDriver:
     """The node's logic; `robot` is an i2rt Robot (command_joint_pos, get_observations, close)."""
 
     def __init__(self, node: Any, p: dict[str, Any], spec: ArmSpec, robot: Any, channel: str) -> None:
-        from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import JointState
-        from std_msgs.msg import Bool, String
-        from std_srvs.srv import Trigger
-        from trajectory_msgs.msg import JointTrajectory
+        from diagnostic_msgs.msg import DiagnosticArray  # optional: rclpy
+        from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy  # optional: rclpy
+        from sensor_msgs.msg import JointState  # optional: rclpy
+        from std_msgs.msg import Bool, String  # optional: rclpy
+        from std_srvs.srv import Trigger  # optional: rclpy
+        from trajectory_msgs.msg import JointTrajectory  # optional: rclpy
 
         self.node, self.p, self.spec, self.robot, self.channel = node, p, spec, robot, channel
         self.log = node.get_logger()
@@ -452,7 +454,7 @@ class YamDriver:
             }
 
     def _publish_status(self) -> None:
-        from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+        from diagnostic_msgs.msg import DiagnosticStatus, KeyValue  # optional: rclpy
 
         self._status_dirty = False
         st = self.status()
@@ -541,11 +543,8 @@ def _log_safely(say: Any, text: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import rclpy
-    from rclpy.signals import SignalHandlerOptions
-
-    from pear_agent.robot_config import RobotConfigError
-    from pear_agent.ros2.graph import declare_params, spin_in_background
+    import rclpy  # optional: rclpy
+    from rclpy.signals import SignalHandlerOptions  # optional: rclpy
 
     # SIGINT / SIGTERM are noted, not raised: the arm is brought to rest and closed, in order, while
     # the node can still log; rclpy's own handlers would end the context first

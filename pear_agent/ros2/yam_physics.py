@@ -41,7 +41,7 @@ class PhysicsMotorChain:
     `close`) over MuJoCo: 6 arm motors + the gripper motor."""
 
     def __init__(self, xml_path: str, initial_q: np.ndarray, rate_hz: float = 500.0) -> None:
-        import mujoco
+        import mujoco  # heavy: mujoco
 
         self._mj = mujoco
         self.model = mujoco.MjModel.from_xml_path(xml_path)
@@ -85,7 +85,7 @@ class PhysicsMotorChain:
         return v
 
     def _frames(self) -> list[Any]:
-        from i2rt.motor_drivers.utils import FeedbackFrameInfo
+        from i2rt.motor_drivers.utils import FeedbackFrameInfo  # optional: i2rt
 
         pos, vel = self._motor_pos(), self._motor_vel()
         torque = np.append(self.data.qfrc_applied[:6], self.data.qfrc_applied[6])
@@ -152,7 +152,7 @@ class PhysicsMotorChain:
 
     def read_states(self, torques: np.ndarray | None = None) -> list[Any]:
         """The cached feedback, stamped now (as DMChainCanInterface.read_states does)."""
-        from i2rt.motor_drivers.utils import MotorInfo
+        from i2rt.motor_drivers.utils import MotorInfo  # optional: i2rt
 
         stamp = time.time()
         with self.lock:
@@ -194,7 +194,9 @@ def make_physics_yam(
 ) -> Any:
     """I2RT's MotorChainRobot, with the parameters get_yam_robot uses on hardware, over a
     PhysicsMotorChain started at `initial_q` (6 arm joints, rad) with the gripper open."""
-    from i2rt.robots.motor_chain_robot import MotorChainRobot
+    from i2rt.robots.motor_chain_robot import MotorChainRobot  # optional: i2rt
+
+    # optional: i2rt
     from i2rt.robots.utils import ArmType, GripperType, _load_arm_config, combine_arm_and_gripper_xml
 
     arm_t, grip_t = ArmType.from_string_name(arm_type), GripperType.from_string_name(gripper_type)

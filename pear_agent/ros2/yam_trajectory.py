@@ -291,7 +291,7 @@ def stop_spline(
     n = len(position)
     if float(np.max(np.abs(velocity), initial=0.0)) < 1e-9:
         return Spline(np.array([0.0]), position[None, :].copy())
-    from ruckig import ControlInterface, InputParameter, Result, Ruckig, Trajectory
+    from ruckig import ControlInterface, InputParameter, Result, Ruckig, Trajectory  # optional: ruckig
 
     inp = InputParameter(n)
     inp.control_interface = ControlInterface.Velocity

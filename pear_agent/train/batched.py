@@ -31,6 +31,8 @@ from typing import Any
 
 from transformers.cache_utils import DynamicLayer
 
+from pear_agent.train.loss import BANNED_LOGIT
+
 KV = list[tuple[Any, Any]]
 """A sequence's cache: per layer (keys, values), each [1, kv_heads, tokens, head_dim]."""
 
@@ -174,8 +176,8 @@ def _common_prefix(seqs: list[list[int]]) -> int:
 def prefill(model: Any, ids: list[int], before: KV | None = None) -> KV:
     """The cache of `ids` (one sequence, one forward pass), after `before` (the cache of what comes
     first; None: nothing)."""
-    import torch
-    from transformers import DynamicCache
+    import torch  # optional: torch
+    from transformers import DynamicCache  # optional: transformers
 
     device = next(model.parameters()).device
     cache = DynamicCache(ddp_cache_data=list(before)) if before else DynamicCache()
@@ -270,7 +272,7 @@ def draw(logp: Any, gens: list[Any]) -> Any:
     """One token per row of `logp` [rows, vocab] (log-probabilities), drawn by inverse CDF with one
     uniform from the row's own generator: the row's draw depends on its own distribution and
     generator only, never on the other rows."""
-    import torch
+    import torch  # optional: torch
 
     cdf = logp.exp().double().cumsum(dim=-1)  # exp in float32, sums in float64: the cheapest here
     u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in gens]) * cdf[:, -1]
@@ -287,10 +289,8 @@ def generate_batch(
     """Decode every request together, one forward pass per token for the whole batch (the prompts'
     common start prefilled once when `shared`). `timing`, when given, receives the seconds and
     tokens of the prefill (the first forward pass, and the shared start) and of the decoding."""
-    import torch
-    from transformers import DynamicCache
-
-    from pear_agent.train.loss import BANNED_LOGIT
+    import torch  # optional: torch
+    from transformers import DynamicCache  # optional: transformers
 
     timing = {} if timing is None else timing
     t_start = time.perf_counter()

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import time
 from pathlib import Path
 from typing import Any
+
+from pear_agent.settings import add_arguments
+from pear_agent.train.config import load_recipe, recipe_names
+from pear_agent.train.sft import run_sft
 
 
 def _recipe_args(p: argparse.ArgumentParser) -> None:
@@ -28,8 +33,6 @@ def _training_args(p: argparse.ArgumentParser, init_help: str, merge_help: str) 
 
 
 def _recipe(args: argparse.Namespace) -> Any:
-    from pear_agent.train.config import load_recipe
-
     return load_recipe(args.recipe, args.profile, args.set)
 
 
@@ -38,8 +41,6 @@ def _out(args: argparse.Namespace, kind: str) -> Path:
 
 
 def _need_train_extra() -> None:
-    import importlib.util
-
     missing = [
         m
         for m in ("torch", "transformers", "peft", "trl", "accelerate")
@@ -53,7 +54,6 @@ def _need_train_extra() -> None:
 
 def cmd_sft(args: argparse.Namespace) -> int:
     _need_train_extra()
-    from pear_agent.train.sft import run_sft
 
     recipe = _recipe(args)
     res = run_sft(
@@ -76,7 +76,7 @@ def cmd_sft(args: argparse.Namespace) -> int:
 
 def cmd_grpo(args: argparse.Namespace) -> int:
     _need_train_extra()
-    from pear_agent.train.grpo import GRPOTrainer
+    from pear_agent.train.grpo import GRPOTrainer  # heavy: cv2
 
     recipe = _recipe(args)
     trainer = GRPOTrainer(recipe, _out(args, "grpo"), init=args.init)
@@ -88,7 +88,7 @@ def cmd_grpo(args: argparse.Namespace) -> int:
 def cmd_collect(args: argparse.Namespace) -> int:
     """Teacher flights for the warm start: temperature 0 (the scripted teacher without jitter), every
     flight kept (no group filter), the mix's bands, weights and scenario filters."""
-    from pear_agent.train.teacher import collect_teacher
+    from pear_agent.train.teacher import collect_teacher  # heavy: cv2
 
     recipe = _recipe(args)
     out = _out(args, "teacher")
@@ -110,7 +110,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def cmd_pick(args: argparse.Namespace) -> int:
     _need_train_extra()
-    from pear_agent.train.evaluate import pick_checkpoint
+    from pear_agent.train.evaluate import pick_checkpoint  # heavy: cv2
 
     pick = pick_checkpoint(Path(args.run), _recipe(args))
     print(f"picked {pick['picked']} (validation: {json.dumps(pick['scores'][Path(pick['picked']).name])})")
@@ -119,7 +119,7 @@ def cmd_pick(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     _need_train_extra()
-    from pear_agent.train.evaluate import eval_draws, evaluate, summarize
+    from pear_agent.train.evaluate import eval_draws, evaluate, summarize  # heavy: cv2
 
     recipe = _recipe(args)
     draws = eval_draws(recipe, args.split, args.episodes)
@@ -131,7 +131,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     _need_train_extra()
-    from pear_agent.train.serve_model import serve_checkpoint
+    from pear_agent.train.serve_model import serve_checkpoint  # heavy: fastapi
 
     serve_checkpoint(
         args.model,
@@ -144,8 +144,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_recipes(args: argparse.Namespace) -> int:
-    from pear_agent.train.config import load_recipe, recipe_names
-
     for name in recipe_names():
         r = load_recipe(name)
         print(f"{name}: {r.description} (model {r.model.name}; profiles: {', '.join(r.profiles) or 'none'})")
@@ -175,8 +173,7 @@ def add_parser(sub: Any) -> None:
     c = tsub.add_parser("collect", help="teacher flights for the warm start (temperature 0, no group filter)")
     _recipe_args(c)
     c.add_argument("--episodes", type=int, default=None, help="override teacher.episodes")
-    from pear_agent.policies.model_settings import ModelSettings
-    from pear_agent.settings import add_arguments
+    from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
 
     add_arguments(  # a second teacher: the served model flies teacher.served_mix, its landings are kept
         c.add_argument_group("second teacher (the study: gale and storm kickflips a served model landed)"),

@@ -11,8 +11,12 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.bench.runner import episode_key
+from pear_agent.registry import family_of
 from pear_agent.train.config import MixEntry, Recipe
+from pear_agent.train.local_model import make_local_policy
 from pear_agent.train.mix import Draw, TaskMix
+from pear_agent.train.model_files import load_model
 from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
@@ -24,8 +28,6 @@ def eval_draws(recipe: Recipe, split: str, episodes: int | None = None) -> list[
         tasks = recipe.eval.val_tasks
     entries: list[tuple[MixEntry, int]] = []
     for t in dict.fromkeys(tasks):
-        from pear_agent.registry import family_of
-
         if split == "test" and family_of(t).name == "roadster" and ":" not in t:  # per wind band
             for band, n in recipe.eval.test_episodes.items():
                 entries.append((MixEntry(task=f"{t}:{band}"), episodes or n))
@@ -49,10 +51,6 @@ def evaluate(
 ) -> list[dict[str, Any]]:
     """Greedy episodes (temperature 0 by default) of a model; one result line per episode.
     `loaded`: the (model, tokenizer) already in memory; `append`: add to the results file."""
-    from pear_agent.bench.runner import episode_key
-    from pear_agent.train.local_model import make_local_policy
-    from pear_agent.train.model_files import load_model
-
     model, tok = loaded or load_model(model_name, dtype=recipe.model.dtype)
     policy = make_local_policy(
         model,

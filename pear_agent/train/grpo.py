@@ -34,9 +34,18 @@ import numpy as np
 
 from pear_agent.episode import NO_REPLY_ENDINGS
 from pear_agent.rl.advantages import FilterCounts, classify_group, group_advantages
+from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.config import Recipe
+from pear_agent.train.local_model import make_local_policy
+from pear_agent.train.loss import causal_parts, chunked_terms, pear_loss_chunked, reply_hidden
 from pear_agent.train.mix import Draw, TaskMix
+from pear_agent.train.models import load_snapshot, save_checkpoint, snapshot, trainable_model
 from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
+from pear_agent.train.sequences import episode_sequences
+from pear_agent.train.sft import peak_rss_mb
+from pear_agent.train.token_server import TokenServerPolicy
+from pear_agent.train.vision import reply_banned_ids, text_tokenizer
+from pear_agent.train.vllm_sync import VLLMAdapterSync, cap_trainer_memory
 
 
 @dataclass
@@ -120,13 +129,8 @@ class GRPOTrainer:
         log: Callable[[str], None] = print,
         run_fn: Callable[..., list[dict[str, Any]]] = run_episodes,
     ) -> None:
-        import torch
-        from accelerate import Accelerator
-
-        from pear_agent.train.chat_template import turn_end_ids
-        from pear_agent.train.local_model import make_local_policy
-        from pear_agent.train.models import snapshot, trainable_model
-        from pear_agent.train.vision import text_tokenizer
+        import torch  # optional: torch
+        from accelerate import Accelerator  # optional: accelerate
 
         self.recipe, self.cfg, self.out, self.log = recipe, recipe.grpo, Path(out), log
         self.out.mkdir(parents=True, exist_ok=True)
@@ -174,7 +178,7 @@ class GRPOTrainer:
         if self.cfg.generator == "vllm":
             self._start_server_generator()
         else:
-            from pear_agent.train.batched import BatchedGenerator
+            from pear_agent.train.batched import BatchedGenerator  # optional: transformers
 
             if self.cfg.rollout_lag > 0:
                 # the producer samples with its own copy of the weights while the trainer updates
@@ -185,8 +189,6 @@ class GRPOTrainer:
             )
 
     def _start_server_generator(self) -> None:
-        from pear_agent.train.vllm_sync import VLLMAdapterSync, cap_trainer_memory
-
         g, lora = self.cfg, self.recipe.model.lora
         if not g.vllm_url or lora is None:
             raise ValueError("grpo.generator vllm needs grpo.vllm_url and a LoRA adapter (model.lora)")
@@ -197,8 +199,6 @@ class GRPOTrainer:
 
     def _publish(self) -> None:
         """The current version's adapter to the vLLM server (a shared folder it can read)."""
-        from pear_agent.train.models import save_checkpoint
-
         folder = self.out / "versions" / f"v{self.version:04d}"
         model = self.accelerator.unwrap_model(self.model)
         save_checkpoint(model, self.tokenizer, folder, self.base, self.version, kind="version")
@@ -236,8 +236,6 @@ class GRPOTrainer:
         return make
 
     def _server_policy(self, job: TrainJob, version: int) -> Any:
-        from pear_agent.train.token_server import TokenServerPolicy
-
         return TokenServerPolicy(
             self.cfg.vllm_url or "",
             self.sync.name(version),  # type: ignore[union-attr]
@@ -336,8 +334,6 @@ class GRPOTrainer:
 
     # -- the update ---------------------------------------------------------------------------
     def _sequences(self, groups: list[Group]) -> list[tuple[Any, float]]:
-        from pear_agent.train.sequences import episode_sequences
-
         items = []
         for grp in groups:
             for rec, adv in zip(grp.records, grp.advantages, strict=True):
@@ -369,11 +365,7 @@ class GRPOTrainer:
         recorded log mu: on-policy ones against the weights being trained, stale ones against the
         snapshot that sampled them; None when no token could be compared (never a 0.0 that means
         nothing was looked at)."""
-        import torch
-
-        from pear_agent.train.loss import causal_parts, chunked_terms, pear_loss_chunked, reply_hidden
-        from pear_agent.train.models import load_snapshot, snapshot
-        from pear_agent.train.vision import reply_banned_ids, text_tokenizer
+        import torch  # optional: torch
 
         g = self.cfg
         items = self._sequences(groups)
@@ -497,8 +489,6 @@ class GRPOTrainer:
 
     # -- the run ------------------------------------------------------------------------------
     def checkpoint(self, step: int, merge: bool = False) -> Path:
-        from pear_agent.train.models import save_checkpoint
-
         model = self.accelerator.unwrap_model(self.model)
         return save_checkpoint(
             model,
@@ -513,8 +503,6 @@ class GRPOTrainer:
 
     def _collect_at(self, step: int) -> Collected:
         """One step's groups, sampled with the newest weights (loaded into the sampler's copy)."""
-        from pear_agent.train.models import load_snapshot
-
         with self._lock:
             version = self.version
             if self.sampler_model is not self.model:
@@ -527,7 +515,6 @@ class GRPOTrainer:
         self, c: Collected, upd: tuple[float, int, float | None, int], u0: float, u1: float, step_s: float,
         overlapped_s: float,
     ) -> StepReport:  # fmt: skip
-        from pear_agent.train.sft import peak_rss_mb
 
         loss, trained, drift, compared = upd
         recs = [r for grp in c.sampled for r in grp.records]

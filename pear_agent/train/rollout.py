@@ -16,7 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from pear_agent.episode import EpisodeConfig
+from pear_agent.episodes import EpisodeJob, arun_episodes
+from pear_agent.executors import run_coroutine
 from pear_agent.policies.base import Policy
+from pear_agent.registry import EnvSpec, resolve
 
 
 @dataclass(frozen=True)
@@ -71,11 +75,6 @@ def run_episodes(
     """One record per job, in the jobs' order, `concurrency` episodes in flight (`make_policy` is
     called once per episode: with more than one in flight, each needs a policy of its own).
     `on_record` sees each record as its episode ends (completion order)."""
-    from pear_agent.episode import EpisodeConfig
-    from pear_agent.episodes import EpisodeJob, arun_episodes
-    from pear_agent.executors import run_coroutine
-    from pear_agent.registry import EnvSpec, resolve
-
     os.environ.setdefault("MUJOCO_GL", "egl")
     cfg = EpisodeConfig(
         max_turns=opts.max_turns,

@@ -13,7 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pear_agent.protocol.history import window
 from pear_agent.train.chat_template import turn_end_ids
+from pear_agent.train.vision import decode_image, is_processor, vision_messages
 
 
 class TemplateDriftError(ValueError):
@@ -64,15 +66,11 @@ class ChatSequence:
     """The processor's pixel inputs for each prompt that added images (pixel_values, image_grid_thw)."""
 
     def __post_init__(self) -> None:
-        from pear_agent.train.vision import is_processor
-
         if is_processor(self.tokenizer):  # a processor given where a tokenizer goes
             self.processor, self.tokenizer = self.tokenizer, self.tokenizer.tokenizer
 
     def _converted(self, messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
         if self.processor is not None:
-            from pear_agent.train.vision import vision_messages
-
             return vision_messages(messages)
         return text_messages(messages), []
 
@@ -122,8 +120,6 @@ class ChatSequence:
 
     def _encode_images(self, delta: str, urls: list[str]) -> list[int]:
         """The new text's ids with each image placeholder expanded into its image's tokens."""
-        from pear_agent.train.vision import decode_image
-
         enc = self.processor(
             text=[delta],
             images=[decode_image(u) for u in urls],
@@ -136,7 +132,7 @@ class ChatSequence:
 
     def vision_inputs(self) -> dict[str, Any]:
         """The pixel inputs of every image in the sequence, concatenated in order ({} without images)."""
-        import torch
+        import torch  # optional: torch
 
         if not self.vision:
             return {}
@@ -275,7 +271,6 @@ def episode_sequences(
     one there too), each reply trained once, in the sequence that sampled it."""
     if history is None:
         return [episode_tokens(tokenizer, messages, traces, max_tokens)]
-    from pear_agent.protocol.history import window
 
     out: list[EpisodeTokens] = []
     seq: ChatSequence | None = None

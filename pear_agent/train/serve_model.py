@@ -30,21 +30,23 @@ refuses a vision-language model: token ids carry no pixels.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
+
+from pear_agent.train.model_files import load_model
+from pear_agent.train.sequences import text_messages
+from pear_agent.train.vision import is_processor, reply_banned_ids, text_tokenizer
 
 
 def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 16) -> Any:
-    from pear_agent.train.batched import GenRequest, generate_batch
-    from pear_agent.train.local_model import make_local_policy
-    from pear_agent.train.model_files import load_model
-    from pear_agent.train.sequences import text_messages
-    from pear_agent.train.vision import is_processor, reply_banned_ids, text_tokenizer
+    from pear_agent.train.batched import GenRequest, generate_batch  # optional: transformers
+    from pear_agent.train.local_model import make_local_policy  # heavy: cv2
 
     model, loaded = load_model(model_name)
     vision = is_processor(loaded)
@@ -108,8 +110,6 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
         return m
 
     def complete(body: dict[str, Any]) -> dict[str, Any]:
-        import contextlib
-
         prompt = body.get("prompt")
         if isinstance(prompt, list) and len(prompt) == 1 and isinstance(prompt[0], list):
             prompt = prompt[0]
@@ -180,7 +180,7 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
         } | out
 
     def load_adapter(body: dict[str, Any]) -> str:
-        from peft import PeftConfig, PeftModel
+        from peft import PeftConfig, PeftModel  # optional: peft
 
         name, path = body.get("lora_name"), body.get("lora_path")
         if not name or not path:
@@ -204,8 +204,6 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
 
     @app.post("/v1/load_lora_adapter")
     async def load_lora(request: Request) -> Any:
-        from fastapi.responses import PlainTextResponse
-
         try:
             body = await request.json()
             async with lock:
@@ -216,8 +214,6 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
 
     @app.post("/v1/unload_lora_adapter")
     async def unload_lora(request: Request) -> Any:
-        from fastapi.responses import PlainTextResponse
-
         body = await request.json()
         name = body.get("lora_name")
         async with lock:
@@ -282,7 +278,7 @@ def serve_checkpoint(
     max_new_tokens: int = 64,
     max_lora_rank: int = 16,
 ) -> None:
-    import uvicorn
+    import uvicorn  # heavy: uvicorn
 
     app = create_app(model_name, max_new_tokens, max_lora_rank)
     uvicorn.run(app, host=host, port=port, log_level="warning")

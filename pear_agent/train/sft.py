@@ -9,13 +9,19 @@ check after TRL's preparation that the tokens it trains on are exactly the repli
 from __future__ import annotations
 
 import json
+import resource
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from pear_agent.train.config import Recipe
 from pear_agent.train.data import Example, load_examples
+from pear_agent.train.loss import causal_parts, chunked_terms, reply_hidden
+from pear_agent.train.models import save_checkpoint, trainable_model
+from pear_agent.train.sequences import episode_tokens
 
 MIN_TRL = "1.7"
 """TRL builds the `labels` column (-100 off the assistant mask) in the prepared dataset from 1.7 on:
@@ -24,10 +30,8 @@ the mask check below reads it. setup.cfg's train extra pins at least this (a tes
 
 def check_trl_version(version: str | None = None) -> None:
     """One line naming the fix when the installed TRL is older than the mask check needs."""
-    from packaging.version import Version
-
     if version is None:
-        import trl
+        import trl  # optional: trl
 
         version = trl.__version__
     if Version(version) < Version(MIN_TRL):
@@ -49,8 +53,6 @@ class SFTResult:
 
 def tokenize_examples(tokenizer: Any, examples: list[Example], max_tokens: int | None) -> dict[str, list]:
     """Columns for TRL: input_ids and assistant_masks (1 on reply tokens), plus the replies' counts."""
-    from pear_agent.train.sequences import episode_tokens
-
     cols: dict[str, list] = {"input_ids": [], "assistant_masks": [], "reply_tokens": []}
     for ex in examples:
         seq = episode_tokens(tokenizer, ex.messages, ex.traces or None, max_tokens)
@@ -61,8 +63,6 @@ def tokenize_examples(tokenizer: Any, examples: list[Example], max_tokens: int |
 
 
 def peak_rss_mb() -> float:
-    import resource
-
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
@@ -80,8 +80,6 @@ def reply_loss(model: Any, inputs: dict[str, Any], num_items: Any = None, chunk:
     """Cross-entropy on the reply tokens only (labels other than -100), the output head applied in
     chunks at those positions (`loss.chunked_terms`): never the whole episode's [T, V] logits.
     Averaged over `num_items` (the accumulation's reply tokens) when given, else this batch's."""
-    from pear_agent.train.loss import causal_parts, chunked_terms, reply_hidden
-
     labels = inputs["labels"]
     fwd = {k: inputs[k] for k in (*MODEL_INPUTS, *PIXEL_INPUTS) if inputs.get(k) is not None}
     hidden, targets = reply_hidden(model, fwd, labels != -100)
@@ -112,11 +110,9 @@ def run_sft(
     merge: bool = False,
     log: Any = print,
 ) -> SFTResult:
-    import torch
-    from datasets import Dataset
-    from trl import SFTConfig, SFTTrainer
-
-    from pear_agent.train.models import save_checkpoint, trainable_model
+    import torch  # optional: torch
+    from datasets import Dataset  # optional: datasets
+    from trl import SFTConfig, SFTTrainer  # optional: trl
 
     check_trl_version()
     cfg = recipe.sft

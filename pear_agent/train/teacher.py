@@ -14,6 +14,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pear_agent.policies.model_settings import ModelSettings
+from pear_agent.policies.openai_client import OpenAIPolicy
+from pear_agent.registry import family_of
+from pear_agent.rl.trajectories import TrajectoryWriter
 from pear_agent.train.config import Recipe
 from pear_agent.train.mix import TaskMix
 from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
@@ -21,16 +25,11 @@ from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 def teacher_policy(task: str) -> Any:
     """The task's family's scripted policy, without jitter."""
-    from pear_agent.registry import family_of
-
     return family_of(task).default_policy(task, seed=0, action_noise_cm=0.0, pilot_noise=0.0)
 
 
 def served_policy(base_url: str, model: str, api_key_env: str | None = None) -> Any:
     """A model behind an endpoint as the teacher: greedy (temperature 0), as a teacher flies."""
-    from pear_agent.policies.model_settings import ModelSettings
-    from pear_agent.policies.openai_client import OpenAIPolicy
-
     return OpenAIPolicy(
         ModelSettings(model=model, base_url=base_url, api_key_env=api_key_env, temperature=0.0)
     )
@@ -46,8 +45,6 @@ def collect_teacher(
 ) -> dict[str, Any]:
     """Teacher flights into `out`: the scripted teacher on `teacher.mix`, or, with `base_url` and
     `model`, the served model on `teacher.served_mix` (its landed flights only)."""
-    from pear_agent.rl.trajectories import TrajectoryWriter
-
     t = recipe.teacher
     if (base_url is None) != (model is None):
         raise ValueError("a served teacher needs both --base-url and --model")

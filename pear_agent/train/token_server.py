@@ -26,7 +26,9 @@ from typing import Any, NamedTuple
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.prompts import Message
+from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.local_model import open_turn, sampled_reply
+from pear_agent.train.sequences import ChatSequence
 
 TOKEN_ID_RE = re.compile(r"^token_id:(\d+)$")
 
@@ -34,9 +36,9 @@ TOKEN_ID_RE = re.compile(r"^token_id:(\d+)$")
 def _http() -> Any:
     """The HTTP client the openai SDK brings (httpx2; httpx with older SDKs)."""
     try:
-        import httpx2 as httpx
+        import httpx2 as httpx  # optional: httpx2
     except ImportError:  # pragma: no cover - older openai SDKs
-        import httpx  # type: ignore[no-redef]
+        import httpx  # type: ignore[no-redef]  # heavy: httpx
     return httpx
 
 
@@ -99,8 +101,6 @@ class TokenServerPolicy:
         api_key: str | None = None,
         timeout_s: float = 600.0,
     ) -> None:
-        from pear_agent.train.chat_template import turn_end_ids
-
         self.base_url, self.model, self.tokenizer = base_url.rstrip("/"), model, tokenizer
         self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
         self.policy_version = policy_version
@@ -110,8 +110,6 @@ class TokenServerPolicy:
         self.reset(seed)
 
     def reset(self, seed: int) -> None:
-        from pear_agent.train.sequences import ChatSequence
-
         self._episode_seed = seed
         self._turn = 0
         self.sequence = ChatSequence(self.tokenizer)

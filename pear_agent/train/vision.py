@@ -21,6 +21,8 @@ import base64
 import io
 from typing import Any
 
+from pear_agent.train.chat_template import turn_end_ids
+
 
 def is_processor(obj: Any) -> bool:
     """A multimodal processor (it has an image processor), not a plain tokenizer."""
@@ -55,7 +57,6 @@ def reply_banned_ids(tokenizer: Any) -> list[int]:
     logit (`loss.BANNED_LOGIT`), so log mu and log pi are of the same distribution."""
     if is_processor(tokenizer):
         return image_token_ids(tokenizer)
-    from pear_agent.train.chat_template import turn_end_ids
 
     # (the added special tokens too: a processor may replace the tokenizer's list of them)
     special = {i for i, t in tokenizer.added_tokens_decoder.items() if getattr(t, "special", False)}
@@ -65,7 +66,7 @@ def reply_banned_ids(tokenizer: Any) -> list[int]:
 
 def decode_image(url: str) -> Any:
     """A `data:image/...;base64,` URL (what the loop sends) as a PIL image."""
-    from PIL import Image
+    from PIL import Image  # heavy: PIL
 
     if not url.startswith("data:") or ";base64," not in url:
         raise ValueError("only inline data: URLs are supported for training images")
@@ -96,7 +97,9 @@ def vision_messages(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]
 
 def vision_config_kind(folder: str, **kw: Any) -> bool:
     """Whether the model at `folder` is an image-text-to-text model (by its config, no weights read)."""
-    from transformers import AutoConfig
+    from transformers import AutoConfig  # optional: transformers
+
+    # optional: transformers
     from transformers.models.auto.modeling_auto import MODEL_FOR_IMAGE_TEXT_TO_TEXT_MAPPING_NAMES
 
     kw = {k: v for k, v in kw.items() if k in ("local_files_only",)}
@@ -108,8 +111,8 @@ def vision_config_kind(folder: str, **kw: Any) -> bool:
 
 
 def load_vision_model(folder: str, dtype: str, **kw: Any) -> tuple[Any, Any]:
-    import torch
-    from transformers import AutoModelForImageTextToText, AutoProcessor
+    import torch  # optional: torch
+    from transformers import AutoModelForImageTextToText, AutoProcessor  # optional: transformers
 
     processor = AutoProcessor.from_pretrained(folder, **kw)
     model = AutoModelForImageTextToText.from_pretrained(folder, dtype=getattr(torch, dtype), **kw)

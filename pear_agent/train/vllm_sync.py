@@ -19,6 +19,11 @@ adapter is published before any rollout, and a refusal names the setting.
 
 from __future__ import annotations
 
+import json
+import os
+import urllib.error
+import urllib.request
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -34,9 +39,6 @@ class VLLMAdapterSync:
     def __init__(
         self, base_url: str, prefix: str | None = None, keep: int = 3, timeout_s: float = 60.0
     ) -> None:
-        import os
-        import uuid
-
         self.base = base_url.rstrip("/")
         # a fresh name per run: a server still holding another run's `...-v0` refuses the name
         self.prefix = prefix or f"pear-{os.getpid():x}{uuid.uuid4().hex[:6]}"
@@ -48,10 +50,6 @@ class VLLMAdapterSync:
     def check_server(self, lora_rank: int) -> list[str]:
         """The server answers and lists its models (before any adapter): their ids. The rank limit is
         checked by the first `publish` (vLLM exposes no endpoint for it)."""
-        import json
-        import urllib.error
-        import urllib.request
-
         self.lora_rank = lora_rank
         try:
             with urllib.request.urlopen(f"{self.base}/models", timeout=self.timeout_s) as r:
@@ -65,10 +63,6 @@ class VLLMAdapterSync:
         return f"{self.prefix}-v{version}"
 
     def _post(self, path: str, body: dict[str, Any]) -> None:
-        import json
-        import urllib.error
-        import urllib.request
-
         req = urllib.request.Request(
             f"{self.base}/{path}",
             data=json.dumps(body).encode(),
@@ -127,7 +121,7 @@ def serve_command(recipe: Any, port: int = 8000, max_model_len: int = 8192) -> l
 def cap_trainer_memory(recipe: Any) -> float | None:
     """On a CUDA GPU shared with vLLM, cap this process's allocations at the rest of the split (minus
     a 5% margin for the CUDA context); the fraction set, or None without CUDA."""
-    import torch
+    import torch  # optional: torch
 
     if not torch.cuda.is_available():
         return None

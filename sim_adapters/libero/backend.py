@@ -20,9 +20,10 @@ import numpy as np
 from pear_agent.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
 from pear_agent.robot_config import RobotConfig
 from pear_agent.robot_loader import load_robot
-from sim_adapters.libero import MAX_TURNS
+from sim_adapters.libero import MAX_TURNS, plus
 from sim_adapters.libero.config import LiberoUnavailableError, import_libero
 from sim_adapters.libero.naming import TaskRef, parse
+from sim_adapters.libero.plus import corrupt
 
 ROBOT_YAML = Path(__file__).with_name("libero_panda.yaml")
 CAMERAS = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
@@ -56,7 +57,7 @@ def _quiet() -> contextlib.AbstractContextManager:
 def libero_instruction(suite: str, index: int) -> str:
     """LIBERO's instruction for one of its tasks, as its evaluation gives it to a policy."""
     import_libero()
-    from libero.libero import benchmark
+    from libero.libero import benchmark  # optional: libero
 
     with _quiet():
         return benchmark.get_benchmark_dict()[suite]().get_task(index).language
@@ -92,8 +93,6 @@ class LiberoBackend:
         self._noise = 0
         self._robot_start: np.ndarray | None = None
         if self.ref.benchmark == "libero_plus":
-            from sim_adapters.libero import plus
-
             reason = plus.unavailable_reason(self.ref)
             if reason:
                 raise LiberoUnavailableError(reason)
@@ -112,8 +111,8 @@ class LiberoBackend:
             )
         else:
             import_libero()
-            from libero.libero import benchmark, get_libero_path
-            from libero.libero.envs import OffScreenRenderEnv
+            from libero.libero import benchmark, get_libero_path  # optional: libero
+            from libero.libero.envs import OffScreenRenderEnv  # optional: libero
 
             with _quiet():
                 bench = benchmark.get_benchmark_dict()[self.ref.source]()
@@ -280,8 +279,6 @@ class LiberoBackend:
         img = self.sim.render(width=cam.width, height=cam.height, camera_name=CAMERAS[name])
         img = np.ascontiguousarray(img[::-1, ::-1])  # robosuite renders upside down
         if self._noise and name == "agentview":  # LIBERO-Plus sensor noise: the agentview camera only
-            from sim_adapters.libero.plus import corrupt
-
             img = corrupt(img, self._noise, seed=self._seed * 100_003 + self._steps)
         return img
 

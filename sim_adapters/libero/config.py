@@ -102,7 +102,7 @@ def import_libero() -> ModuleType:
     write_robot_model()
     _use_package_paths()
     os.environ.setdefault("MUJOCO_GL", "egl")
-    import libero.libero as libero_root
+    import libero.libero as libero_root  # optional: libero
 
     return libero_root
 

@@ -16,10 +16,17 @@ from pathlib import Path
 from typing import Any
 
 from pear_agent.arm_family import ArmFamily, ArmOptions, TaskEntry
+from pear_agent.bench.report import scored
+from pear_agent.bench.stats import wilson
 from pear_agent.family_parts import BenchSelection, BenchSummary, Selection
 from pear_agent.robot_config import RobotConfig
 from pear_agent.settings import setting
 from sim_adapters.libero import SUITES, task_names
+from sim_adapters.libero.backend import LiberoBackend
+from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
+from sim_adapters.libero.expert import libero_expert, solves
+from sim_adapters.libero.presets import bench_tasks
+from sim_adapters.libero.summary import write_summary
 
 LIBERO_ROBOT = str(Path(__file__).resolve().parent / "libero_panda.yaml")
 """The robot LIBERO mounts (its model file ships in robosuite), named by path."""
@@ -72,9 +79,6 @@ def suite_tasks(suite_text: str, tasks_text: str) -> list[str]:
 def suite_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Per suite, overall and per task: successes, rate, 95% Wilson interval, wall seconds per turn,
     from the bench runner's result lines (task `suite/i`, seed = init state)."""
-    from pear_agent.bench.report import scored
-    from pear_agent.bench.stats import wilson
-
     results = scored(results)  # an endpoint failure after retries is not the model's
 
     def block(rs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -133,8 +137,6 @@ class LiberoFamily(ArmFamily, BenchSelection, BenchSummary):
 
     def expert(self, task: str) -> Any:
         """The LIBERO expert (`sim_adapters/libero/expert/`), for the suites it solves."""
-        from sim_adapters.libero.expert import libero_expert, solves
-
         return libero_expert if self.owns(task) and solves(task) else None
 
     options_type: type = LiberoOptions
@@ -142,15 +144,12 @@ class LiberoFamily(ArmFamily, BenchSelection, BenchSummary):
     def select(self, args: Any, *, model: bool) -> Selection | None:
         opts = self.parse(args)
         if opts.preset:  # issue 19: the paper's LIBERO / LIBERO-Plus / LIBERO-Pro protocols, by name
-            from sim_adapters.libero.presets import bench_tasks
-
             picked = opts.suite_tasks
             indices = None if picked in (None, "0-9") else parse_range(picked, 10, "suite-tasks")
             tasks, seeds = bench_tasks(opts.preset, args.seeds, indices)
             return Selection(tasks, seeds=seeds, render=model, extra={"preset": opts.preset})
         if not opts.suite:
             return None
-        from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
 
         tasks = suite_tasks(opts.suite, opts.suite_tasks)
         if not available():
@@ -160,15 +159,11 @@ class LiberoFamily(ArmFamily, BenchSelection, BenchSummary):
         return Selection(tasks, seeds=seeds, render=model)
 
     def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:
-        from sim_adapters.libero.backend import LiberoBackend
-
         return LiberoBackend(robot, task, render=render)
 
     def bench_summary(self, results: list[dict[str, Any]], out: Any, args: Any) -> str | None:
         opts = self.parse(args)
         if opts.preset:  # per benchmark, perturbation and suite; paired drop vs LIBERO
-            from sim_adapters.libero.summary import write_summary
-
             return write_summary(results, str(out))
         if not opts.suite:
             return None

@@ -30,6 +30,7 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
+import yaml
 
 from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, config_dir
 from sim_adapters.libero.naming import TaskRef, libero_base_names
@@ -58,7 +59,7 @@ def installed() -> bool:
 def magickwand_available() -> bool:
     """ImageMagick's MagickWand library, which LIBERO-Plus's motion blur (noise 1-10) calls."""
     try:
-        import wand.api  # noqa: F401
+        import wand.api  # noqa: F401  # optional: wand
     except ImportError:
         return False
     return True
@@ -90,8 +91,6 @@ def _stub_wand() -> None:
 
 def _write_plus_config(root: Path) -> Path:
     """LIBERO-Plus's config.yaml (its import writes one, printing, unless it exists)."""
-    import yaml
-
     folder = config_dir().with_name("liberoplus-config")
     folder.mkdir(parents=True, exist_ok=True)
     cfg = {
@@ -123,7 +122,7 @@ def import_liberoplus() -> ModuleType:
     os.environ.setdefault("MUJOCO_GL", "egl")
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # gym's notice, config chatter
-            import liberoplus.liberoplus.envs as envs
+            import liberoplus.liberoplus.envs as envs  # optional: liberoplus
     finally:
         if before is None:
             os.environ.pop("LIBERO_CONFIG_PATH", None)
@@ -276,7 +275,7 @@ def unavailable_reason(ref: TaskRef) -> str | None:
 def init_states(ref: TaskRef) -> np.ndarray:
     """LIBERO-Plus's init states for the task (its benchmark's rules): a layout task has one of
     its own (`libero_newobj/`); every other task starts from its LIBERO task's states."""
-    import torch
+    import torch  # optional: torch
 
     root = package_dir()
     assert root is not None
@@ -292,10 +291,10 @@ def corrupt(image: np.ndarray, level: int, seed: int) -> np.ndarray:
     """LIBERO-Plus's sensor noise on one image: levels 1-10 motion blur, 11-20 Gaussian blur,
     21-30 zoom blur, 31-40 fog, 41-50 glass blur (its functions; their randomness seeded here so
     an episode replays exactly)."""
-    from PIL import Image
+    from PIL import Image  # heavy: PIL
 
     import_liberoplus()
-    from liberoplus.liberoplus.envs import env_wrapper as w
+    from liberoplus.liberoplus.envs import env_wrapper as w  # optional: liberoplus
 
     kinds = (w.motion_blur, w.gaussian_blur, w.zoom_blur, w.fog, w.glass_blur)
     fn, severity = kinds[(level - 1) // 10], (level - 1) % 10 + 1

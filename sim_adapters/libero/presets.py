@@ -19,6 +19,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pear_agent.bench.runner import parse_seeds
+from sim_adapters.libero import plus
+from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
 from sim_adapters.libero.naming import (
     PLUS_DIMENSIONS,
     PRO_TYPES,
@@ -93,7 +96,6 @@ def expand(preset: str, seeds: list[int] | None = None) -> Expansion:
         return Expansion(preset, [*pro, *base], chosen)
     if seeds is not None and seeds != [0]:
         raise ValueError("--seeds: a LIBERO-Plus preset runs each task at init state 0, as LIBERO-Plus does")
-    from sim_adapters.libero import plus
 
     catalog = plus_catalog()
     if not catalog:
@@ -138,9 +140,6 @@ def bench_tasks(
 ) -> tuple[list[str], list[int]]:
     """`pear-agent bench --preset NAME [--seeds ...] [--suite-tasks ...]` -> (tasks, seeds); prints
     what it runs."""
-    from pear_agent.bench.runner import parse_seeds
-    from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, available
-
     e = expand(preset, parse_seeds(seeds_text) if seeds_text else None)
     if task_indices is not None:
         e = only_tasks(e, task_indices)

@@ -9,7 +9,9 @@ points), with the exact McNemar p-value of the discordant pairs.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from pear_agent.bench.report import is_scored
@@ -121,9 +123,6 @@ def format_table(summary: dict[str, Any]) -> str:
 
 def write_summary(results: list[dict[str, Any]], out_dir: str) -> str:
     """`<out>/libero_summary.json` and the table, for `pear-agent bench --preset`."""
-    import json
-    from pathlib import Path
-
     summary = summarize(results)
     (Path(out_dir) / "libero_summary.json").write_text(json.dumps(summary, indent=2))
     return format_table(summary)

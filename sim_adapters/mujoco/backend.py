@@ -6,6 +6,7 @@ is at its target and still (reached), or reports which joints stalled short of i
 
 from __future__ import annotations
 
+import ctypes.util
 import os
 from dataclasses import dataclass
 from typing import Any
@@ -20,8 +21,6 @@ from pear_agent.robot_config import RobotConfig, RobotConfigError
 def configure_gl() -> str:
     """Headless rendering: EGL by default, OSMesa if EGL is missing. Must run before import."""
     if "MUJOCO_GL" not in os.environ:
-        import ctypes.util
-
         has_egl = ctypes.util.find_library("EGL") is not None
         has_osmesa = ctypes.util.find_library("OSMesa") is not None
         os.environ["MUJOCO_GL"] = "osmesa" if (not has_egl and has_osmesa) else "egl"

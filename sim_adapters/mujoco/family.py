@@ -11,15 +11,19 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import importlib
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pear_agent.arm_family import ArmFamily, ArmOptions, TaskEntry
+from pear_agent.family_parts import RobotCheck
 from pear_agent.registry import UnknownNameError
 from pear_agent.robot_config import RobotConfig
 from pear_agent.settings import setting
 from sim_adapters.mujoco.perturb_names import DIMENSIONS, split_task
+from sim_adapters.mujoco.tasks.catalog import task_classes
+from sim_adapters.mujoco.tasks.objects import PickUpObject
 
 if TYPE_CHECKING:
     from pear_agent.episode import EpisodeConfig
@@ -53,8 +57,6 @@ _EXPERT_OF: dict[type, Any] = {}
 
 
 def _classes() -> list[type[MujocoTask]]:
-    from sim_adapters.mujoco.tasks.catalog import task_classes
-
     return task_classes()
 
 
@@ -71,8 +73,6 @@ def expert_of(cls: type[MujocoTask]) -> Expert | None:
     if cls not in _EXPERT_OF:
         pointer = cls.expert
         if isinstance(pointer, str):
-            import importlib
-
             module, _, attr = pointer.partition(":")
             try:
                 obj: Any = importlib.import_module(module)
@@ -89,32 +89,23 @@ def expert_of(cls: type[MujocoTask]) -> Expert | None:
     return _EXPERT_OF[cls]
 
 
-def _entries() -> dict[str, TaskEntry]:
-    """The tasks every robot's check runs (`robots --check --tasks`, the per-robot expert tables)."""
+def task_entries() -> dict[str, TaskEntry]:
+    """The tasks every robot's check runs (`robots --check --tasks`, the per-robot expert tables),
+    derived from the registered classes."""
     return {n: entry_of(c) for c in _classes() if c.on_every_robot for n in c.names()}
 
 
-def __getattr__(name: str) -> Any:
-    """The tables other code read by name, derived from the registered classes."""
-    if name == "ENTRIES":
-        return _entries()
-    if name == "PEAR_ENTRIES":  # the PEAR paper's station tasks (not parametrised)
-        return {c.name: entry_of(c) for c in _classes() if not c.on_every_robot and c.names() == [c.name]}
-    if name == "OBJECT_ENTRY":
-        from sim_adapters.mujoco.tasks.objects import PickUpObject
-
-        return entry_of(PickUpObject)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def pear_entries() -> dict[str, TaskEntry]:
+    """The PEAR paper's station tasks (not parametrised), derived from the registered classes."""
+    return {c.name: entry_of(c) for c in _classes() if not c.on_every_robot and c.names() == [c.name]}
 
 
 def object_tasks() -> list[str]:
     """`pick_up_object/<name>`: one task per object YAML."""
-    from sim_adapters.mujoco.tasks.objects import PickUpObject
-
     return PickUpObject.names()
 
 
-class MujocoFamily(ArmFamily):
+class MujocoFamily(ArmFamily, RobotCheck):
     name = "mujoco"
 
     def __init__(self) -> None:
@@ -126,7 +117,7 @@ class MujocoFamily(ArmFamily):
 
     @property
     def entries(self) -> dict[str, TaskEntry]:
-        return _entries()
+        return task_entries()
 
     def task_names(self) -> list[str]:
         return [n for c in _classes() for n in c.names()]
@@ -137,7 +128,7 @@ class MujocoFamily(ArmFamily):
         for cls in _classes():
             if cls.claims(base):
                 return cls
-        raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(_entries())}")
+        raise UnknownNameError(f"unknown mujoco task {base!r}; tasks are: {', '.join(task_entries())}")
 
     def entry(self, task: str) -> TaskEntry:
         cls = self.task_class(task)
@@ -214,7 +205,7 @@ class MujocoFamily(ArmFamily):
         )
 
     def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:
-        from sim_adapters.mujoco.backend import MujocoBackend
+        from sim_adapters.mujoco.backend import MujocoBackend  # heavy: mujoco
 
         base, dim = split_task(task)
         # a perturbed backend's model changes per episode: it keeps its own renderer. One cache per
@@ -225,6 +216,12 @@ class MujocoFamily(ArmFamily):
         return MujocoBackend(
             robot, self.task_class(base).create(base), render=render, renderers=shared, perturbation=dim
         )
+
+    def check_robot(self, task: str, robot: RobotConfig) -> tuple[list[str], list[str]]:
+        """`robots --check`: the robot's scene for `task`, built and tried (`robot_check`)."""
+        from sim_adapters.mujoco.robot_check import check_scene  # heavy: mujoco
+
+        return check_scene(task, robot)
 
     def close_renderers(self) -> None:
         for cache in self._renderers.values():

@@ -17,7 +17,7 @@ else:
         """Stands in for the `mujoco` module until a task first touches it."""
 
         def __getattr__(self, name: str) -> Any:
-            import mujoco as module
+            import mujoco as module  # heavy: mujoco
 
             value = getattr(module, name)
             setattr(self, name, value)  # later reads are plain attribute hits

@@ -26,6 +26,7 @@ import numpy as np
 
 from sim_adapters.mujoco.perturb_names import DIMENSIONS, VISUAL_ONLY, split_task
 from sim_adapters.mujoco.scene import RUNTIME_PREFIX, TABLE_GEOM
+from sim_adapters.mujoco.tasks import paraphrases, task_classes
 
 __all__ = ["DIMENSIONS", "VISUAL_ONLY", "Perturber", "add_table_materials", "split_task"]
 
@@ -34,12 +35,9 @@ TABLE_MATERIAL = f"{RUNTIME_PREFIX}table_alt_"
 """Materials added to every scene for the `table` perturbation (unused otherwise)."""
 
 
-def __getattr__(name: str) -> Any:
-    if name == "PARAPHRASES":  # task name -> paraphrases, derived from the task classes
-        from sim_adapters.mujoco.tasks import task_classes
-
-        return {n: c.paraphrases for c in task_classes() if c.paraphrases for n in c.names()}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def paraphrases_by_task() -> dict[str, tuple[str, ...]]:
+    """Task name -> its paraphrases, derived from the task classes."""
+    return {n: c.paraphrases for c in task_classes() if c.paraphrases for n in c.names()}
 
 
 def add_table_materials(spec: mujoco.MjSpec) -> None:
@@ -198,8 +196,6 @@ class Perturber:
         return {"sigma": round(sigma, 2)}
 
     def _instruction(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
-        from sim_adapters.mujoco.tasks import paraphrases
-
         options = paraphrases(task)
         if not options:
             raise ValueError(f"no paraphrases of task {task!r} for the instruction perturbation")

@@ -39,6 +39,7 @@ from sim_adapters.roadster.commands import (
     describe_command,
     parse_plan,
 )
+from sim_adapters.roadster.model import TRUCK_SIZE_M
 from sim_adapters.roadster.scenario import WIND_BANDS
 from sim_adapters.roadster.sim import MAX_FLIGHT_S, ROW_S, RoadsterSim
 from sim_adapters.roadster.telemetry import (
@@ -179,8 +180,6 @@ def compact_briefing(sim: RoadsterSim, mode: str, max_plan: int = 1, plan_rule: 
 
 
 def sim_truck_text() -> str:
-    from sim_adapters.roadster.model import TRUCK_SIZE_M
-
     return f"{TRUCK_SIZE_M[0]:g} m long, roof {TRUCK_SIZE_M[2]:g} m up"
 
 
@@ -437,7 +436,7 @@ class RoadsterEnvironment:
         if self._sink is None:
             return
         if self._renderer is None:
-            import mujoco
+            import mujoco  # heavy: mujoco
 
             self._renderer = mujoco.Renderer(
                 self.sim.model, 360, 640

@@ -20,7 +20,9 @@ from pear_agent.family_parts import (
 )
 from pear_agent.registry import EnvSpec, Family, UnknownNameError
 from pear_agent.settings import add_arguments, setting
-from sim_adapters.roadster.scenario import WIND_BANDS
+from sim_adapters.roadster.pilot import PilotPolicy, pilot_reply
+from sim_adapters.roadster.replay import telemetry_svg
+from sim_adapters.roadster.scenario import WIND_BANDS, filtered_seeds
 
 if TYPE_CHECKING:
     from pear_agent.episode import EpisodeConfig
@@ -121,7 +123,7 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
         return expand_winds([task], self.parse(args).wind)
 
     def make(self, spec: EnvSpec) -> Any:
-        from sim_adapters.roadster.environment import RoadsterEnvironment
+        from sim_adapters.roadster.environment import RoadsterEnvironment  # heavy: sim_adapters.roadster.sim
 
         name, band = split_task(spec.task)
         return RoadsterEnvironment(
@@ -146,8 +148,6 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
         pilot_noise: float = 0.0,
         config: EpisodeConfig | None = None,
     ) -> Any:
-        from sim_adapters.roadster.pilot import PilotPolicy
-
         # flying plans on an injected decision time, the pilot plans for it (its first command is for
         # the row that much later); otherwise it measures its lateness from the rows (None)
         plans = config is not None and (config.max_chunk or 1) > 1
@@ -155,11 +155,8 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
         return PilotPolicy(noise=pilot_noise, seed=seed, lead_s=lead_s)
 
     def filtered_seeds(self, task: str, scenario: str, start: int, stop: int, n: int) -> list[int]:
-        from sim_adapters.roadster.environment import TASKS as STUNTS
-        from sim_adapters.roadster.scenario import filtered_seeds
-
         name, band = split_task(task)
-        return filtered_seeds(STUNTS[name], band, scenario, start, stop, n)
+        return filtered_seeds(TASKS[name], band, scenario, start, stop, n)
 
     def describe(self, env: Any, task: str) -> str:
         name, band = split_task(task)
@@ -181,13 +178,10 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
     def report_html(self, lines: list[dict[str, Any]]) -> str | None:
         if not any("rows" in t for t in lines if t.get("kind") == "turn"):
             return None
-        from sim_adapters.roadster.replay import telemetry_svg
 
         return telemetry_svg(lines)
 
     def text_expert(self, messages: list[dict[str, Any]]) -> tuple[str, str] | None:
-        from sim_adapters.roadster.pilot import pilot_reply
-
         try:
             return pilot_reply(messages)
         except (ValueError, KeyError, TypeError, IndexError):

@@ -63,7 +63,7 @@ class FlightStats:
 
 class RoadsterSim:
     def __init__(self, stunt: str, wind_band: str = "light", seed: int = 0) -> None:
-        import mujoco  # lazily: the turn loop never imports MuJoCo
+        import mujoco  # heavy: mujoco; lazily: the turn loop never imports MuJoCo
 
         self._mj = mujoco
         self.stunt = stunt

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.kinematics import Kinematics
 from pear_agent.registry import family_of
 from sim_adapters.libero.backend import LiberoBackend
@@ -21,7 +22,7 @@ INIT = 2
 def first_turn(backend: LiberoBackend, robot: Any, seed: int) -> dict[str, Any]:
     """The first observation and the expert's first reply of the episode `seed` on `backend`."""
     expert = family_of(TASK).default_policy(TASK)
-    episode = Episode(backend, Kinematics(robot), expert, EpisodeConfig(max_turns=1))
+    episode = arm_episode(backend, Kinematics(robot), expert, EpisodeConfig(max_turns=1))
     assert episode.begin(seed)
     prompt = episode.observe()
     assert prompt is not None

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from pear_agent.episode import Episode
+from pear_agent.arm_environment import arm_episode
 from pear_agent.kinematics import Kinematics
 from pear_agent.records import RunWriter
 from pear_agent.registry import family_of
@@ -31,7 +31,7 @@ def test_scripted_expert_reaches_libero_success(libero_robot, task, tmp_path):
     try:
         writer = RunWriter(tmp_path / "run", video_fps=None)
         expert = family_of(task).default_policy(task)
-        result = Episode(backend, Kinematics(libero_robot), expert, writer=writer).run(0)
+        result = arm_episode(backend, Kinematics(libero_robot), expert, writer=writer).run(0)
         assert result.success, f"{result.end_reason}: {result.detail}"
         assert result.end_reason == "success"
         assert backend.env.check_success()  # LIBERO's BDDL goal holds at the end

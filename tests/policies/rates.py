@@ -1,5 +1,6 @@
 """Shared by the expert success-rate tests: run the scripted expert over seeds, without rendering."""
 
+from pear_agent.arm_environment import arm_episode
 from pear_agent.episode import Episode, EpisodeResult
 from pear_agent.kinematics import Kinematics
 from pear_agent.registry import make_backend
@@ -10,7 +11,9 @@ from pear_agent.task_experts import scripted_policy
 def expert_success_rate(task: str, robot: RobotConfig, kin: Kinematics, seeds: range) -> tuple[float, list]:
     backend = make_backend(task, robot, render=False)
     try:
-        results: list[EpisodeResult] = [Episode(backend, kin, scripted_policy(task)).run(s) for s in seeds]
+        results: list[EpisodeResult] = [
+            arm_episode(backend, kin, scripted_policy(task)).run(s) for s in seeds
+        ]
     finally:
         backend.close()
     rate = sum(r.success for r in results) / len(results)
@@ -43,7 +46,7 @@ def expert_with_object_swept_off(
             return inner.act(messages, ctx)
 
     try:
-        episode = Episode(backend, kin, Sweeper())
+        episode = arm_episode(backend, kin, Sweeper())
         return episode.run(0), episode
     finally:
         backend.close()

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.base import TurnContext
 from pear_agent.policies.bringup import BringupPolicy
 from pear_agent.protocol.actions import parse_reply
@@ -65,7 +66,7 @@ def test_in_mujoco_every_step_is_reached_and_the_episode_ends_done() -> None:
     backend = make_backend("bimanual_pickup", robot, render=False)
     turns = []
     try:
-        res = Episode(
+        res = arm_episode(
             backend, Kinematics(robot), BringupPolicy(), EpisodeConfig(max_turns=10), on_turn=turns.append
         ).run(0)
     finally:

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pear_agent.episode import Episode
+from pear_agent.arm_environment import arm_episode
 from pear_agent.policies.experts import Stop, wrap
 from pear_agent.registry import make_backend
 from pear_agent.robot_loader import load_robot
@@ -35,8 +35,8 @@ def test_expert_success_rate(panda, panda_kin, task: str) -> None:
 def test_noisy_expert_replies_differ_but_parse(panda, panda_kin) -> None:
     backend = make_backend("pick_cube", panda, render=False)
     try:
-        a = Episode(backend, panda_kin, scripted_policy("pick_cube", action_noise_cm=1.0, seed=1))
-        b = Episode(backend, panda_kin, scripted_policy("pick_cube", action_noise_cm=1.0, seed=2))
+        a = arm_episode(backend, panda_kin, scripted_policy("pick_cube", action_noise_cm=1.0, seed=1))
+        b = arm_episode(backend, panda_kin, scripted_policy("pick_cube", action_noise_cm=1.0, seed=2))
         a.run(0)
         b.run(0)
     finally:

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pear_agent.episode import Episode
+from pear_agent.arm_environment import arm_episode
 from pear_agent.policies.experts import Stop
 from pear_agent.registry import make_backend
 from pear_agent.task_experts import EXPERTS, scripted_policy
@@ -32,7 +32,7 @@ def test_yam_one_arm_tasks_as_strong_as_any_arm(yam, yam_kin, task: str) -> None
 def test_experts_are_registered_and_use_both_arms(yam, yam_kin) -> None:
     backend = make_backend("bimanual_pickup", yam, render=False)
     try:
-        episode = Episode(backend, yam_kin, scripted_policy("bimanual_pickup"))
+        episode = arm_episode(backend, yam_kin, scripted_policy("bimanual_pickup"))
         result = episode.run(0)
     finally:
         backend.close()

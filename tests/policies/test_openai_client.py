@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy, split_reasoning, strip_images
 from pear_agent.records import RunWriter
@@ -52,7 +53,7 @@ def test_episode_over_http_against_serve_succeeds(backend, panda_kin, tmp_path) 
                 model="expert", base_url=url, api_key_env=KEY_ENV, send_privileged=True, timeout_s=30
             )
         )
-        res = Episode(backend, panda_kin, policy, writer=RunWriter(tmp_path, video_fps=None)).run(0)
+        res = arm_episode(backend, panda_kin, policy, writer=RunWriter(tmp_path, video_fps=None)).run(0)
     assert res.success and res.end_reason == "success" and res.policy == "openai:expert"
     turns = _turns(tmp_path)
     assert len(turns) == res.turns == len(res.latencies_s)
@@ -69,7 +70,7 @@ def test_episode_over_http_against_serve_succeeds(backend, panda_kin, tmp_path) 
 def test_reasoning_field_is_logged_and_action_still_parsed(blind_backend, panda_kin, tmp_path) -> None:
     with serve_in_thread(reasoning_field=True) as url:
         policy = OpenAIPolicy(ModelSettings(model="m", base_url=url, send_privileged=True))
-        res = Episode(
+        res = arm_episode(
             blind_backend, panda_kin, policy, EpisodeConfig(max_turns=2), RunWriter(tmp_path, None)
         ).run(1)
     assert res.end_reason == "turn_limit" and res.turns == 2
@@ -80,7 +81,7 @@ def test_reasoning_field_is_logged_and_action_still_parsed(blind_backend, panda_
 def test_serve_without_privileged_facts_is_a_clear_error(blind_backend, panda_kin) -> None:
     with serve_in_thread() as url:
         policy = OpenAIPolicy(ModelSettings(model="m", base_url=url, backoff_s=0.01))
-        res = Episode(blind_backend, panda_kin, policy).run(0)
+        res = arm_episode(blind_backend, panda_kin, policy).run(0)
     assert res.end_reason == "policy_error" and res.turns == 0  # no reply: not a turn
     assert "HTTP 400" in res.detail and "--send-privileged" in res.detail
     assert res.retries == 0  # a 400 is not retried
@@ -110,7 +111,7 @@ def test_misbehaving_server_ends_episode_cleanly(
             backoff_s=0.01,
         )
         writer = RunWriter(tmp_path, video_fps=None, secrets=[KEY])
-        res = Episode(blind_backend, panda_kin, OpenAIPolicy(settings), writer=writer).run(0)
+        res = arm_episode(blind_backend, panda_kin, OpenAIPolicy(settings), writer=writer).run(0)
     # a transient fault that outlasted the retries is the endpoint's (issue 30); a reply that is not
     # a reply at all (a web page, JSON without choices) is final and the policy's
     assert res.end_reason == ("endpoint_error" if retried else "policy_error") and res.turns == 0
@@ -132,7 +133,7 @@ def test_retries_then_success_are_visible(blind_backend, panda_kin, tmp_path) ->
     with bad_server() as root:
         BadHandler.calls.clear()
         settings = ModelSettings(model="m", base_url=f"{root}/flaky/v1", max_retries=3, backoff_s=0.01)
-        res = Episode(
+        res = arm_episode(
             blind_backend,
             panda_kin,
             OpenAIPolicy(settings),
@@ -152,14 +153,14 @@ def test_dead_endpoint_is_an_endpoint_error(blind_backend, panda_kin) -> None:
     settings = ModelSettings(
         model="m", base_url=f"http://127.0.0.1:{free_port()}/v1", max_retries=1, backoff_s=0.01
     )
-    res = Episode(blind_backend, panda_kin, OpenAIPolicy(settings)).run(0)
+    res = arm_episode(blind_backend, panda_kin, OpenAIPolicy(settings)).run(0)
     assert res.end_reason == "endpoint_error" and "cannot reach" in res.detail and res.retries == 1
 
 
 def test_token_budget_from_server_usage(backend, panda_kin) -> None:
     with serve_in_thread() as url:
         policy = OpenAIPolicy(ModelSettings(model="m", base_url=url, send_privileged=True))
-        res = Episode(backend, panda_kin, policy, EpisodeConfig(max_context_tokens=2500)).run(0)
+        res = arm_episode(backend, panda_kin, policy, EpisodeConfig(max_context_tokens=2500)).run(0)
     assert res.end_reason == "context_budget" and 1 <= res.turns < 8
     assert res.last_total_tokens > 0 and "exceeds 2500" in res.detail
 
@@ -216,6 +217,6 @@ def test_server_context_overflow_ends_the_episode_as_context_budget(blind_backen
     """vLLM's and llama.cpp's own words for a full context end the episode as context_budget."""
     with bad_server() as root:
         settings = ModelSettings(model="m", base_url=f"{root}/{mode}/v1", backoff_s=0.01)
-        res = Episode(blind_backend, panda_kin, OpenAIPolicy(settings)).run(0)
+        res = arm_episode(blind_backend, panda_kin, OpenAIPolicy(settings)).run(0)
     assert res.end_reason == "context_budget" and res.turns == 0 and res.retries == 0
     assert "context" in res.detail and "\n" not in res.detail

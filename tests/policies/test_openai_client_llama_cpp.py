@@ -25,7 +25,8 @@ if not all(importlib.util.find_spec(m) for m in ("llama_cpp", "gemma3_270m_q4_k_
         allow_module_level=True,
     )
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies import openai_client as oc
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
@@ -139,7 +140,7 @@ def test_structured_output_auto_picks_json_object_and_the_grammar_never_yields_a
     and every constrained reply names at least one part with at least one quantity."""
     s = settings(servers["gemma"], structured_output="auto", max_tokens=160)
     cfg = EpisodeConfig(max_turns=2, observation="state", max_invalid=2)
-    res = Episode(blind, panda_kin, oc.OpenAIPolicy(s), cfg, RunWriter(tmp_path, None)).run(0)
+    res = arm_episode(blind, panda_kin, oc.OpenAIPolicy(s), cfg, RunWriter(tmp_path, None)).run(0)
     assert "auto chose json_object (json_schema: HTTP 500" in capsys.readouterr().err
     recorded = turns(tmp_path)
     assert recorded and res.end_reason != "policy_error", res.detail
@@ -163,7 +164,7 @@ def test_string_template_gets_the_prompt_as_a_string_with_observation_state(
 
     policy = oc.OpenAIPolicy(settings(servers["gemma"], max_tokens=24))
     cfg = EpisodeConfig(max_turns=1, observation="state")
-    episode = Episode(blind, panda_kin, policy, cfg, RunWriter(tmp_path, None))
+    episode = arm_episode(blind, panda_kin, policy, cfg, RunWriter(tmp_path, None))
     episode.run(0)
     (t,) = turns(tmp_path)
     user = next(m for m in episode.messages if m["role"] == "user")
@@ -206,7 +207,7 @@ def test_context_overflow_ends_as_context_budget(servers, blind, panda_kin, tmp_
     once unstreamed, reads 'maximum context length' and the episode ends as context_budget."""
     policy = oc.OpenAIPolicy(settings(servers["chatml"], max_tokens=64))
     cfg = EpisodeConfig(max_turns=3, observation="state")
-    res = Episode(blind, panda_kin, policy, cfg, RunWriter(tmp_path, None)).run(0)
+    res = arm_episode(blind, panda_kin, policy, cfg, RunWriter(tmp_path, None)).run(0)
     assert res.end_reason == "context_budget", res.detail
     assert "maximum context length is 512 tokens" in res.detail and res.turns == 0
 
@@ -219,7 +220,7 @@ def test_echoed_state_never_executes(servers, blind, panda_kin, tmp_path) -> Non
     cfg = EpisodeConfig(max_turns=4, observation="state", max_invalid=2, max_context_tokens=100000)
     writer = RunWriter(tmp_path, None)
     blind.reset(0)
-    res = Episode(blind, panda_kin, policy, cfg, writer).run(0)
+    res = arm_episode(blind, panda_kin, policy, cfg, writer).run(0)
     recorded = turns(tmp_path)
     assert res.end_reason == "invalid_action" and res.invalid_replies == 2, res.detail
     echoed = [t for t in recorded if t.get("reply")]

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.protocol.convert_v1 import convert_log, convert_reply, main
 from pear_agent.records import RunWriter
@@ -24,12 +25,12 @@ def backend(panda):
 
 
 def test_a_recorded_episode_replays_to_the_same_end(backend, panda_kin, tmp_path) -> None:
-    first = Episode(
+    first = arm_episode(
         backend, panda_kin, scripted_policy("pick_cube"), writer=RunWriter(tmp_path / "a", None)
     ).run(3)
     log = tmp_path / "a" / "episode.jsonl"
     assert json.loads(log.read_text().splitlines()[0])["protocol"] == 2
-    again = Episode(backend, panda_kin, ReplayPolicy(log)).run(3)
+    again = arm_episode(backend, panda_kin, ReplayPolicy(log)).run(3)
     assert (
         again.success and again.turns == first.turns and again.sim_time_s == pytest.approx(first.sim_time_s)
     )
@@ -47,7 +48,7 @@ def test_a_converted_v1_log_replays_as_it_ran(backend, panda_kin, tmp_path, caps
     header = json.loads(out.read_text().splitlines()[0])
     assert header["protocol"] == 2 and header["converted_from_protocol"] == 1
     recorded = [json.loads(x) for x in V1_LOG.read_text().splitlines()][1:]
-    res = Episode(backend, panda_kin, ReplayPolicy(out)).run(0)
+    res = arm_episode(backend, panda_kin, ReplayPolicy(out)).run(0)
     assert res.success and res.turns == len(recorded) == 9  # the same episode, step for step
 
 
@@ -75,7 +76,7 @@ def test_invalid_and_empty_replies_replay_in_their_turns(backend, panda_kin, tmp
         '{"action": {"arm": {"gripper": 0}}}',
     ]
     writer = RunWriter(tmp_path / "a", None)
-    first = Episode(backend, panda_kin, ListPolicy(script), EpisodeConfig(max_turns=4), writer).run(0)
+    first = arm_episode(backend, panda_kin, ListPolicy(script), EpisodeConfig(max_turns=4), writer).run(0)
     assert first.invalid_replies == 2 and first.turns == 4
     log = tmp_path / "a" / "episode.jsonl"
     replayed = []
@@ -86,7 +87,7 @@ def test_invalid_and_empty_replies_replay_in_their_turns(backend, panda_kin, tmp
             replayed.append(reply.text)
             return reply
 
-    again = Episode(backend, panda_kin, Spy(log), EpisodeConfig(max_turns=4)).run(0)
+    again = arm_episode(backend, panda_kin, Spy(log), EpisodeConfig(max_turns=4)).run(0)
     assert (
         replayed == script
         and again.invalid_replies == 2

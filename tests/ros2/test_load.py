@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
+from pear_agent.arm_environment import arm_episode
 from pear_agent.backend import EpisodeAborted
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.episode import EpisodeConfig
 from pear_agent.kinematics import Kinematics
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records import RunWriter
@@ -105,7 +106,7 @@ def test_twenty_episodes_under_full_cpu_load_end_only_for_real_reasons(
             agent.backend.log = writer.log
             t0 = time.monotonic()
             try:
-                result = Episode(
+                result = arm_episode(
                     agent.backend, kin, ReplayPolicy(replay), EpisodeConfig(max_turns=2), writer
                 ).run(i)
                 end = (result.end_reason, result.detail)
@@ -140,7 +141,7 @@ def test_twenty_episodes_under_full_cpu_load_end_only_for_real_reasons(
         time.sleep(0.5)
         writer = RunWriter(tmp_path / "stale", video_fps=None)
         agent.backend.log = writer.log
-        episode = Episode(agent.backend, kin, ReplayPolicy(replay), EpisodeConfig(max_turns=2), writer)
+        episode = arm_episode(agent.backend, kin, ReplayPolicy(replay), EpisodeConfig(max_turns=2), writer)
         result = episode.run(99)  # the loop ends it `refused` before the first policy call
         assert result.end_reason == "refused" and result.turns == 0
         assert re.search(r"joint states on /joint_states are \d+\.\d+ s old \(limit 0.1 s\)", result.detail)

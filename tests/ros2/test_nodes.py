@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pear_agent.episode import Episode
+from pear_agent.arm_environment import arm_episode
 from pear_agent.kinematics import Kinematics
 from pear_agent.records import RunWriter
 from pear_agent.registry import make_backend
@@ -68,7 +68,7 @@ def test_replay_through_ros2_matches_in_process(
     backend = make_backend(task, yam, render=False)
     writer = RunWriter(tmp_path / "inproc", video_fps=None)
     try:
-        ref = Episode(backend, yam_kin, scripted_policy(task), writer=writer).run(seed)
+        ref = arm_episode(backend, yam_kin, scripted_policy(task), writer=writer).run(seed)
         ref_bar = backend.data.body("bar").xpos.copy()
     finally:
         backend.close()

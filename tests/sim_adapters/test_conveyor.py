@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.registry import make_backend
 from pear_agent.task_experts import scripted_policy
 
@@ -35,9 +36,9 @@ def test_seeds_differ(backend) -> None:
 
 def test_expert_succeeds_paused_and_fails_with_2s_realtime_latency(backend, panda_kin) -> None:
     # the experts' contract: >= 90% of seeds 0-49 (paused); with 2 s per decision it must collapse
-    paused = [Episode(backend, panda_kin, scripted_policy("conveyor_pick")).run(s) for s in range(50)]
+    paused = [arm_episode(backend, panda_kin, scripted_policy("conveyor_pick")).run(s) for s in range(50)]
     cfg = EpisodeConfig(mode="realtime", latency_s=2.0)
-    late = [Episode(backend, panda_kin, scripted_policy("conveyor_pick"), cfg).run(s) for s in range(5)]
+    late = [arm_episode(backend, panda_kin, scripted_policy("conveyor_pick"), cfg).run(s) for s in range(5)]
     assert sum(r.success for r in paused) >= 45, [(r.seed, r.end_reason) for r in paused if not r.success]
     assert sum(r.success for r in late) <= 1
     assert all(r.mode == "realtime" and r.advanced_s == pytest.approx(2.0 * (r.turns - 1)) for r in late)

@@ -7,8 +7,11 @@ import pytest
 from pear_agent.registry import family_of
 from pear_agent.robot_loader import load_robot
 from sim_adapters.mujoco.backend import MujocoBackend
-from sim_adapters.mujoco.family import ENTRIES
-from sim_adapters.mujoco.tasks import TASKS
+from sim_adapters.mujoco.family import task_entries
+from sim_adapters.mujoco.tasks import every_robot_tasks
+
+ENTRIES = task_entries()
+TASKS = every_robot_tasks()
 
 pytest.importorskip("mujoco")
 

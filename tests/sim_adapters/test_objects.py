@@ -8,7 +8,7 @@ from pathlib import Path
 import mujoco
 import pytest
 
-from pear_agent.episode import Episode
+from pear_agent.arm_environment import arm_episode
 from pear_agent.object_config import OBJECT_DIRS_ENV, ObjectConfigError, load_object, object_names
 from pear_agent.registry import UnknownNameError, make_backend, resolve, task_names
 from pear_agent.task_experts import scripted_policy
@@ -45,7 +45,7 @@ def test_a_new_object_is_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert "pick_up_object/duck" in task_names()
     backend = make_backend("pick_up_object/duck", panda, render=False)
     try:
-        result = Episode(backend, panda_kin, scripted_policy("pick_up_object/duck")).run(0)
+        result = arm_episode(backend, panda_kin, scripted_policy("pick_up_object/duck")).run(0)
         assert backend.task.instruction == "Pick up the yellow rubber duck and lift it 10 cm above the table."
     finally:
         backend.close()
@@ -92,7 +92,7 @@ def test_expert_picks_up_on_the_panda(name: str, panda, panda_kin) -> None:
     task = f"pick_up_object/{name}"
     backend = make_backend(task, panda, render=False)
     try:
-        wins = [Episode(backend, panda_kin, scripted_policy(task)).run(s).success for s in range(2)]
+        wins = [arm_episode(backend, panda_kin, scripted_policy(task)).run(s).success for s in range(2)]
     finally:
         backend.close()
     assert all(wins), wins
@@ -107,7 +107,7 @@ def test_either_arm_of_the_yam(yam, yam_kin) -> None:
         for seed in range(4):
             obs = backend.reset(seed)
             arms.append(obs.privileged["part"])
-            result = Episode(backend, yam_kin, scripted_policy(task)).run(seed)
+            result = arm_episode(backend, yam_kin, scripted_policy(task)).run(seed)
             wins.append(result.success)
             if result.success:
                 touching = backend._task.held_by(backend.model, backend.data)

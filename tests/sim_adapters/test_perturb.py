@@ -9,13 +9,16 @@ import json
 import numpy as np
 import pytest
 
-from pear_agent.episode import Episode
+from pear_agent.arm_environment import arm_episode
 from pear_agent.kinematics import Kinematics
 from pear_agent.records import RunWriter
 from pear_agent.task_experts import scripted_policy
 from sim_adapters.mujoco.backend import MujocoBackend
-from sim_adapters.mujoco.perturb import DIMENSIONS, PARAPHRASES, split_task
-from sim_adapters.mujoco.tasks import TASKS
+from sim_adapters.mujoco.perturb import DIMENSIONS, paraphrases_by_task, split_task
+from sim_adapters.mujoco.tasks import every_robot_tasks
+
+TASKS = every_robot_tasks()
+PARAPHRASES = paraphrases_by_task()
 
 
 def backend(panda, dim: str | None, task: str = "pick_cube", render: bool = False) -> MujocoBackend:
@@ -99,7 +102,7 @@ def test_the_expert_solves_the_mirrored_layout(panda, panda_kin, task: str) -> N
     """The layout changes the plan; the privileged expert re-plans from the facts."""
     b = backend(panda, "layout", task=task)
     try:
-        wins = sum(Episode(b, panda_kin, scripted_policy(task, seed=s)).run(s).success for s in range(5))
+        wins = sum(arm_episode(b, panda_kin, scripted_policy(task, seed=s)).run(s).success for s in range(5))
     finally:
         b.close()
     assert wins >= 4, f"{task}: {wins}/5"
@@ -108,7 +111,7 @@ def test_the_expert_solves_the_mirrored_layout(panda, panda_kin, task: str) -> N
 def test_the_perturbation_is_recorded_in_the_header_and_summary(panda, panda_kin, tmp_path) -> None:
     b = backend(panda, "lighting")
     try:
-        res = Episode(
+        res = arm_episode(
             b, panda_kin, scripted_policy("pick_cube", seed=1), writer=RunWriter(tmp_path, None)
         ).run(1)
     finally:
@@ -130,7 +133,7 @@ def test_the_bimanual_layout_mirror_keeps_both_tasks_solvable(yam) -> None:
     for task in ("bimanual_pickup", "align_blocks"):
         b = MujocoBackend(yam, TASKS[task](), render=False, perturbation="layout")
         try:
-            wins = sum(Episode(b, kin, scripted_policy(task, seed=s)).run(s).success for s in range(3))
+            wins = sum(arm_episode(b, kin, scripted_policy(task, seed=s)).run(s).success for s in range(3))
         finally:
             b.close()
         assert wins >= 2, f"{task}: {wins}/3"

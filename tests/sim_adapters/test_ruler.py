@@ -7,7 +7,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from pear_agent.episode import Episode
+from pear_agent.arm_environment import arm_episode
 from pear_agent.registry import make_backend
 from pear_agent.task_experts import scripted_policy
 from sim_adapters.mujoco.tasks.ruler import BLOCK_NAMES, LINE_TOL_M, SCENES, line_deviation_m
@@ -60,7 +60,7 @@ def test_success_refuses_a_line_while_the_ruler_is_held_or_an_arm_is_away(yam, y
 
     try:
         for seed in range(3):
-            assert Episode(backend, yam_kin, scripted_policy(TASK), on_turn=check).run(seed).success
+            assert arm_episode(backend, yam_kin, scripted_policy(TASK), on_turn=check).run(seed).success
         assert seen == {"held": True, "away": True}
         # and a finished line with an arm moved off home is refused too
         m, d, task = backend.model, backend.data, backend._task
@@ -77,7 +77,7 @@ def test_success_refuses_a_line_while_the_ruler_is_held_or_an_arm_is_away(yam, y
 def test_expert_aligns_the_blocks_with_the_ruler(seed: int, yam, yam_kin) -> None:
     backend = make_backend(TASK, yam, render=False)
     try:
-        result = Episode(backend, yam_kin, scripted_policy(TASK)).run(seed)
+        result = arm_episode(backend, yam_kin, scripted_policy(TASK)).run(seed)
         points = np.array([backend.data.body(n).xpos[:2] for n in BLOCK_NAMES])
     finally:
         backend.close()

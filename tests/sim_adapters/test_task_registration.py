@@ -175,7 +175,7 @@ def test_every_table_by_task_name_is_derived_from_the_classes() -> None:
     from pear_agent.registry import family_of
     from pear_agent.task_experts import EXPERTS
     from sim_adapters.mujoco import perturb
-    from sim_adapters.mujoco.family import ENTRIES, PEAR_ENTRIES
+    from sim_adapters.mujoco.family import pear_entries, task_entries
     from sim_adapters.mujoco.tasks import task_classes
 
     classes = task_classes()
@@ -184,9 +184,9 @@ def test_every_table_by_task_name_is_derived_from_the_classes() -> None:
             fam = family_of(name)
             assert fam.name == "mujoco" and fam.entry(name).default_robot == cls.default_robot
             assert fam.entry(name).requires == cls.requires
-            assert (name in ENTRIES) == cls.on_every_robot
-            assert perturb.PARAPHRASES.get(name, ()) == cls.paraphrases
+            assert (name in task_entries()) == cls.on_every_robot
+            assert perturb.paraphrases_by_task().get(name, ()) == cls.paraphrases
             assert EXPERTS[name] is fam.expert(name) and callable(EXPERTS[name])
-    assert list(ENTRIES)[:6] == ["pick_cube", "place_in_bowl", "push_to_target", "conveyor_pick",
+    assert list(task_entries())[:6] == ["pick_cube", "place_in_bowl", "push_to_target", "conveyor_pick",
                                  "bimanual_pickup", "align_blocks"]  # fmt: skip
-    assert list(PEAR_ENTRIES) == ["align_with_ruler"]
+    assert list(pear_entries()) == ["align_with_ruler"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from pear_agent.arm_environment import arm_episode
 from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.records import RunWriter
 from pear_agent.train.data import load_examples
@@ -13,7 +14,7 @@ from sim_adapters.roadster.pilot import PilotPolicy
 
 def test_run_and_bench_folders_give_back_the_conversation(tmp_path):
     env = RoadsterEnvironment("roadster_ramp_flip", "light", render=False)
-    episode = Episode.of(
+    episode = Episode(
         env, PilotPolicy(), EpisodeConfig(), RunWriter(tmp_path / "bench" / "ep1", video_fps=None)
     )
     result = episode.run(3)
@@ -44,7 +45,7 @@ def test_expert_rows_can_carry_the_executed_clipped_action(tmp_path):
     try:
         writer = RunWriter(tmp_path / "run", video_fps=None)
         cfg = EpisodeConfig(observation="state", max_turns=4)
-        Episode(backend, Kinematics(robot), scripted_policy("pick_cube"), cfg, writer).run(0)
+        arm_episode(backend, Kinematics(robot), scripted_policy("pick_cube"), cfg, writer).run(0)
     finally:
         backend.close()
     turns = [json.loads(x) for x in (tmp_path / "run" / "episode.jsonl").read_text().splitlines()]

@@ -44,7 +44,7 @@ def _fly(tiny, reuse=True, history=1, older="line", temperature=0.0):
     cfg = EpisodeConfig(
         observation="compact", max_invalid=5, max_turns=5, history=history, history_older=older
     )
-    episode = Episode.of(env, policy, cfg)
+    episode = Episode(env, policy, cfg)
     episode.run(20001)
     return policy, episode
 
@@ -102,7 +102,7 @@ def test_a_windowed_run_folder_trains_on_the_windows_it_was_flown_with(tiny, tmp
 
     env = RoadsterEnvironment("roadster_ramp_flip", "light", render=False)
     cfg = EpisodeConfig(history=2)
-    episode = Episode.of(env, PilotPolicy(), cfg, writer=RunWriter(tmp_path / "run", video_fps=None))
+    episode = Episode(env, PilotPolicy(), cfg, writer=RunWriter(tmp_path / "run", video_fps=None))
     assert episode.run(20001).success
     ex = from_run_folder(tmp_path / "run")
     header = json.loads((tmp_path / "run" / "episode.jsonl").read_text().splitlines()[0])

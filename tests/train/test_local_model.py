@@ -27,7 +27,7 @@ def test_the_loop_records_each_replys_sampled_ids_and_logprobs(tiny, tmp_path):
     policy = _policy(tiny, temperature=1.0, policy_version=7)
     env = RoadsterEnvironment("roadster_ramp_flip", "light", render=False)
     writer = RunWriter(tmp_path / "run", video_fps=None)
-    episode = Episode.of(env, policy, EpisodeConfig(max_invalid=2), writer=writer)
+    episode = Episode(env, policy, EpisodeConfig(max_invalid=2), writer=writer)
     result = episode.run(20000)
     assert result.turns >= 1
     turns = [json.loads(x) for x in (tmp_path / "run" / "episode.jsonl").read_text().splitlines()]
@@ -57,7 +57,7 @@ def test_prefix_cache_gives_the_same_replies_as_no_cache(tiny):
     runs = []
     for reuse in (True, False):
         policy = _policy(tiny, temperature=0.0, reuse_cache=reuse)
-        episode = Episode.of(env, policy, EpisodeConfig(max_invalid=3, max_turns=3))
+        episode = Episode(env, policy, EpisodeConfig(max_invalid=3, max_turns=3))
         episode.run(20001)
         runs.append(policy.sequence.ids)
     assert runs[0] == runs[1]
@@ -78,7 +78,7 @@ def test_a_checkpoint_saves_loads_and_answers_through_the_loop(tiny_model_dir, t
         loaded, tok2 = load_model(str(ckpt))
         policy = LocalModelPolicy(loaded, tok2, temperature=0.0, max_new_tokens=4)
         env = RoadsterEnvironment("roadster_ramp_flip", "light", render=False)
-        result = Episode.of(env, policy, EpisodeConfig(max_invalid=1)).run(20002)
+        result = Episode(env, policy, EpisodeConfig(max_invalid=1)).run(20002)
         assert result.turns == 1 and result.policy_failures == 0
         assert policy.sequence.reply_token_counts[0] >= 1
 

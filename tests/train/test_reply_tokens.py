@@ -49,7 +49,7 @@ def test_a_reply_holds_no_special_token_but_its_end_and_round_trips(special_lovi
     policy = LocalModelPolicy(model, tok, temperature=1.0, max_new_tokens=12)
     env = RoadsterEnvironment("roadster_ramp_flip", "light", render=False)
     writer = RunWriter(tmp_path / "run", video_fps=None)
-    episode = Episode.of(env, policy, EpisodeConfig(max_invalid=4, max_turns=4), writer=writer)
+    episode = Episode(env, policy, EpisodeConfig(max_invalid=4, max_turns=4), writer=writer)
     result = episode.run(20000)
     turns = [json.loads(x) for x in (tmp_path / "run" / "episode.jsonl").read_text().splitlines()]
     traces = [t["tokens"] for t in turns if t.get("kind") == "turn" and "tokens" in t]

@@ -52,7 +52,7 @@ def test_a_served_checkpoint_flies_with_token_traces(served, tiny, stream):
         return reply
 
     policy.act = act
-    result = Episode.of(env, policy, EpisodeConfig(max_invalid=1, max_turns=2)).run(20000)
+    result = Episode(env, policy, EpisodeConfig(max_invalid=1, max_turns=2)).run(20000)
     assert result.turns >= 1 and result.policy_failures == 0
     tok = tiny[1]
     for trace in traces:

@@ -1,10 +1,8 @@
 """MuJoCo tasks by name: each is one `MujocoTask` class, made a task by one line,
 `register_task(MyTask)` (`catalog`). Importing this package registers the built-in ones, in the order
-`pear-agent tasks` lists them; `TASKS` is derived from the registered classes."""
+`pear-agent tasks` lists them; `every_robot_tasks()` is derived from the registered classes."""
 
 from __future__ import annotations
-
-from typing import Any
 
 from sim_adapters.mujoco.tasks.base import MujocoTask
 from sim_adapters.mujoco.tasks.catalog import (
@@ -26,10 +24,10 @@ from sim_adapters.mujoco.tasks import pick_place, conveyor, bimanual, ruler, obj
 OBJECT_TASK_PREFIX = objects.TASK_PREFIX
 
 
-def __getattr__(name: str) -> Any:
-    if name == "TASKS":  # name -> class of the tasks every robot's check runs (derived)
-        return {c.name: c for c in task_classes() if c.on_every_robot and c.names() == [c.name]}
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def every_robot_tasks() -> dict[str, type[MujocoTask]]:
+    """Name -> class of the tasks every robot's check runs (not parametrised), derived from the
+    registered classes."""
+    return {c.name: c for c in task_classes() if c.on_every_robot and c.names() == [c.name]}
 
 
 __all__ = [
@@ -37,6 +35,7 @@ __all__ = [
     "TASK_MODULES_ENV",
     "MujocoTask",
     "TaskRegistrationError",
+    "every_robot_tasks",
     "make_task",
     "paraphrases",
     "register_task",

@@ -36,7 +36,7 @@ class TaskRegistrationError(ValueError):
 def register_task(cls: T) -> T:
     """Make `cls` (a `MujocoTask` subclass) a task; refused when its name is taken. Returns `cls`,
     so it also works as a class decorator. Registering the same class again changes nothing."""
-    from sim_adapters.mujoco.tasks.base import MujocoTask
+    from sim_adapters.mujoco.tasks.base import MujocoTask  # cycle: sim_adapters.mujoco.tasks
 
     if not (isinstance(cls, type) and issubclass(cls, MujocoTask)):
         raise TaskRegistrationError(f"register_task: {cls!r} is not a MujocoTask subclass")
@@ -77,6 +77,7 @@ def _import_task_modules() -> None:
 
 def task_classes() -> list[type[MujocoTask]]:
     """Every registered task class: the built-in ones, then those of PEAR_TASK_MODULES."""
+    # cycle: sim_adapters.mujoco.tasks
     import sim_adapters.mujoco.tasks  # noqa: F401  (the built-in tasks register on import)
 
     _import_task_modules()

@@ -68,7 +68,7 @@ class ArmPlace:
 def arm_places(model: mujoco.MjModel, data: mujoco.MjData, robot: RobotConfig) -> dict[str, ArmPlace]:
     """Every arm part's place, from the model at the pose `data` holds (the backend sets home
     before a task's reset). Runs the forward kinematics itself."""
-    from sim_adapters.mujoco.scene import ee_site_name
+    from sim_adapters.mujoco.scene import ee_site_name  # heavy: mujoco
 
     mujoco.mj_kinematics(model, data)
     out = {}

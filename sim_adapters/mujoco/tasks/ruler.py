@@ -190,7 +190,7 @@ class AlignWithRuler(MujocoTask):
         return not geoms_touch(model, data, self.ruler_geoms(model), self.fingers(model))
 
     def arms_home(self, data: mujoco.MjData) -> bool:
-        from sim_adapters.mujoco.scene import ee_site_name
+        from sim_adapters.mujoco.scene import ee_site_name  # heavy: mujoco
 
         return all(
             np.linalg.norm(data.site(ee_site_name(p)).xpos - home) <= HOME_TOL_M

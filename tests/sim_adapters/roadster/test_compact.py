@@ -38,7 +38,7 @@ def test_the_pilot_flies_the_compact_observation_as_well_as_the_full_one(task, s
     results = {}
     for obs in ("both", "compact"):
         env = RoadsterEnvironment(task, "gale", render=False, observation=obs)
-        episode = Episode.of(env, PilotPolicy(), EpisodeConfig(observation=obs))
+        episode = Episode(env, PilotPolicy(), EpisodeConfig(observation=obs))
         results[obs] = (episode.run(seed), episode.messages, env)
     full, compact = results["both"][0], results["compact"][0]
     assert full.success and compact.success and compact.observation == "compact"

@@ -50,7 +50,7 @@ def test_invalid_replies_get_correction_turns_and_the_car_keeps_its_command(tmp_
     env = RoadsterEnvironment("roadster_ramp_flip", "light", render=False)
     writer = RunWriter(tmp_path / "run", video_fps=None)
     policy = Fixed(['{"mode": "rotate", "axis": "roll", "to": 360}', "roll!", '{"mode": "land"}'])
-    result = Episode.of(env, policy, EpisodeConfig(max_invalid=2), writer=writer).run(20000)
+    result = Episode(env, policy, EpisodeConfig(max_invalid=2), writer=writer).run(20000)
     assert result.invalid_replies >= 1
     lines = [json.loads(x) for x in (tmp_path / "run" / "episode.jsonl").read_text().splitlines()]
     turns = [x for x in lines if x.get("kind") == "turn"]
@@ -62,7 +62,7 @@ def test_invalid_replies_get_correction_turns_and_the_car_keeps_its_command(tmp_
 def test_realtime_advance_flies_the_old_command_while_thinking():
     env = RoadsterEnvironment("roadster_ramp_flip", "light", mode="realtime", render=False)
     policy = Fixed(['{"mode": "coast"}', '{"mode": "land"}'], latency_s=0.0)
-    result = Episode.of(env, policy, EpisodeConfig(mode="realtime", latency_s=2.0)).run(20000)
+    result = Episode(env, policy, EpisodeConfig(mode="realtime", latency_s=2.0)).run(20000)
     # upside down and coasting for 2 s from 10+ m: it hits the road before the "land" takes effect
     assert not result.success and result.end_reason == "crashed"
     assert result.turns == 2 and result.advanced_s == 2.0
@@ -72,7 +72,7 @@ def test_success_ends_with_the_reward_recorded(tmp_path):
     env = RoadsterEnvironment("roadster_ramp_flip", "light", render=False)
     policy = Fixed(['{"mode": "rotate", "axis": "roll", "to": 360}'] * 4 + ['{"mode": "land"}'] * 60)
     writer = RunWriter(tmp_path / "run", video_fps=None)
-    result = Episode.of(env, policy, EpisodeConfig(), writer=writer).run(20001)
+    result = Episode(env, policy, EpisodeConfig(), writer=writer).run(20001)
     assert result.success and result.end_reason == "success"
     lines = [json.loads(x) for x in (tmp_path / "run" / "episode.jsonl").read_text().splitlines()]
     last = [x for x in lines if x.get("kind") == "turn"][-1]
@@ -98,7 +98,7 @@ def _flight(latency_s: float | None, clock: str = "intervals", seed: int = 20003
     mode = "paused" if latency_s is None else "realtime"
     env = RoadsterEnvironment("roadster_ramp_flip", "light", mode=mode, render=False, clock=clock)
     cfg = EpisodeConfig(mode=mode, latency_s=latency_s)
-    result = Episode.of(env, PilotPolicy(noise=0.0, seed=0), cfg).run(seed)
+    result = Episode(env, PilotPolicy(noise=0.0, seed=0), cfg).run(seed)
     return result, env
 
 

@@ -62,7 +62,7 @@ def test_pilot_lands_light_wind_flights_through_the_loop(task):
     env = RoadsterEnvironment(task, "light", render=False)
     wins = 0
     for seed in range(20000, 20005):
-        result = Episode.of(env, PilotPolicy(), EpisodeConfig()).run(seed)
+        result = Episode(env, PilotPolicy(), EpisodeConfig()).run(seed)
         wins += result.success
         assert result.end_reason in ("success", "crashed", "failed")
     assert wins >= 4
@@ -73,10 +73,10 @@ def test_realtime_three_seconds_per_decision_loses_the_kickflip():
 
     env = RoadsterEnvironment("roadster_kickflip", "light", mode="realtime", render=False)
     for seed in range(20000, 20003):
-        paused = Episode.of(
-            RoadsterEnvironment("roadster_kickflip", "light", render=False), PilotPolicy()
-        ).run(seed)
-        late = Episode.of(env, PilotPolicy(), EpisodeConfig(mode="realtime", latency_s=3.0)).run(seed)
+        paused = Episode(RoadsterEnvironment("roadster_kickflip", "light", render=False), PilotPolicy()).run(
+            seed
+        )
+        late = Episode(env, PilotPolicy(), EpisodeConfig(mode="realtime", latency_s=3.0)).run(seed)
         assert paused.success and not late.success
         assert late.advanced_s >= 3.0
 

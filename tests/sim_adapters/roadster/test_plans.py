@@ -50,7 +50,7 @@ def test_realtime_flies_the_rest_of_the_plan_while_thinking_and_a_new_plan_repla
     second = plan({"mode": "coast"})
     cfg = EpisodeConfig(mode="realtime", latency_s=0.6, max_chunk=10, max_turns=3)
     writer = RunWriter(tmp_path, video_fps=None)
-    Episode.of(env, Fixed([first, second, second]), cfg, writer=writer).run(20000)
+    Episode(env, Fixed([first, second, second]), cfg, writer=writer).run(20000)
     t = _turns(tmp_path / "episode.jsonl")
     # turn 2's reply came 0.6 s late: three intervals flew commands 2, 3, 4 of the first plan
     flown = [r["cmd"] for r in t[1]["rows"]]
@@ -66,7 +66,7 @@ def test_realtime_flies_the_rest_of_the_plan_while_thinking_and_a_new_plan_repla
 def test_paused_flies_the_first_command_unless_told_the_whole_plan(tmp_path, rule, intervals):
     env = RoadsterEnvironment("roadster_kickflip", "light", render=False, max_chunk=4, plan_rule=rule)
     writer = RunWriter(tmp_path, video_fps=None)
-    Episode.of(env, Fixed([plan(CLIMB, HOLD, CLIMB)]), EpisodeConfig(max_chunk=4, max_turns=1), writer).run(
+    Episode(env, Fixed([plan(CLIMB, HOLD, CLIMB)]), EpisodeConfig(max_chunk=4, max_turns=1), writer).run(
         20000
     )
     t = _turns(tmp_path / "episode.jsonl")[0]
@@ -103,7 +103,7 @@ def test_plans_land_where_single_commands_crash_at_one_second_per_decision():
         env = RoadsterEnvironment("roadster_kickflip", "light", mode="realtime", render=False, max_chunk=k)
         cfg = EpisodeConfig(mode="realtime", latency_s=1.0, max_chunk=k)
         landed[k] = sum(
-            Episode.of(env, PilotPolicy(lead_s=1.0), cfg).run(s).success for s in (20000, 20001, 20002)
+            Episode(env, PilotPolicy(lead_s=1.0), cfg).run(s).success for s in (20000, 20001, 20002)
         )
     assert landed[1] == 0 and landed[10] >= 2
 

@@ -20,7 +20,7 @@ def flight_log(tmp_path, mode="paused", latency_s=None):
 
     env = RoadsterEnvironment("roadster_kickflip", "gale", mode=mode, render=False)
     writer = RunWriter(tmp_path / "run", video_fps=None)
-    Episode.of(env, PilotPolicy(), EpisodeConfig(mode=mode, latency_s=latency_s), writer=writer).run(20003)
+    Episode(env, PilotPolicy(), EpisodeConfig(mode=mode, latency_s=latency_s), writer=writer).run(20003)
     return [json.loads(x) for x in (tmp_path / "run" / "episode.jsonl").read_text().splitlines()]
 
 
