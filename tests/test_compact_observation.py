@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from pear_agent.arm_environment import ArmEnvironment
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.arm_environment import ArmEnvironment, arm_episode
+from pear_agent.episode import EpisodeConfig
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.protocol.actions import parse_reply
 from pear_agent.protocol.prompts import system_prompt
@@ -64,7 +64,7 @@ def test_bare_json_replies_parse(panda):
 def test_a_compact_episode_succeeds_with_bare_json_and_replays(backend, panda_kin, tmp_path):
     cfg = EpisodeConfig(observation="compact", scene_facts=True, history=2)
     writer = RunWriter(tmp_path / "a", None)
-    episode = Episode(backend, panda_kin, scripted_policy("pick_cube"), cfg, writer)
+    episode = arm_episode(backend, panda_kin, scripted_policy("pick_cube"), cfg, writer)
     first = episode.run(3)
     assert first.success and first.observation == "compact" and first.history == 2
     replies = [m["content"] for m in episode.messages if m["role"] == "assistant"]
@@ -73,6 +73,6 @@ def test_a_compact_episode_succeeds_with_bare_json_and_replays(backend, panda_ki
     assert all("Turn " not in u and "State:" not in u for u in users)
     log = tmp_path / "a" / "episode.jsonl"
     assert json.loads(log.read_text().splitlines()[0])["observation"] == "compact"
-    again = Episode(backend, panda_kin, ReplayPolicy(log), cfg).run(3)
+    again = arm_episode(backend, panda_kin, ReplayPolicy(log), cfg).run(3)
     assert again.success and again.turns == first.turns
     assert again.sim_time_s == pytest.approx(first.sim_time_s, abs=1e-6)
