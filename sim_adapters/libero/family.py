@@ -148,6 +148,8 @@ class LiberoFamily(ArmFamily, BenchSelection, BenchSummary):
 
     def select(self, args: Any, *, model: bool) -> Selection | None:
         preset = getattr(args, "preset", None)
+        if preset and preset.startswith("metaworld"):  # Meta-World's presets (sim_adapters.metaworld)
+            preset = None
         if preset:  # issue 19: the paper's LIBERO / LIBERO-Plus / LIBERO-Pro protocols, by name
             from sim_adapters.libero.presets import bench_tasks
 
