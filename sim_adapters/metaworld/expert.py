@@ -30,6 +30,10 @@ EFFORT_CHANGE = 0.2
 HELD_M = 0.05
 """An object this close to the hand's tool point, with the fingers closing on it, moves with the
 virtual hand (so a carry is not read as the hand leaving the object)."""
+TURN_COS = 0.7
+"""A virtual step whose direction turns more than ~45 degrees from the segment's first ends it: the
+policy switched waypoints, which it decides best on a fresh observation (the virtual world keeps
+the objects still, so a push or a pull would otherwise be read as the hand leaving them)."""
 STILL_M = 2e-4
 """A virtual step shorter than this (0.2 mm) ends the segment: the policy waits or has arrived."""
 
@@ -66,6 +70,7 @@ def segment(
     obs = obs.copy()
     start = obs[:3].copy()
     effort = None
+    first: np.ndarray | None = None
     n = 0
     tool = obs[:3] - tool_offset
     held = obs[3] < 0.85 and float(np.linalg.norm(obs[4:7] - tool)) < HELD_M
@@ -81,7 +86,12 @@ def segment(
         elif abs(e - effort) > EFFORT_CHANGE:
             break
         d = np.clip(a[:3], -1.0, 1.0) * 0.01
-        if float(np.linalg.norm(d)) < STILL_M:
+        size = float(np.linalg.norm(d))
+        if size < STILL_M:
+            break
+        if first is None:
+            first = d / size
+        elif float(first @ d) / size < TURN_COS:
             break
         obs[:3] = obs[:3] + d
         if held and e > 0:
