@@ -104,7 +104,7 @@ def main() -> None:
     result = {
         "benchmark": "metaworld_experts",
         "seeds_per_task": args.seeds,
-        "variations": "sim_adapters.metaworld.backend.sampled_task: metaworld.MT1(task, seed=0).train_tasks[seed]",
+        "variations": "metaworld.MT1(task, seed=0).train_tasks[seed] (backend.sampled_task)",
         "native_steps": NATIVE_STEPS,
         "native_overall": n_all / total,
         "protocol_overall": p_all / total,
@@ -115,7 +115,9 @@ def main() -> None:
         "wall_s": round(time.perf_counter() - t0, 1),
         "machine": machine(),
     }
-    rows.append(["overall", f"{n_all}/{total}", f"{p_all}/{total}", f"{(p_all - n_all) * 100 / total:+.1f}", ""])
+    rows.append(
+        ["overall", f"{n_all}/{total}", f"{p_all}/{total}", f"{(p_all - n_all) * 100 / total:+.1f}", ""]
+    )
     emit("metaworld_experts", result, rows, ["task", "native", "protocol", "diff pts", "turns"])
     if os.environ.get("PEAR_BENCH_SAVE", "1") != "0":
         tag = os.environ.get("PEAR_BENCH_TAG", "issue40")

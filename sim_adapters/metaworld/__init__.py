@@ -150,5 +150,7 @@ def env_name(task: str) -> str:
     """`metaworld/pick-place-v3` -> `pick-place-v3`, with a one-line error for an unknown name."""
     name = task.removeprefix(PREFIX)
     if not task.startswith(PREFIX) or name not in INSTRUCTIONS:
-        raise ValueError(f"unknown Meta-World task {task!r}; tasks are metaworld/<env> for: {', '.join(ENV_NAMES)}")
+        raise ValueError(
+            f"unknown Meta-World task {task!r}; tasks are metaworld/<env> for: {', '.join(ENV_NAMES)}"
+        )
     return name

@@ -192,6 +192,8 @@ class MetaWorldBackend:
             fingers_still = abs(grip - prev_grip) < 1e-3
             prev_tcp, prev_grip = tcp, grip
             settled = fingers_still and (not grip_changed or n >= 6)
+            if not self._driving and settled:  # the gripper alone: done when the fingers stop
+                return Outcome("reached", duration_s=n * self.dt)
             if not final and err < self.pass_tol and settled:
                 return Outcome("reached", duration_s=n * self.dt)
             if err < self.tol and still and settled:

@@ -51,7 +51,9 @@ def _observation(state: dict[str, Any], priv: dict[str, Any]) -> np.ndarray:
     where the state says, when a chunk's prediction moved them."""
     obs = np.asarray(priv["metaworld_obs"], dtype=float).copy()
     arm = state["arm"]
-    hand = to_metaworld(np.asarray(arm["position"], float) / 100.0) + np.asarray(priv["hand_minus_tool"], float)
+    hand = to_metaworld(np.asarray(arm["position"], float) / 100.0) + np.asarray(
+        priv["hand_minus_tool"], float
+    )
     if float(np.linalg.norm(hand - obs[:3])) > 0.002:  # beyond the state's rounding: a predicted state
         obs[:3] = hand
         obj = (priv.get("objects") or {}).get("object")
@@ -74,7 +76,7 @@ def segment(
     n = 0
     tool = obs[:3] - tool_offset
     held = obs[3] < 0.85 and float(np.linalg.norm(obs[4:7] - tool)) < HELD_M
-    for n in range(steps):
+    for n in range(steps):  # noqa: B007  (n: the steps rolled, returned)
         with warnings.catch_warnings():  # "Constant(s) may be too high": Meta-World's own notice
             warnings.simplefilter("ignore")
             # a copy each time: some policies change the observation they are given in place

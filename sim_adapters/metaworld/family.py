@@ -23,7 +23,10 @@ PRESETS: dict[str, tuple[str, ...]] = {"metaworld_mt10": MT10, "metaworld_mt50":
 """`bench --preset NAME`: Meta-World's MT10 (10 tasks) and MT50 (all 50)."""
 PRESET_SEEDS = "0-9"
 """A preset's default seeds: Meta-World's sampled variations 0-9 of each task (`--seeds` overrides)."""
-SETUP_HINT = "Meta-World runs in its own environment: bash scripts/setup_metaworld.sh, then .venv-metaworld/bin/pear-agent"
+SETUP_HINT = (
+    "Meta-World runs in its own environment: bash scripts/setup_metaworld.sh, "
+    "then .venv-metaworld/bin/pear-agent"
+)
 
 
 class MetaWorldUnavailableError(RuntimeError):
@@ -84,7 +87,10 @@ class MetaWorldFamily(ArmFamily):
 
         tasks = [PREFIX + n for n in PRESETS[preset]]
         seeds = parse_seeds(args.seeds or PRESET_SEEDS)
-        print(f"{preset}: {len(tasks)} tasks x {len(seeds)} seeds = {len(tasks) * len(seeds)} episodes", flush=True)
+        print(
+            f"{preset}: {len(tasks)} tasks x {len(seeds)} seeds = {len(tasks) * len(seeds)} episodes",
+            flush=True,
+        )
         # the expert reads Meta-World's own observation: no cameras unless a model looks
         return Selection(tasks, seeds=seeds, render=model, extra={"preset": preset})
 
