@@ -11,6 +11,7 @@ from pear_agent.cli import main
 from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.registry import family_of, make_environment
 from pear_agent.task_experts import scripted_policy
+from sim_adapters.metaworld import ENV_NAMES
 from tests.servers import serve_in_thread
 
 EASY = [
@@ -103,3 +104,11 @@ def test_serve_drives_mt10_over_http_with_images(tmp_path):
     jpegs = list((tmp_path / "served").rglob("*.jpg"))
     assert jpegs, "no camera image was sent"
     assert {p.name.split("_")[-1].split(".")[0] for p in jpegs} >= {"scene", "gripper"} or len(jpegs) > 20
+
+
+def test_a_recipe_stage_names_metaworld_in_one_line():
+    from pear_agent.train.mix import expand_tasks
+
+    assert expand_tasks("metaworld/*") == sorted(
+        (f"metaworld/{n}" for n in ENV_NAMES), key=lambda t: (len(t), t)
+    )
