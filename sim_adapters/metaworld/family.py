@@ -29,8 +29,8 @@ SETUP_HINT = (
 )
 
 
-class MetaWorldUnavailableError(RuntimeError):
-    """Meta-World is not installed in this Python."""
+class MetaWorldUnavailableError(ValueError):
+    """Meta-World is not installed in this Python (a ValueError: the CLI says it in one line)."""
 
 
 def available() -> bool:
