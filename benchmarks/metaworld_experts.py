@@ -16,14 +16,13 @@ Writes benchmarks/results/metaworld_experts-issue40.json (PEAR_BENCH_TAG sets th
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from typing import Any
 
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 import numpy as np
-from _common import REPO_ROOT, emit, machine
+from _common import emit, machine
 
 from pear_agent.episode import Episode, EpisodeConfig
 from pear_agent.registry import make_environment
@@ -118,11 +117,8 @@ def main() -> None:
     rows.append(
         ["overall", f"{n_all}/{total}", f"{p_all}/{total}", f"{(p_all - n_all) * 100 / total:+.1f}", ""]
     )
+    os.environ.setdefault("PEAR_BENCH_TAG", "issue40")  # emit() writes metaworld_experts-<tag>.json
     emit("metaworld_experts", result, rows, ["task", "native", "protocol", "diff pts", "turns"])
-    if os.environ.get("PEAR_BENCH_SAVE", "1") != "0":
-        tag = os.environ.get("PEAR_BENCH_TAG", "issue40")
-        out = REPO_ROOT / "benchmarks" / "results" / f"metaworld_experts-{tag}.json"
-        out.write_text(json.dumps(result, indent=1) + "\n")
 
 
 if __name__ == "__main__":
