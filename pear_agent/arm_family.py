@@ -41,7 +41,8 @@ class ArmOptions:
         commands=("bench",),
         help="the PEAR paper's protocols: pear_real (its 30 real-robot trials, in simulation); "
         "(.venv-libero only) libero (40 tasks x 50 init states), libero_pro[/TYPE], "
-        "libero_plus[/DIMENSION]; NAME@K runs K episodes per task and perturbation. Prints and writes "
+        "libero_plus[/DIMENSION]; (.venv-metaworld only) metaworld_mt10, metaworld_mt50; NAME@K runs K "
+        "episodes per task and perturbation. Prints and writes "
         "(libero_summary.json) success per suite and perturbation, Wilson intervals and the paired "
         "drop against LIBERO",
     )

@@ -13,7 +13,7 @@ class), so one can live outside this repository:
     pear_agent.families =
         mine = my_package.family:FAMILY
 
-The three in this repository are registered the same way (setup.cfg) and are also known here by
+The four in this repository are registered the same way (setup.cfg) and are also known here by
 name, so an install whose metadata predates them still finds them. Adapter modules are imported
 only through this registry, lazily: nothing in `pear_agent/` imports `sim_adapters` by name, not even
 inside a function (`tests/test_registry.py` scans every import statement); what only an adapter can
@@ -46,6 +46,7 @@ BUILTIN_FAMILIES: dict[str, str] = {
     "mujoco": "sim_adapters.mujoco.family:FAMILY",
     "libero": "sim_adapters.libero.family:FAMILY",
     "roadster": "sim_adapters.roadster.family:FAMILY",
+    "metaworld": "sim_adapters.metaworld.family:FAMILY",
 }
 """The families of this repository (also declared as entry points in setup.cfg)."""
 

@@ -192,7 +192,7 @@ def test_a_family_registered_by_entry_point_runs_through_run_and_bench(tmp_path)
 
 def test_every_family_is_found_and_names_its_tasks() -> None:
     fams = registry.families()
-    assert {"mujoco", "libero", "roadster"} <= set(fams)
+    assert {"mujoco", "libero", "roadster", "metaworld"} <= set(fams)
     assert registry.family_of("pick_cube").name == "mujoco"
     assert registry.family_of("libero_spatial/0").name == "libero"
     assert registry.family_of("roadster_kickflip:storm").name == "roadster"
@@ -313,7 +313,8 @@ def test_tasks_lists_every_family_and_an_unknown_task_is_one_short_line(capsys) 
     message = str(err.value)
     # LIBERO's many names are summarised by count, the small families named in full
     assert f"({libero} libero tasks: pear-agent tasks --family libero)" in message
-    assert "align_blocks" in message and "roadster_kickflip" in message and len(message) < 600
+    assert "(50 metaworld tasks: pear-agent tasks --family metaworld)" in message
+    assert "align_blocks" in message and "roadster_kickflip" in message and len(message) < 700
 
 
 def test_a_family_with_only_the_required_hooks_gets_every_optional_parts_default() -> None:
