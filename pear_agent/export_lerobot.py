@@ -12,9 +12,12 @@ sample:
 - `observation.tool_pose`: per part tool x y z (cm), roll pitch yaw (rad): the protocol's state
 - `action`: per part the controller's setpoint at that instant (absolute joint targets, rad: the
   trajectory's point, as LeRobot's arms record the commanded positions) and the gripper command
-- `action.ee_delta`: the protocol action of the turn the frame belongs to (dx dy dz cm, droll
-  dpitch dyaw rad, absolute gripper; zeros and the gripper in force on a turn without an action)
-- `observation.sim_time_s`, `next.reward`, `next.done`, `next.success` as below
+- `turn.ee_delta`: the protocol action of the turn the frame belongs to (dx dy dz cm, droll
+  dpitch dyaw rad, absolute gripper; zeros and the gripper in force on a turn without an action):
+  constant over a turn's frames, so outside LeRobot's `action*` namespace, which its policy factory
+  (`dataset_to_policy_features`) and lerobot-doctor read as per-frame commands
+- `sim_time_s`: the simulated instant of the sample (not under `observation.`, which LeRobot's
+  policies would take as an input); `next.reward`, `next.done`, `next.success` as below
 - language: the instruction is the frame's `task`; the turn's reasoning is its `subtask`
   (`subtask_index` into `meta/subtasks.parquet`, the per-frame language LeRobot 0.4.4 loads as
   `item["subtask"]`); `turn_index` (the episode's turn) keys `meta/pear_agent_turns.jsonl`, which
@@ -268,10 +271,10 @@ def control_features(layout: dict[str, Any]) -> dict[str, dict[str, Any]]:
         ("observation.velocity", vel),
         ("observation.tool_pose", pose),
         ("action", act),
-        ("action.ee_delta", delta),
+        ("turn.ee_delta", delta),
     ):
         feats[key] = {"dtype": "float32", "shape": (len(names),), "names": names}
-    feats["observation.sim_time_s"] = {"dtype": "float32", "shape": (1,), "names": None}
+    feats["sim_time_s"] = {"dtype": "float32", "shape": (1,), "names": None}
     feats["next.reward"] = {"dtype": "float32", "shape": (1,), "names": None}
     feats["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
     feats["next.success"] = {"dtype": "bool", "shape": (1,), "names": None}
@@ -283,7 +286,7 @@ def control_features(layout: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def _ee_delta(
     turn: dict[str, Any], layout: dict[str, Any], arrays: dict[str, np.ndarray], i: int
 ) -> list[float]:
-    """The turn's protocol action in the `action.ee_delta` layout (no action: zeros, the gripper
+    """The turn's protocol action in the `turn.ee_delta` layout (no action: zeros, the gripper
     command in force)."""
     act = turn.get("action")
     act_parts = act.get("action", {}) if isinstance(act, dict) else {}
@@ -326,8 +329,8 @@ def control_frames(ep: dict[str, Any], layout: dict[str, Any], stride: int) -> l
                 "observation.velocity": np.asarray(vel, dtype=np.float32),
                 "observation.tool_pose": np.asarray(pose, dtype=np.float32),
                 "action": np.asarray(act, dtype=np.float32),
-                "action.ee_delta": np.asarray(_ee_delta(turn, layout, arrays, i), dtype=np.float32),
-                "observation.sim_time_s": np.asarray([arrays["time_s"][i]], dtype=np.float32),
+                "turn.ee_delta": np.asarray(_ee_delta(turn, layout, arrays, i), dtype=np.float32),
+                "sim_time_s": np.asarray([arrays["time_s"][i]], dtype=np.float32),
             }
             for cam in layout["cameras"]:
                 frame[f"observation.images.{cam}"] = _jpeg(arrays, cam, i)

@@ -15,11 +15,11 @@ from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
 VECTORS = (
     "action",
-    "action.ee_delta",
+    "turn.ee_delta",
     "observation.state",
     "observation.velocity",
     "observation.tool_pose",
-    "observation.sim_time_s",
+    "sim_time_s",
 )
 
 
