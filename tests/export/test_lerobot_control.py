@@ -80,7 +80,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[dict[str, A
 
 
 def test_frames_are_the_simulated_motion_at_the_control_rate(exported: Any) -> None:
-    episodes, ds, _ = exported
+    episodes, ds, *_ = exported
     assert ds["fps"] == FPS and ds["num_episodes"] == EPISODES
     start = 0
     for k, ep in enumerate(episodes):
@@ -98,7 +98,7 @@ def test_frames_are_the_simulated_motion_at_the_control_rate(exported: Any) -> N
 
 
 def test_actions_states_and_language_are_the_recorded_ones(exported: Any) -> None:
-    episodes, ds, _ = exported
+    episodes, ds, *_ = exported
     joints = episodes[0]["controls"][0]["arm.command_joints_rad"].shape[1]
     assert ds["features"]["action"] == [f"arm.joint{i}" for i in range(1, joints + 1)] + ["arm.gripper"]
     i = 0
@@ -138,7 +138,7 @@ def test_actions_states_and_language_are_the_recorded_ones(exported: Any) -> Non
 
 
 def test_frames_show_the_recorded_images(exported: Any) -> None:
-    episodes, _, images = exported
+    episodes, _, images, _ = exported
     i = 0
     for ep in episodes:
         for c in ep["controls"]:
@@ -159,7 +159,7 @@ def test_frames_show_the_recorded_images(exported: Any) -> None:
 # with why in docs/view-and-export.md); any other warning fails
 EXPECTED_WARNINGS = {
     "Action Quality": ("of values at maximum", "consecutive identical actions (frozen)"),
-    "Anomaly Detection": ("stuck/static in",),
+    "Anomaly Detection": ("stuck/static in", "constant dimension(s) across ALL episodes"),
     "Per-Episode Summary": ("episode(s) flagged", "frozen (consecutive identical)"),
     "Data Distribution": ("zero variance",),
     "Training Readiness": ("have zero std",),
