@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import Backend, Outcome, PartCommand, TaskInfo
+from pear_agent.backend import Backend, Observation, Outcome, PartCommand, TaskInfo
 from pear_agent.environment import FrameSink, StepResult, TurnPrompt, environment_options
 from pear_agent.episode import Episode, EpisodeConfig, TurnRecord
 from pear_agent.kinematics import Kinematics, rpy_to_matrix
@@ -365,6 +365,44 @@ class ArmEnvironment:
 
     def advance(self, duration_s: float) -> None:
         self.backend.advance(duration_s)
+
+    def start_recording(self, fps: float | None) -> None:
+        """Record the simulation at `fps` during every move (`--record-fps`); None stops."""
+        start = getattr(self.backend, "start_recording", None)
+        if start is None:
+            raise ValueError(
+                f"--record-fps: the {type(self.backend).__name__} backend does not record at the control "
+                "rate (the MuJoCo backend does)"
+            )
+        start(fps)
+
+    def take_recording(self) -> dict[str, np.ndarray]:
+        """The frames recorded since the last call as arrays (`RunWriter.save_control`'s layout):
+        `time_s`; per part `<part>.joints_rad`, `.velocity_rad_s`, `.command_joints_rad`,
+        `.tool_pose` (x y z cm, roll pitch yaw rad: the state's, by the same FK), and with a gripper
+        `.gripper`, `.command_gripper`; per camera `jpeg.<camera>` (the JPEGs, quality 95, joined)
+        and `jpeg_end.<camera>` (where each ends). Empty when nothing was recorded."""
+        frames = self.backend.take_recording()  # type: ignore[attr-defined]
+        if not frames:
+            return {}
+        out: dict[str, np.ndarray] = {"time_s": np.array([f.time_s for f in frames])}
+        for name in self.robot.parts:
+            out[f"{name}.joints_rad"] = np.array([f.joints_rad[name] for f in frames])
+            out[f"{name}.velocity_rad_s"] = np.array([f.joint_velocity_rad_s[name] for f in frames])
+            out[f"{name}.command_joints_rad"] = np.array([f.command_joints_rad[name] for f in frames])
+            if name in frames[0].gripper:
+                out[f"{name}.gripper"] = np.array([f.gripper[name] for f in frames])
+                out[f"{name}.command_gripper"] = np.array([f.command_gripper[name] for f in frames])
+        poses = [robot_state(Observation(f.joints_rad, f.gripper, {}, f.time_s), self.kin) for f in frames]
+        for name in self.robot.parts:
+            out[f"{name}.tool_pose"] = np.array(
+                [np.concatenate([p[name].position_cm, p[name].orientation_rad]) for p in poses]
+            )
+        for cam in frames[0].images:
+            jpegs = [encode_jpeg(f.images[cam], 95) for f in frames]
+            out[f"jpeg.{cam}"] = np.frombuffer(b"".join(jpegs), dtype=np.uint8)
+            out[f"jpeg_end.{cam}"] = np.cumsum([len(j) for j in jpegs])
+        return out
 
     def time_s(self) -> float:
         return float(self._obs.time_s) if self._obs is not None else 0.0

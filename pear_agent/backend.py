@@ -31,6 +31,24 @@ class Observation:
 
 
 @dataclass
+class ControlFrame:
+    """What the simulation holds at one instant of a move, recorded at the control rate when an
+    episode asks for it (`--record-fps`): the measured and the commanded joints, the cameras."""
+
+    time_s: float
+    joints_rad: dict[str, np.ndarray]
+    joint_velocity_rad_s: dict[str, np.ndarray]
+    gripper: dict[str, float]
+    """Measured opening per part with a gripper, 0 = closed .. 1 = open."""
+    command_joints_rad: dict[str, np.ndarray]
+    """The controller's setpoint at this instant (absolute joint targets, the trajectory's point)."""
+    command_gripper: dict[str, float]
+    """The gripper command (0..1) in force, per part with a gripper."""
+    images: dict[str, np.ndarray]
+    """Camera name -> H x W x 3 uint8 RGB."""
+
+
+@dataclass
 class PartCommand:
     joints_rad: np.ndarray | None = None
     gripper: float | None = None

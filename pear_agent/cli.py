@@ -305,7 +305,9 @@ def cmd_export(args: argparse.Namespace) -> int:
             "export --format lerobot needs LeRobot: run `bash scripts/setup_lerobot.sh` (.venv-lerobot) "
             "or set PEAR_LEROBOT_PYTHON to a Python with lerobot 0.4"
         )
-    argv = [*args.runs, "--out", args.out, "--fps", str(args.fps), "--repo-id", args.repo_id]
+    argv = [*args.runs, "--out", args.out, "--repo-id", args.repo_id]
+    argv += ["--fps", str(args.fps)] if args.fps is not None else []
+    argv += ["--per-turn"] if args.per_turn else []
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     return subprocess.run([py, "-m", "pear_agent.export_lerobot", *argv], env=env, check=False).returncode
@@ -361,7 +363,18 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("runs", nargs="+", help="run folders, bench folders or any folder of episode logs")
     export.add_argument("--format", choices=["lerobot"], default="lerobot")
     export.add_argument("--out", required=True, help="a new folder for the dataset")
-    export.add_argument("--fps", type=int, default=10, help="frames (turns) per second in the dataset")
+    export.add_argument(
+        "--fps",
+        type=int,
+        default=None,
+        help="frames per second: the control rate the moves are sampled at (default 30; the episodes' "
+        "--record-fps must be a multiple), or with --per-turn the turns' nominal rate (default 10)",
+    )
+    export.add_argument(
+        "--per-turn",
+        action="store_true",
+        help="one frame per turn (the observation the model got and its action) instead of the control rate",
+    )
     export.add_argument("--repo-id", default="pear-agent/episodes", help="the dataset's name in its metadata")
     export.set_defaults(func=cmd_export)
 

@@ -138,8 +138,18 @@ class EpisodeConfig:
         help="the most steps one reply's action may carry (a chunk, run as one motion; the roadster: a "
         "plan of K commands); default: the robot YAML's max_chunk, else 1",
     )
+    record_fps: float | None = setting(
+        None,
+        metavar="F",
+        help="record the simulation at F Hz during every move (cameras, measured and commanded joints) "
+        "beside the log, for `export --format lerobot` at the control rate (MuJoCo; default: off)",
+    )
 
     def __post_init__(self) -> None:
+        if self.record_fps is not None and (
+            isinstance(self.record_fps, bool) or not 0 < float(self.record_fps) <= 1000
+        ):
+            raise ValueError(f"--record-fps must be a rate in Hz in (0, 1000], not {self.record_fps!r}")
         if self.mode not in ("paused", "realtime"):
             raise ValueError(f"mode must be 'paused' or 'realtime', not {self.mode!r}")
         if self.latency_s is not None and self.mode != "realtime":
@@ -300,6 +310,7 @@ class Episode:
         self._max_turns = 0
         self._wall0 = 0.0
         self._sink_set = False
+        self._recording = False
         self._finished = False
 
     # -- whole episodes ---------------------------------------------------------------------
@@ -373,9 +384,16 @@ class Episode:
                     "history": cfg.history,
                     "history_older": cfg.history_older,
                     **header,
+                    **({"record_fps": cfg.record_fps} if cfg.record_fps else {}),
                     "system_prompt": sys_prompt,
                 }
             )
+            if cfg.record_fps:
+                start = getattr(env, "start_recording", None)
+                if start is None:
+                    raise ValueError(f"--record-fps: {env.name} does not record at the control rate")
+                start(cfg.record_fps)
+                self._recording = True
             if self.writer.video is not None:  # rendering video frames costs more than physics
                 env.set_frame_sink(self.writer.add_frame)
                 self._sink_set = True
@@ -527,8 +545,15 @@ class Episode:
         self.record(record | {"end": result.end_reason} if self.over else record)
 
     def record(self, line: dict[str, Any]) -> None:
-        """One line of the episode's log (flushed at once)."""
+        """One line of the episode's log (flushed at once), with the turn's control-rate recording
+        (`--record-fps`: the frames since the previous line) saved beside it as `control`."""
         if self.writer is not None:
+            if self._recording:
+                arrays = self.env.take_recording()  # type: ignore[attr-defined]
+                if arrays:
+                    line = line | {
+                        "control": self.writer.save_control(int(line.get("turn", self.turn)), arrays)
+                    }
             self.writer.log(line)
 
     def finish(self) -> EpisodeResult:
@@ -576,6 +601,9 @@ class Episode:
         return result.to_json() | latency_summary(result)
 
     def _release_sink(self) -> None:
+        if self._recording:
+            self._recording = False
+            self.env.start_recording(None)  # type: ignore[attr-defined]
         if self._sink_set:
             self._sink_set = False
             self.env.set_frame_sink(None)
@@ -639,13 +667,14 @@ LOOP_OPTIONS = (
     "max_chunk",
     "history",
     "history_older",
+    "record_fps",
 )
 CLOCK_OPTIONS = ("mode", "latency_s", "max_context_tokens")
 
 
 def add_loop_args(parser: argparse.ArgumentParser | Any) -> None:
     """`--max-turns`, `--max-invalid`, `--observation`, `--scene-facts`, `--max-chunk`, `--history`,
-    `--history-older` (EpisodeConfig fields)."""
+    `--history-older`, `--record-fps` (EpisodeConfig fields)."""
     add_arguments(parser, EpisodeConfig, only=LOOP_OPTIONS)
 
 
@@ -673,8 +702,9 @@ def loop_options_from_args(args: Any) -> dict[str, Any]:
     by `EpisodeConfig` itself."""
     values = values_from_args(EpisodeConfig, args)
     out = {k: values[k] for k in LOOP_OPTIONS if k in values}
-    if out.get("max_chunk") is None:  # only when given: benches recorded before it stay resumable
-        out.pop("max_chunk", None)
+    for key in ("max_chunk", "record_fps"):  # only when given: benches recorded before stay resumable
+        if out.get(key) is None:
+            out.pop(key, None)
     if out.get("history") is None:  # likewise the window: no window is what every older bench ran
         out.pop("history", None)
         out.pop("history_older", None)

@@ -1,7 +1,30 @@
 """Episodes as a LeRobot dataset (format v3.0, written by LeRobot's own `LeRobotDataset` writer).
 
-One frame per turn that had a parsed action (an (observation, action) pair; correction turns with
-no valid action have no action to learn and are left out):
+**At the control rate** (the default): episodes run with `--record-fps R` carry, per turn, the
+simulation recorded every 1/R s during the move (`control/turn_NNN.npz`, `ArmEnvironment.
+take_recording`); the export samples them at `--fps F` (R a multiple of F; default 30, the rate of
+LeRobot's SO-100/SO-101 and Koch recordings and the camera default of its recorder), one frame per
+sample:
+
+- `observation.images.<camera>`: the camera at that instant (a video per camera)
+- `observation.state`: per part the measured joint angles (rad) and the gripper opening (0..1)
+- `observation.velocity`: the measured joint velocities (rad/s)
+- `observation.tool_pose`: per part tool x y z (cm), roll pitch yaw (rad): the protocol's state
+- `action`: per part the controller's setpoint at that instant (absolute joint targets, rad: the
+  trajectory's point, as LeRobot's arms record the commanded positions) and the gripper command
+- `turn.ee_delta`: the protocol action of the turn the frame belongs to (dx dy dz cm, droll
+  dpitch dyaw rad, absolute gripper; zeros and the gripper in force on a turn without an action):
+  constant over a turn's frames, so outside LeRobot's `action*` namespace, which its policy factory
+  (`dataset_to_policy_features`) and lerobot-doctor read as per-frame commands
+- `sim_time_s`: the simulated instant of the sample (not under `observation.`, which LeRobot's
+  policies would take as an input); `next.reward`, `next.done`, `next.success` as below
+- language: the instruction is the frame's `task`; the turn's reasoning is its `subtask`
+  (`subtask_index` into `meta/subtasks.parquet`, the per-frame language LeRobot 0.4.4 loads as
+  `item["subtask"]`); `turn_index` (the episode's turn) keys `meta/pear_agent_turns.jsonl`, which
+  holds each turn's reasoning, parsed action (wire JSON) and outcome
+
+**Per turn** (`--per-turn`): one frame per turn that had a parsed action (an (observation, action)
+pair; correction turns with no valid action have no action to learn and are left out):
 
 - `observation.images.<camera>`: the image the model got that turn (a video per camera)
 - `observation.state`: per part, tool position (cm), orientation (rad, roll pitch yaw), gripper
@@ -174,10 +197,160 @@ def frame_vectors(turn: dict[str, Any], layout: dict[str, Any]) -> dict[str, np.
     }
 
 
+def reasoning_of(reply: str) -> str:
+    """The reasoning of a reply: its text before the action's JSON (think tags dropped)."""
+    text = reply.replace("<think>", "").replace("</think>", "")
+    for mark in ("```", "{"):
+        if mark in text:
+            text = text.split(mark, 1)[0]
+    return text.strip()
+
+
+def _control_layout(ep: dict[str, Any]) -> dict[str, Any]:
+    """Parts, joints, grippers and cameras of an episode's control recording ({} if none)."""
+    turn = next((t for t in ep["turns"] if t.get("control")), None)
+    if turn is None:
+        return {}
+    arrays = _load_control(ep, turn)
+    parts = sorted({k.split(".", 1)[0] for k in arrays if k.endswith(".joints_rad")})
+    cams = {
+        k.split(".", 1)[1]: tuple(_jpeg(arrays, k.split(".", 1)[1], 0).shape)
+        for k in arrays
+        if k.startswith("jpeg.")
+    }
+    return {
+        "parts": parts,
+        "joints": {p: int(arrays[f"{p}.joints_rad"].shape[1]) for p in parts},
+        "gripper": {p: f"{p}.gripper" in arrays for p in parts},
+        "cameras": dict(sorted(cams.items())),
+        "robot": ep["header"].get("robot"),
+        "record_fps": float(ep["header"].get("record_fps") or 0),
+    }
+
+
+def _load_control(ep: dict[str, Any], turn: dict[str, Any]) -> dict[str, np.ndarray]:
+    path = ep["path"].parent / turn["control"]
+    try:
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    except (OSError, ValueError) as exc:
+        raise ExportError(f"{path}: missing or unreadable control recording ({exc})") from exc
+
+
+def _jpeg(arrays: dict[str, np.ndarray], cam: str, i: int) -> np.ndarray:
+    import cv2  # heavy: cv2
+
+    ends = arrays[f"jpeg_end.{cam}"]
+    start = int(ends[i - 1]) if i > 0 else 0
+    bgr = cv2.imdecode(arrays[f"jpeg.{cam}"][start : int(ends[i])], cv2.IMREAD_COLOR)
+    return np.ascontiguousarray(bgr[..., ::-1])
+
+
+def control_features(layout: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """LeRobot features of a control-rate dataset."""
+    state, vel, act, pose, delta = [], [], [], [], []
+    for p in layout["parts"]:
+        joints = [f"{p}.joint{i + 1}" for i in range(layout["joints"][p])]
+        grip = [f"{p}.gripper"] if layout["gripper"][p] else []
+        state += joints + grip
+        act += joints + grip
+        vel += joints
+        pose += [f"{p}.{q}" for q in ("x_cm", "y_cm", "z_cm", "roll_rad", "pitch_rad", "yaw_rad")]
+        delta += [
+            f"{p}.{q}" for q in ("dx_cm", "dy_cm", "dz_cm", "droll_rad", "dpitch_rad", "dyaw_rad")
+        ] + grip
+    feats: dict[str, dict[str, Any]] = {}
+    for cam, shape in layout["cameras"].items():
+        feats[f"observation.images.{cam}"] = {
+            "dtype": "video",
+            "shape": shape,
+            "names": ["height", "width", "channels"],
+        }
+    for key, names in (
+        ("observation.state", state),
+        ("observation.velocity", vel),
+        ("observation.tool_pose", pose),
+        ("action", act),
+        ("turn.ee_delta", delta),
+    ):
+        feats[key] = {"dtype": "float32", "shape": (len(names),), "names": names}
+    feats["sim_time_s"] = {"dtype": "float32", "shape": (1,), "names": None}
+    feats["next.reward"] = {"dtype": "float32", "shape": (1,), "names": None}
+    feats["next.done"] = {"dtype": "bool", "shape": (1,), "names": None}
+    feats["next.success"] = {"dtype": "bool", "shape": (1,), "names": None}
+    feats["subtask_index"] = {"dtype": "int64", "shape": (1,), "names": None}
+    feats["turn_index"] = {"dtype": "int64", "shape": (1,), "names": None}
+    return feats
+
+
+def _ee_delta(
+    turn: dict[str, Any], layout: dict[str, Any], arrays: dict[str, np.ndarray], i: int
+) -> list[float]:
+    """The turn's protocol action in the `turn.ee_delta` layout (no action: zeros, the gripper
+    command in force)."""
+    act = turn.get("action")
+    act_parts = act.get("action", {}) if isinstance(act, dict) else {}
+    if isinstance(act_parts, list):  # a chunk: its first step
+        act_parts = act_parts[0] if act_parts else {}
+    out: list[float] = []
+    for p in layout["parts"]:
+        a = act_parts.get(p) or {}
+        out += list(a.get("move_cm") or [0.0, 0.0, 0.0]) + list(a.get("turn_rad") or [0.0, 0.0, 0.0])
+        if layout["gripper"][p]:
+            g = a.get("gripper")
+            out.append(float(arrays[f"{p}.command_gripper"][i]) if g is None else float(g))
+    return out
+
+
+def control_frames(ep: dict[str, Any], layout: dict[str, Any], stride: int) -> list[dict[str, Any]]:
+    """The episode's frames at the export rate: every `stride`-th recorded frame, in time order,
+    with the turn each belongs to."""
+    frames: list[dict[str, Any]] = []
+    k = 0
+    for turn in ep["turns"]:
+        if not turn.get("control"):
+            continue
+        arrays = _load_control(ep, turn)
+        for i in range(len(arrays["time_s"])):
+            k += 1
+            if (k - 1) % stride:
+                continue
+            state, vel, act, pose = [], [], [], []
+            for p in layout["parts"]:
+                state += list(arrays[f"{p}.joints_rad"][i])
+                act += list(arrays[f"{p}.command_joints_rad"][i])
+                if layout["gripper"][p]:
+                    state.append(float(arrays[f"{p}.gripper"][i]))
+                    act.append(float(arrays[f"{p}.command_gripper"][i]))
+                vel += list(arrays[f"{p}.velocity_rad_s"][i])
+                pose += list(arrays[f"{p}.tool_pose"][i])
+            frame: dict[str, Any] = {
+                "observation.state": np.asarray(state, dtype=np.float32),
+                "observation.velocity": np.asarray(vel, dtype=np.float32),
+                "observation.tool_pose": np.asarray(pose, dtype=np.float32),
+                "action": np.asarray(act, dtype=np.float32),
+                "turn.ee_delta": np.asarray(_ee_delta(turn, layout, arrays, i), dtype=np.float32),
+                "sim_time_s": np.asarray([arrays["time_s"][i]], dtype=np.float32),
+            }
+            for cam in layout["cameras"]:
+                frame[f"observation.images.{cam}"] = _jpeg(arrays, cam, i)
+            frames.append({"frame": frame, "turn": turn})
+    return frames
+
+
 def export(
-    logs: list[Path], out: Path, *, fps: int = 10, repo_id: str = "pear-agent/episodes"
+    logs: list[Path],
+    out: Path,
+    *,
+    fps: int | None = None,
+    repo_id: str = "pear-agent/episodes",
+    per_turn: bool = False,
 ) -> dict[str, Any]:
-    """Write the episodes as one LeRobot dataset at `out`; returns what was written."""
+    """Write the episodes as one LeRobot dataset at `out`: at the control rate (fps default 30),
+    or one frame per turn (`per_turn`, fps default 10); returns what was written."""
+    if not per_turn:
+        return export_control(logs, out, fps=fps or 30, repo_id=repo_id)
+    fps = fps or 10
     from lerobot.datasets.lerobot_dataset import CODEBASE_VERSION, LeRobotDataset  # optional: lerobot
 
     if out.exists() and any(out.iterdir()):
@@ -257,16 +430,150 @@ def export(
     }
 
 
+def export_control(logs: list[Path], out: Path, *, fps: int, repo_id: str) -> dict[str, Any]:
+    """The control-rate dataset (see the module's docstring)."""
+    from lerobot.datasets.lerobot_dataset import CODEBASE_VERSION, LeRobotDataset  # optional: lerobot
+
+    if fps <= 0:
+        raise ExportError(f"--fps must be > 0, not {fps}")
+    if out.exists() and any(out.iterdir()):
+        raise ExportError(f"{out} exists and is not empty; give a new --out folder")
+    episodes = [read_episode(p) for p in logs]
+    layout: dict[str, Any] = {}
+    for ep in episodes:
+        lay = _control_layout(ep)
+        if not lay:
+            if any(t.get("action") is not None for t in ep["turns"]):
+                raise ExportError(
+                    f"{ep['path']}: no control-rate recording (run it with --record-fps {fps}), "
+                    "or export every episode per turn with --per-turn"
+                )
+            continue
+        if lay["record_fps"] <= 0:
+            raise ExportError(f"{ep['path']}: the header has no record_fps")
+        if not layout:
+            layout = lay
+        elif lay != layout:
+            raise ExportError(
+                f"{ep['path']}: robot parts, joints, cameras or recording rate differ from the first "
+                f"episode's ({lay} vs {layout}); export each to its own dataset"
+            )
+    if not layout:
+        raise ExportError("no episode has a control-rate recording to export")
+    stride = layout["record_fps"] / fps
+    if stride < 1 - 1e-9 or abs(stride - round(stride)) > 1e-6:
+        raise ExportError(
+            f"--fps {fps}: the episodes were recorded at {layout['record_fps']:g} Hz; give a rate that "
+            f"divides it (e.g. {layout['record_fps']:g})"
+        )
+    if out.exists():
+        out.rmdir()  # LeRobot creates the folder itself
+    ds = LeRobotDataset.create(
+        repo_id, fps, control_features(layout), root=out, robot_type=layout["robot"], use_videos=True
+    )
+    subtasks: dict[str, int] = {}
+    meta_rows: list[dict[str, Any]] = []
+    turn_rows: list[dict[str, Any]] = []
+    try:
+        for ep in episodes:
+            frames = control_frames(ep, layout, round(stride))
+            if not frames:
+                continue
+            k = len(meta_rows)
+            task = str(ep["header"].get("instruction") or ep["header"].get("task"))
+            success = bool(ep["summary"].get("success", False))
+            reward = ep["summary"].get("reward")
+            seen: set[int] = set()
+            for i, item in enumerate(frames):
+                last = i == len(frames) - 1
+                turn = item["turn"]
+                reasoning = reasoning_of(str(turn.get("reply") or ""))
+                frame = item["frame"]
+                frame["subtask_index"] = np.asarray(
+                    [subtasks.setdefault(reasoning, len(subtasks))], dtype=np.int64
+                )
+                frame["turn_index"] = np.asarray([int(turn["turn"])], dtype=np.int64)
+                frame["next.reward"] = np.asarray(
+                    [float(reward if reward is not None else success) if last else 0.0], dtype=np.float32
+                )
+                frame["next.done"] = np.asarray([last], dtype=bool)
+                frame["next.success"] = np.asarray([success and last], dtype=bool)
+                frame["task"] = task
+                ds.add_frame(frame)
+                if int(turn["turn"]) not in seen:
+                    seen.add(int(turn["turn"]))
+                    turn_rows.append(
+                        {
+                            "episode_index": k,
+                            "turn_index": int(turn["turn"]),
+                            "reasoning": reasoning,
+                            "action": turn.get("action"),
+                            "outcome": (turn.get("outcome") or {}).get("status"),
+                        }
+                    )
+            ds.save_episode()
+            meta_rows.append(
+                {
+                    "episode_index": k,
+                    "source": str(ep["path"]),
+                    "task": ep["header"].get("task"),
+                    "seed": ep["header"].get("seed"),
+                    "policy": ep["header"].get("policy"),
+                    "success": success,
+                    "end_reason": ep["summary"].get("end_reason"),
+                    "frames": len(frames),
+                    "sim_time_s": ep["summary"].get("sim_time_s"),
+                    "turns_logged": len(ep["turns"]),
+                }
+            )
+    finally:
+        ds.finalize()
+    _write_subtasks(out, subtasks)
+    _write_jsonl(out / "meta" / "pear_agent_episodes.jsonl", meta_rows)
+    _write_jsonl(out / "meta" / "pear_agent_turns.jsonl", turn_rows)
+    return {
+        "out": str(out),
+        "format": f"lerobot {CODEBASE_VERSION}",
+        "rate": "control",
+        "episodes": len(meta_rows),
+        "frames": sum(r["frames"] for r in meta_rows),
+        "fps": fps,
+        "record_fps": layout["record_fps"],
+        "cameras": list(layout["cameras"]),
+    }
+
+
+def _write_subtasks(out: Path, subtasks: dict[str, int]) -> None:
+    """meta/subtasks.parquet as LeRobot 0.4.4 reads it (`load_subtasks`: the text is the index)."""
+    import pandas as pd  # optional: pandas
+
+    texts = sorted(subtasks, key=subtasks.__getitem__)
+    pd.DataFrame({"subtask_index": range(len(texts))}, index=pd.Index(texts, name="subtask")).to_parquet(
+        out / "meta" / "subtasks.parquet"
+    )
+
+
+def _write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="pear-agent export", description="episodes as a LeRobot dataset")
     p.add_argument("runs", nargs="+")
     p.add_argument("--out", required=True)
-    p.add_argument("--fps", type=int, default=10)
+    p.add_argument("--fps", type=int, default=None)
     p.add_argument("--repo-id", default="pear-agent/episodes")
+    p.add_argument("--per-turn", action="store_true")
     args = p.parse_args(argv)
     try:
         info = export(
-            find_logs([Path(r) for r in args.runs]), Path(args.out), fps=args.fps, repo_id=args.repo_id
+            find_logs([Path(r) for r in args.runs]),
+            Path(args.out),
+            fps=args.fps,
+            repo_id=args.repo_id,
+            per_turn=args.per_turn,
         )
     except (ExportError, FileNotFoundError) as exc:
         print(f"pear-agent: error: {exc}", file=sys.stderr)

@@ -140,6 +140,13 @@ class RunWriter:
         (self.run_dir / rel).write_bytes(jpeg)
         return rel
 
+    def save_control(self, turn: int, arrays: dict[str, np.ndarray]) -> str:
+        """A turn's control-rate recording (`ArmEnvironment.take_recording`) as one .npz."""
+        rel = f"control/turn_{turn:03d}.npz"
+        (self.run_dir / "control").mkdir(exist_ok=True)
+        np.savez(self.run_dir / rel, **arrays)
+        return rel
+
     def log(self, record: dict[str, Any]) -> None:
         line = self.redact(json.dumps(record, default=_jsonable))
         self._log.write(line + "\n")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up the separate LeRobot environment .venv-lerobot (never part of the core install), used by
 # `pear-agent export --format lerobot` to write datasets with LeRobot's own writer and by the tests
-# to load them with `LeRobotDataset`.
+# to load them with `LeRobotDataset`, and lerobot-doctor to check them.
 # Why a separate venv: lerobot 0.4.4 (the newest release for Python 3.11; it writes dataset format
 # v3.0) pins torch<2.11, torchvision<0.26, rerun-sdk<0.27, opencv<4.13, av<16, while the core runs
 # torch 2.13 (CPU, for training) and a newer rerun-sdk. lerobot is installed --no-deps with only
@@ -38,4 +38,11 @@ $PIP install -q "datasets>=4.0,<5" "huggingface-hub>=0.34.2,<0.36" "av>=15,<16" 
 # torchcodec: LeRobot's video decoder (torchvision 0.29 has no VideoReader for its "pyav" backend);
 # 0.17 is the release built for this torch. --no-deps: lerobot's pin (<0.11) predates it.
 $PIP install -q --no-deps "lerobot==0.4.4" "torchcodec==0.17.0" 2>&1 | q
+# LeRobot's policies and trainer (ACT for `--policy lerobot:...`, lerobot-train): its policies
+# package imports every policy's module, GR00T's needs diffusers; the factory imports gymnasium and
+# the motor bus pyserial. No transformers: ACT and Diffusion Policy do not need it.
+$PIP install -q "diffusers>=0.27.2,<0.36" "gymnasium>=1.1.1,<2" "pyserial>=3.5,<4" 2>&1 | q
+# lerobot-doctor: a dataset-quality checker (not LeRobot's; its own deps: pyarrow, av, rich...), run
+# on the control-rate export (docs/view-and-export.md, tests/export/test_lerobot_doctor.py)
+$PIP install -q "lerobot-doctor==0.2.0" 2>&1 | q
 "$VENV/bin/python" -c "from lerobot.datasets.lerobot_dataset import LeRobotDataset, CODEBASE_VERSION; print('setup_lerobot: ready, LeRobot dataset format', CODEBASE_VERSION)"

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.backend import ControlFrame, FrameSink, Observation, Outcome, PartCommand, TaskInfo
 from pear_agent.motion import SettleJudge
 from pear_agent.robot_config import RobotConfig, RobotConfigError
 
@@ -168,6 +168,9 @@ class MujocoBackend:
         self._sink_period_s = 0.1
         self._next_frame_t = 0.0
         self._video_camera = next(iter(robot.cameras), None)
+        self._record_period_s = 0.0  # > 0: record control frames (start_recording)
+        self._next_record_t = 0.0
+        self._recorded: list[ControlFrame] = []
         self._stopped = False
         self.task_name = f"{task.name}~{perturbation}" if perturbation else task.name
         """The task as named to the runtime and in records: the perturbation is part of it."""
@@ -200,6 +203,8 @@ class MujocoBackend:
             mujoco.mj_step(m, d)
         d.time = 0.0
         self._next_frame_t = 0.0
+        self._next_record_t = 0.0
+        self._recorded = []
         self._stopped = False
         return self.observe()
 
@@ -223,6 +228,39 @@ class MujocoBackend:
         self._sink = sink
         self._sink_period_s = 1.0 / fps
         self._next_frame_t = float(self.data.time)
+
+    def start_recording(self, fps: float | None) -> None:
+        """Record a `ControlFrame` every 1/fps simulated seconds while the simulation steps (a
+        move, a realtime wait), from the next step on; None or 0 stops. Off, a step costs one
+        comparison more."""
+        self._record_period_s = 1.0 / fps if fps else 0.0
+        self._next_record_t = float(self.data.time)
+        self._recorded = []
+
+    def take_recording(self) -> list[ControlFrame]:
+        """The frames recorded since the last call (emptied)."""
+        out, self._recorded = self._recorded, []
+        return out
+
+    def _record_frame(self) -> None:
+        d = self.data
+        while self._next_record_t <= d.time + 1e-9:  # a step longer than the period records once
+            self._next_record_t += self._record_period_s
+        self._recorded.append(
+            ControlFrame(
+                time_s=float(d.time),
+                joints_rad={n: d.qpos[io.qadr].copy() for n, io in self.parts.items()},
+                joint_velocity_rad_s={n: d.qvel[io.dadr].copy() for n, io in self.parts.items()},
+                gripper={n: io.gripper_opening(d) for n, io in self.parts.items() if io.gripper},
+                command_joints_rad={n: d.ctrl[io.act].copy() for n, io in self.parts.items()},
+                command_gripper={n: io.gripper_command(d) for n, io in self.parts.items() if io.gripper},
+                images=(
+                    {name: self.render(name) for name, c in self.robot.cameras.items() if c.sim}
+                    if self.render_enabled
+                    else {}
+                ),
+            )
+        )
 
     def stop(self) -> None:
         """Hold the current pose: setpoints become the measured joints."""
@@ -460,6 +498,8 @@ class MujocoBackend:
         return Outcome("blocked", detail, float(self.data.time) - start_t, bad)
 
     def _maybe_emit_frame(self) -> None:
+        if self._record_period_s and self.data.time >= self._next_record_t - 1e-9:
+            self._record_frame()
         if self._sink is None or self._video_camera is None or self.data.time < self._next_frame_t:
             return
         self._next_frame_t += self._sink_period_s

@@ -1,4 +1,4 @@
-"""`pear-agent export --format lerobot` on a real 20-episode bench (the scripted expert on
+"""`pear-agent export --format lerobot --per-turn` on a real 20-episode bench (the scripted expert on
 pick_cube), loaded back with LeRobot's own `LeRobotDataset` (in .venv-lerobot, where
 scripts/setup_lerobot.sh puts LeRobot): frame counts, episode boundaries, actions, states, camera
 shapes and contents, tasks and outcomes equal to the source logs."""
@@ -85,7 +85,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     p = _cli("bench", "--tasks", "pick_cube", "--seeds", f"0-{EPISODES - 1}", "--no-video", "--quiet",
              "--workers", "2", "--out", str(bench))  # fmt: skip
     assert p.returncode == 0, p.stderr
-    p = _cli("export", "--format", "lerobot", str(bench), "--out", str(out))
+    p = _cli("export", "--format", "lerobot", "--per-turn", str(bench), "--out", str(out))
     assert p.returncode == 0, p.stderr[-3000:]
     info = json.loads(p.stdout.strip().splitlines()[-1])
     assert info["format"] == "lerobot v3.0" and info["episodes"] == EPISODES
