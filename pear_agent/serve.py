@@ -20,7 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from pear_agent.policies.chunking import expert_chunk
-from pear_agent.policies.experts import Expert
+from pear_agent.policies.experts import Expert, reply_history, unstick
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
 from pear_agent.protocol.actions import reply_text, wire_chunk
 from pear_agent.task_experts import EXPERTS, find_expert
@@ -69,6 +69,9 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
     try:
         k = int(priv.get("max_chunk") or 1)  # the environment's chunk limit (issue 29)
         reasoning, steps, done = expert_chunk(expert, priv["state"], priv["facts"], k)
+        if not done:  # the in-process expert's rule, from the same conversation
+            history = reply_history(body.get("messages") or [])
+            reasoning, steps = unstick(reasoning, steps, history, priv["state"], priv["facts"])
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed {PRIVILEGED_KEY}: {type(exc).__name__}: {exc}") from None
     return reasoning, reply_text(reasoning, wire_chunk(steps, done=done))

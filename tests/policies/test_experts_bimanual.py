@@ -165,10 +165,12 @@ def test_the_fingers_turn_across_the_bar_the_way_the_wrist_can() -> None:
     assert action["right_arm"]["orientation"][2] == pytest.approx(-0.5, abs=0.01)  # towards -pi
 
 
-def test_an_episode_whose_bar_falls_off_ends_done_not_invalid(yam, yam_kin) -> None:
-    result, _ = expert_with_object_swept_off("bimanual_pickup", yam, yam_kin, "bar", (0.3, 0.9, -0.7))
-    assert result.end_reason == "done" and not result.success and result.invalid_replies == 0
-    assert result.turns == 3
+def test_an_episode_whose_bar_falls_off_never_claims_done(yam, yam_kin) -> None:
+    result, episode = expert_with_object_swept_off("bimanual_pickup", yam, yam_kin, "bar", (0.3, 0.9, -0.7))
+    assert result.end_reason == "turn_limit" and not result.success and result.invalid_replies == 0
+    replies = [m["content"] for m in episode.messages if m["role"] == "assistant"]
+    assert all('"done": true' not in r for r in replies)
+    assert "I cannot finish the task" in replies[-1]
 
 
 def blocks_facts(blocks_cm: dict[str, list[float]]) -> dict:

@@ -99,40 +99,98 @@ def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return why, {part: act}
 
 
+CENTRED_CM = 0.7
+"""place_in_bowl: the cube is carried until its centre is this close (sideways) over the bowl's."""
+RELEASE_ABOVE_FLOOR_CM = 1.0
+"""The cube is let go with its bottom this far over the bowl's floor, when the open fingers fit
+inside the bowl; else just over the rim."""
+FINGER_CM = 1.5
+"""A finger's thickness and play beside the opening, for whether the open fingers fit in the bowl."""
+
+
+def _bowl_grasp_yaw(obj: dict[str, Any], bowl_xy: np.ndarray, reach_cm: float, current: float) -> float:
+    """The grasp yaw for a cube near the bowl: of the four that square the fingers on its faces,
+    the one whose fingers close along the bowl's wall (tangentially), so neither finger comes down
+    on the wall; the nearer to the current yaw among equals. Away from the bowl: the nearest."""
+    o = np.asarray(obj["position_cm"], float)[:2]
+    r = o - bowl_xy
+    if float(np.linalg.norm(r)) > reach_cm:
+        return _grasp_yaw(float(obj["yaw_rad"]), current)
+    options = float(obj["yaw_rad"]) + np.arange(-4, 5) * (np.pi / 2)
+    radial = float(np.arctan2(r[1], r[0]))
+    # the fingers close along the tool's y axis, (-sin yaw, cos yaw) pointing down: tangential when
+    # the tool's x axis points along the radius (yaw = radial, mod pi)
+    off_radial = np.abs(np.sin(options - radial))
+    near = np.abs(wrap(options - current))
+    return float(options[np.lexsort((near, np.round(off_radial, 3)))[0]])
+
+
 def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Grasp the cube (fingers along the bowl's wall when it lies beside the bowl), carry it over the
+    rim until centred over the bowl, lower it inside (the open fingers permitting), let go without
+    moving, rise once the fingers are open. Releasing from above the rim, a few millimetres off
+    centre, let the cube bounce off the wall and out on some CPUs and not on others (issue 37)."""
     part, arm, obj, stopped = _arm_and_object(state, priv, "cube")
     if stopped:
         return stopped
+    tool = priv.get("tool") or {}
     bowl = priv["container"]
     o = np.asarray(obj["position_cm"], float)
     b = np.asarray(bowl["position_cm"], float)
     size = float(obj["size_cm"])
-    if priv.get("object_inside"):
+    radius = float(bowl.get("radius_cm") or 7.5)
+    holding = _holding(arm, obj)
+    g = float(arm.get("gripper", 1.0))
+    if priv.get("object_inside") and not holding:
+        if g < 0.9:
+            return (
+                "The cube is in the bowl; I open the gripper and hold still while it settles.",
+                {part: _act(None, None, 1.0)},
+            )
         return (
-            "The cube is in the bowl; I open the gripper and move away upwards.",
+            "The cube is in the bowl and the gripper is open; I move away upwards.",
             {part: _act(np.array([0, 0, 6.0]), None, 1.0)},
         )
-    if not _holding(arm, obj):
-        why, act = _approach_and_grasp(arm, obj, priv.get("tool"))
+    if not holding:
+        if g >= 0.9:
+            opening = float(tool.get("max_opening_cm") or 8.0)
+            yaw = _bowl_grasp_yaw(
+                obj, b[:2], radius + opening / 2 + FINGER_CM + 2.0, float(arm["orientation"][2])
+            )
+            table_z = float(tool.get("table_z_cm") or 0.0)
+            grasp_z = max(o[2] + 0.3, _lowest_tcp_cm(tool, table_z))
+            hover_z = max(o[2] + size / 2 + 8.0, grasp_z + 6.0, bowl["rim_height_cm"] + 5.0)
+            why, act = approach_and_grasp(arm, o, yaw, grasp_z, hover_z, o[2] + size / 2 + 3.0, CUBE_WORDS)
+            return why, {part: act}
+        why, act = _approach_and_grasp(arm, obj, tool)
         return why, {part: act}
     carry_z = bowl["rim_height_cm"] + size / 2 + 4.0
     dxy = b[:2] - o[:2]
-    if np.linalg.norm(dxy) > 1.5:
-        if o[2] < carry_z - 1.0:
+    if np.linalg.norm(dxy) > CENTRED_CM:
+        if o[2] < carry_z - 1.0 and np.linalg.norm(dxy) > radius:
             return (
                 "I hold the cube; I lift it above the bowl's rim before carrying it.",
                 {part: _act(np.array([0, 0, carry_z - o[2]]), None, 0.0)},
             )
+        dz = max(carry_z - o[2], 0.0) if np.linalg.norm(dxy) > radius else 0.0
         return (
-            f"I carry the cube {np.linalg.norm(dxy):.1f} cm towards the bowl.",
-            {part: _act(np.array([dxy[0], dxy[1], carry_z - o[2]]), None, 0.0)},
+            f"I carry the cube {np.linalg.norm(dxy):.1f} cm, to the middle of the bowl.",
+            {part: _act(np.array([dxy[0], dxy[1], dz]), None, 0.0)},
         )
-    release_z = bowl["rim_height_cm"] + size / 2 + 1.0
-    if o[2] > release_z + 0.8:
-        return "The cube is above the bowl; I lower it.", {
-            part: _act(np.array([0, 0, release_z - o[2]]), None, 0.0)
+    opening = float(tool.get("max_opening_cm") or 8.0)
+    floor = float(bowl.get("floor_cm", float(bowl["rim_height_cm"]) - 2.9))
+    if opening / 2 + FINGER_CM < radius - 0.5:  # the open fingers fit inside the walls
+        release_z = floor + size / 2 + RELEASE_ABOVE_FLOOR_CM
+        release_z = max(release_z, _lowest_tcp_cm(tool, floor) - 0.3)
+    else:
+        release_z = bowl["rim_height_cm"] + size / 2 + 1.0
+    if o[2] > release_z + 0.5:
+        return "The cube is over the middle of the bowl; I lower it inside.", {
+            part: _act(np.array([dxy[0], dxy[1], release_z - o[2]]), None, 0.0)
         }
-    return "The cube is just above the bowl's floor; I let go.", {part: _act(None, None, 1.0)}
+    return "The cube is low in the middle of the bowl; I let go and hold still.", {
+        part: _act(None, None, 1.0)
+    }
 
 
 WRIST_MARGIN_RAD = 0.1
