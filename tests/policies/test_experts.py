@@ -292,8 +292,8 @@ def test_later_back_offs_turn_their_direction_and_then_let_go() -> None:
 
 
 def test_never_the_same_blocked_move_three_times_in_a_row_under_physics(panda, panda_kin) -> None:
-    """A real blocked move: an expert that presses the closed gripper down through the cube (the
-    fingers stop on its top, the outcome says blocked) asks for it again every turn; the shared
+    """A real blocked move: an expert that presses the closed gripper down onto the bowl's wall (the
+    fingers stop on it, the outcome says blocked) asks for it again every turn; the shared
     machinery lets it through twice in a row at most, then backs off, and the expert re-plans."""
     from pear_agent.episode import EpisodeConfig
     from pear_agent.policies.experts import within_caps
@@ -303,16 +303,18 @@ def test_never_the_same_blocked_move_three_times_in_a_row_under_physics(panda, p
         arm = state["arm"]
         if float(arm["gripper"]) > 0.5:
             return "I close the gripper.", {"arm": {"gripper": 0.0}}
-        o = np.asarray(priv["object"]["position_cm"], float)
-        move = o + np.array([0.0, 0.0, -1.0]) - np.asarray(arm["position"], float)
-        return "I press down onto the cube.", {"arm": {"position": [round(float(v), 2) for v in move]}}
+        c = priv["container"]
+        wall = np.asarray(c["position_cm"], float) + np.array([c["radius_cm"] + 0.4, 0.0, 0.0])
+        wall[2] = c["rim_height_cm"] - 2.0
+        move = wall - np.asarray(arm["position"], float)
+        return "I press down onto the bowl's wall.", {"arm": {"position": [round(float(v), 2) for v in move]}}
 
-    backend = make_backend("pick_cube", panda, render=False)
+    backend = make_backend("place_in_bowl", panda, render=False)
     try:
         episode = Episode(
             backend,
             panda_kin,
-            ScriptedPolicy("pick_cube", expert=within_caps(press)),
+            ScriptedPolicy("place_in_bowl", expert=within_caps(press)),
             EpisodeConfig(max_turns=14),
         )
         episode.run(0)
