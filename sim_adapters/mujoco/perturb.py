@@ -237,8 +237,9 @@ class Perturber:
         drawn: dict[str, Any] = {}
         for body in self._loose_bodies():
             name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, body) or str(body)
-            friction = float(rng.uniform(1 - PHYSICS_JITTER, 1 + PHYSICS_JITTER))
-            mass = float(rng.uniform(1 - PHYSICS_JITTER, 1 + PHYSICS_JITTER))
+            # rounded as recorded, so the record replays exactly
+            friction = round(float(rng.uniform(1 - PHYSICS_JITTER, 1 + PHYSICS_JITTER)), 4)
+            mass = round(float(rng.uniform(1 - PHYSICS_JITTER, 1 + PHYSICS_JITTER)), 4)
             shift = rng.uniform(-START_SHIFT_CM, START_SHIFT_CM, size=2)
             geoms = m.geom_bodyid == body
             m.geom_friction[geoms] = m.geom_friction[geoms] * friction
@@ -246,8 +247,8 @@ class Perturber:
             m.body_inertia[body] = m.body_inertia[body] * mass
             self._shift_cm[name] = [round(float(v), 3) for v in shift]
             drawn[name] = {
-                "friction_scale": round(friction, 4),
-                "mass_scale": round(mass, 4),
+                "friction_scale": friction,
+                "mass_scale": mass,
                 "shift_cm": self._shift_cm[name],
             }
         return {"objects": drawn}
