@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import sys
 import time
 from typing import Any
 
@@ -107,11 +108,18 @@ def main() -> None:
     pairs = cells(args.robots.split(","), expand(args.tasks))
     jobs = [(r, t + suffix, seeds) for r, t in pairs for suffix in ("", f"~{PERTURBATION}")]
     t0 = time.perf_counter()
-    if args.workers > 1:
-        with multiprocessing.get_context("fork").Pool(args.workers) as pool:
-            done = pool.map(_episodes, jobs, chunksize=1)
-    else:
-        done = [_episodes(j) for j in jobs]
+    done: list[list[dict[str, Any]]] = []
+    with multiprocessing.get_context("fork").Pool(max(1, args.workers)) as pool:
+        for batch in pool.imap(_episodes, jobs, chunksize=1):
+            done.append(batch)
+            e = batch[0] if batch else {}
+            wins = sum(x["success"] for x in batch)
+            print(
+                f"[{len(done)}/{len(jobs)}] {e.get('robot')} {e.get('task')}"
+                f"{'~' + PERTURBATION if e.get('perturbed') else ''}: {wins}/{len(batch)}",
+                file=sys.stderr,
+                flush=True,
+            )
     episodes = [e for batch in done for e in batch]
     summary = []
     for r, t in pairs:

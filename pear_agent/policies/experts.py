@@ -8,8 +8,11 @@ sees, so a fumbled grasp or a slipped block is simply retried.
 Their replies are training data, so they honour the robot as a model should: every move stays
 within the arm's per-turn caps and workspace box (`within_caps`: a long move is split over turns),
 heights come from the gripper's geometry and the table top, and when the object has left the table
-or every arm's reach the expert stops (`Stop`: the reply declares the episode done) instead of
-asking for a move it cannot make.
+or every arm's reach the expert stops (`Stop`: the reply holds still and says it cannot finish; it
+declares the episode done only when the task's own check agrees, `chunking.claims_done`) instead
+of asking for a move it cannot make. Stateless as they are, they never ask a third time in a row
+for a move that did not arrive twice (`unstick`, read from the conversation): they back off and
+re-plan.
 
 Units are the protocol's: cm and rad, robot base frame.
 """
@@ -37,9 +40,10 @@ OUT_OF_REACH_CM = 5.0
 
 
 class Stop(dict):
-    """An expert's last action (by part, possibly empty): the reply declares the episode done.
-    Experts stop when nothing they can do would succeed: the object has left the table or every
-    arm's reach, or no grasp fits it."""
+    """An expert's last action (by part, possibly empty): it holds still, and the reply declares
+    the episode done when the task's own check agrees (else it says it cannot finish). Experts stop
+    when nothing they can do would succeed: the object has left the table or every arm's reach, or
+    no grasp fits it."""
 
 
 def _tools(priv: dict[str, Any]) -> dict[str, dict[str, Any]]:
