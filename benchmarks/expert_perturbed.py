@@ -99,7 +99,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--robots", default=",".join(p.stem for p in list_robots()))
     ap.add_argument(
-        "--tasks", default=",".join(t for t, e in TASKS.items() if e.backend == "mujoco") + ",objects"
+        "--tasks",
+        default=",".join(t for t, e in TASKS.items() if e.backend == "mujoco"),
+        help="comma-separated; `objects`: every pick_up_object/<name> (default: the MuJoCo tasks)",
     )
     ap.add_argument("--seeds", default="0-9", help="seeds, e.g. 0-9 or 0,3,5 (default 0-9)")
     ap.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")

@@ -101,10 +101,14 @@ def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 CENTRED_CM = 0.7
 """place_in_bowl: the cube is carried until its centre is this close (sideways) over the bowl's."""
-RELEASE_ABOVE_FLOOR_CM = 1.0
+RELEASE_ABOVE_FLOOR_CM = 2.0
 """The cube is let go with its bottom this far over the bowl's floor, when the open fingers fit
 inside the bowl; else just over the rim."""
 FINGER_CM = 1.5
+"""A finger's thickness and play beside the opening, for whether the open fingers fit in the bowl."""
+OPEN_ENOUGH = 0.5
+"""A gripper reading this open has let the cube go: the hand rises (a finger resting on the cube
+held a Baxter gripper at 0.8 for ever, waiting to read fully open)."""
 """A finger's thickness and play beside the opening, for whether the open fingers fit in the bowl."""
 
 
@@ -142,7 +146,7 @@ def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     holding = _holding(arm, obj)
     g = float(arm.get("gripper", 1.0))
     if priv.get("object_inside") and not holding:
-        if g < 0.9:
+        if g < OPEN_ENOUGH:
             return (
                 "The cube is in the bowl; I open the gripper and hold still while it settles.",
                 {part: _act(None, None, 1.0)},
@@ -181,12 +185,14 @@ def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     floor = float(bowl.get("floor_cm", float(bowl["rim_height_cm"]) - 2.9))
     if opening / 2 + FINGER_CM < radius - 0.5:  # the open fingers fit inside the walls
         release_z = floor + size / 2 + RELEASE_ABOVE_FLOOR_CM
-        release_z = max(release_z, _lowest_tcp_cm(tool, floor) - 0.3)
     else:
         release_z = bowl["rim_height_cm"] + size / 2 + 1.0
-    if o[2] > release_z + 0.5:
+    # the cube goes down to its release height, the fingertips never below the floor's clearance
+    p = np.asarray(arm["position"], float)
+    dz = max(release_z - o[2], _lowest_tcp_cm(tool, floor) - p[2])
+    if dz < -0.5:
         return "The cube is over the middle of the bowl; I lower it inside.", {
-            part: _act(np.array([dxy[0], dxy[1], release_z - o[2]]), None, 0.0)
+            part: _act(np.array([dxy[0], dxy[1], dz]), None, 0.0)
         }
     return "The cube is low in the middle of the bowl; I let go and hold still.", {
         part: _act(None, None, 1.0)
