@@ -329,3 +329,43 @@ def test_never_the_same_blocked_move_three_times_in_a_row_under_physics(panda, p
         (a, sa, _), (b, sb, _), (c, _, _) = hist[i - 2], hist[i - 1], hist[i]
         repeated = sa in FAILED_STATUSES and sb in FAILED_STATUSES and _same_move(a, c) and _same_move(b, c)
         assert not repeated, (i, hist[i - 2 : i + 1])
+
+
+# -- place_in_bowl: where the cube is let go (issue 37) ----------------------------------------------
+def bowl_facts(cube, inside=False, yaw=0.0):
+    return cube_facts(cube, yaw=yaw) | {
+        "task": "place_in_bowl",
+        "container": {"position_cm": [50, 0, 0], "radius_cm": 7.5, "rim_height_cm": 3.5, "floor_cm": 0.6},
+        "object_inside": inside,
+    }
+
+
+def test_the_cube_is_carried_to_the_middle_then_lowered_inside_then_let_go_in_place() -> None:
+    place = SINGLE_ARM_EXPERTS["place_in_bowl"]
+    # 1.2 cm off the middle, over the rim: carried sideways first, not lowered
+    _, act = place(arm_state([51.2, 0, 10], gripper=0.5), bowl_facts([51.2, 0, 10]))
+    assert act["arm"]["position"][0] == pytest.approx(-1.2, abs=0.01) and act["arm"]["position"][2] >= 0
+    # centred: lowered into the bowl, the cube's bottom 2 cm over the floor (centre 0.6 + 2 + 2)
+    _, act = place(arm_state([50.3, 0.2, 10], gripper=0.5), bowl_facts([50.3, 0.2, 10]))
+    assert 10 + act["arm"]["position"][2] == pytest.approx(4.6, abs=0.01)
+    assert act["arm"]["gripper"] == 0.0
+    # down there: let go, and nothing moves while the fingers open
+    _, act = place(arm_state([50.3, 0.2, 4.6], gripper=0.5), bowl_facts([50.3, 0.2, 4.6]))
+    assert act["arm"] == {"gripper": 1.0}
+    # in the bowl, the gripper still opening: hold still; open: rise
+    _, act = place(arm_state([50, 0, 4.6], gripper=0.3), bowl_facts([50, 0, 2.6], inside=True))
+    assert act["arm"] == {"gripper": 1.0}
+    _, act = place(arm_state([50, 0, 4.6], gripper=0.95), bowl_facts([50, 0, 2.6], inside=True))
+    assert act["arm"]["position"][2] > 0
+
+
+def test_a_cube_beside_the_bowl_is_grasped_with_the_fingers_along_the_wall() -> None:
+    """The cube 10 cm from the bowl's centre along +x: the fingers (the tool's y axis) close along
+    the wall (y), so the face yaw taken is the one nearest 0 mod pi, not the one nearest the hand."""
+    place = SINGLE_ARM_EXPERTS["place_in_bowl"]
+    state = arm_state([60, 0, 15], yaw=1.2)
+    _, act = place(state, bowl_facts([60, 0, 2], yaw=0.3))
+    assert act["arm"]["orientation"][2] == pytest.approx(-0.5, abs=0.01)  # towards 0.3 (capped)
+    # far from the bowl: the nearest face yaw, as for pick_cube (1.2 -> 0.3 + pi/2)
+    _, act = place(arm_state([30, -30, 15], yaw=1.2), bowl_facts([30, -30, 2], yaw=0.3))
+    assert act["arm"]["orientation"][2] == pytest.approx(0.5, abs=0.01)  # towards 0.3 + pi/2 (capped)
