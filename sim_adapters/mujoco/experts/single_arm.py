@@ -223,6 +223,12 @@ def _in_room(yaw: float, room: list[float]) -> bool:
     return any(lo <= yaw + k * 2 * np.pi <= hi for k in range(-2, 3))
 
 
+FINAL_PUSH_CM = 6.0
+"""push_to_target: closer than this to the target, the block is pushed only part of the way."""
+FINAL_PUSH_SHARE = 0.7
+"""The share of the remaining distance one push covers in the last stretch."""
+
+
 def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     part, arm, obj, stopped = _arm_and_object(state, priv, "block", grasp=False)
     if stopped:
@@ -254,7 +260,9 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     in_line = lateral < 1.0 and -(standoff + 1.5) < along < -(size / 2 - 0.5)
     if in_line and p[2] < push_z + 1.0:
         contact_gap = max(0.0, -along - size / 2 - 1.2)
-        step = min(dist + contact_gap, contact_gap + 6.0)
+        # the last stretch in shorter pushes: a block pushed all the way at once slid on past the
+        # target, out of the arm's reach behind it, on a slightly more slippery table (issue 37)
+        step = min(dist * FINAL_PUSH_SHARE if dist < FINAL_PUSH_CM else dist, 6.0) + contact_gap
         return (
             f"The block is {dist:.1f} cm from the target centre and I am behind it; I push "
             f"{step:.1f} cm towards the target.",
