@@ -369,3 +369,21 @@ def test_a_cube_beside_the_bowl_is_grasped_with_the_fingers_along_the_wall() -> 
     # far from the bowl: the nearest face yaw, as for pick_cube (1.2 -> 0.3 + pi/2)
     _, act = place(arm_state([30, -30, 15], yaw=1.2), bowl_facts([30, -30, 2], yaw=0.3))
     assert act["arm"]["orientation"][2] == pytest.approx(0.5, abs=0.01)  # towards 0.3 + pi/2 (capped)
+
+
+def test_the_last_stretch_of_a_push_goes_part_of_the_way() -> None:
+    """5 cm from the target the fingers push the block 3.5 cm (70%), not all the way: pushed all
+    the way at once, a block slid on past the target out of the YAM's reach (issue 37)."""
+    facts = cube_facts([45, 0, 2.5], size=5.0) | {
+        "task": "push_to_target",
+        "target": {"position_cm": [50, 0, 0]},
+    }
+    # behind the block on the line, low, closed: 1.2 cm of gap between the fingers and the block
+    _, act = SINGLE_ARM_EXPERTS["push_to_target"](
+        arm_state([45 - 2.5 - 1.2 - 1.0, 0, 2.5], gripper=0.0), facts
+    )
+    assert act["arm"]["position"][0] == pytest.approx(0.7 * 5.0 + 1.0, abs=0.02)
+    # far away, the full 6 cm push as before
+    far = facts | {"target": {"position_cm": [70, 0, 0]}}
+    _, act = SINGLE_ARM_EXPERTS["push_to_target"](arm_state([45 - 2.5 - 1.2 - 1.0, 0, 2.5], gripper=0.0), far)
+    assert act["arm"]["position"][0] == pytest.approx(6.0 + 1.0, abs=0.02)
