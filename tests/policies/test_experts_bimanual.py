@@ -26,10 +26,11 @@ def test_yam_one_arm_tasks_as_strong_as_any_arm(yam, yam_kin, task: str) -> None
     """The YAM's one-arm tasks (its left arm) on seeds 0-19: at least 19 of 20 each (pick 14,
     place 6, push 17 before the finger armature and stiff finger contacts of robots/yam_bimanual.yaml).
     The margin, from `benchmarks/expert_perturbed.py` (issue 37,
-    `benchmarks/results/expert_perturbed-issue37-yam-one-arm.json`): 20/20 each as they are, and
-    under small physics perturbations pick, place and conveyor 20/20, push 19/20. Place was
-    18/20 on another CPU (the cube let go over the rim and flung out of the bowl): it now lowers
-    the cube into the bowl and lets go with the hand still."""
+    `benchmarks/results/expert_perturbed-issue37-yam-one-arm.json`): 20/20 each as they are and
+    20/20 each under small physics perturbations. Place was 18/20 on another CPU (the cube let go
+    over the rim and flung out of the bowl): it now lowers the cube into the bowl and lets go with
+    the hand still; push was 19/20 perturbed (a block pushed all the way slid out of reach): the
+    last stretch now goes in shorter pushes."""
     rate, failures = expert_success_rate(task, yam, yam_kin, range(20))
     assert rate >= 0.95, failures
 
