@@ -116,8 +116,10 @@ def arms(left, right, g=1.0, yaw=(np.pi / 2, -np.pi / 2)) -> dict:
     }
 
 
-def test_a_bar_off_the_table_stops_both_arms_with_done() -> None:
-    """The issue's episode: the bar fell off the table and the expert sent move_cm -293."""
+def test_a_bar_off_the_table_stops_both_arms_without_claiming_done() -> None:
+    """The issue's episode: the bar fell off the table and the expert sent move_cm -293. Now both
+    arms hold still and the reply says the expert cannot finish; it is not `done` (issue 37: only
+    the task's own check may agree to that)."""
     from pear_agent.backend import Observation
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply
@@ -130,7 +132,8 @@ def test_a_bar_off_the_table_stops_both_arms_with_done() -> None:
     obs = Observation(joints_rad={}, gripper={}, images={}, time_s=0.0, success=False, privileged=facts)
     reply = scripted_policy("bimanual_pickup").act([], TurnContext(1, "bimanual_pickup", state, obs))
     parsed = parse_reply(reply.text, load_robot("yam_bimanual"))
-    assert parsed.done and all(p.position_cm is None for p in parsed.parts.values())
+    assert not parsed.done and all(p.position_cm is None for p in parsed.parts.values())
+    assert "I cannot finish the task" in reply.text
 
 
 def test_far_grasp_points_are_approached_within_the_caps() -> None:
