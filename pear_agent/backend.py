@@ -65,6 +65,11 @@ class Outcome:
         return f"{self.status}: {self.detail}" if self.detail else self.status
 
 
+TASK_SUCCESS = "task_success"
+"""The privileged fact a simulator adds beside its task's facts: whether the task's own success
+check holds now (a scripted expert claims done only when it does)."""
+
+
 @dataclass(frozen=True)
 class TaskInfo:
     name: str

@@ -52,7 +52,8 @@ class Grasp(_Strict):
     height_cm: float | None = Field(
         None,
         description="height of the closing fingers' centre above the object's bottom "
-        "(default: 2 cm below its top, at most its middle height + 3 cm)",
+        "(default: its middle height when it is no taller than it is wide, else 2 cm below its top, "
+        "at most its middle height + 3 cm)",
     )
     across: Literal["narrow", "x", "y"] = Field(
         "narrow",

@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
 from pear_agent.policies.chunking import expert_chunk
-from pear_agent.policies.experts import Expert
+from pear_agent.policies.experts import Expert, reply_history, unstick
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
 from pear_agent.policies.openai_wire import PearRequestFields
 from pear_agent.protocol.actions import reply_text, wire_chunk
@@ -75,6 +75,9 @@ def expert_reply(body: dict[str, Any]) -> tuple[str, str]:
         raise ValueError(f"no scripted expert for task {task!r}; experts exist for {sorted(EXPERTS)}")
     try:
         reasoning, steps, done = expert_chunk(expert, priv.state, priv.facts, priv.max_chunk)
+        if not done:  # the in-process expert's rule, from the same conversation
+            history = reply_history(body.get("messages") or [])
+            reasoning, steps = unstick(reasoning, steps, history, priv.state, priv.facts)
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"malformed {PRIVILEGED_KEY}: {type(exc).__name__}: {exc}") from None
     return reasoning, reply_text(reasoning, wire_chunk(steps, done=done))

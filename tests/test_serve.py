@@ -148,3 +148,33 @@ def test_streamed_answer_matches_the_unstreamed_one(panda, facts, reasoning_fiel
     assert usage is not None and usage.total_tokens == whole.usage.total_tokens
     assert bool("".join(reasoning)) is reasoning_field
     assert "arm" in parse_reply(text, panda).parts
+
+
+def test_the_served_expert_backs_off_a_third_identical_failed_move(panda, facts) -> None:
+    """The served expert reads the conversation as the in-process one does: after its own move
+    came back blocked twice in a row, the third request for it gets a back-off instead."""
+    priv = json.loads(json.dumps(facts))
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "Turn 1 of 25."}]}]
+    with serve_in_thread() as url:
+        _, first = _post(url, {"model": "x", "messages": msgs, "pear_privileged": priv})
+        reply = first["choices"][0]["message"]["content"]
+        blocked = {"role": "user", "content": "Turn 2 of 25.\nLast action: blocked: arm stopped short"}
+        for _ in range(2):
+            msgs += [{"role": "assistant", "content": reply}, blocked]
+        _, third = _post(url, {"model": "x", "messages": msgs, "pear_privileged": priv})
+    text = third["choices"][0]["message"]["content"]
+    assert text.startswith("I back off") and parse_reply(text, panda).parts["arm"].position_cm[2] > 0
+    assert text != reply
+
+
+@pytest.mark.parametrize("task_success", [False, True])
+def test_the_served_expert_claims_done_only_when_the_task_agrees(panda, facts, task_success: bool) -> None:
+    priv = json.loads(json.dumps(facts))
+    priv["facts"]["object"]["position_cm"][2] = -290.0  # on the floor: the expert stops
+    priv["facts"]["task_success"] = task_success
+    msgs = [{"role": "user", "content": [{"type": "text", "text": "Turn 3 of 25."}]}]
+    with serve_in_thread() as url:
+        _, body = _post(url, {"model": "x", "messages": msgs, "pear_privileged": priv})
+    text = body["choices"][0]["message"]["content"]
+    assert parse_reply(text, panda).done is task_success
+    assert ("I cannot finish the task" in text) is not task_success

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.backend import TASK_SUCCESS
 from pear_agent.policies.experts import Expert, Stop, _holding, _tools, wrap
 
 CONTACT_MARGIN_CM = 1.5
@@ -99,14 +100,31 @@ def _nothing(step: dict[str, Any], commanded: dict[str, float]) -> bool:
     return True
 
 
+def claims_done(priv: dict[str, Any]) -> bool:
+    """May an expert's `Stop` declare the episode done? Only when the task's own success check
+    agrees (`task_success`, which the MuJoCo backend adds to every turn's facts): an expert that
+    cannot finish says so and holds still, it never claims a task done that is not (issue 37: the
+    Panda's ball rolled out of reach and the expert's `done` ended six episodes of ten)."""
+    return priv.get(TASK_SUCCESS) is True
+
+
+def cannot_finish(why: str) -> str:
+    """A `Stop`'s reasoning when the task is not done: it says it cannot, and claims nothing."""
+    reason = why.split(":", 1)[0]
+    return f"{reason}: I cannot finish the task from here; I hold still and do not claim it done."
+
+
 def expert_chunk(
     expert: Expert, state: dict[str, Any], priv: dict[str, Any], max_chunk: int
 ) -> tuple[str, list[dict[str, Any]], bool]:
     """(reasoning, steps, done): up to `max_chunk` steps of `expert`, each planned on the state the
-    previous ones predict. `done`: the expert stopped (its last reply declares the task over)."""
+    previous ones predict. `done`: the expert stopped and the task's own check agrees (`claims_done`)."""
     why, action = expert(state, priv)
-    if isinstance(action, Stop) or max_chunk <= 1:
-        return why, [dict(action)], isinstance(action, Stop)
+    if isinstance(action, Stop):
+        done = claims_done(priv)
+        return (why if done else cannot_finish(why)), [dict(action)], done
+    if max_chunk <= 1:
+        return why, [dict(action)], False
     state, priv = copy.deepcopy(state), copy.deepcopy(priv)
     tools = _tools(priv)
     objects = _objects(priv)

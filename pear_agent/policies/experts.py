@@ -8,8 +8,11 @@ sees, so a fumbled grasp or a slipped block is simply retried.
 Their replies are training data, so they honour the robot as a model should: every move stays
 within the arm's per-turn caps and workspace box (`within_caps`: a long move is split over turns),
 heights come from the gripper's geometry and the table top, and when the object has left the table
-or every arm's reach the expert stops (`Stop`: the reply declares the episode done) instead of
-asking for a move it cannot make.
+or every arm's reach the expert stops (`Stop`: the reply holds still and says it cannot finish; it
+declares the episode done only when the task's own check agrees, `chunking.claims_done`) instead
+of asking for a move it cannot make. Stateless as they are, they never ask a third time in a row
+for a move that did not arrive twice (`unstick`, read from the conversation): they back off and
+re-plan.
 
 Units are the protocol's: cm and rad, robot base frame.
 """
@@ -17,7 +20,9 @@ Units are the protocol's: cm and rad, robot base frame.
 from __future__ import annotations
 
 import functools
+import json
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +40,10 @@ OUT_OF_REACH_CM = 5.0
 
 
 class Stop(dict):
-    """An expert's last action (by part, possibly empty): the reply declares the episode done.
-    Experts stop when nothing they can do would succeed: the object has left the table or every
-    arm's reach, or no grasp fits it."""
+    """An expert's last action (by part, possibly empty): it holds still, and the reply declares
+    the episode done when the task's own check agrees (else it says it cannot finish). Experts stop
+    when nothing they can do would succeed: the object has left the table or every arm's reach, or
+    no grasp fits it."""
 
 
 def _tools(priv: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -236,3 +242,135 @@ def push_line(
     lateral = float(np.linalg.norm(r - along * u))
     grip = 0.0 if float(arm.get("gripper", 1.0)) > 0.2 else None
     return dist, u, push_z, along, lateral, grip
+
+
+# -- never the same failed move more than twice ------------------------------------------------
+REPEATS_ALLOWED = 2
+"""How many times in a row an expert may ask for the same move that did not arrive."""
+FAILED_STATUSES = frozenset({"blocked", "ik_failed", "timeout"})
+"""Outcomes that mean the move did not arrive (the arm stopped short, IK refused it, it timed out)."""
+SAME_MOVE_CM = 1.0
+"""Two asked moves within this many cm (and 0.05 rad, the same grip) are the same move."""
+BACK_OFF_CM = 4.0
+"""A back-off rises this far and steps this far back against the blocked move's sideways part."""
+BACK_OFF_SAYS = "I back off"
+"""How a back-off reply begins (the next back-offs of the episode turn their direction by it)."""
+
+_FENCE = re.compile(r"```json\s*(\{.*?\})\s*```", re.S)
+_LAST = re.compile(r"Last action:\s*([a-z_]+)")
+_INTERNAL = {"move_cm": "position", "turn_rad": "orientation", "gripper": "gripper"}
+"""Wire quantity -> an expert's internal name (`pear_agent.protocol.actions.wire_action`, reversed)."""
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    return " ".join(c.get("text", "") for c in content or [] if isinstance(c, dict))
+
+
+def reply_history(messages: list[dict[str, Any]]) -> list[tuple[dict[str, Any] | None, str | None, str]]:
+    """(the first step each earlier reply asked for, by part, or None when unreadable; the outcome
+    status the next turn reported; the reply's text), oldest first, read from the conversation
+    alone: the in-process expert and the served one (`pear-agent serve`) see the same history."""
+    out: list[tuple[dict[str, Any] | None, str | None, str]] = []
+    for i, m in enumerate(messages):
+        if m.get("role") != "assistant":
+            continue
+        text = _text(m.get("content"))
+        step: dict[str, Any] | None = None
+        found = _FENCE.findall(text)
+        if found:
+            try:
+                wire = json.loads(found[-1]).get("action")
+                first = wire[0] if isinstance(wire, list) and wire else wire
+                step = {
+                    part: {_INTERNAL[k]: v for k, v in body.items() if k in _INTERNAL}
+                    for part, body in first.items()
+                }
+            except (ValueError, AttributeError, TypeError, IndexError):
+                step = None
+        status = None
+        nxt = messages[i + 1] if i + 1 < len(messages) else None
+        if nxt is not None and nxt.get("role") == "user":
+            said = _LAST.search(_text(nxt.get("content")))
+            status = said.group(1) if said else None
+        out.append((step, status, text))
+    return out
+
+
+def _moving(step: dict[str, Any]) -> dict[str, Any]:
+    return {p: a for p, a in step.items() if isinstance(a, dict) and a}
+
+
+def _same_move(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    if a is None or b is None:
+        return False
+    a, b = _moving(a), _moving(b)
+    if not a or set(a) != set(b):
+        return False
+    for part in a:
+        pa, pb = a[part] or {}, b[part] or {}
+        if not isinstance(pa, dict) or not isinstance(pb, dict):
+            return False
+        va, vb = (
+            np.asarray(pa.get("position") or [0, 0, 0], float),
+            np.asarray(pb.get("position") or [0, 0, 0], float),
+        )
+        if va.shape != vb.shape or float(np.linalg.norm(va - vb)) > SAME_MOVE_CM:
+            return False
+        ra, rb = (
+            np.asarray(pa.get("orientation") or [0, 0, 0], float),
+            np.asarray(pb.get("orientation") or [0, 0, 0], float),
+        )
+        if ra.shape != rb.shape or float(np.max(np.abs(wrap(ra - rb)))) > 0.05:
+            return False
+        ga, gb = pa.get("gripper"), pb.get("gripper")
+        if (ga is None) != (gb is None) or (ga is not None and abs(float(ga) - float(gb)) > 0.2):
+            return False
+    return True
+
+
+def unstick(
+    why: str,
+    steps: list[dict[str, Any]],
+    history: list[tuple[dict[str, Any] | None, str | None, str]],
+    state: State,
+    priv: dict[str, Any],
+) -> tuple[str, list[dict[str, Any]]]:
+    """The expert's reply, unless it asks a third time in a row for a move that did not arrive the
+    last two times (`REPEATS_ALLOWED`): then a back-off instead, so the stateless expert re-plans
+    from a new pose. Each arm in the repeated move rises `BACK_OFF_CM` and steps back against the
+    move's sideways part (turned a quarter further round at each later back-off of the episode, so
+    a re-plan does not meet the same wall); from the third back-off on, an arm whose gripper is
+    closed also opens it, so the expert grasps again from the start."""
+    if len(history) < REPEATS_ALLOWED or not steps:
+        return why, steps
+    first = _moving(steps[0])
+    recent = history[-REPEATS_ALLOWED:]
+    if not all(s in FAILED_STATUSES and _same_move(a, first) for a, s, _ in recent):
+        return why, steps
+    k = sum(text.startswith(BACK_OFF_SAYS) for _, _, text in history)
+    turn = k * math.pi / 2
+    rot = np.array([[math.cos(turn), -math.sin(turn)], [math.sin(turn), math.cos(turn)]])
+    back: dict[str, Any] = {}
+    for part, act in first.items():
+        if part not in state:
+            continue
+        move = np.asarray(act.get("position") or [0.0, 0.0, 0.0], float)
+        side = -move[:2]
+        norm = float(np.linalg.norm(side))
+        side = rot @ (side / norm) * BACK_OFF_CM if norm > 0.3 else rot @ np.array([-BACK_OFF_CM, 0.0])
+        up = BACK_OFF_CM if move[2] <= 0.5 else -min(BACK_OFF_CM, 0.5 * float(move[2]))
+        out: dict[str, Any] = {"position": [round(float(side[0]), 2), round(float(side[1]), 2), round(up, 2)]}
+        if k >= 2 and float(state[part].get("gripper", 1.0)) < 0.85:
+            out["gripper"] = 1.0
+        back[part] = out
+    if not back:
+        return why, steps
+    cap_action(state, priv, back)
+    told = " and open the gripper to grasp again" if any("gripper" in a for a in back.values()) else ""
+    return (
+        f"{BACK_OFF_SAYS}: the same move did not arrive {REPEATS_ALLOWED} times in a row, so I move "
+        f"away from where it stopped{told} and plan again from there.",
+        [back],
+    )

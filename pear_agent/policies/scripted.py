@@ -9,7 +9,7 @@ import numpy as np
 
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.chunking import expert_chunk
-from pear_agent.policies.experts import Expert, cap_action
+from pear_agent.policies.experts import Expert, cap_action, reply_history, unstick
 from pear_agent.protocol.actions import reply_text, wire_chunk
 from pear_agent.protocol.prompts import Message
 
@@ -49,6 +49,8 @@ class ScriptedPolicy:
         t0 = time.perf_counter()
         priv = ctx.observation.privileged
         reasoning, steps, done = expert_chunk(self.expert, ctx.state, priv, int(ctx.max_chunk or 1))
+        if not done:  # never the same failed move a third time in a row: back off and re-plan
+            reasoning, steps = unstick(reasoning, steps, reply_history(messages), ctx.state, priv or {})
         if self.action_noise_cm > 0:
             for action in steps:
                 for part in action.values():

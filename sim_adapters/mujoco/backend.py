@@ -13,7 +13,15 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import ControlFrame, FrameSink, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.backend import (
+    TASK_SUCCESS,
+    ControlFrame,
+    FrameSink,
+    Observation,
+    Outcome,
+    PartCommand,
+    TaskInfo,
+)
 from pear_agent.motion import SettleJudge
 from pear_agent.robot_config import RobotConfig, RobotConfigError
 
@@ -196,6 +204,7 @@ class MujocoBackend:
         self._task.reset(m, d, rng)
         instruction = self._task.instruction
         if self.perturber is not None:
+            self.perturber.place(d)
             instruction = self.perturber.instruction(instruction)
         self.task = TaskInfo(self.task_name, instruction, self._task.max_turns)
         mujoco.mj_forward(m, d)
@@ -215,13 +224,15 @@ class MujocoBackend:
             images = {name: self.render(name) for name, c in self.robot.cameras.items() if c.sim}
             if self.perturber is not None:  # what the model is sent (sensor noise), not the video
                 images = {name: self.perturber.image(img) for name, img in images.items()}
+        success = bool(self._task.success(self.model, d))
         return Observation(
             joints_rad={n: d.qpos[io.qadr].copy() for n, io in self.parts.items()},
             gripper={n: io.gripper_opening(d) for n, io in self.parts.items() if io.gripper},
             images=images,
             time_s=float(d.time),
-            success=bool(self._task.success(self.model, d)),
-            privileged=self._task.privileged(self.model, d),
+            success=success,
+            # the task's own verdict beside its facts: an expert claims done only when it agrees
+            privileged={**self._task.privileged(self.model, d), TASK_SUCCESS: success},
         )
 
     def set_frame_sink(self, sink: FrameSink | None, fps: float = 10.0) -> None:

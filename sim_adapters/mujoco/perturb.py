@@ -14,6 +14,10 @@ and recorded with its drawn values in the episode's header and result. What each
 - `instruction`: the task's instruction in other words (its class's `paraphrases`).
 - `layout`: the objects' placements mirrored across the task region (left becomes right), and
   their yaws with them. This changes the plan, not only the view.
+- `physics`: small physical jitter of the task's loose objects (bodies on a free joint): each one's
+  friction and mass scaled by up to +-`PHYSICS_JITTER` (5%) and its start position shifted by up to
+  `START_SHIFT_CM` (3 mm) on the table. Not a new task, the same task on a slightly different
+  table: a scripted expert that succeeds only on the exact floats of one CPU loses here.
 """
 
 from __future__ import annotations
@@ -32,6 +36,10 @@ __all__ = ["DIMENSIONS", "VISUAL_ONLY", "Perturber", "add_table_materials", "spl
 
 TABLE_TEXTURES: tuple[str, ...] = ("checker", "gradient", "speckle")
 TABLE_MATERIAL = f"{RUNTIME_PREFIX}table_alt_"
+PHYSICS_JITTER = 0.05
+"""`physics`: the most a loose object's friction and mass are scaled up or down (a fraction)."""
+START_SHIFT_CM = 0.3
+"""`physics`: the most a loose object's start position moves on the table (cm, per axis x and y)."""
 """Materials added to every scene for the `table` perturbation (unused otherwise)."""
 
 
@@ -78,6 +86,9 @@ class _Baseline:
     headlight_ambient: np.ndarray
     table_rgba: np.ndarray
     table_matid: int
+    geom_friction: np.ndarray
+    body_mass: np.ndarray
+    body_inertia: np.ndarray
 
 
 def _rotation_quat(axis: np.ndarray, angle_rad: float) -> np.ndarray:
@@ -117,7 +128,11 @@ class Perturber:
             np.array(m.vis.headlight.ambient, dtype=float),
             m.geom_rgba[table].copy(),
             int(m.geom_matid[table]),
+            m.geom_friction.copy(),
+            m.body_mass.copy(),
+            m.body_inertia.copy(),
         )
+        self._shift_cm: dict[str, list[float]] = {}
 
     def rng(self, seed: int) -> np.random.Generator:
         """The dimension's own stream: independent of the task's placement draws for the seed."""
@@ -133,6 +148,10 @@ class Perturber:
         m.vis.headlight.ambient[:] = b.headlight_ambient
         m.geom_rgba[self._table_geom] = b.table_rgba
         m.geom_matid[self._table_geom] = b.table_matid
+        m.geom_friction[:] = b.geom_friction
+        m.body_mass[:] = b.body_mass
+        m.body_inertia[:] = b.body_inertia
+        self._shift_cm = {}
 
     def reset(self, seed: int, task: str) -> dict[str, Any]:
         """Restore the scene, then draw and apply this seed's perturbation; the drawn values."""
@@ -204,6 +223,32 @@ class Perturber:
     def _layout(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
         return {"mirrored": True}
 
+    def _loose_bodies(self) -> list[int]:
+        """The bodies on a free joint (the task's loose objects; a robot's bodies never are)."""
+        m = self.model
+        return [int(m.jnt_bodyid[j]) for j in range(m.njnt) if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE]
+
+    def _physics(self, rng: np.random.Generator, task: str) -> dict[str, Any]:
+        m = self.model
+        drawn: dict[str, Any] = {}
+        for body in self._loose_bodies():
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, body) or str(body)
+            # rounded as recorded, so the record replays exactly
+            friction = round(float(rng.uniform(1 - PHYSICS_JITTER, 1 + PHYSICS_JITTER)), 4)
+            mass = round(float(rng.uniform(1 - PHYSICS_JITTER, 1 + PHYSICS_JITTER)), 4)
+            shift = rng.uniform(-START_SHIFT_CM, START_SHIFT_CM, size=2)
+            geoms = m.geom_bodyid == body
+            m.geom_friction[geoms] = m.geom_friction[geoms] * friction
+            m.body_mass[body] = m.body_mass[body] * mass
+            m.body_inertia[body] = m.body_inertia[body] * mass
+            self._shift_cm[name] = [round(float(v), 3) for v in shift]
+            drawn[name] = {
+                "friction_scale": friction,
+                "mass_scale": mass,
+                "shift_cm": self._shift_cm[name],
+            }
+        return {"objects": drawn}
+
     # -- what the backend asks -------------------------------------------------------------
     def image(self, image: np.ndarray) -> np.ndarray:
         """An image as the model is sent it (pixel noise for `noise`; others unchanged)."""
@@ -211,6 +256,16 @@ class Perturber:
             return image
         noisy = image.astype(np.float32) + self._noise_rng.normal(0, self.params["sigma"], image.shape)
         return np.clip(noisy, 0, 255).astype(np.uint8)
+
+    def place(self, data: mujoco.MjData) -> None:
+        """After the task placed its objects: move each loose object by its drawn start shift
+        (`physics`; nothing for the other dimensions)."""
+        m = self.model
+        for name, shift in self._shift_cm.items():
+            body = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, name)
+            joint = int(m.body_jntadr[body])
+            adr = int(m.jnt_qposadr[joint])
+            data.qpos[adr : adr + 2] += np.asarray(shift, float) / 100.0
 
     def instruction(self, text: str) -> str:
         return str(self.params.get("instruction", text))

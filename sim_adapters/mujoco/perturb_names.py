@@ -3,7 +3,7 @@ the family lists and checks task names before any simulator is built (`perturb` 
 
 from __future__ import annotations
 
-DIMENSIONS: tuple[str, ...] = ("camera", "lighting", "table", "noise", "instruction", "layout")
+DIMENSIONS: tuple[str, ...] = ("camera", "lighting", "table", "noise", "instruction", "layout", "physics")
 """The perturbation dimensions, in the order their seeds are derived."""
 
 VISUAL_ONLY = frozenset({"camera", "lighting", "table", "noise"})

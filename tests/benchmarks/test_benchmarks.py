@@ -21,6 +21,7 @@ CASES = {
     "parser_fuzz": ["--examples", "300"],
     "abandoned_decision": ["--reps", "1", "--max-tokens", "200"],
     "expert_success": ["--robots", "panda", "--tasks", "pick_cube,bimanual_pickup", "--seeds", "1"],
+    "expert_perturbed": ["--robots", "panda", "--tasks", "pick_cube,bimanual_pickup", "--seeds", "0"],
     "concurrency": ["--sizes", "3", "--decision-s", "0.2", "--turns", "2", "--waves", "1"],
     "chunk_turns": ["--tasks", "pick_cube", "--chunks", "1,4", "--seeds", "1"],
     "roadster_plans": ["--flights", "1", "--bands", "light", "--latencies", "1.0"],
@@ -79,6 +80,14 @@ def test_benchmark_script_prints_json(name: str, tmp_path: Path) -> None:
     elif name == "parser_fuzz":
         assert out["examples"] == 300 and out["foreign_exceptions"] == 0
         assert out["outcomes"]["ActionError"] > 0 and out["outcomes"]["action"] > 0
+    elif name == "expert_perturbed":  # one cell, run as it is and under `physics`, recorded
+        (cell,) = out["cells"]
+        assert cell["task"] == "pick_cube" and cell["seeds"] == 1
+        plain, pert = sorted(out["episodes"], key=lambda e: e["perturbed"])
+        assert (
+            plain["perturbation"] is None
+            and 0.95 <= pert["perturbation"]["objects"]["cube"]["mass_scale"] <= 1.05
+        )
     elif name == "expert_success":  # the Panda cannot do a two-arm task: one cell
         (cell,) = out["cells"]
         assert cell["task"] == "pick_cube" and cell["seeds"] == 1 and cell["replies"] >= 1

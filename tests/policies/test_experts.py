@@ -1,5 +1,6 @@
 """The scripted expert must solve each task on >= 90% of seeds 0-49 (the baseline's contract)."""
 
+import json
 import math
 
 import numpy as np
@@ -8,7 +9,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pear_agent.arm_environment import arm_episode
-from pear_agent.policies.experts import Stop, wrap
+from pear_agent.policies.experts import (
+    BACK_OFF_SAYS,
+    FAILED_STATUSES,
+    Stop,
+    _same_move,
+    reply_history,
+    unstick,
+    wrap,
+)
 from pear_agent.registry import make_backend
 from pear_agent.robot_loader import load_robot
 from pear_agent.task_experts import scripted_policy
@@ -125,20 +134,27 @@ def test_no_single_arm_expert_asks_beyond_the_caps(pos, obj, yaw, grip, step, tu
     assert within(action.get("arm", {}), tool), action
 
 
-def test_a_cube_on_the_floor_ends_the_episode_with_done() -> None:
+@pytest.mark.parametrize("task_success", [None, False, True])
+def test_a_cube_on_the_floor_stops_the_expert_but_done_needs_the_tasks_check(task_success) -> None:
+    """The expert stops (it holds still); it claims done only when the task's own success check
+    agrees (`task_success`, issue 37), else it says it cannot finish."""
     from pear_agent.backend import Observation
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply
 
     state = arm_state([50, 0, 20])
     facts = cube_facts([50, 0, -293])
+    if task_success is not None:
+        facts["task_success"] = task_success
     why, action = SINGLE_ARM_EXPERTS["pick_cube"](state, facts)
     assert isinstance(action, Stop) and "fallen off the table" in why
     obs = Observation(joints_rad={}, gripper={}, images={}, time_s=0.0, success=False, privileged=facts)
     reply = scripted_policy("pick_cube").act([], TurnContext(1, "pick_cube", state, obs))
     parsed = parse_reply(reply.text, load_robot("panda"))
     arm = parsed.parts["arm"]  # a hold: nothing moves
-    assert parsed.done and arm.position_cm is None and arm.orientation_rad is None and arm.gripper is None
+    assert arm.position_cm is None and arm.orientation_rad is None and arm.gripper is None
+    assert parsed.done is bool(task_success)
+    assert ("I cannot finish the task" in reply.text) is not bool(task_success)
 
 
 def test_a_cube_beyond_reach_or_wider_than_the_gripper_stops() -> None:
@@ -190,13 +206,15 @@ def test_the_grasp_height_keeps_the_fingertips_off_the_table(fingertip_cm: float
     assert target_z == pytest.approx(max(7 + 0.3, 5.0 + fingertip_cm + 0.5), abs=0.02)
 
 
-def test_an_episode_whose_cube_falls_off_ends_done_not_invalid(panda, panda_kin) -> None:
+def test_an_episode_whose_cube_falls_off_never_claims_done(panda, panda_kin) -> None:
     """The real loop: the cube is swept onto the floor after the expert's first move; the expert
-    says it is done on the next turn instead of asking for moves it cannot make."""
+    says it cannot finish and holds still (no move it cannot make, no invalid reply) and never
+    claims the task done: the episode runs out of turns."""
     result, episode = expert_with_object_swept_off("pick_cube", panda, panda_kin, "cube", (0.5, 0.9, -0.7))
-    assert result.end_reason == "done" and not result.success and result.invalid_replies == 0
-    assert result.turns == 3
-    assert "fallen off the table" in episode.messages[-1]["content"]
+    assert result.end_reason == "turn_limit" and not result.success and result.invalid_replies == 0
+    replies = [m["content"] for m in episode.messages if m["role"] == "assistant"]
+    assert all('"done": true' not in r for r in replies)
+    assert all("fallen off the table" in r and "I cannot finish the task" in r for r in replies[2:])
 
 
 def test_the_push_turns_the_fingers_the_way_the_wrist_can() -> None:
@@ -213,3 +231,159 @@ def test_the_push_turns_the_fingers_the_way_the_wrist_can() -> None:
     facts["tool"] = TOOL | {"yaw_room_rad": [0.62, 4.81]}
     _, held = SINGLE_ARM_EXPERTS["push_to_target"](state, facts)
     assert held["arm"]["orientation"][2] > 0.4  # towards 3.58, inside the wrist's room
+
+
+# -- never the same failed move more than twice in a row (issue 37) ---------------------------------
+def _turn(move, status):
+    """An assistant reply asking for `move` and the next turn's report of its outcome."""
+    wire = {"action": {"arm": {"move_cm": move}}}
+    return [
+        {"role": "assistant", "content": f"I move.\n```json\n{json.dumps(wire)}\n```"},
+        {"role": "user", "content": [{"type": "text", "text": f"Turn 9 of 30.\nLast action: {status}: why"}]},
+    ]
+
+
+def test_reply_history_reads_moves_and_outcomes_from_the_conversation() -> None:
+    msgs = [
+        {"role": "user", "content": "Turn 1"},
+        *_turn([0, 0, -3], "blocked"),
+        *_turn([1, 2, 3], "reached"),
+    ]
+    hist = reply_history(msgs)
+    assert [(a, s) for a, s, _ in hist] == [
+        ({"arm": {"position": [0, 0, -3]}}, "blocked"),
+        ({"arm": {"position": [1, 2, 3]}}, "reached"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("statuses", "backs_off"),
+    [
+        (["blocked", "blocked"], True),
+        (["ik_failed", "timeout"], True),
+        (["reached", "blocked"], False),  # only twice in a row counts
+        (["blocked"], False),
+    ],
+)
+def test_a_third_identical_failed_move_becomes_a_back_off(statuses, backs_off) -> None:
+    move = [0.0, 3.0, -4.0]
+    history = reply_history([m for s in statuses for m in _turn(move, s)])
+    state = arm_state([50, 0, 10], gripper=0.5)
+    why, steps = unstick(
+        "I lower.", [{"arm": {"position": [0.3, 3.2, -4.1]}}], history, state, cube_facts([50, 0, 2])
+    )
+    assert why.startswith(BACK_OFF_SAYS) is backs_off
+    if backs_off:
+        back = np.asarray(steps[0]["arm"]["position"])
+        assert back[2] > 0 and back[1] < 0  # up, and away from where the move was going
+        assert "gripper" not in steps[0]["arm"]  # the first back-offs keep the grasp
+
+
+def test_later_back_offs_turn_their_direction_and_then_let_go() -> None:
+    move = [0.0, 3.0, -4.0]
+    turns = [m for s in ("blocked", "blocked") for m in _turn(move, s)]
+    earlier = [{"role": "assistant", "content": f"{BACK_OFF_SAYS}: ..."}] * 2
+    history = reply_history(earlier + turns)
+    state = arm_state([50, 0, 10], gripper=0.5)
+    why, steps = unstick("I lower.", [{"arm": {"position": move}}], history, state, cube_facts([50, 0, 2]))
+    back = np.asarray(steps[0]["arm"]["position"])
+    assert why.startswith(BACK_OFF_SAYS) and steps[0]["arm"]["gripper"] == 1.0 and "grasp again" in why
+    assert back[1] > 0  # the third back-off of the episode: turned half round (the first went -y)
+
+
+def test_never_the_same_blocked_move_three_times_in_a_row_under_physics(panda, panda_kin) -> None:
+    """A real blocked move: an expert that presses the closed gripper down onto the bowl's wall (the
+    fingers stop on it, the outcome says blocked) asks for it again every turn; the shared
+    machinery lets it through twice in a row at most, then backs off, and the expert re-plans."""
+    from pear_agent.episode import EpisodeConfig
+    from pear_agent.policies.experts import within_caps
+    from pear_agent.policies.scripted import ScriptedPolicy
+
+    def press(state, priv):
+        arm = state["arm"]
+        if float(arm["gripper"]) > 0.5:
+            return "I close the gripper.", {"arm": {"gripper": 0.0}}
+        c = priv["container"]
+        wall = np.asarray(c["position_cm"], float) + np.array([c["radius_cm"] + 0.4, 0.0, 0.0])
+        wall[2] = c["rim_height_cm"] - 2.0
+        move = wall - np.asarray(arm["position"], float)
+        return "I press down onto the bowl's wall.", {"arm": {"position": [round(float(v), 2) for v in move]}}
+
+    backend = make_backend("place_in_bowl", panda, render=False)
+    try:
+        episode = arm_episode(
+            backend,
+            panda_kin,
+            ScriptedPolicy("place_in_bowl", expert=within_caps(press)),
+            EpisodeConfig(max_turns=14),
+        )
+        episode.run(0)
+    finally:
+        backend.close()
+    hist = reply_history(episode.messages)
+    failed = [s in FAILED_STATUSES for _, s, _ in hist]
+    assert sum(failed) >= 4, hist  # the press really is blocked, again and again
+    backs = [i for i, (_, _, text) in enumerate(hist) if text.startswith(BACK_OFF_SAYS)]
+    assert len(backs) >= 2, [t for _, _, t in hist]
+    for i in range(2, len(hist)):
+        (a, sa, _), (b, sb, _), (c, _, _) = hist[i - 2], hist[i - 1], hist[i]
+        repeated = sa in FAILED_STATUSES and sb in FAILED_STATUSES and _same_move(a, c) and _same_move(b, c)
+        assert not repeated, (i, hist[i - 2 : i + 1])
+
+
+# -- place_in_bowl: where the cube is let go (issue 37) ----------------------------------------------
+def bowl_facts(cube, inside=False, yaw=0.0):
+    return cube_facts(cube, yaw=yaw) | {
+        "task": "place_in_bowl",
+        "container": {"position_cm": [50, 0, 0], "radius_cm": 7.5, "rim_height_cm": 3.5, "floor_cm": 0.6},
+        "object_inside": inside,
+    }
+
+
+def test_the_cube_is_carried_to_the_middle_then_lowered_inside_then_let_go_in_place() -> None:
+    place = SINGLE_ARM_EXPERTS["place_in_bowl"]
+    # 1.2 cm off the middle, over the rim: carried sideways first, not lowered
+    _, act = place(arm_state([51.2, 0, 10], gripper=0.5), bowl_facts([51.2, 0, 10]))
+    assert act["arm"]["position"][0] == pytest.approx(-1.2, abs=0.01) and act["arm"]["position"][2] >= 0
+    # centred: lowered into the bowl, the cube's bottom 2 cm over the floor (centre 0.6 + 2 + 2)
+    _, act = place(arm_state([50.3, 0.2, 10], gripper=0.5), bowl_facts([50.3, 0.2, 10]))
+    assert 10 + act["arm"]["position"][2] == pytest.approx(4.6, abs=0.01)
+    assert act["arm"]["gripper"] == 0.0
+    # down there: let go, and nothing moves while the fingers open
+    _, act = place(arm_state([50.3, 0.2, 4.6], gripper=0.5), bowl_facts([50.3, 0.2, 4.6]))
+    assert act["arm"] == {"gripper": 1.0}
+    # in the bowl, the gripper still opening: hold still; open: rise
+    _, act = place(arm_state([50, 0, 4.6], gripper=0.3), bowl_facts([50, 0, 2.6], inside=True))
+    assert act["arm"] == {"gripper": 1.0}
+    _, act = place(arm_state([50, 0, 4.6], gripper=0.95), bowl_facts([50, 0, 2.6], inside=True))
+    assert act["arm"]["position"][2] > 0
+
+
+def test_a_cube_beside_the_bowl_is_grasped_with_the_fingers_along_the_wall() -> None:
+    """The cube 10 cm from the bowl's centre along +x: the fingers (the tool's y axis) close along
+    the wall (y), so the face yaw taken is the one nearest 0 mod pi, not the one nearest the hand."""
+    place = SINGLE_ARM_EXPERTS["place_in_bowl"]
+    state = arm_state([60, 0, 15], yaw=1.2)
+    _, act = place(state, bowl_facts([60, 0, 2], yaw=0.3))
+    assert act["arm"]["orientation"][2] == pytest.approx(-0.5, abs=0.01)  # towards 0.3 (capped)
+    # far from the bowl: the nearest face yaw, as for pick_cube (1.2 -> 0.3 + pi/2)
+    _, act = place(arm_state([30, -30, 15], yaw=1.2), bowl_facts([30, -30, 2], yaw=0.3))
+    assert act["arm"]["orientation"][2] == pytest.approx(0.5, abs=0.01)  # towards 0.3 + pi/2 (capped)
+
+
+def test_the_last_stretch_of_a_push_goes_part_of_the_way() -> None:
+    """5 cm from the target the fingers push the block 3.5 cm (70%), not all the way: pushed all
+    the way at once, a block slid on past the target out of the YAM's reach (issue 37)."""
+    facts = cube_facts([45, 0, 2.5], size=5.0) | {
+        "task": "push_to_target",
+        "target": {"position_cm": [50, 0, 0]},
+    }
+    # behind the block on the line, low, closed: 1.2 cm of gap between the fingers and the block
+    _, act = SINGLE_ARM_EXPERTS["push_to_target"](
+        arm_state([45 - 2.5 - 1.2 - 1.0, 0, 2.5], gripper=0.0), facts
+    )
+    assert act["arm"]["position"][0] == pytest.approx(0.7 * 5.0 + 1.0, abs=0.02)
+    # far away, the full 6 cm push as before
+    far = facts | {"target": {"position_cm": [70, 0, 0]}}
+    _, act = SINGLE_ARM_EXPERTS["push_to_target"](arm_state([45 - 2.5 - 1.2 - 1.0, 0, 2.5], gripper=0.0), far)
+    assert act["arm"]["position"][0] == pytest.approx(6.0 + 1.0, abs=0.02)

@@ -24,7 +24,13 @@ def test_bimanual_expert_success_rate(yam, yam_kin, task: str) -> None:
 @pytest.mark.parametrize("task", ["pick_cube", "place_in_bowl", "push_to_target", "conveyor_pick"])
 def test_yam_one_arm_tasks_as_strong_as_any_arm(yam, yam_kin, task: str) -> None:
     """The YAM's one-arm tasks (its left arm) on seeds 0-19: at least 19 of 20 each (pick 14,
-    place 6, push 17 before the finger armature and stiff finger contacts of robots/yam_bimanual.yaml)."""
+    place 6, push 17 before the finger armature and stiff finger contacts of robots/yam_bimanual.yaml).
+    The margin, from `benchmarks/expert_perturbed.py` (issue 37,
+    `benchmarks/results/expert_perturbed-issue37-yam-one-arm.json`): 20/20 each as they are and
+    20/20 each under small physics perturbations. Place was 18/20 on another CPU (the cube let go
+    over the rim and flung out of the bowl): it now lowers the cube into the bowl and lets go with
+    the hand still; push was 19/20 perturbed (a block pushed all the way slid out of reach): the
+    last stretch now goes in shorter pushes."""
     rate, failures = expert_success_rate(task, yam, yam_kin, range(20))
     assert rate >= 0.95, failures
 
@@ -110,8 +116,10 @@ def arms(left, right, g=1.0, yaw=(np.pi / 2, -np.pi / 2)) -> dict:
     }
 
 
-def test_a_bar_off_the_table_stops_both_arms_with_done() -> None:
-    """The issue's episode: the bar fell off the table and the expert sent move_cm -293."""
+def test_a_bar_off_the_table_stops_both_arms_without_claiming_done() -> None:
+    """The issue's episode: the bar fell off the table and the expert sent move_cm -293. Now both
+    arms hold still and the reply says the expert cannot finish; it is not `done` (issue 37: only
+    the task's own check may agree to that)."""
     from pear_agent.backend import Observation
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply
@@ -124,7 +132,8 @@ def test_a_bar_off_the_table_stops_both_arms_with_done() -> None:
     obs = Observation(joints_rad={}, gripper={}, images={}, time_s=0.0, success=False, privileged=facts)
     reply = scripted_policy("bimanual_pickup").act([], TurnContext(1, "bimanual_pickup", state, obs))
     parsed = parse_reply(reply.text, load_robot("yam_bimanual"))
-    assert parsed.done and all(p.position_cm is None for p in parsed.parts.values())
+    assert not parsed.done and all(p.position_cm is None for p in parsed.parts.values())
+    assert "I cannot finish the task" in reply.text
 
 
 def test_far_grasp_points_are_approached_within_the_caps() -> None:
@@ -165,10 +174,12 @@ def test_the_fingers_turn_across_the_bar_the_way_the_wrist_can() -> None:
     assert action["right_arm"]["orientation"][2] == pytest.approx(-0.5, abs=0.01)  # towards -pi
 
 
-def test_an_episode_whose_bar_falls_off_ends_done_not_invalid(yam, yam_kin) -> None:
-    result, _ = expert_with_object_swept_off("bimanual_pickup", yam, yam_kin, "bar", (0.3, 0.9, -0.7))
-    assert result.end_reason == "done" and not result.success and result.invalid_replies == 0
-    assert result.turns == 3
+def test_an_episode_whose_bar_falls_off_never_claims_done(yam, yam_kin) -> None:
+    result, episode = expert_with_object_swept_off("bimanual_pickup", yam, yam_kin, "bar", (0.3, 0.9, -0.7))
+    assert result.end_reason == "turn_limit" and not result.success and result.invalid_replies == 0
+    replies = [m["content"] for m in episode.messages if m["role"] == "assistant"]
+    assert all('"done": true' not in r for r in replies)
+    assert "I cannot finish the task" in replies[-1]
 
 
 def blocks_facts(blocks_cm: dict[str, list[float]]) -> dict:

@@ -137,3 +137,40 @@ def test_the_bimanual_layout_mirror_keeps_both_tasks_solvable(yam) -> None:
         finally:
             b.close()
         assert wins >= 2, f"{task}: {wins}/3"
+
+
+def test_the_physics_perturbation_jitters_the_loose_objects_only_seeded_and_recorded(panda) -> None:
+    """`physics` (issue 37): each loose object's friction and mass within +-5% and its start
+    moved by at most 3 mm, drawn from the seed, recorded, restored before the next reset; the
+    robot and the fixed scene (the bowl) keep theirs."""
+    import mujoco
+
+    plain, pert = backend(panda, None, "place_in_bowl"), backend(panda, "physics", "place_in_bowl")
+    try:
+        plain.reset(3)
+        pert.reset(3)
+        drawn = pert.perturbation
+        assert drawn is not None and set(drawn["objects"]) == {"cube"}
+        cube = drawn["objects"]["cube"]
+        assert 0.95 <= cube["friction_scale"] <= 1.05 and 0.95 <= cube["mass_scale"] <= 1.05
+        assert cube["friction_scale"] != 1.0 and max(abs(v) for v in cube["shift_cm"]) <= 0.3
+        body = pert.model.body("cube").id
+        assert pert.model.body_mass[body] == pytest.approx(plain.model.body_mass[body] * cube["mass_scale"])
+        geoms = pert.model.geom_bodyid == body
+        np.testing.assert_allclose(
+            pert.model.geom_friction[geoms], plain.model.geom_friction[geoms] * cube["friction_scale"]
+        )
+        others = ~geoms
+        np.testing.assert_array_equal(pert.model.geom_friction[others], plain.model.geom_friction[others])
+        moved = pert.data.body("cube").xpos[:2] - plain.data.body("cube").xpos[:2]
+        np.testing.assert_allclose(moved * 100, cube["shift_cm"], atol=0.05)  # settled in place
+        assert pert.data.body("bowl").xpos == pytest.approx(plain.data.body("bowl").xpos)
+        pert.reset(4)
+        assert pert.perturbation != drawn
+        pert.reset(3)  # restored first: the same draw again, not compounded
+        assert pert.perturbation == drawn
+        assert pert.model.body_mass[body] == pytest.approx(plain.model.body_mass[body] * cube["mass_scale"])
+        assert mujoco.mj_name2id(pert.model, mujoco.mjtObj.mjOBJ_BODY, "cube") == body
+    finally:
+        plain.close()
+        pert.close()

@@ -99,40 +99,116 @@ def pick_cube(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     return why, {part: act}
 
 
+CENTRED_CM = 0.7
+"""place_in_bowl: the cube is carried until its centre is this close (sideways) over the bowl's."""
+RELEASE_ABOVE_FLOOR_CM = 2.0
+"""The cube is let go with its bottom this far over the bowl's floor, when the open fingers fit
+inside the bowl; else just over the rim."""
+FINGER_CM = 1.5
+"""A finger's thickness and play beside the opening, for whether the open fingers fit in the bowl."""
+OPEN_ENOUGH = 0.5
+"""A gripper reading this open has let the cube go: the hand rises (a finger resting on the cube
+held a Baxter gripper at 0.8 for ever, waiting to read fully open)."""
+"""A finger's thickness and play beside the opening, for whether the open fingers fit in the bowl."""
+
+
+YAW_SLACK = 0.3
+"""place_in_bowl: grasp yaws this close (in |sin| off the radius) to the most tangential are as good."""
+HELD_XY_CM = 4.0
+"""place_in_bowl: a cube in a half-closed grip this close sideways is still held (it lags the hand
+a little on a 10 cm carry; at 2.5 cm the expert thought it empty-handed and let go outside the bowl)."""
+
+
+def _bowl_grasp_yaw(obj: dict[str, Any], bowl_xy: np.ndarray, reach_cm: float, current: float) -> float:
+    """The grasp yaw for a cube near the bowl: of the four that square the fingers on its faces,
+    the one whose fingers close along the bowl's wall (tangentially), so neither finger comes down
+    on the wall; the nearer to the current yaw among equals. Away from the bowl: the nearest."""
+    o = np.asarray(obj["position_cm"], float)[:2]
+    r = o - bowl_xy
+    if float(np.linalg.norm(r)) > reach_cm:
+        return _grasp_yaw(float(obj["yaw_rad"]), current)
+    options = float(obj["yaw_rad"]) + np.arange(-4, 5) * (np.pi / 2)
+    radial = float(np.arctan2(r[1], r[0]))
+    # the fingers close along the tool's y axis, (-sin yaw, cos yaw) pointing down: tangential when
+    # the tool's x axis points along the radius (yaw = radial, mod pi)
+    off_radial = np.abs(np.sin(options - radial))
+    near = np.abs(wrap(options - current))
+    # of the faces within YAW_SLACK of the most tangential, the nearest: near 45 degrees two faces
+    # are about as good, and a strict choice flipped between them every turn as the hand turned
+    near = np.where(off_radial <= off_radial.min() + YAW_SLACK, near, np.inf)
+    return float(options[np.argmin(near)])
+
+
 def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Grasp the cube (fingers along the bowl's wall when it lies beside the bowl), carry it over the
+    rim until centred over the bowl, lower it inside (the open fingers permitting), let go without
+    moving, rise once the fingers are open. Releasing from above the rim, a few millimetres off
+    centre, let the cube bounce off the wall and out on some CPUs and not on others (issue 37)."""
     part, arm, obj, stopped = _arm_and_object(state, priv, "cube")
     if stopped:
         return stopped
+    tool = priv.get("tool") or {}
     bowl = priv["container"]
     o = np.asarray(obj["position_cm"], float)
     b = np.asarray(bowl["position_cm"], float)
     size = float(obj["size_cm"])
-    if priv.get("object_inside"):
+    radius = float(bowl.get("radius_cm") or 7.5)
+    g = float(arm.get("gripper", 1.0))
+    p = np.asarray(arm["position"], float)
+    holding = _holding(arm, obj) or (
+        0.15 < g < 0.85 and np.linalg.norm(p[:2] - o[:2]) < HELD_XY_CM and abs(p[2] - o[2]) < 3.0
+    )
+    if priv.get("object_inside") and not holding:
+        if g < OPEN_ENOUGH:
+            return (
+                "The cube is in the bowl; I open the gripper and hold still while it settles.",
+                {part: _act(None, None, 1.0)},
+            )
         return (
-            "The cube is in the bowl; I open the gripper and move away upwards.",
+            "The cube is in the bowl and the gripper is open; I move away upwards.",
             {part: _act(np.array([0, 0, 6.0]), None, 1.0)},
         )
-    if not _holding(arm, obj):
-        why, act = _approach_and_grasp(arm, obj, priv.get("tool"))
+    if not holding:
+        if g >= 0.9:
+            opening = float(tool.get("max_opening_cm") or 8.0)
+            yaw = _bowl_grasp_yaw(
+                obj, b[:2], radius + opening / 2 + FINGER_CM + 2.0, float(arm["orientation"][2])
+            )
+            table_z = float(tool.get("table_z_cm") or 0.0)
+            grasp_z = max(o[2] + 0.3, _lowest_tcp_cm(tool, table_z))
+            hover_z = max(o[2] + size / 2 + 8.0, grasp_z + 6.0, bowl["rim_height_cm"] + 5.0)
+            why, act = approach_and_grasp(arm, o, yaw, grasp_z, hover_z, o[2] + size / 2 + 3.0, CUBE_WORDS)
+            return why, {part: act}
+        why, act = _approach_and_grasp(arm, obj, tool)
         return why, {part: act}
     carry_z = bowl["rim_height_cm"] + size / 2 + 4.0
     dxy = b[:2] - o[:2]
-    if np.linalg.norm(dxy) > 1.5:
-        if o[2] < carry_z - 1.0:
+    if np.linalg.norm(dxy) > CENTRED_CM:
+        if o[2] < carry_z - 1.0 and np.linalg.norm(dxy) > radius:
             return (
                 "I hold the cube; I lift it above the bowl's rim before carrying it.",
                 {part: _act(np.array([0, 0, carry_z - o[2]]), None, 0.0)},
             )
+        dz = max(carry_z - o[2], 0.0) if np.linalg.norm(dxy) > radius else 0.0
         return (
-            f"I carry the cube {np.linalg.norm(dxy):.1f} cm towards the bowl.",
-            {part: _act(np.array([dxy[0], dxy[1], carry_z - o[2]]), None, 0.0)},
+            f"I carry the cube {np.linalg.norm(dxy):.1f} cm, to the middle of the bowl.",
+            {part: _act(np.array([dxy[0], dxy[1], dz]), None, 0.0)},
         )
-    release_z = bowl["rim_height_cm"] + size / 2 + 1.0
-    if o[2] > release_z + 0.8:
-        return "The cube is above the bowl; I lower it.", {
-            part: _act(np.array([0, 0, release_z - o[2]]), None, 0.0)
+    opening = float(tool.get("max_opening_cm") or 8.0)
+    floor = float(bowl.get("floor_cm", float(bowl["rim_height_cm"]) - 2.9))
+    if opening / 2 + FINGER_CM < radius - 0.5:  # the open fingers fit inside the walls
+        release_z = floor + size / 2 + RELEASE_ABOVE_FLOOR_CM
+    else:
+        release_z = bowl["rim_height_cm"] + size / 2 + 1.0
+    # the cube goes down to its release height, the fingertips never below the floor's clearance
+    dz = max(release_z - o[2], _lowest_tcp_cm(tool, floor) - p[2])
+    if dz < -0.5:
+        return "The cube is over the middle of the bowl; I lower it inside.", {
+            part: _act(np.array([dxy[0], dxy[1], dz]), None, 0.0)
         }
-    return "The cube is just above the bowl's floor; I let go.", {part: _act(None, None, 1.0)}
+    return "The cube is low in the middle of the bowl; I let go and hold still.", {
+        part: _act(None, None, 1.0)
+    }
 
 
 WRIST_MARGIN_RAD = 0.1
@@ -145,6 +221,12 @@ def _in_room(yaw: float, room: list[float]) -> bool:
     asked for the other way round, past the stop, was refused by IK on every turn.)"""
     lo, hi = room[0] + WRIST_MARGIN_RAD, room[1] - WRIST_MARGIN_RAD
     return any(lo <= yaw + k * 2 * np.pi <= hi for k in range(-2, 3))
+
+
+FINAL_PUSH_CM = 6.0
+"""push_to_target: closer than this to the target, the block is pushed only part of the way."""
+FINAL_PUSH_SHARE = 0.7
+"""The share of the remaining distance one push covers in the last stretch."""
 
 
 def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -178,7 +260,9 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     in_line = lateral < 1.0 and -(standoff + 1.5) < along < -(size / 2 - 0.5)
     if in_line and p[2] < push_z + 1.0:
         contact_gap = max(0.0, -along - size / 2 - 1.2)
-        step = min(dist + contact_gap, contact_gap + 6.0)
+        # the last stretch in shorter pushes: a block pushed all the way at once slid on past the
+        # target, out of the arm's reach behind it, on a slightly more slippery table (issue 37)
+        step = min(dist * FINAL_PUSH_SHARE if dist < FINAL_PUSH_CM else dist, 6.0) + contact_gap
         return (
             f"The block is {dist:.1f} cm from the target centre and I am behind it; I push "
             f"{step:.1f} cm towards the target.",

@@ -243,7 +243,7 @@ class PickUpObject(MujocoTask):
         width = size[0] if across == "x" else size[1]
         bottom = float(self._world_corners(model, data)[:, 2].min())
         height = float(size[2])
-        grasp_h = g.height_cm / 100 if g.height_cm is not None else min(height - 0.02, height / 2 + 0.03)
+        grasp_h = g.height_cm / 100 if g.height_cm is not None else default_grasp_height_m(size)
         grasp_h = float(np.clip(grasp_h, 0.005, height))
         return {
             "task": self.name,
@@ -265,6 +265,17 @@ class PickUpObject(MujocoTask):
             "lift_cm": LIFT_M * 100,
             "touching": self.held_by(model, data),
         }
+
+
+def default_grasp_height_m(size_m: np.ndarray) -> float:
+    """Where the fingers close when the object's YAML does not say (over its bottom): at the middle
+    of a squat object (no taller than it is wide: a ball, a lemon, a block), where a round one is
+    widest (issue 37: 5 mm above a ball's equator, the closing fingers squeezed it out and it rolled
+    off the table); on a taller one 2 cm below its top, at most its middle height + 3 cm."""
+    height = float(size_m[2])
+    if height <= float(min(size_m[0], size_m[1])) + 1e-6:
+        return height / 2
+    return min(height - 0.02, height / 2 + 0.03)
 
 
 register_task(PickUpObject)

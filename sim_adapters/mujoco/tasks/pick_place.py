@@ -117,6 +117,8 @@ class PickCube(_SingleArmTask):
 
 BOWL_RADIUS_M = 0.075
 BOWL_WALL_H_M = 0.035
+BOWL_FLOOR_TOP_M = 0.006
+"""The top of the bowl's floor over the table."""
 
 
 class PlaceInBowl(_SingleArmTask):
@@ -137,8 +139,8 @@ class PlaceInBowl(_SingleArmTask):
         bowl.add_geom(
             name="bowl_floor",
             type=mujoco.mjtGeom.mjGEOM_CYLINDER,
-            size=[BOWL_RADIUS_M + 0.008, 0.003, 0],
-            pos=[0, 0, 0.003],
+            size=[BOWL_RADIUS_M + 0.008, BOWL_FLOOR_TOP_M / 2, 0],
+            pos=[0, 0, BOWL_FLOOR_TOP_M / 2],
             rgba=[0.15, 0.3, 0.85, 1],
         )
         n = 12
@@ -198,6 +200,7 @@ class PlaceInBowl(_SingleArmTask):
                 "position_cm": to_cm(data.body("bowl").xpos),
                 "radius_cm": BOWL_RADIUS_M * 100,
                 "rim_height_cm": (self.z0 + BOWL_WALL_H_M) * 100,
+                "floor_cm": (self.z0 + BOWL_FLOOR_TOP_M) * 100,
             },
             "object_inside": self._inside(data),
         }
