@@ -111,6 +111,9 @@ def serve_command(recipe: Any, port: int = 8000, max_model_len: int = 8192) -> l
     cmd = ["vllm", "serve", recipe.model.name, "--port", str(port), "--dtype", recipe.model.dtype]
     cmd += ["--gpu-memory-utilization", str(g.vllm_gpu_memory_utilization), "--enable-prefix-caching"]
     cmd += ["--max-model-len", str(max_model_len)]
+    # the log-probabilities of the distribution sampled (temperature, logit bias), not the raw logits'
+    # (vLLM's default): they are log mu in the loss (`token_server.check_processed_logprobs` probes it)
+    cmd += ["--logprobs-mode", "processed_logprobs"]
     if lora is not None:
         cmd += [
             "--enable-lora",
