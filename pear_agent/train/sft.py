@@ -113,9 +113,11 @@ def run_sft(
     merge: bool = False,
     log: Any = print,
     resume: bool = False,
+    callbacks: list[Any] | None = None,
 ) -> SFTResult:
     """`resume`: continue the run in `out` from its newest RUN/trainer/checkpoint-N (the optimizer,
-    scheduler, RNG and the data order as they were; the run's own data and --init)."""
+    scheduler, RNG and the data order as they were; the run's own data and --init). `callbacks`:
+    transformers `TrainerCallback`s (the tests stop a run midway with one)."""
     import torch
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
@@ -139,6 +141,9 @@ def run_sft(
     examples = select(load_examples(data or cfg.data, cfg.executed_actions), cfg.min_reward)
     if not examples:
         raise ValueError("no episode to learn from: none succeeded (or reached sft.min_reward)")
+    from transformers import set_seed
+
+    set_seed(cfg.seed)  # the adapter's initial weights: the same run twice is the same run
     model, tok, base = trainable_model(recipe.model, init)
     cols = tokenize_examples(tok, examples, cfg.max_tokens)
     reply_tokens = sum(cols.pop("reply_tokens"))
@@ -162,7 +167,6 @@ def run_sft(
         save_steps=cfg.checkpoint_every,
         save_total_limit=2,
         report_to=report_to,
-        logging_dir=str(out / "tensorboard"),
         seed=cfg.seed,
         use_cpu=not torch.cuda.is_available(),
         bf16=recipe.model.dtype == "bfloat16" and torch.cuda.is_available(),
@@ -174,7 +178,9 @@ def run_sft(
         gradient_checkpointing=recipe.model.gradient_checkpointing,
     )
     trainer_cls = _reply_only_trainer(SFTTrainer) if cfg.chunked_loss else SFTTrainer
-    trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tok)
+    trainer = trainer_cls(
+        model=model, args=args, train_dataset=dataset, processing_class=tok, callbacks=callbacks
+    )
     trainer.reply_chunk = cfg.reply_chunk
     trained = sum(sum(1 for x in row if x != -100) for row in trainer.train_dataset["labels"])
     # TRL's labels are shifted inside the model; the unshifted labels count each reply token once

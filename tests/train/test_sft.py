@@ -139,7 +139,15 @@ def test_an_interrupted_warm_start_resumed_equals_one_that_was_not(tiny_model_di
     data = [str(_short_episodes(tmp_path / "episodes"))]
     quiet = {"log": lambda *_: None}
     full = run_sft(recipe, tmp_path / "full", data=data, max_steps=4, **quiet)
-    run_sft(recipe, tmp_path / "part", data=data, max_steps=2, **quiet)  # the interruption
+    from transformers import TrainerCallback
+
+    class StopAfterTwo(TrainerCallback):  # the run is stopped after its checkpoint of step 2
+        def on_step_end(self, args, state, control, **kw):
+            control.should_training_stop = state.global_step >= 2
+            return control
+
+    part = run_sft(recipe, tmp_path / "part", data=data, max_steps=4, callbacks=[StopAfterTwo()], **quiet)
+    assert len(part.losses) == 2 and (tmp_path / "part" / "trainer" / "checkpoint-2").is_dir()
     resumed = run_sft(recipe, tmp_path / "part", max_steps=4, resume=True, **quiet)
     assert len(full.losses) == len(resumed.losses) == 4
     assert resumed.losses == pytest.approx(full.losses, abs=1e-5)
