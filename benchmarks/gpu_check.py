@@ -108,7 +108,9 @@ def context(out: Path, args: argparse.Namespace) -> dict:
         system = max(system, len(tok.apply_chat_template(msgs[:1], tokenize=True)))
         for m in msgs[1:]:
             if m["role"] == "user":
-                worst_turn = max(worst_turn, len(tok(str(m["content"]), add_special_tokens=False)["input_ids"]))
+                worst_turn = max(
+                    worst_turn, len(tok(str(m["content"]), add_special_tokens=False)["input_ids"])
+                )
     per_turn = worst_turn + args.max_new_tokens + 10  # the template's role markers
     bound = system + args.max_turns * per_turn
     return {
@@ -128,7 +130,9 @@ def serve_argv(out: Path, args: argparse.Namespace, port: int = 8011) -> list[st
     from pear_agent.train.vllm_sync import serve_command
 
     url = f"http://127.0.0.1:{port}/v1"
-    return serve_command(_recipe(str(out / "smollm2-135m"), url, args), port=port, max_model_len=args.max_model_len)
+    return serve_command(
+        _recipe(str(out / "smollm2-135m"), url, args), port=port, max_model_len=args.max_model_len
+    )
 
 
 def argv(out: Path, args: argparse.Namespace) -> dict:
@@ -141,7 +145,12 @@ def argv(out: Path, args: argparse.Namespace) -> dict:
         return {"command": cmd, "parsed": None, "note": "vllm is not installed here: not parsed"}
     parser = make_arg_parser(FlexibleArgumentParser())
     ns = parser.parse_args(cmd[2:])
-    return {"command": cmd, "parsed": True, "max_model_len": ns.max_model_len, "logprobs_mode": ns.logprobs_mode}
+    return {
+        "command": cmd,
+        "parsed": True,
+        "max_model_len": ns.max_model_len,
+        "logprobs_mode": ns.logprobs_mode,
+    }
 
 
 def gpu_memory() -> list[dict]:
@@ -213,7 +222,10 @@ def run(out: Path, args: argparse.Namespace) -> dict:
         steps = []
         for s in range(args.steps):
             rep = trainer.step(s)
-            steps.append(asdict(rep) | {"gpu_memory": gpu_memory(), "torch_peak_mib": torch.cuda.max_memory_allocated() / 2**20})
+            steps.append(
+                asdict(rep)
+                | {"gpu_memory": gpu_memory(), "torch_peak_mib": torch.cuda.max_memory_allocated() / 2**20}
+            )
             print(json.dumps(steps[-1]), file=sys.stderr)
         t0 = time.perf_counter()
         val = trainer.validate(args.steps)

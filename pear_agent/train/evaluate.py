@@ -81,6 +81,7 @@ def evaluate(
             seed=job.index_in_group,
             generator=gen,
         )
+
     opts = LoopOptions(
         mode=recipe.grpo.mode,
         max_turns=recipe.grpo.max_turns,

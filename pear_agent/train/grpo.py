@@ -307,7 +307,11 @@ class GRPOTrainer:
             "optimizer": self.optimizer.state_dict(),
             "scheduler": self.scheduler.state_dict(),
             "mixes": self._mix_states.get(step - 1) or pickle.dumps((self.mixes, self.counts)),
-            "rng": {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()},
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "numpy": np.random.get_state(),
+                "python": random.getstate(),
+            },
         }
         torch.save(state, folder / TRAINER_STATE)
 
@@ -393,7 +397,9 @@ class GRPOTrainer:
 
             if jobs.index(job) >= keep:
                 return None
-            return RunWriter(self.episodes_dir(step) / f"{job.group_id}-r{job.index_in_group}", video_fps=None)
+            return RunWriter(
+                self.episodes_dir(step) / f"{job.group_id}-r{job.index_in_group}", video_fps=None
+            )
 
         try:
             records = self.run_fn(
@@ -644,7 +650,9 @@ class GRPOTrainer:
                 part = -obj.sum() / n_tokens
                 if ref_hidden is not None:
                     ref_weight = self.initial.get(head_name) if head_name else None
-                    ref_head = head if ref_weight is None else SimpleNamespace(weight=ref_weight, bias=head.bias)
+                    ref_head = (
+                        head if ref_weight is None else SimpleNamespace(weight=ref_weight, bias=head.bias)
+                    )
                     with torch.no_grad():
                         _, ref_lp = chunked_terms(
                             ref_head, ref_hidden[rows], targets[rows], g.temperature, softcap,
@@ -850,16 +858,15 @@ class GRPOTrainer:
         reports = []
         n = steps if steps is not None else self.cfg.steps
         first = self.start_step
-        if self.cfg.rollout_lag > 0:
-            run = self._overlapped(n)
-        else:
-            run = (self.step(s) for s in range(first, n))
+        run = self._overlapped(n) if self.cfg.rollout_lag > 0 else (self.step(s) for s in range(first, n))
         metrics = self.out / "metrics.jsonl"
         if metrics.is_file():  # a resumed run: the steps after its checkpoint are flown again
             kept = [ln for ln in metrics.read_text(encoding="utf-8").splitlines() if ln.strip()]
             kept = [ln for ln in kept if json.loads(ln).get("step", -1) < first]
             metrics.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
-        board = MetricsLog(self.out, self.recipe.logging.report_to, config=self.recipe.model_dump(), log=self.log)
+        board = MetricsLog(
+            self.out, self.recipe.logging.report_to, config=self.recipe.model_dump(), log=self.log
+        )
         with metrics.open("a", encoding="utf-8") as f, board:
             for rep in run:
                 s = rep.step

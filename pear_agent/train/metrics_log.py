@@ -20,9 +20,7 @@ def scalars(report: Any, prefix: str = "") -> dict[str, float]:
     out: dict[str, float] = {}
     for k, v in doc.items():
         name = f"{prefix}{k}"
-        if isinstance(v, bool):
-            out[name] = float(v)
-        elif isinstance(v, int | float):
+        if isinstance(v, bool | int | float):
             out[name] = float(v)
         elif isinstance(v, dict):
             out |= scalars(v, f"{name}/")
@@ -102,7 +100,9 @@ class MetricsLog:
 
 def read_events(logdir: Path) -> dict[str, list[tuple[int, float]]]:
     """Every scalar in a folder's event files: tag -> [(step, value)] (what TensorBoard shows)."""
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # optional: tensorboard
+    from tensorboard.backend.event_processing.event_accumulator import (
+        EventAccumulator,
+    )  # optional: tensorboard
 
     acc = EventAccumulator(str(logdir))
     acc.Reload()

@@ -172,7 +172,9 @@ def run_sft(
         bf16=recipe.model.dtype == "bfloat16" and torch.cuda.is_available(),
         dataset_num_proc=None,
         lr_scheduler_type=(
-            "constant_with_warmup" if cfg.lr_scheduler == "constant" and cfg.warmup_steps else cfg.lr_scheduler
+            "constant_with_warmup"
+            if cfg.lr_scheduler == "constant" and cfg.warmup_steps
+            else cfg.lr_scheduler
         ),
         warmup_steps=cfg.warmup_steps,
         gradient_checkpointing=recipe.model.gradient_checkpointing,

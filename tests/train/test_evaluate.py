@@ -19,7 +19,9 @@ def test_evaluation_flies_every_flight_in_flight_in_lockstep(tiny, tiny_model_di
 
     monkeypatch.setattr(batched, "BatchedGenerator", Counting)
     recipe = load_recipe(
-        "roadster_study", "cpu", [f"model.name={tiny_model_dir}", "model.max_new_tokens=4", "grpo.max_turns=2"]
+        "roadster_study",
+        "cpu",
+        [f"model.name={tiny_model_dir}", "model.max_new_tokens=4", "grpo.max_turns=2"],
     )
     draws = eval_draws(recipe, "val", 3)
     lines = evaluate("tiny", draws, recipe, tmp_path / "val.jsonl", log=lambda *_: None, loaded=tiny)

@@ -239,9 +239,13 @@ def test_a_server_returning_raw_logprobs_is_refused_with_the_flag_named(tiny_mod
     from tests.servers import serve_app
 
     raw = create_app(tiny_model_dir, max_new_tokens=16, max_lora_rank=4, logprobs_mode="raw_logprobs")
-    with serve_app(raw) as url:
-        with pytest.raises(TokenServerError, match=r"returns raw log-probabilities.*--logprobs-mode processed_logprobs"):
-            GRPOTrainer(_recipe(tiny_model_dir, url), tmp_path / "g", log=lambda *_: None)
+    with (
+        serve_app(raw) as url,
+        pytest.raises(
+            TokenServerError, match=r"returns raw log-probabilities.*--logprobs-mode processed_logprobs"
+        ),
+    ):
+        GRPOTrainer(_recipe(tiny_model_dir, url), tmp_path / "g", log=lambda *_: None)
     processed = create_app(tiny_model_dir, max_new_tokens=16, max_lora_rank=4)
     with serve_app(processed) as url:
         from pear_agent.train.model_files import load_model
