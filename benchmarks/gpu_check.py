@@ -68,7 +68,9 @@ def materialise(out: Path) -> dict:
         tok.save_pretrained(folder)
     again = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True)
     tok2 = AutoTokenizer.from_pretrained(folder, local_files_only=True)
-    text = tok2.apply_chat_template([{"role": "user", "content": "Fly."}], tokenize=False, add_generation_prompt=True)
+    text = tok2.apply_chat_template(
+        [{"role": "user", "content": "Fly."}], tokenize=False, add_generation_prompt=True
+    )
     x = torch.tensor([tok2(text, add_special_tokens=False)["input_ids"]])
     with torch.no_grad():
         diff = float((model(input_ids=x).logits - again(input_ids=x).logits).abs().max())
