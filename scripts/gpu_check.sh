@@ -28,7 +28,7 @@ VLLM_VERSION="${VLLM_VERSION:-0.33.0}"
 MAX_MODEL_LEN="${MAX_MODEL_LEN:-8192}"  # SmolLM2-135M's own limit (max_position_embeddings)
 MAX_TURNS="${MAX_TURNS:-24}"
 OUT="${GPU_CHECK_OUT:-runs/gpu-check}"
-TAG="${PEAR_BENCH_TAG:-issue39}"
+TAG="${PEAR_BENCH_TAG:-}"
 mkdir -p "$OUT"
 T0=$(date +%s)
 
@@ -100,7 +100,15 @@ for name in ("materialise", "context", "argv", "run"):
     f = out / f"{name}.json"
     if f.is_file():
         doc[name] = json.loads(f.read_text())
-target = out / "gpu_check.json" if dry else Path("benchmarks/results") / f"gpu_check-{tag}.json"
+plan = out / "install-plan.json"
+if plan.is_file():  # --resolve: what the one environment would hold
+    versions = {}
+    for item in json.loads(plan.read_text())["install"]:
+        versions.setdefault(item["metadata"]["name"].lower(), []).append(item["metadata"]["version"])
+    doc["install_plan"] = {"packages": len(versions), "vllm": versions["vllm"], "torch": versions["torch"]}
+target = out / "gpu_check.json" if dry else Path("benchmarks/results") / f"gpu_check-{tag or 'gpu'}.json"
 target.write_text(json.dumps(doc, indent=2))
+if dry and tag:  # PEAR_BENCH_TAG given: the dry run's figures kept too
+    Path(f"benchmarks/results/gpu_check-{tag}-dryrun.json").write_text(json.dumps(doc, indent=2))
 print(f"gpu check ({'dry run' if dry else 'GPU'}): {target}, {doc['seconds']:.0f} s")
 EOF
