@@ -85,6 +85,8 @@ def cmd_sft(args: argparse.Namespace) -> int:
 
 def _resumed_recipe(args: argparse.Namespace) -> Any:
     """The recipe a run was started with (RUN/recipe.json), `--set` applied on top (e.g. more steps)."""
+    from pydantic import ValidationError
+
     from pear_agent.train.config import Recipe, _set
 
     path = Path(args.resume) / "recipe.json"
@@ -93,7 +95,11 @@ def _resumed_recipe(args: argparse.Namespace) -> Any:
     doc = json.loads(path.read_text(encoding="utf-8"))
     for s in args.set:
         _set(doc, s)
-    return Recipe.model_validate(doc)
+    try:
+        return Recipe.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ValueError(f"{path}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
 
 
 def cmd_grpo(args: argparse.Namespace) -> int:

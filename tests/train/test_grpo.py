@@ -231,3 +231,18 @@ def test_every_step_is_logged_to_tensorboard_and_its_episodes_kept(tiny_model_di
     assert len(index) == 2 and {x["reward"] for x in index} == {0.0, 1.0}
     turns = list(read_log(folder / index[0]["episode"] / "episode.jsonl"))
     assert turns and any("action" in t or "reply" in t or "turn" in t for t in turns)
+
+
+def test_resume_of_a_folder_that_is_not_a_run_is_one_line(tmp_path):
+    import argparse
+
+    from pear_agent.train.cli import _resumed_recipe
+    from pear_agent.train.grpo import GRPOTrainer
+
+    with pytest.raises(ValueError, match=r"no recipe\.json there \(not a pear-agent training run\)"):
+        _resumed_recipe(argparse.Namespace(resume=str(tmp_path), set=[]))
+    (tmp_path / "recipe.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"recipe\.json: name: Field required"):
+        _resumed_recipe(argparse.Namespace(resume=str(tmp_path), set=[]))
+    with pytest.raises(ValueError, match=r"has no checkpoint with a trainer_state\.pt to resume from"):
+        GRPOTrainer(load_recipe("roadster_study", "cpu"), tmp_path, resume=True)
