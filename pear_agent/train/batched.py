@@ -49,6 +49,11 @@ class GenRequest:
     seed: int = 0
     banned: frozenset[int] = frozenset()
     """Ids never sampled (`vision.reply_banned_ids`): their logit is `loss.BANNED_LOGIT`, as in the loss."""
+    bias: tuple[tuple[int, float], ...] = ()
+    """(id, added logit) before the temperature: an OpenAI/vLLM `logit_bias` (`train serve`)."""
+    raw_logprobs: bool = False
+    """Return log-probabilities of the raw logits (temperature 1, no bias, no ban), as vLLM does
+    unless started with `--logprobs-mode processed_logprobs`; False: of the sampled distribution."""
 
 
 @dataclass
@@ -360,6 +365,10 @@ def generate_batch(
             # row's own seeded generator, so a row samples the same token alone or in any batch (a
             # torch.multinomial per row costs ~1 ms each over a 49k vocabulary: the batch's cost)
             temps = torch.tensor([r.temperature if r.temperature > 0 else 1.0 for r in requests])
+            raw = torch.log_softmax(logits, dim=-1) if any(r.raw_logprobs for r in requests) else None
+            for b, r in enumerate(requests):
+                for i, add in r.bias:
+                    logits[b, i] += add
             for b, idx in bans:  # BANNED_LOGIT after the division by the temperature, as the loss
                 logits[b, idx] = BANNED_LOGIT * float(temps[b])
             logp = torch.log_softmax(logits / temps[:, None], dim=-1)
@@ -371,6 +380,9 @@ def generate_batch(
             else:
                 toks_t = torch.where(torch.tensor(greedy), logits.argmax(dim=-1), draw(logp, gens))
             lps = logp.gather(1, toks_t[:, None]).squeeze(1).tolist()
+            if raw is not None:
+                raw_lps = raw.gather(1, toks_t[:, None]).squeeze(1).tolist()
+                lps = [raw_lps[b] if r.raw_logprobs else lps[b] for b, r in enumerate(requests)]
             toks = toks_t.tolist()
             feed = []
             for b, r in enumerate(requests):

@@ -9,8 +9,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from pear_agent.settings import add_arguments
-from pear_agent.train.config import load_recipe, recipe_names
+from pear_agent.train.config import Recipe, _set, load_recipe, recipe_names
 from pear_agent.train.sft import run_sft
 
 
@@ -30,6 +32,12 @@ def _training_args(p: argparse.ArgumentParser, init_help: str, merge_help: str) 
     _recipe_args(p)
     p.add_argument("--init", default=None, help=init_help)
     p.add_argument("--merge", action="store_true", help=merge_help)
+    p.add_argument(
+        "--resume",
+        default=None,
+        metavar="RUN",
+        help="continue RUN exactly from its newest checkpoint (its recipe.json; --set applies on top)",
+    )
 
 
 def _recipe(args: argparse.Namespace) -> Any:
@@ -55,14 +63,17 @@ def _need_train_extra() -> None:
 def cmd_sft(args: argparse.Namespace) -> int:
     _need_train_extra()
 
-    recipe = _recipe(args)
+    if args.resume and args.init:
+        raise ValueError("--resume continues a run from its own checkpoint: leave --init out")
+    recipe = _resumed_recipe(args) if args.resume else _recipe(args)
     res = run_sft(
         recipe,
-        _out(args, "sft"),
+        Path(args.resume) if args.resume else _out(args, "sft"),
         data=args.data or None,
         init=args.init,
         max_steps=args.max_steps,
         merge=args.merge,
+        resume=bool(args.resume),
     )
     print(
         f"sft: {res.episodes} episodes ({res.tokens} tokens, {res.reply_tokens} in replies) "
@@ -74,12 +85,33 @@ def cmd_sft(args: argparse.Namespace) -> int:
     return 0
 
 
+def _resumed_recipe(args: argparse.Namespace) -> Any:
+    """The recipe a run was started with (RUN/recipe.json), `--set` applied on top (e.g. more steps)."""
+
+    path = Path(args.resume) / "recipe.json"
+    if not path.is_file():
+        raise ValueError(f"--resume {args.resume}: no recipe.json there (not a pear-agent training run)")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    for s in args.set:
+        _set(doc, s)
+    try:
+        return Recipe.model_validate(doc)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ValueError(f"{path}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}") from None
+
+
 def cmd_grpo(args: argparse.Namespace) -> int:
     _need_train_extra()
     from pear_agent.train.grpo import GRPOTrainer  # heavy: cv2
 
-    recipe = _recipe(args)
-    trainer = GRPOTrainer(recipe, _out(args, "grpo"), init=args.init)
+    if args.resume:
+        if args.init:
+            raise ValueError("--resume continues a run from its own checkpoint: leave --init out")
+        trainer = GRPOTrainer(_resumed_recipe(args), Path(args.resume), resume=True)
+        print(f"grpo: resuming {args.resume} at step {trainer.start_step + 1}")
+    else:
+        trainer = GRPOTrainer(_recipe(args), _out(args, "grpo"), init=args.init)
     reports = trainer.train(steps=args.steps, merge=args.merge)
     print(f"grpo: {len(reports)} steps; metrics: {trainer.out / 'metrics.jsonl'}")
     return 0

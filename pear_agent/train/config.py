@@ -71,6 +71,12 @@ class SFTConfig(Strict):
     reply_chunk: int = Field(512, ge=1)
     min_reward: float = 1.0
     """Keep episodes that succeeded or reached this reward."""
+    lr_scheduler: Literal["constant", "linear", "cosine"] = "constant"
+    warmup_steps: int = Field(0, ge=0)
+    """Optimizer steps of linear warmup from 0 to `learning_rate`."""
+    checkpoint_every: int = Field(50, ge=1)
+    """Optimizer steps between resumable checkpoints (RUN/trainer/checkpoint-N: optimizer,
+    scheduler, RNG, data order), the newest two kept; `train sft --resume RUN` continues there."""
     executed_actions: bool = False
     """Run folders of arm experts: train on the executed (clipped) action of each turn, within the
     per-turn caps, instead of what the expert asked for (which may rely on clipping)."""
@@ -122,6 +128,26 @@ class GRPOConfig(Strict):
     (`pear_agent.rl.curriculum`). Off unless a recipe asks: it changes the mix's proportions by the
     success rates (at the study's warm-start rates, "storm counts double" became about 9x storm)."""
     checkpoint_every: int = Field(5, ge=1)
+    """Steps between checkpoints; each holds what `train grpo --resume` needs to continue exactly
+    (optimizer, scheduler, RNG, the task mix's draws, the step)."""
+    lr_scheduler: Literal["constant", "linear", "cosine"] = "constant"
+    """The learning rate over `steps` after the warmup (transformers' schedules)."""
+    warmup_steps: int = Field(0, ge=0)
+    """Steps of linear warmup from 0 to `learning_rate`."""
+    clip_eps: float | None = Field(None, gt=0)
+    """PPO-style clipping of the ratio pi/mu at 1 +- clip_eps (SkyRL's and TRL's GRPO: 0.2); None:
+    PEAR's estimator, no ratio and no clipping."""
+    kl_coef: float = Field(0.0, ge=0)
+    """Weight of a k3 KL penalty to the initial policy (the weights GRPO started from; SkyRL's
+    default 0.001); 0: none (PEAR)."""
+    eval_every: int | None = Field(None, ge=1)
+    """Every N steps, fly the validation seeds (`eval.val_tasks`, `eval.val_episodes` each; greedy)
+    all in flight at once and log their success; None: no evaluation during training."""
+    eval_episodes: int | None = Field(None, ge=1)
+    """Validation flights per task during training (None: `eval.val_episodes`)."""
+    keep_episodes: int = Field(2, ge=0)
+    """Episodes kept per step under RUN/episodes/step-NNNN/ (the best and the worst of the step first;
+    openable with `pear-agent view`); 0: none."""
     max_turns: int | None = None
     max_grad_norm: float = 1.0
     seed: int = 0
@@ -136,6 +162,14 @@ class GRPOConfig(Strict):
     `--gpu-memory-utilization`: weights, KV cache, adapters); the trainer caps its own allocations
     at the rest (`torch.cuda.set_per_process_memory_fraction`). `vllm_sync.serve_command` writes
     vLLM's command line from the recipe."""
+
+
+class LogConfig(Strict):
+    """Where the per-step metrics go besides `metrics.jsonl`."""
+
+    report_to: list[Literal["tensorboard", "wandb"]] = Field(default_factory=lambda: ["tensorboard"])
+    """tensorboard: event files under RUN/tensorboard (`tensorboard --logdir RUN`); wandb: where it is
+    installed, offline (RUN/wandb; `wandb sync` uploads it later)."""
 
 
 class EvalConfig(Strict):
@@ -165,6 +199,7 @@ class Recipe(Strict):
     teacher: TeacherConfig = Field(default_factory=TeacherConfig)
     grpo: GRPOConfig = Field(default_factory=GRPOConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
+    logging: LogConfig = Field(default_factory=LogConfig)
     profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
     @model_validator(mode="after")

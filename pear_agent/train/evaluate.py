@@ -18,6 +18,7 @@ from pear_agent.train.local_model import make_local_policy
 from pear_agent.train.mix import Draw, TaskMix
 from pear_agent.train.model_files import load_model
 from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
+from pear_agent.train.vision import is_processor, text_tokenizer
 
 
 def eval_draws(recipe: Recipe, split: str, episodes: int | None = None) -> list[Draw]:
@@ -48,22 +49,45 @@ def evaluate(
     log: Any = print,
     loaded: tuple[Any, Any] | None = None,
     append: bool = False,
+    in_flight: int | None = None,
 ) -> list[dict[str, Any]]:
     """Greedy episodes (temperature 0 by default) of a model; one result line per episode.
-    `loaded`: the (model, tokenizer) already in memory; `append`: add to the results file."""
+    `loaded`: the (model, tokenizer) already in memory; `append`: add to the results file;
+    `in_flight`: episodes flown at once, their turns decoded together by one batched generator
+    (`train.batched`, on the model's device: the GPU when there is one); None: all of them."""
+    from pear_agent.train.batched import BatchedGenerator  # optional: torch
+
     model, tok = loaded or load_model(model_name, dtype=recipe.model.dtype)
-    policy = make_local_policy(
-        model,
-        tok,
-        temperature=temperature,
-        max_new_tokens=recipe.model.max_new_tokens,
-        name=f"local:{model_name}",
-    )
+    model.eval()
+    jobs = [TrainJob(d.task, d.seed, index_in_group=i) for i, d in enumerate(draws)]
+    n_flight = max(1, min(in_flight or len(jobs), len(jobs)))
+    # a vision-language model's turns carry pixels: its policies decode alone (no shared generator)
+    gen = None if is_processor(tok) else BatchedGenerator(model, pad_id=text_tokenizer(tok).pad_token_id or 0)
+    ended = [0]
+
+    def live() -> None:
+        """Lockstep: a batch starts once every episode in flight waits on the generator."""
+        if gen is not None:
+            gen.expect(min(n_flight, len(jobs) - ended[0]))
+
+    def make(job: TrainJob) -> Any:
+        return make_local_policy(
+            model,
+            tok,
+            temperature=temperature,
+            max_new_tokens=recipe.model.max_new_tokens,
+            name=f"local:{model_name}",
+            seed=job.index_in_group,
+            generator=gen,
+        )
+
     opts = LoopOptions(
         mode=recipe.grpo.mode,
         max_turns=recipe.grpo.max_turns,
         observation=recipe.observation,
         scene_facts=recipe.scene_facts,
+        history=recipe.history,
+        history_older=recipe.history_older,
     )
     results = Path(results)
     results.parent.mkdir(parents=True, exist_ok=True)
@@ -71,6 +95,8 @@ def evaluate(
     with results.open("a" if append else "w", encoding="utf-8") as f:
 
         def write(job: TrainJob, rec: dict[str, Any]) -> None:
+            ended[0] += 1
+            live()
             line = {
                 "key": episode_key(rec["task"], rec["seed"]),
                 "task": rec["task"],
@@ -87,14 +113,22 @@ def evaluate(
             }
             f.write(json.dumps(line) + "\n")
             f.flush()
-            lines.append(line)
+            lines.append(line | {"_job": job.index_in_group})  # returned in the draws' order
             log(
                 f"  {line['key']}: {'success' if line['success'] else line['end_reason']} "
                 f"reward {line['reward']:.3f}"
             )
 
-        jobs = [TrainJob(d.task, d.seed) for d in draws]
-        run_episodes(jobs, lambda job: policy, opts, on_record=write)
+        live()
+        try:
+            run_episodes(jobs, make, opts, on_record=write, concurrency=n_flight)
+        finally:
+            if gen is not None:
+                gen.close()
+    order = {id(x): i for i, x in enumerate(lines)}
+    lines.sort(key=lambda x: (x["_job"], order[id(x)]))
+    for x in lines:
+        del x["_job"]
     return lines
 
 

@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import copy
 import json
+import pickle
 import queue
+import random
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,11 +35,13 @@ from typing import Any
 import numpy as np
 
 from pear_agent.episode import NO_REPLY_ENDINGS
+from pear_agent.records import RunWriter
 from pear_agent.rl.advantages import FilterCounts, classify_group, group_advantages
 from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.config import Recipe
 from pear_agent.train.local_model import make_local_policy
-from pear_agent.train.loss import causal_parts, chunked_terms, pear_loss_chunked, reply_hidden
+from pear_agent.train.loss import causal_parts, chunked_terms, clipped_surrogate, k3_kl, reply_hidden
+from pear_agent.train.metrics_log import MetricsLog
 from pear_agent.train.mix import Draw, TaskMix
 from pear_agent.train.models import load_snapshot, save_checkpoint, snapshot, trainable_model
 from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
@@ -99,6 +103,24 @@ class StepReport:
     """The weights that sampled this step's rollouts (version - rollout_lag or newer)."""
     overlapped_s: float = 0.0
     """Seconds of this step's rollouts that ran while an update trained (rollout_lag > 0)."""
+    grad_norm: float | None = None
+    """The gradient's norm before clipping (`grpo.max_grad_norm`); None when nothing was trained."""
+    learning_rate: float | None = None
+    """The rate this step's update used (the schedule after its warmup)."""
+    entropy: float | None = None
+    """Mean entropy of the trained policy at the generated tokens (nats)."""
+    kl: float | None = None
+    """Mean k3 estimate of KL(pi || initial policy) at the generated tokens, before the update."""
+    clipped_fraction: float | None = None
+    """Generated tokens whose ratio pi/mu left [1 - clip_eps, 1 + clip_eps] (`grpo.clip_eps` set)."""
+    reply_tokens_mean: float = 0.0
+    reply_tokens_max: int = 0
+    task_success: dict[str, float] = field(default_factory=dict)
+    """Success rate per task over every episode the step flew."""
+    val_success: dict[str, float] | None = None
+    """Validation success per task (`grpo.eval_every` steps), greedy, every flight in flight at once."""
+    episodes: str | None = None
+    """The folder holding the episodes this step kept (`grpo.keep_episodes`)."""
     checkpoint: str | None = None
 
 
@@ -106,6 +128,25 @@ def reward_of(record: dict[str, Any], kind: str) -> float:
     if kind == "shaped" and record.get("shaped_reward") is not None:
         return float(record["shaped_reward"])
     return 1.0 if record["success"] else 0.0
+
+
+TRAINER_STATE = "trainer_state.pt"
+"""In each GRPO checkpoint: what `train grpo --resume` restores (not needed to fly the checkpoint)."""
+
+
+def latest_checkpoint(run: Path) -> Path | None:
+    """The newest `checkpoint-NNNN` of a run that holds a trainer state."""
+    found = sorted(p for p in Path(run).glob("checkpoint-*") if (p / TRAINER_STATE).is_file())
+    return found[-1] if found else None
+
+
+def load_trainer_state(run: Path) -> dict[str, Any]:
+    import torch  # optional: torch
+
+    ckpt = latest_checkpoint(run)
+    if ckpt is None:
+        raise ValueError(f"{run} has no checkpoint with a {TRAINER_STATE} to resume from")
+    return torch.load(ckpt / TRAINER_STATE, weights_only=False)  # our own file: pickled task mixes
 
 
 def warm_start_note(recipe: Recipe, init: str | None) -> str | None:
@@ -128,14 +169,24 @@ class GRPOTrainer:
         init: str | None = None,
         log: Callable[[str], None] = print,
         run_fn: Callable[..., list[dict[str, Any]]] = run_episodes,
+        resume: bool = False,
     ) -> None:
+        """`resume`: continue the run in `out` from its newest checkpoint's trainer state (weights,
+        optimizer, scheduler, RNG, the task mix's draws, the step), exactly where it stopped."""
         import torch  # optional: torch
         from accelerate import Accelerator  # optional: accelerate
+        from transformers import get_scheduler  # optional: transformers
 
         self.recipe, self.cfg, self.out, self.log = recipe, recipe.grpo, Path(out), log
         self.out.mkdir(parents=True, exist_ok=True)
         self.run_fn = run_fn
-        note = warm_start_note(recipe, init)
+        state = load_trainer_state(self.out) if resume else None
+        if state is not None:
+            init = state["init"]
+        else:
+            (self.out / "recipe.json").write_text(recipe.model_dump_json(indent=2), encoding="utf-8")
+        self.init = init
+        note = warm_start_note(recipe, init) if state is None else None
         if note:
             log(note)
         torch.manual_seed(self.cfg.seed)
@@ -149,17 +200,33 @@ class GRPOTrainer:
             raise ValueError("the model has no trainable weights")
         optimizer = torch.optim.AdamW(params, lr=self.cfg.learning_rate)
         self.model, self.optimizer = self.accelerator.prepare(model, optimizer)
+        kind = self.cfg.lr_scheduler
+        kind = "constant_with_warmup" if kind == "constant" and self.cfg.warmup_steps else kind
+        self.scheduler = get_scheduler(
+            kind, self.optimizer, num_warmup_steps=self.cfg.warmup_steps, num_training_steps=self.cfg.steps
+        )
         self.version = 0
         self._prefix_version = 0
         """The weights the in-process generator's remembered prompt starts were prefilled with."""
         self.snapshots = {0: snapshot(self.model)}
+        self.initial = self.snapshots[0]
+        """The weights GRPO started from: the reference policy of the KL term and its logged estimate."""
         self._lock = threading.Condition()
         """Guards `version`, `snapshots` and `_updates_done` between trainer and rollout producer."""
-        self._updates_done = 0
         self.mixes = [
             TaskMix(st.mix, "train", seed=self.cfg.seed + i, curriculum=self.cfg.curriculum)
             for i, st in enumerate(self.cfg.stages)
         ]
+        self.counts = FilterCounts()
+        self.start_step = 0
+        self._mix_states: dict[int, bytes] = {}
+        """Step -> the task mixes and filter counts right after that step's draws (what resuming
+        after that step restores)."""
+        self.last_update: dict[str, Any] = {}
+        if state is not None:
+            self._restore(state)
+        self._updates_done = self.start_step
+        self._prefix_version = self.version
         self.stop_ids = turn_end_ids(text_tokenizer(self.tokenizer))
         self._make_local = make_local_policy  # a vision-language model: its processor, images in the sequence
         self.opts = LoopOptions(
@@ -170,7 +237,6 @@ class GRPOTrainer:
             history=recipe.history,
             history_older=recipe.history_older,
         )
-        self.counts = FilterCounts()
         self.sync = None
         self.server = None
         self.sampler_model = self.model
@@ -196,6 +262,9 @@ class GRPOTrainer:
         self.sync = VLLMAdapterSync(g.vllm_url, keep=g.rollout_lag + g.max_staleness + 1)
         self.sync.check_server(lora.r)
         self._publish()
+        from pear_agent.train.token_server import check_processed_logprobs  # heavy: cv2
+
+        check_processed_logprobs(g.vllm_url, self.sync.name(self.version), text_tokenizer(self.tokenizer))
 
     def _publish(self) -> None:
         """The current version's adapter to the vLLM server (a shared folder it can read)."""
@@ -203,6 +272,46 @@ class GRPOTrainer:
         model = self.accelerator.unwrap_model(self.model)
         save_checkpoint(model, self.tokenizer, folder, self.base, self.version, kind="version")
         self.sync.publish(self.version, folder)  # type: ignore[union-attr]
+
+    # -- resume -------------------------------------------------------------------------------
+    def _restore(self, state: dict[str, Any]) -> None:
+
+        import torch  # optional: torch
+
+        load_snapshot(self.model, state["weights"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.version = int(state["version"])
+        self.snapshots = dict(state["snapshots"])
+        self.initial = state["initial"]
+        self.mixes, self.counts = pickle.loads(state["mixes"])
+        torch.set_rng_state(state["rng"]["torch"])
+        np.random.set_state(state["rng"]["numpy"])
+        random.setstate(state["rng"]["python"])
+        self.start_step = int(state["step"])
+
+    def _save_state(self, folder: Path, step: int) -> None:
+        """What resuming after `step` steps needs, beside the checkpoint's adapter."""
+
+        import torch  # optional: torch
+
+        state = {
+            "step": step,
+            "version": self.version,
+            "init": self.init,
+            "weights": snapshot(self.model),
+            "initial": self.initial,
+            "snapshots": self.snapshots,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict(),
+            "mixes": self._mix_states.get(step - 1) or pickle.dumps((self.mixes, self.counts)),
+            "rng": {
+                "torch": torch.get_rng_state(),
+                "numpy": np.random.get_state(),
+                "python": random.getstate(),
+            },
+        }
+        torch.save(state, folder / TRAINER_STATE)
 
     # -- which stage --------------------------------------------------------------------------
     def stage(self, step: int) -> int:
@@ -277,6 +386,16 @@ class GRPOTrainer:
                 self.generator.expect(min(in_flight, len(jobs) - ended[0]))
 
         live()
+        keep = g.keep_episodes if first_group == 0 else 0  # the step's first round of groups
+
+        def writer(job: TrainJob) -> Any:
+
+            if jobs.index(job) >= keep:
+                return None
+            return RunWriter(
+                self.episodes_dir(step) / f"{job.group_id}-r{job.index_in_group}", video_fps=None
+            )
+
         try:
             records = self.run_fn(
                 jobs,
@@ -285,6 +404,7 @@ class GRPOTrainer:
                 on_record=live,
                 concurrency=in_flight,
                 policy_version=version,
+                **({"writer": writer} if keep else {}),
             )
         finally:
             if self.generator is not None:
@@ -332,6 +452,59 @@ class GRPOTrainer:
                 self.log(f"step {step}: {dropped} group(s) without a learning signal dropped; resampling")
         return kept, sampled
 
+    # -- what a step kept and how the policy flies on validation seeds ------------------------
+    def episodes_dir(self, step: int) -> Path:
+        return self.out / "episodes" / f"step-{step + 1:04d}"
+
+    def keep_episodes(self, c: Collected) -> str | None:
+        """The step's kept episode logs (`pear-agent view FOLDER/<id>`) indexed with their rewards
+        and advantages in FOLDER/index.jsonl; None when the step kept none."""
+        folder = self.episodes_dir(c.step)
+        if not folder.is_dir():
+            return None
+        lines = []
+        for grp in c.sampled:
+            advs = grp.advantages or [None] * len(grp.records)
+            for rec, reward, adv in zip(grp.records, grp.rewards, advs, strict=True):
+                name = f"{rec['group_id']}-r{rec['index_in_group']}"
+                if (folder / name / "episode.jsonl").is_file():
+                    lines.append(
+                        {
+                            "episode": name,
+                            "task": rec["task"],
+                            "seed": rec["seed"],
+                            "success": rec["success"],
+                            "reward": reward,
+                            "advantage": adv,
+                            "verdict": grp.verdict,
+                            "end_reason": rec["end_reason"],
+                        }
+                    )
+        (folder / "index.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines), encoding="utf-8")
+        return str(folder)
+
+    def validate(self, step: int) -> dict[str, float]:
+        """The current weights on the validation seeds (`train pick`'s), greedy, every flight in
+        flight at once through the batched generator; success rate per task."""
+        from pear_agent.train.evaluate import eval_draws, evaluate, summarize  # heavy: cv2
+
+        draws = eval_draws(self.recipe, "val", self.cfg.eval_episodes)
+        model = self.accelerator.unwrap_model(self.model)
+        model.eval()
+        lines = evaluate(
+            f"step-{step}",
+            draws,
+            self.recipe,
+            self.out / "validation" / f"step-{step:04d}.jsonl",
+            log=lambda *_: None,
+            loaded=(model, self.tokenizer),
+        )
+        out = {}
+        for task in dict.fromkeys(x["task"] for x in lines):
+            out[task] = summarize([x for x in lines if x["task"] == task])["success_rate"]
+        self.log(f"validation after step {step}: " + ", ".join(f"{t} {v:.2f}" for t, v in out.items()))
+        return out
+
     # -- the update ---------------------------------------------------------------------------
     def _sequences(self, groups: list[Group]) -> list[tuple[Any, float]]:
         items = []
@@ -370,12 +543,14 @@ class GRPOTrainer:
         g = self.cfg
         items = self._sequences(groups)
         n_tokens = sum(s.reply_tokens for s, _ in items)
+        self.last_update = {}
         if not items or n_tokens == 0:
             return 0.0, 0, None, 0
         device = self.accelerator.device
         self.model.train()
         self.optimizer.zero_grad()
         total, drift, compared = 0.0, 0.0, 0
+        ent_sum, kl_sum, clipped = 0.0, 0.0, 0
         pad = text_tokenizer(self.tokenizer).pad_token_id or 0
         model = self.accelerator.unwrap_model(self.model)
         _, head, softcap = causal_parts(model)
@@ -416,50 +591,87 @@ class GRPOTrainer:
             sel = mask[:, 1:] > 0
             tvers, told, thas = vers[:, 1:][sel], old[:, 1:][sel], has_old[:, 1:][sel]
             tadv = adv.unsqueeze(-1).expand_as(mask[:, 1:])[sel]
+            versions = sorted({int(x) for x in torch.unique(tvers).tolist()})
+            # the sampling policies' hidden states first (their weights swapped in, no graph): the
+            # swap writes the live weights in place, so it must not happen once the graph of the
+            # trained forward pass holds them (without gradient checkpointing backward would fail)
+            behaviours: dict[int, Any] = {}
+            for v in versions:
+                if v == self.version:
+                    continue
+                if v not in self.snapshots:
+                    raise ValueError(
+                        f"tokens sampled by policy version {v} are more than grpo.max_staleness="
+                        f"{g.max_staleness} versions behind the trained version {self.version}"
+                    )
+                with torch.no_grad():
+                    current = load_snapshot(self.model, self.snapshots[v])
+                    behaviours[v] = reply_hidden(model, fwd, mask)[0][tvers == v]
+                    load_snapshot(self.model, current)
+            ref_hidden = None
+            if self.version > 0:  # at version 0 the trained policy is the initial one: KL 0
+                with torch.no_grad():
+                    current = load_snapshot(self.model, self.initial)
+                    ref_hidden = reply_hidden(model, fwd, mask)[0]
+                    load_snapshot(self.model, current)
             hidden, targets = reply_hidden(model, fwd, mask)
             loss = hidden.new_zeros((), dtype=torch.float32)
-            for v in sorted({int(x) for x in torch.unique(tvers).tolist()}):
+            for v in versions:
                 rows = tvers == v
-                behaviour, weight = None, None
-                if v != self.version:
-                    # the sampling policy's hidden states: its weights swapped in, no graph
-                    if v not in self.snapshots:
-                        raise ValueError(
-                            f"tokens sampled by policy version {v} are more than grpo.max_staleness="
-                            f"{g.max_staleness} versions behind the trained version {self.version}"
-                        )
-                    with torch.no_grad():
-                        current = load_snapshot(self.model, self.snapshots[v])
-                        behaviour = reply_hidden(model, fwd, mask)[0][rows]
-                        load_snapshot(self.model, current)
-                    weight = self.snapshots[v].get(head_name) if head_name else None
-                part, lp = pear_loss_chunked(
+                # PPO clipping corrects for the lag with the ratio pi / mu (no score-centring)
+                behaviour = behaviours.get(v) if g.clip_eps is None else None
+                weight = self.snapshots[v].get(head_name) if head_name and v in behaviours else None
+                ents: list[Any] = []
+                score, lp_g = chunked_terms(
                     head,
                     hidden[rows],
                     targets[rows],
-                    tadv[rows],
-                    n_tokens,
-                    temperature=g.temperature,
-                    softcap=softcap,
+                    g.temperature,
+                    softcap,
                     behaviour_hidden=behaviour,
                     behaviour_weight=weight,
                     chunk=g.reply_chunk,
                     banned=banned,
+                    entropy=ents,
                 )
+                lp = lp_g.detach()
+                seen = thas[rows]
+                if g.clip_eps is not None:
+                    old_lp = torch.where(seen, told[rows], lp)  # no recorded log mu: ratio 1
+                    obj = clipped_surrogate(lp_g, old_lp, tadv[rows], g.clip_eps)
+                    ratio = torch.exp(lp - old_lp)
+                    clipped += int(((ratio - 1).abs() > g.clip_eps).sum().item())
+                else:
+                    obj = tadv[rows] * score
+                part = -obj.sum() / n_tokens
+                if ref_hidden is not None:
+                    ref_weight = self.initial.get(head_name) if head_name else None
+                    ref_head = (
+                        head if ref_weight is None else SimpleNamespace(weight=ref_weight, bias=head.bias)
+                    )
+                    with torch.no_grad():
+                        _, ref_lp = chunked_terms(
+                            ref_head, ref_hidden[rows], targets[rows], g.temperature, softcap,
+                            chunk=g.reply_chunk, banned=banned,
+                        )  # fmt: skip
+                    kl = k3_kl(lp_g, ref_lp)
+                    kl_sum += float(kl.detach().sum().item())
+                    if g.kl_coef > 0:
+                        part = part + g.kl_coef * kl.sum() / n_tokens
+                ent_sum += float(ents[0].sum().item()) if ents else 0.0
                 loss = loss + part
                 # the drift: every token with a recorded log mu, stale ones against the snapshot
                 # that sampled them (its hidden states and head), on-policy ones against pi
-                seen = thas[rows]
                 if bool(seen.any()):
                     ref = lp
-                    if behaviour is not None:
+                    if v in behaviours:
                         with torch.no_grad():
                             mu_head = (
                                 head if weight is None else SimpleNamespace(weight=weight, bias=head.bias)
                             )
                             _, ref = chunked_terms(
                                 mu_head,
-                                behaviour,
+                                behaviours[v],
                                 targets[rows],
                                 g.temperature,
                                 softcap,
@@ -470,12 +682,21 @@ class GRPOTrainer:
                     compared += int(seen.sum().item())
             self.accelerator.backward(loss)
             total += float(loss.item())
-        if g.max_grad_norm:
-            self.accelerator.clip_grad_norm_(
-                [p for p in self.model.parameters() if p.requires_grad], g.max_grad_norm
-            )
+        trainable = [p for p in self.model.parameters() if p.requires_grad]
+        grad_norm = float(
+            self.accelerator.clip_grad_norm_(trainable, g.max_grad_norm or float("inf"))
+        )  # before clipping
+        lr = float(self.optimizer.param_groups[0]["lr"])
         self.optimizer.step()
+        self.scheduler.step()
         self.optimizer.zero_grad()
+        self.last_update = {
+            "grad_norm": grad_norm,
+            "learning_rate": lr,
+            "entropy": ent_sum / n_tokens,
+            "kl": kl_sum / n_tokens,
+            "clipped_fraction": clipped / n_tokens if g.clip_eps is not None else None,
+        }
         with self._lock:
             self.version += 1
             self.snapshots[self.version] = snapshot(self.model)
@@ -490,7 +711,7 @@ class GRPOTrainer:
     # -- the run ------------------------------------------------------------------------------
     def checkpoint(self, step: int, merge: bool = False) -> Path:
         model = self.accelerator.unwrap_model(self.model)
-        return save_checkpoint(
+        folder = save_checkpoint(
             model,
             self.tokenizer,
             self.out / f"checkpoint-{step:04d}",
@@ -500,6 +721,8 @@ class GRPOTrainer:
             kind="grpo",
             version=self.version,
         )
+        self._save_state(folder, step)
+        return folder
 
     def _collect_at(self, step: int) -> Collected:
         """One step's groups, sampled with the newest weights (loaded into the sampler's copy)."""
@@ -509,7 +732,9 @@ class GRPOTrainer:
                 load_snapshot(self.sampler_model, self.snapshots[version])
         t0 = time.perf_counter()
         kept, sampled = self.collect(step, version)
-        return Collected(step, version, kept, sampled, t0, time.perf_counter())
+        t1 = time.perf_counter()
+        self._mix_states[step] = pickle.dumps((self.mixes, self.counts))
+        return Collected(step, version, kept, sampled, t0, t1)
 
     def _report(
         self, c: Collected, upd: tuple[float, int, float | None, int], u0: float, u1: float, step_s: float,
@@ -525,6 +750,11 @@ class GRPOTrainer:
             if grp.verdict != "kept":
                 dropped[grp.verdict] = dropped.get(grp.verdict, 0) + 1
         rollout_s = c.t1 - c.t0
+        replies = [len(t["ids"]) for r in recs for t in r.get("turn_tokens") or [] if t]
+        by_task: dict[str, list[bool]] = {}
+        for r in recs:
+            by_task.setdefault(r["task"], []).append(bool(r["success"]))
+        u = self.last_update
         return StepReport(
             step=c.step,
             version=self.version,
@@ -546,6 +776,15 @@ class GRPOTrainer:
             peak_rss_mb=peak_rss_mb(),
             sampler_version=c.version,
             overlapped_s=overlapped_s,
+            grad_norm=u.get("grad_norm"),
+            learning_rate=u.get("learning_rate"),
+            entropy=u.get("entropy"),
+            kl=u.get("kl"),
+            clipped_fraction=u.get("clipped_fraction"),
+            reply_tokens_mean=float(np.mean(replies)) if replies else 0.0,
+            reply_tokens_max=max(replies, default=0),
+            task_success={t: float(np.mean(v)) for t, v in sorted(by_task.items())},
+            episodes=self.keep_episodes(c),
         )
 
     def _updated(self) -> None:
@@ -566,7 +805,7 @@ class GRPOTrainer:
         """The rollout producer (rollout_lag > 0): step s's rollouts start once the update of step
         s - 1 - lag is done, so they fly while the trainer updates, at most `lag` versions behind."""
         lag = self.cfg.rollout_lag
-        for s in range(n):
+        for s in range(self.start_step, n):
             with self._lock:
                 while self._updates_done < s - lag and not stop.is_set():
                     self._lock.wait(timeout=0.5)
@@ -586,7 +825,7 @@ class GRPOTrainer:
         updates: list[tuple[float, float]] = []
         last = time.perf_counter()
         try:
-            for _ in range(n):
+            for _ in range(self.start_step, n):
                 c = out.get()
                 if isinstance(c, BaseException):
                     raise c
@@ -605,16 +844,30 @@ class GRPOTrainer:
             producer.join(timeout=600)
 
     def train(self, steps: int | None = None, merge: bool = False) -> list[StepReport]:
+
         reports = []
         n = steps if steps is not None else self.cfg.steps
-        run = self._overlapped(n) if self.cfg.rollout_lag > 0 else (self.step(s) for s in range(n))
-        with (self.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
+        first = self.start_step
+        run = self._overlapped(n) if self.cfg.rollout_lag > 0 else (self.step(s) for s in range(first, n))
+        metrics = self.out / "metrics.jsonl"
+        if metrics.is_file():  # a resumed run: the steps after its checkpoint are flown again
+            kept = [ln for ln in metrics.read_text(encoding="utf-8").splitlines() if ln.strip()]
+            kept = [ln for ln in kept if json.loads(ln).get("step", -1) < first]
+            metrics.write_text("".join(ln + "\n" for ln in kept), encoding="utf-8")
+        board = MetricsLog(
+            self.out, self.recipe.logging.report_to, config=self.recipe.model_dump(), log=self.log
+        )
+        with metrics.open("a", encoding="utf-8") as f, board:
             for rep in run:
                 s = rep.step
                 if (s + 1) % self.cfg.checkpoint_every == 0 or s == n - 1:
                     rep.checkpoint = str(self.checkpoint(s + 1, merge=merge))
+                self._mix_states.pop(s, None)
+                if self.cfg.eval_every and (s + 1) % self.cfg.eval_every == 0:
+                    rep.val_success = self.validate(s + 1)
                 f.write(json.dumps(asdict(rep)) + "\n")
                 f.flush()
+                board.write(s + 1, rep)
                 self.log(
                     f"step {s + 1}/{n} [{rep.stage}]: groups {rep.groups_kept} kept of {rep.groups_sampled}, "
                     f"mean reward {rep.mean_reward:.3f}, success {rep.success_rate:.2f}, "

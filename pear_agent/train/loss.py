@@ -128,11 +128,13 @@ def _terms(
 
     logp_all = torch.log_softmax(logits_of(hidden, weight), dim=-1)
     lp = logp_all.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    with torch.no_grad():  # the policy's entropy at each position (logged, never trained on)
+        ent = -(logp_all.exp() * logp_all).sum(-1)
     if behaviour_hidden is None:
-        return lp, lp
+        return lp, lp, ent
     with torch.no_grad():
         mu = torch.softmax(logits_of(behaviour_hidden, behaviour_weight), dim=-1)
-    return lp - (mu * logp_all).sum(-1), lp
+    return lp - (mu * logp_all).sum(-1), lp, ent
 
 
 def chunked_terms(
@@ -145,9 +147,11 @@ def chunked_terms(
     behaviour_weight: Any | None = None,
     chunk: int = REPLY_CHUNK,
     banned: Any | None = None,
+    entropy: list[Any] | None = None,
 ) -> tuple[Any, Any]:
     """(score [N], log pi [N]) at N reply positions, the output head applied `chunk` rows at a time
     and recomputed in the backward pass (only one chunk's [chunk, V] tensors are alive at once).
+    `entropy`, when given, receives the policy's entropy at the N positions (detached).
 
     behaviour_hidden [N, H] and behaviour_weight: the sampling policy's hidden states and head weight
     where it is older than pi (None: on-policy, score = log pi)."""
@@ -158,7 +162,7 @@ def chunked_terms(
     weight, bias = head.weight, getattr(head, "bias", None)
     if behaviour_hidden is not None and behaviour_weight is None:
         behaviour_weight = weight.detach()
-    scores, lps = [], []
+    scores, lps, ents = [], [], []
     for s in range(0, hidden.shape[0], max(1, chunk)):
         args = (
             hidden[s : s + chunk],
@@ -172,14 +176,17 @@ def chunked_terms(
             banned,
         )
         if torch.is_grad_enabled() and (hidden.requires_grad or weight.requires_grad):
-            sc, lp = checkpoint(_terms, *args, use_reentrant=False)
+            sc, lp, ent = checkpoint(_terms, *args, use_reentrant=False)
         else:
-            sc, lp = _terms(*args)
+            sc, lp, ent = _terms(*args)
         scores.append(sc)
         lps.append(lp)
+        ents.append(ent)
     if not scores:
         empty = hidden.new_zeros(0, dtype=torch.float32)
         return empty, empty
+    if entropy is not None:
+        entropy.append(torch.cat(ents).detach())
     return torch.cat(scores), torch.cat(lps)
 
 
@@ -194,3 +201,22 @@ def pear_loss_chunked(
     chunk, banned tokens)."""
     score, lp = chunked_terms(head, hidden, targets, **terms)
     return -(advantages * score).sum() / max(1, int(n_tokens)), lp.detach()
+
+
+def clipped_surrogate(lp: Any, old_lp: Any, advantages: Any, clip_eps: float) -> Any:
+    """PPO's clipped surrogate per token (SkyRL's and TRL's GRPO objective), to maximise:
+    min(r A, clip(r, 1 - eps, 1 + eps) A) with r = pi(y) / mu(y) = exp(log pi - log mu). Where the
+    ratio has left the trust region in the direction the advantage pushes, the gradient is zero."""
+    import torch  # optional: torch
+
+    ratio = torch.exp(lp - old_lp)
+    return torch.minimum(ratio * advantages, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * advantages)
+
+
+def k3_kl(lp: Any, ref_lp: Any) -> Any:
+    """Schulman's k3 estimator of KL(pi || pi_ref) per sampled token: r - log r - 1 with
+    r = pi_ref(y) / pi(y); >= 0, zero where pi = pi_ref, unbiased for tokens sampled from pi."""
+    import torch  # optional: torch
+
+    log_r = ref_lp - lp
+    return torch.exp(log_r) - log_r - 1

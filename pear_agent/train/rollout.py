@@ -71,10 +71,13 @@ def run_episodes(
     *,
     concurrency: int = 1,
     policy_version: int | None = None,
+    writer: Callable[[TrainJob], Any] | None = None,
 ) -> list[dict[str, Any]]:
     """One record per job, in the jobs' order, `concurrency` episodes in flight (`make_policy` is
     called once per episode: with more than one in flight, each needs a policy of its own).
-    `on_record` sees each record as its episode ends (completion order)."""
+    `on_record` sees each record as its episode ends (completion order). `writer(job)`: the
+    `RunWriter` of the episodes whose full log is kept (None for the others)."""
+
     os.environ.setdefault("MUJOCO_GL", "egl")
     cfg = EpisodeConfig(
         max_turns=opts.max_turns,
@@ -94,7 +97,13 @@ def run_episodes(
         spec = EnvSpec.of(resolve(job.task)[1], mode=opts.mode, render=render, config=cfg)
         runner_jobs.append(
             EpisodeJob(
-                spec, lambda job=job: make_policy(job), job.seed, cfg, tag=job, policy_version=policy_version
+                spec,
+                lambda job=job: make_policy(job),
+                job.seed,
+                cfg,
+                writer=(lambda job=job: writer(job)) if writer is not None else None,
+                tag=job,
+                policy_version=policy_version,
             )
         )
 

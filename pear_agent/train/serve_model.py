@@ -41,18 +41,27 @@ from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
 from pear_agent.train.model_files import load_model
 from pear_agent.train.sequences import text_messages
-from pear_agent.train.vision import is_processor, reply_banned_ids, text_tokenizer
+from pear_agent.train.vision import is_processor, text_tokenizer
 
 
-def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 16) -> Any:
-    from pear_agent.train.batched import GenRequest, generate_batch  # optional: transformers
+def create_app(
+    model_name: str,
+    max_new_tokens: int = 64,
+    max_lora_rank: int = 16,
+    logprobs_mode: str = "processed_logprobs",
+) -> Any:
+    """`logprobs_mode` as vLLM's `--logprobs-mode`: `processed_logprobs` (this server's default) returns
+    the log-probabilities of the distribution sampled (temperature, logit bias); `raw_logprobs`
+    (vLLM's default) those of the raw logits, so the tests can stand in for a vLLM started without it."""
+    if logprobs_mode not in ("processed_logprobs", "raw_logprobs"):
+        raise ValueError(f"logprobs_mode must be processed_logprobs or raw_logprobs, not {logprobs_mode!r}")
+    from pear_agent.train.batched import GenRequest, generate_batch  # optional: torch
     from pear_agent.train.local_model import make_local_policy  # heavy: cv2
 
     model, loaded = load_model(model_name)
     vision = is_processor(loaded)
     """A vision-language model: `loaded` is its processor; the chat path keeps the messages' images."""
     tok = text_tokenizer(loaded)
-    banned = frozenset(reply_banned_ids(loaded))
     base = model
     adapters: dict[str, str] = {}
     state: dict[str, Any] = {"model": model, "prefix": None}
@@ -135,8 +144,17 @@ def create_app(model_name: str, max_new_tokens: int = 64, max_lora_rank: int = 1
             and prompt[:n_known] == prefix[1]
         ):
             kv, feed = prefix[2], list(prompt[n_known:])
-        # no special token but the reply's end (as the in-process policies and the trainer's loss)
-        req = GenRequest(feed, kv, n_new, temp, stops, int(body.get("seed") or 0), banned - stops)
+        # as vLLM: what a reply may hold is the request's `logit_bias` (clamped to [-100, 100]); the
+        # trainer's requests bias every special token but the reply's end by -100
+        bias = []
+        for k, v in (body.get("logit_bias") or {}).items():
+            if not str(k).lstrip("-").isdigit() or not 0 <= int(k) < len(tok):
+                raise ValueError(f"logit_bias: token id {k} out of vocabulary")
+            bias.append((int(k), min(100.0, max(-100.0, float(v)))))
+        req = GenRequest(
+            feed, kv, n_new, temp, stops, int(body.get("seed") or 0),
+            bias=tuple(bias), raw_logprobs=logprobs_mode == "raw_logprobs",
+        )  # fmt: skip
         ctx = m.disable_adapter() if name not in adapters and adapters else contextlib.nullcontext()
         with ctx:
             res = generate_batch(m, [req], tok.pad_token_id or 0)[0]

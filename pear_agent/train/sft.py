@@ -9,6 +9,7 @@ check after TRL's preparation that the tokens it trains on are exactly the repli
 from __future__ import annotations
 
 import json
+import os
 import resource
 import time
 from dataclasses import dataclass
@@ -109,7 +110,12 @@ def run_sft(
     max_steps: int | None = None,
     merge: bool = False,
     log: Any = print,
+    resume: bool = False,
+    callbacks: list[Any] | None = None,
 ) -> SFTResult:
+    """`resume`: continue the run in `out` from its newest RUN/trainer/checkpoint-N (the optimizer,
+    scheduler, RNG and the data order as they were; the run's own data and --init). `callbacks`:
+    transformers `TrainerCallback`s (the tests stop a run midway with one)."""
     import torch  # optional: torch
     from datasets import Dataset  # optional: datasets
     from trl import SFTConfig, SFTTrainer  # optional: trl
@@ -117,14 +123,33 @@ def run_sft(
     check_trl_version()
     cfg = recipe.sft
     t0 = time.perf_counter()
+    out = Path(out)
+    run_file = out / "sft_run.json"
+    if resume:
+        if not run_file.is_file() or not any((out / "trainer").glob("checkpoint-*")):
+            raise ValueError(f"{out}: no sft checkpoint to resume from (RUN/trainer/checkpoint-N)")
+        started = json.loads(run_file.read_text(encoding="utf-8"))
+        data, init = started["data"], started["init"]
+    else:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "recipe.json").write_text(recipe.model_dump_json(indent=2), encoding="utf-8")
+        run_file.write_text(json.dumps({"data": data or cfg.data, "init": init}), encoding="utf-8")
     examples = select(load_examples(data or cfg.data, cfg.executed_actions), cfg.min_reward)
     if not examples:
         raise ValueError("no episode to learn from: none succeeded (or reached sft.min_reward)")
+    from transformers import set_seed  # optional: transformers
+
+    set_seed(cfg.seed)  # the adapter's initial weights: the same run twice is the same run
     model, tok, base = trainable_model(recipe.model, init)
     cols = tokenize_examples(tok, examples, cfg.max_tokens)
     reply_tokens = sum(cols.pop("reply_tokens"))
     dataset = Dataset.from_dict(cols)
-    out = Path(out)
+    report_to = [r for r in recipe.logging.report_to if r in ("tensorboard", "wandb")]
+    if "tensorboard" in report_to:
+        os.environ["TENSORBOARD_LOGGING_DIR"] = str(out / "tensorboard")
+    if "wandb" in report_to:
+        os.environ.setdefault("WANDB_MODE", "offline")  # nothing leaves the machine
+        os.environ.setdefault("WANDB_DIR", str(out))
     args = SFTConfig(
         output_dir=str(out / "trainer"),
         num_train_epochs=cfg.epochs,
@@ -134,17 +159,26 @@ def run_sft(
         gradient_accumulation_steps=cfg.gradient_accumulation_steps,
         max_length=None,  # never truncate an episode: a long one is refused when tokenised
         logging_steps=1,
-        save_strategy="no",
-        report_to=[],
+        save_strategy="steps",
+        save_steps=cfg.checkpoint_every,
+        save_total_limit=2,
+        report_to=report_to,
         seed=cfg.seed,
         use_cpu=not torch.cuda.is_available(),
         bf16=recipe.model.dtype == "bfloat16" and torch.cuda.is_available(),
         dataset_num_proc=None,
-        lr_scheduler_type="constant",
+        lr_scheduler_type=(
+            "constant_with_warmup"
+            if cfg.lr_scheduler == "constant" and cfg.warmup_steps
+            else cfg.lr_scheduler
+        ),
+        warmup_steps=cfg.warmup_steps,
         gradient_checkpointing=recipe.model.gradient_checkpointing,
     )
     trainer_cls = _reply_only_trainer(SFTTrainer) if cfg.chunked_loss else SFTTrainer
-    trainer = trainer_cls(model=model, args=args, train_dataset=dataset, processing_class=tok)
+    trainer = trainer_cls(
+        model=model, args=args, train_dataset=dataset, processing_class=tok, callbacks=callbacks
+    )
     trainer.reply_chunk = cfg.reply_chunk
     trained = sum(sum(1 for x in row if x != -100) for row in trainer.train_dataset["labels"])
     # TRL's labels are shifted inside the model; the unshifted labels count each reply token once
@@ -153,7 +187,7 @@ def run_sft(
     log(
         f"sft: {len(examples)} episodes, {sum(map(len, cols['input_ids']))} tokens, {reply_tokens} in replies"
     )
-    trainer.train()
+    trainer.train(resume_from_checkpoint=True if resume else None)
     losses = [h["loss"] for h in trainer.state.log_history if "loss" in h]
     ckpt = save_checkpoint(
         trainer.model,

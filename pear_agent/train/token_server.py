@@ -29,8 +29,11 @@ from pear_agent.protocol.prompts import Message
 from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.local_model import open_turn, sampled_reply
 from pear_agent.train.sequences import ChatSequence
+from pear_agent.train.vision import reply_banned_ids
 
 TOKEN_ID_RE = re.compile(r"^token_id:(\d+)$")
+LOGIT_BIAS_FLOOR = -100.0
+"""The lowest logit bias OpenAI's API and vLLM accept (vLLM clamps to [-100, 100])."""
 
 
 def _http() -> Any:
@@ -105,6 +108,10 @@ class TokenServerPolicy:
         self.temperature, self.max_new_tokens, self.seed = temperature, max_new_tokens, seed
         self.policy_version = policy_version
         self.stop_ids = list(stop_ids) if stop_ids is not None else turn_end_ids(tokenizer)
+        self.banned = sorted(set(reply_banned_ids(tokenizer)) - set(self.stop_ids))
+        """Special tokens no reply may hold: sent as `logit_bias` -100 (vLLM clamps biases to
+        [-100, 100]; e^-100 is below float32's resolution next to any real token), as the loss and
+        the in-process samplers ban them, so the server samples the distribution the loss trains."""
         self.api_key, self.timeout_s = api_key, timeout_s
         self.name = f"server:{model}"
         self.reset(seed)
@@ -129,6 +136,7 @@ class TokenServerPolicy:
             "skip_special_tokens": False,
             "stop_token_ids": self.stop_ids,
             "include_stop_str_in_output": True,
+            "logit_bias": {str(i): LOGIT_BIAS_FLOOR for i in self.banned},
         }
 
     def _answer(self, ids: list[int], r: Any, t0: float) -> PolicyReply:
@@ -190,3 +198,46 @@ class TokenServerPolicy:
         except httpx.HTTPError as exc:
             return self._error(exc)
         return self._answer(req.ids, r, req.t0)
+
+
+def check_processed_logprobs(base_url: str, model: str, tokenizer: Any, timeout_s: float = 120.0) -> None:
+    """Refuse a server whose log-probabilities are not of the distribution it sampled.
+
+    vLLM returns the raw logits' log-probabilities (before temperature and logit bias) unless it
+    was started with `--logprobs-mode processed_logprobs`; log mu would then not be the sampler's,
+    and the trainer's drift and score-centring would compare against another distribution. The
+    probe asks for one token with a +100 logit bias on a special token: a processed log-probability
+    is ~0 (the bias makes it certain), a raw one is the model's own (far below 0)."""
+
+    stops = set(turn_end_ids(tokenizer))
+    banned = [i for i in reply_banned_ids(tokenizer) if i not in stops]
+    target = banned[0] if banned else sorted(stops)[0]
+    prompt = tokenizer("Reply with one word.", add_special_tokens=False)["input_ids"] or [target]
+    body = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": 1,
+        "temperature": 1.0,
+        "logprobs": 1,
+        "return_tokens_as_token_ids": True,
+        "return_token_ids": True,
+        "skip_special_tokens": False,
+        "logit_bias": {str(target): 100.0},
+    }
+    httpx = _http()
+    try:
+        r = httpx.post(f"{base_url.rstrip('/')}/completions", json=body, timeout=timeout_s)
+    except httpx.HTTPError as exc:
+        raise TokenServerError(f"cannot reach the server at {base_url}: {exc}") from None
+    if r.status_code != 200:
+        raise TokenServerError(
+            f"the server at {base_url} refused the log-probability probe (HTTP {r.status_code}: "
+            f"{' '.join(r.text.split())[:160]})"
+        )
+    ids, lps, _, _ = parse_completion(r.json(), base_url)
+    if ids[:1] != [target] or lps[0] < -0.01:
+        raise TokenServerError(
+            f"the server at {base_url} returns raw log-probabilities (a token given a +100 logit bias came "
+            f"back with log-probability {lps[0]:.2f}, not ~0): start vLLM with --logprobs-mode "
+            "processed_logprobs (vllm_sync.serve_command writes it) so log mu is the sampled distribution"
+        )

@@ -9,7 +9,7 @@ volume). Rollouts through `OpenAIPolicy(ModelSettings(model=name, logprobs=True,
 extra_body={"return_tokens_as_token_ids": True}))` record each reply's ids and log-probabilities
 with the version that sampled them; the trainer's server generator asks token-in, token-out
 (`pear_agent.train.token_server`). `pear-agent train serve` answers the same API (its test runs
-GRPO steps against it in its own process); `benchmarks/gpu_grpo_check.py` runs it against vLLM.
+GRPO steps against it in its own process); `bash scripts/gpu_check.sh` runs it against vLLM.
 
 Adapter names are fresh per trainer run (`pear-<run id>-v<version>`): vLLM refuses a name already
 loaded, so a restarted trainer reusing `...-v0` against a server still holding it would fail. The
@@ -107,6 +107,9 @@ def serve_command(recipe: Any, port: int = 8000, max_model_len: int = 8192) -> l
     cmd = ["vllm", "serve", recipe.model.name, "--port", str(port), "--dtype", recipe.model.dtype]
     cmd += ["--gpu-memory-utilization", str(g.vllm_gpu_memory_utilization), "--enable-prefix-caching"]
     cmd += ["--max-model-len", str(max_model_len)]
+    # the log-probabilities of the distribution sampled (temperature, logit bias), not the raw logits'
+    # (vLLM's default): they are log mu in the loss (`token_server.check_processed_logprobs` probes it)
+    cmd += ["--logprobs-mode", "processed_logprobs"]
     if lora is not None:
         cmd += [
             "--enable-lora",

@@ -100,3 +100,43 @@ def test_the_chunked_loss_on_reply_positions_equals_the_full_loss(chunk, stale):
     )
     want_lp = torch.log_softmax(head(hidden).detach() / 0.8, -1).gather(-1, targets[..., None])[..., 0]
     assert torch.allclose(lp, want_lp[sel], atol=1e-6)
+
+
+# -- the study's objective (SkyRL's): PPO clipping and a k3 KL term (issue 39) ----------------------
+
+
+@pytest.mark.parametrize(
+    ("ratio", "adv", "moves"),
+    [
+        (1.5, 1.0, False),  # beyond 1 + eps in the direction the advantage pushes: no gradient
+        (1.1, 1.0, True),  # inside the trust region: the policy gradient
+        (1.5, -1.0, True),  # beyond 1 + eps but the advantage pulls back: the unclipped term
+        (0.5, -1.0, False),  # below 1 - eps with a negative advantage: no gradient
+    ],
+)
+def test_the_clipped_surrogate_stops_the_gradient_outside_the_trust_region(ratio, adv, moves):
+    from pear_agent.train.loss import clipped_surrogate
+
+    old = torch.tensor([-1.0])
+    lp = (old + torch.log(torch.tensor([ratio]))).requires_grad_(True)
+    obj = clipped_surrogate(lp, old, torch.tensor([adv]), 0.2)
+    obj.sum().backward()
+    if moves:
+        assert lp.grad.abs().item() == pytest.approx(abs(adv) * ratio, rel=1e-5)  # d(r A)/d log pi = r A
+    else:
+        assert lp.grad.abs().item() == 0.0
+
+
+def test_the_k3_kl_is_zero_at_the_initial_policy_and_positive_away_from_it():
+    from pear_agent.train.loss import k3_kl
+
+    ref = torch.log_softmax(torch.randn(6, generator=torch.Generator().manual_seed(1)), -1)
+    assert torch.equal(k3_kl(ref, ref), torch.zeros(6))
+    away = ref + torch.tensor([0.3, -0.2, 0.1, -0.4, 0.05, 0.0])
+    kl = k3_kl(away, ref)
+    assert bool((kl[:5] > 0).all()) and kl[5].item() == 0.0
+    # over the whole vocabulary, E_pi[k3] is KL(pi || ref)
+    logits = torch.randn(50, generator=torch.Generator().manual_seed(2))
+    pi, ref_all = torch.log_softmax(logits, -1), torch.log_softmax(logits * 0.5, -1)
+    exact = (pi.exp() * (pi - ref_all)).sum()
+    assert (pi.exp() * k3_kl(pi, ref_all)).sum().item() == pytest.approx(exact.item(), rel=1e-5)

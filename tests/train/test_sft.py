@@ -113,3 +113,47 @@ def test_the_reply_loss_equals_transformers_loss_on_the_same_labels(tiny):
         assert loss.item() == pytest.approx(full.item(), rel=1e-5)
         assert all(torch.allclose(a, b, atol=1e-6) for a, b in zip(got, want, strict=True))
     model.zero_grad()
+
+
+def test_an_interrupted_warm_start_resumed_equals_one_that_was_not(tiny_model_dir, tmp_path):
+    """Stopped after 2 of 4 optimizer steps and resumed (`train sft --resume RUN`): the same losses,
+    learning rates and adapter weights (optimizer, scheduler, RNG and data order restored)."""
+    import torch
+    from safetensors.torch import load_file
+
+    from pear_agent.train.sft import run_sft
+
+    recipe = load_recipe(
+        "roadster_study",
+        "cpu",
+        [
+            f"model.name={tiny_model_dir}",
+            "sft.epochs=2",
+            "sft.learning_rate=0.01",
+            "sft.lr_scheduler=linear",
+            "sft.checkpoint_every=1",
+            "model.lora.r=4",
+            "logging.report_to=[tensorboard]",
+        ],
+    )
+    data = [str(_short_episodes(tmp_path / "episodes"))]
+    quiet = {"log": lambda *_: None}
+    full = run_sft(recipe, tmp_path / "full", data=data, max_steps=4, **quiet)
+    from transformers import TrainerCallback
+
+    class StopAfterTwo(TrainerCallback):  # the run is stopped after its checkpoint of step 2
+        def on_step_end(self, args, state, control, **kw):
+            control.should_training_stop = state.global_step >= 2
+            return control
+
+    part = run_sft(recipe, tmp_path / "part", data=data, max_steps=4, callbacks=[StopAfterTwo()], **quiet)
+    assert len(part.losses) == 2 and (tmp_path / "part" / "trainer" / "checkpoint-2").is_dir()
+    resumed = run_sft(recipe, tmp_path / "part", max_steps=4, resume=True, **quiet)
+    assert len(full.losses) == len(resumed.losses) == 4
+    assert resumed.losses == pytest.approx(full.losses, abs=1e-5)
+    a = load_file(str(full.out / "adapter_model.safetensors"))
+    b = load_file(str(resumed.out / "adapter_model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert list((tmp_path / "part" / "tensorboard").rglob("events.out.tfevents.*"))  # TensorBoard by default
+    with pytest.raises(ValueError, match="no sft checkpoint to resume from"):
+        run_sft(recipe, tmp_path / "nothing", resume=True, **quiet)

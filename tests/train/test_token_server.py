@@ -209,3 +209,48 @@ def test_llama_cpp_python_server_is_refused_with_the_setting_named(tiny, tmp_pat
             parse_completion(answer, url)
     finally:
         _stop(proc)
+
+
+# -- issue 39: the sampler's distribution is the loss's ----------------------------------------------
+
+
+def test_every_request_bans_the_special_tokens_the_loss_bans(tiny):
+    """The loss gives every special token but the reply's end the banned logit: the request gives
+    them vLLM's lowest logit bias, so the server samples the distribution the loss trains."""
+    from pear_agent.train.chat_template import turn_end_ids
+    from pear_agent.train.token_server import LOGIT_BIAS_FLOOR, TokenServerPolicy
+    from pear_agent.train.vision import reply_banned_ids
+
+    _, tok = tiny
+    policy = TokenServerPolicy("http://x/v1", "m", tok)
+    bias = policy.request_body([1, 2, 3])["logit_bias"]
+    banned = set(reply_banned_ids(tok)) - set(turn_end_ids(tok))
+    assert banned and {int(k) for k in bias} == banned
+    assert set(bias.values()) == {LOGIT_BIAS_FLOOR} == {-100.0}
+
+
+def test_a_server_returning_raw_logprobs_is_refused_with_the_flag_named(tiny_model_dir, tmp_path):
+    """vLLM returns the raw logits' log-probabilities unless started with --logprobs-mode
+    processed_logprobs; the stand-in does the same (`logprobs_mode`), and the trainer refuses it."""
+    from pear_agent.train.grpo import GRPOTrainer
+    from pear_agent.train.serve_model import create_app
+    from pear_agent.train.token_server import TokenServerError, check_processed_logprobs
+    from pear_agent.train.vllm_sync import serve_command
+    from tests.servers import serve_app
+
+    raw = create_app(tiny_model_dir, max_new_tokens=16, max_lora_rank=4, logprobs_mode="raw_logprobs")
+    with (
+        serve_app(raw) as url,
+        pytest.raises(
+            TokenServerError, match=r"returns raw log-probabilities.*--logprobs-mode processed_logprobs"
+        ),
+    ):
+        GRPOTrainer(_recipe(tiny_model_dir, url), tmp_path / "g", log=lambda *_: None)
+    processed = create_app(tiny_model_dir, max_new_tokens=16, max_lora_rank=4)
+    with serve_app(processed) as url:
+        from pear_agent.train.model_files import load_model
+
+        check_processed_logprobs(url, tiny_model_dir, load_model(tiny_model_dir)[1])  # passes
+    recipe = _recipe(tiny_model_dir, "http://127.0.0.1:8000/v1")
+    cmd = serve_command(recipe)
+    assert cmd[cmd.index("--logprobs-mode") + 1] == "processed_logprobs"
