@@ -59,7 +59,7 @@ def protocol(name: str, seed: int) -> dict[str, Any]:
     task = PREFIX + name
     env = make_environment(task, render=False)
     try:
-        result = Episode.of(env, scripted_policy(task), EpisodeConfig()).run(seed)
+        result = Episode(env, scripted_policy(task), EpisodeConfig()).run(seed)
         steps = int(env.backend.steps)
     finally:
         env.close()

@@ -30,7 +30,7 @@ def episode(task: str, seed: int, root: Path, fps: float | None) -> dict[str, An
         writer = RunWriter(run_dir, video_fps=None)
         policy = family.default_policy(name, seed=seed, action_noise_cm=0.0)
         t0 = time.perf_counter()
-        result = Episode.of(env, policy, cfg, writer).run(seed)
+        result = Episode(env, policy, cfg, writer).run(seed)
         wall = time.perf_counter() - t0
     finally:
         close_environment(env)

@@ -25,7 +25,7 @@ EASY = [
 def _episode(task: str, seed: int, **cfg):
     env = make_environment(task, render=False)
     try:
-        ep = Episode.of(env, scripted_policy(task), EpisodeConfig(**cfg))
+        ep = Episode(env, scripted_policy(task), EpisodeConfig(**cfg))
         return ep.run(seed), ep
     finally:
         env.close()
