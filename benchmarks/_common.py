@@ -147,11 +147,11 @@ def record_episode(task: str = "pick_cube", seed: int = 0, robot: str = "panda")
     Returns the robot, kinematics, backend, and per turn: the observation (with its images),
     the reply text, and the messages list exactly as the policy received it.
     """
-    from pear_agent.arm_environment import arm_episode
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.registry import make_backend
-    from pear_agent.robot_loader import load_robot
-    from pear_agent.task_experts import scripted_policy
+    from pear_agent.loop.arm_environment import arm_episode
+    from pear_agent.loop.registry import make_backend
+    from pear_agent.loop.task_experts import scripted_policy
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     cfg = load_robot(robot)
     backend = make_backend(task, cfg, render=True)

@@ -17,12 +17,12 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 import numpy as np
 from _common import emit, machine
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import EpisodeConfig
-from pear_agent.kinematics import Kinematics
-from pear_agent.registry import arm_tasks, make_backend
-from pear_agent.robot_loader import load_robot
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import arm_tasks, make_backend
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.robot.kinematics import Kinematics
+from pear_agent.robot.loader import load_robot
 
 TASKS = arm_tasks()
 MUJOCO_TASKS = [t for t, e in TASKS.items() if e.backend == "mujoco"]

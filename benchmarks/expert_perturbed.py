@@ -34,11 +34,11 @@ MARGIN_POINTS = 5.0
 
 def _episodes(job: tuple[str, str, list[int]]) -> list[dict[str, Any]]:
     """One robot and task (perturbed or not) over some seeds: a record per episode."""
-    from pear_agent.arm_environment import arm_episode
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.registry import make_backend
-    from pear_agent.robot_loader import load_robot
-    from pear_agent.task_experts import scripted_policy
+    from pear_agent.loop.arm_environment import arm_episode
+    from pear_agent.loop.registry import make_backend
+    from pear_agent.loop.task_experts import scripted_policy
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     robot_name, task, seeds = job
     robot = load_robot(robot_name)
@@ -72,8 +72,8 @@ def _episodes(job: tuple[str, str, list[int]]) -> list[dict[str, Any]]:
 
 def cells(robots: list[str], tasks: list[str]) -> list[tuple[str, str]]:
     """The (robot, task) pairs whose task the robot can do (the registry's own check)."""
-    from pear_agent.registry import task_entry
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.loop.registry import task_entry
+    from pear_agent.robot.loader import load_robot
 
     out = []
     for r in robots:
@@ -93,8 +93,8 @@ def expand(tasks: str) -> list[str]:
 
 
 def main() -> None:
-    from pear_agent.registry import arm_tasks
-    from pear_agent.robot_loader import list_robots
+    from pear_agent.loop.registry import arm_tasks
+    from pear_agent.robot.loader import list_robots
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--robots", default=",".join(p.stem for p in list_robots()))

@@ -18,12 +18,12 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 import numpy as np
 from _common import emit, machine
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.kinematics import Kinematics
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.registry import arm_tasks, make_backend, task_entry
+from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.protocol.actions import parse_reply
-from pear_agent.registry import arm_tasks, make_backend, task_entry
-from pear_agent.robot_loader import list_robots, load_robot
-from pear_agent.task_experts import scripted_policy
+from pear_agent.robot.kinematics import Kinematics
+from pear_agent.robot.loader import list_robots, load_robot
 
 MUJOCO_TASKS = [t for t, e in arm_tasks().items() if e.backend == "mujoco"]
 

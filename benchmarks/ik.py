@@ -14,9 +14,9 @@ import numpy as np
 import pinocchio as pin
 from _common import emit, machine, stats_ms, verdict
 
-from pear_agent.kinematics import Kinematics, matrix_to_rpy, rpy_to_matrix
-from pear_agent.robot_loader import list_robots, load_robot
-from pear_agent.robot_model import sample_range
+from pear_agent.robot.kinematics import Kinematics, matrix_to_rpy, rpy_to_matrix
+from pear_agent.robot.loader import list_robots, load_robot
+from pear_agent.robot.model import sample_range
 
 SMALL_POS_M = 0.02
 SMALL_ROT_RAD = 0.1

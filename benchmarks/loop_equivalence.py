@@ -97,15 +97,29 @@ def episode_files(run_dir: Path) -> dict[str, Any]:
 REPLAY_SNIPPET = r"""
 import json, sys
 from pathlib import Path
-from pear_agent.episode import Episode, EpisodeConfig
-try:  # one constructor since issue 37: Episode(environment, ...), the arm's built by arm_episode
-    from pear_agent.arm_environment import arm_episode
+try:  # the package layout since issue 37: pear_agent/loop, robot, records
+    from pear_agent.loop import registry
+    from pear_agent.loop.episode import Episode, EpisodeConfig
+    from pear_agent.records.log import RunWriter
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
+    from pear_agent.loop.arm_environment import arm_episode
     any_episode = Episode
-except ImportError:  # an older tree: Episode(backend, kinematics, ...) and Episode.of(environment, ...)
-    arm_episode, any_episode = Episode, Episode.of
+except ImportError:  # an older tree: the modules side by side in pear_agent/
+    from pear_agent import registry
+    from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.records import RunWriter
+    from pear_agent.kinematics import Kinematics
+    try:  # the loader's home since issue 32; an older tree has it in robot_config
+        from pear_agent.robot_loader import load_robot
+    except ImportError:
+        from pear_agent.robot_config import load_robot
+    try:  # one constructor since issue 37: Episode(environment, ...), the arm's built by arm_episode
+        from pear_agent.arm_environment import arm_episode
+        any_episode = Episode
+    except ImportError:  # Episode(backend, kinematics, ...) and Episode.of(environment, ...)
+        arm_episode, any_episode = Episode, Episode.of
 from pear_agent.policies.replay import ReplayPolicy
-from pear_agent.records import RunWriter
-from pear_agent import registry
 
 bench, out = Path(sys.argv[1]), Path(sys.argv[2])
 cache = {}
@@ -120,12 +134,6 @@ for raw in (bench / "results.jsonl").read_text().splitlines():
         env.close()
     else:
         if task not in cache:
-            from pear_agent.kinematics import Kinematics
-            try:  # the loader's home since issue 32; an older tree has it in robot_config
-                from pear_agent.robot_loader import load_robot
-            except ImportError:
-                from pear_agent.robot_config import load_robot
-
             robot = load_robot(registry.task_entry(task).default_robot)
             cache[task] = (registry.make_backend(task, robot, render=True), Kinematics(robot))
         backend, kin = cache[task]

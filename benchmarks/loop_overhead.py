@@ -32,8 +32,28 @@ TARGET = 0.10
 SNIPPET = r"""
 import asyncio, json, sys, tempfile, time
 from pathlib import Path
-from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.records import RunWriter
+try:  # the package layout since issue 37: pear_agent/loop, robot, records
+    from pear_agent.loop import registry
+    from pear_agent.loop.arm_environment import ArmEnvironment
+    from pear_agent.loop.episode import Episode, EpisodeConfig
+    from pear_agent.loop.task_experts import scripted_policy
+    from pear_agent.records.log import RunWriter
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
+except ImportError:  # an older tree: the modules side by side in pear_agent/
+    from pear_agent import registry
+    from pear_agent.arm_environment import ArmEnvironment
+    from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.records import RunWriter
+    from pear_agent.kinematics import Kinematics
+    try:
+        from pear_agent.task_experts import scripted_policy
+    except ImportError:
+        scripted_policy = None
+    try:
+        from pear_agent.robot_loader import load_robot
+    except ImportError:
+        from pear_agent.robot_config import load_robot
 from tests.test_environment import Line, Replies
 
 episodes, rounds, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
@@ -47,17 +67,11 @@ class Cheap(Replies):
 
 def worlds():
     yield "line", lambda: Line(), lambda: Cheap([HOLD]), EpisodeConfig(max_turns=10)
-    from pear_agent import registry
-    from pear_agent.kinematics import Kinematics
     from pear_agent.policies.scripted import ScriptedPolicy
-    from pear_agent.task_experts import scripted_policy
-    from pear_agent.robot_loader import load_robot
 
     robot = load_robot("panda")
     backend = registry.make_backend("pick_cube", robot, render=False)
     kin = Kinematics(robot)
-    from pear_agent.arm_environment import ArmEnvironment
-
     expert = lambda: scripted_policy("pick_cube")  # noqa: E731
     yield "pick_cube", lambda: ArmEnvironment(backend, kin), expert, EpisodeConfig()
 

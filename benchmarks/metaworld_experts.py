@@ -24,9 +24,9 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 import numpy as np
 from _common import emit, machine
 
-from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.registry import make_environment
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.loop.registry import make_environment
+from pear_agent.loop.task_experts import scripted_policy
 from sim_adapters.metaworld import ENV_NAMES, PREFIX
 from sim_adapters.metaworld.backend import make_env, sampled_task
 from sim_adapters.metaworld.expert import native_policy

@@ -1,4 +1,4 @@
-"""Episodes in parallel workers (measure 7): throughput of `pear_agent.executors.run_local` with
+"""Episodes in parallel workers (measure 7): throughput of `pear_agent.loop.workers.run_local` with
 2 spawned workers against 1 (in-process), on scripted episodes with rendering on and no video.
 Each worker builds its backend once (first job) and reuses it; worker start-up (spawn, imports)
 is inside the end-to-end figure; the warm figure counts only jobs started after every worker
@@ -19,7 +19,7 @@ from typing import Any
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import emit, machine, verdict
 
-from pear_agent.executors import run_local
+from pear_agent.loop.workers import run_local
 
 TARGET_SPEEDUP = 1.6
 _CACHE: dict[str, Any] = {}
@@ -28,12 +28,12 @@ _CACHE: dict[str, Any] = {}
 def episode_job(job: tuple[str, int]) -> dict[str, Any]:
     """One scripted episode, render on, records without video; top level so `spawn` can import it."""
     t0, c0 = time.time(), time.process_time()
-    from pear_agent.arm_environment import arm_episode
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.records import RunWriter
-    from pear_agent.registry import make_backend
-    from pear_agent.robot_loader import load_robot
-    from pear_agent.task_experts import scripted_policy
+    from pear_agent.loop.arm_environment import arm_episode
+    from pear_agent.loop.registry import make_backend
+    from pear_agent.loop.task_experts import scripted_policy
+    from pear_agent.records.log import RunWriter
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     task, seed = job
     if task not in _CACHE:

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
 from pear_agent.protocol.actions import MAX_REPLY_CHARS, ActionError, parse_reply
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.loader import load_robot
 from tests.protocol.strategies import PROSE, replies, valid_actions
 
 TARGET_MAX_MS = 50.0

@@ -69,9 +69,9 @@ def short(task: str, s: dict[str, Any]) -> str:
 
 def fly(task: str, s: dict[str, Any]) -> tuple[dict[str, Any], list[list[dict]], list[dict]]:
     """One scripted episode under setting `s`: the result, each turn's request, the conversation."""
-    from pear_agent.episode import Episode, EpisodeConfig
-    from pear_agent.registry import EnvSpec, close_environment, family_options, resolve
-    from pear_agent.task_experts import scripted_policy
+    from pear_agent.loop.episode import Episode, EpisodeConfig
+    from pear_agent.loop.registry import EnvSpec, close_environment, family_options, resolve
+    from pear_agent.loop.task_experts import scripted_policy
 
     arm = not task.startswith("roadster")
     obs = s["observation"]

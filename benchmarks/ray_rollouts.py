@@ -14,7 +14,7 @@ import time
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import emit, machine
 
-from pear_agent.executors import run_local, run_ray
+from pear_agent.loop.workers import run_local, run_ray
 from pear_agent.rl.rollouts import PolicySpec, RolloutJob, run_rollout
 
 KEYS = ("success", "turns", "end_reason", "sim_time_s", "messages")

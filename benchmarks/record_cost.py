@@ -16,9 +16,9 @@ from typing import Any
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import emit, machine, stats_ms
 
-from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.records import RunWriter
-from pear_agent.registry import EnvSpec, close_environment, resolve
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.loop.registry import EnvSpec, close_environment, resolve
+from pear_agent.records.log import RunWriter
 
 
 def episode(task: str, seed: int, root: Path, fps: float | None) -> dict[str, Any]:

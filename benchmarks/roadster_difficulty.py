@@ -49,7 +49,7 @@ def fly(
 ) -> dict[int, dict[str, Any]]:
     """The pilot in process (an injected latency: realtime), or behind `pear-agent serve` at `url`
     (realtime: the measured reply times move the world)."""
-    from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.loop.episode import Episode, EpisodeConfig
     from sim_adapters.roadster.environment import RoadsterEnvironment
     from sim_adapters.roadster.pilot import PilotPolicy
 
@@ -75,7 +75,7 @@ def serve(latency_s: float) -> Iterator[str]:
     """`pear-agent serve` (its real app under uvicorn) on a free port, in a thread."""
     import uvicorn
 
-    from pear_agent.serve import create_app
+    from pear_agent.expert_server import create_app
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

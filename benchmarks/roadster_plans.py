@@ -19,8 +19,8 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import emit, machine
 
 from pear_agent.bench.stats import mcnemar_exact, wilson
-from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.registry import EnvSpec, resolve
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.loop.registry import EnvSpec, resolve
 from sim_adapters.roadster.pilot import PilotPolicy
 
 VARIANTS = {"single": (1, False), "single+lead": (1, True), "plan5": (5, True), "plan10": (10, True)}

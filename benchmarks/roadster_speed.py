@@ -27,7 +27,7 @@ def main() -> int:
     ap.add_argument("--flights", type=int, default=20)
     ap.add_argument("--seconds", type=float, default=4.0, help="simulated seconds per flight")
     args = ap.parse_args()
-    from pear_agent.episode import Episode, EpisodeConfig
+    from pear_agent.loop.episode import Episode, EpisodeConfig
     from sim_adapters.roadster.commands import parse_command
     from sim_adapters.roadster.environment import RoadsterEnvironment
     from sim_adapters.roadster.pilot import PilotPolicy

@@ -105,7 +105,7 @@ def main() -> None:
     ap.add_argument("--stops", default="brake,one_point_hold", help="comma list: brake, one_point_hold")
     args = ap.parse_args()
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.loader import load_robot
 
     robot = load_robot("yam_bimanual")
     results: dict[str, list[dict[str, float]]] = {h.strip(): [] for h in args.stops.split(",") if h.strip()}

@@ -103,7 +103,7 @@ def main() -> None:
     args = ap.parse_args()
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(101, 200)))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.loader import load_robot
 
     robot = load_robot("yam_bimanual")
     runs = []

@@ -101,11 +101,11 @@ def main() -> None:
     import rclpy
     from trajectory_msgs.msg import JointTrajectory
 
-    from pear_agent.kinematics import Kinematics, rpy_to_matrix
+    from pear_agent.loop.safety import clip_target
     from pear_agent.protocol.actions import parse_reply
     from pear_agent.protocol.state import PartPose
-    from pear_agent.robot_loader import load_robot
-    from pear_agent.safety import clip_target
+    from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
+    from pear_agent.robot.loader import load_robot
 
     env = dict(os.environ)  # the ROS wheels' .pth re-execs with LD_LIBRARY_PATH: pass it on
     env.setdefault("ROS_DOMAIN_ID", str(random.randint(1, 200)))

@@ -19,11 +19,11 @@ import mujoco
 import numpy as np
 from _common import emit, machine, verdict
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.kinematics import Kinematics
-from pear_agent.registry import make_backend
-from pear_agent.robot_loader import load_robot
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.robot.kinematics import Kinematics
+from pear_agent.robot.loader import load_robot
 from sim_adapters.mujoco.scene import camera_name
 
 TARGET_OVERHEAD = 0.10

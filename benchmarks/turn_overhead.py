@@ -1,6 +1,6 @@
 """Runtime overhead of one turn, physics and model excluded (measure 1): state JSON (FK), JPEG
 encoding of every camera, prompt text + OpenAI message (base64), reply parsing, safety clipping
-and IK, done the way `pear_agent/episode.py` does them, on the observations and replies of a
+and IK, done the way `pear_agent/loop/episode.py` does them, on the observations and replies of a
 recorded scripted Panda episode (2 cameras at 256x256; images pre-rendered).
 
     .venv/bin/python benchmarks/turn_overhead.py [--samples 600] [--quality 85]
@@ -14,11 +14,11 @@ import time
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import emit, machine, record_episode, stats_ms, verdict
 
-from pear_agent.kinematics import rpy_to_matrix
+from pear_agent.loop.safety import clip_target
 from pear_agent.protocol.actions import parse_reply
 from pear_agent.protocol.prompts import encode_jpeg, turn_text, user_message
 from pear_agent.protocol.state import robot_state, state_json
-from pear_agent.safety import clip_target
+from pear_agent.robot.kinematics import rpy_to_matrix
 
 TARGET_MEDIAN_MS = 4.5
 PIECES = ("state_json", "jpeg", "prompt_message", "parse", "safety", "ik")

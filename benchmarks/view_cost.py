@@ -1,4 +1,4 @@
-"""What `--view` costs per turn: the time the Rerun view (`pear_agent.view.EpisodeView`) spends on
+"""What `--view` costs per turn: the time the Rerun view (`pear_agent.records.view.EpisodeView`) spends on
 each turn's log line inside the episode loop (images, link frames by FK, tool points and targets,
 texts, joint series; the `.rrd` file sink writes on Rerun's own thread), the closing flush, and the
 recording's size; plus whole scripted episodes' wall time per turn with and without the view.
@@ -20,9 +20,9 @@ from typing import Any
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import emit, machine, stats_ms
 
-from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.records import RunWriter
-from pear_agent.registry import EnvSpec, close_environment, resolve
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.loop.registry import EnvSpec, close_environment, resolve
+from pear_agent.records.log import RunWriter
 
 
 class TimedView:
@@ -43,7 +43,7 @@ class TimedView:
 
 
 def episode(task: str, seed: int, root: Path, view: bool) -> dict[str, Any]:
-    from pear_agent.view import RRD_NAME, EpisodeView
+    from pear_agent.records.view import RRD_NAME, EpisodeView
 
     family, name = resolve(task, {})
     env = family.make(EnvSpec.of(name, {}, render=True, config=EpisodeConfig()))

@@ -1,6 +1,6 @@
 """`pear-agent` command line: run an episode, list robots, print a prompt.
 
-Every task comes from the registry of environment families (`pear_agent.registry`): one path for
+Every task comes from the registry of environment families (`pear_agent.loop.registry`): one path for
 `run`, `prompt`, `bench`, `rollouts` and `serve`, whatever the family."""
 
 from __future__ import annotations
@@ -17,21 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pear_agent import family_parts
 from pear_agent.bench.commands import add_bench_commands
-from pear_agent.executors import ExecutorError, run_coroutine
-from pear_agent.records import RunWriter, new_run_dir
+from pear_agent.loop import family_parts
+from pear_agent.loop.workers import ExecutorError, run_coroutine
+from pear_agent.records.log import RunWriter, new_run_dir
+from pear_agent.records.view import RRD_NAME, EpisodeView, view_run
 from pear_agent.rl.cli import add_parser as add_rollouts_parser
-from pear_agent.robot_config import RobotConfigError
-from pear_agent.robot_loader import list_robots, load_robot
+from pear_agent.robot.config import RobotConfigError
+from pear_agent.robot.loader import list_robots, load_robot
 from pear_agent.ros2.operator_cli import add_parser as add_ros_parser  # `pear-agent ros ...`
 from pear_agent.settings import add_arguments
 from pear_agent.train.cli import add_parser as add_train_parser  # `pear-agent train ...`
-from pear_agent.view import RRD_NAME, EpisodeView, view_run
 
 if TYPE_CHECKING:
-    from pear_agent.episode import EpisodeConfig, EpisodeResult
-    from pear_agent.records import RunWriter
+    from pear_agent.loop.episode import EpisodeConfig, EpisodeResult
+    from pear_agent.records.log import RunWriter
 
 
 class CliError(Exception):
@@ -41,9 +41,9 @@ class CliError(Exception):
 def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa: ANN202
     """The model (with --model), a replay, or the task's scripted policy from its family (given the
     loop's settings, as `bench` gives them: a planning pilot plans for `--latency`)."""
+    from pear_agent.loop.registry import family_of  # heavy: cv2
     from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
     from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
-    from pear_agent.registry import family_of  # heavy: cv2
 
     settings = settings_from_args(args, realtime=config.mode == "realtime")
     if settings is not None:
@@ -64,9 +64,9 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
 def cmd_run(args: argparse.Namespace) -> int:
     """One episode of any family's task: a thin wrapper over the bench's coroutine loop."""
     # heavy: cv2
-    from pear_agent.episode import Episode, EpisodeConfig, clock_from_args, loop_options_from_args
+    from pear_agent.loop.episode import Episode, EpisodeConfig, clock_from_args, loop_options_from_args
+    from pear_agent.loop.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
     from pear_agent.policies.model_settings import secrets_from_args  # heavy: cv2
-    from pear_agent.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
 
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
@@ -202,7 +202,7 @@ def print_result(
 def cmd_robots(args: argparse.Namespace) -> int:
     """List the descriptions (one line per file, with its path); with --check, build and try each.
     Exit 2 if a file cannot be loaded or built, 1 if a check fails, else 0."""
-    from pear_agent.kinematics import Kinematics  # heavy: pinocchio
+    from pear_agent.robot.kinematics import Kinematics  # heavy: pinocchio
 
     paths = [Path(f) for f in args.files] if args.files else list_robots()
     if args.suggest_home is not None:
@@ -253,8 +253,8 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     """What a model gets: the system prompt, the first turn (images described) and the schema."""
     import cv2  # heavy: cv2
 
-    from pear_agent.episode import EpisodeConfig  # heavy: cv2
-    from pear_agent.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
+    from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
+    from pear_agent.loop.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
 
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
@@ -297,7 +297,7 @@ def lerobot_python() -> str | None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    """Run the LeRobot writer (pear_agent.export_lerobot) where lerobot is installed: its pins
+    """Run the LeRobot writer (pear_agent.records.export_lerobot) where lerobot is installed: its pins
     (torch<2.11, ...) keep it out of the core environment."""
     py = lerobot_python()
     if py is None:
@@ -310,7 +310,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     argv += ["--per-turn"] if args.per_turn else []
     root = str(Path(__file__).resolve().parents[1])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
-    return subprocess.run([py, "-m", "pear_agent.export_lerobot", *argv], env=env, check=False).returncode
+    return subprocess.run(
+        [py, "-m", "pear_agent.records.export_lerobot", *argv], env=env, check=False
+    ).returncode
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -336,13 +338,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-dir", default="runs")
     run.add_argument("--no-video", action="store_true", help="skip the mp4 (faster)")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    from pear_agent.registry import add_family_arguments  # heavy: cv2
+    from pear_agent.loop.registry import add_family_arguments  # heavy: cv2
 
     add_family_arguments(run.add_argument_group("environment family options"), "run")
     from pear_agent.policies.model_settings import add_model_args  # heavy: cv2
 
     add_model_args(run)
-    from pear_agent.episode import add_clock_args, add_loop_args  # heavy: cv2
+    from pear_agent.loop.episode import add_clock_args, add_loop_args  # heavy: cv2
 
     add_clock_args(run.add_argument_group("clock and context"))
     add_loop_args(run.add_argument_group("turn loop"))
@@ -430,7 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print the reply's JSON Schema (sent with structured output)",
     )
-    from pear_agent.episode import EpisodeConfig  # heavy: cv2
+    from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
 
     add_arguments(prompt, EpisodeConfig, only=("observation", "scene_facts", "max_chunk"))
     add_family_arguments(prompt.add_argument_group("environment family options"), "prompt")
@@ -455,7 +457,7 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_tasks(args: argparse.Namespace) -> int:
     """Every task name `run`, `bench` and `rollouts` accept (a family may also accept decorated
     names: `pick_cube~camera`, `roadster_kickflip:storm`; see docs/tasks.md)."""
-    from pear_agent.registry import UnknownNameError, families  # heavy: cv2
+    from pear_agent.loop.registry import UnknownNameError, families  # heavy: cv2
 
     fams = families()
     if args.family is not None and args.family not in fams:

@@ -17,13 +17,13 @@ from pathlib import Path
 
 import numpy as np
 
-from pear_agent import family_parts
-from pear_agent.arm_environment import arm_episode
-from pear_agent.kinematics import Kinematics, rpy_to_matrix
-from pear_agent.registry import arm_tasks, family_of, make_backend, task_entry
-from pear_agent.robot_config import RobotConfig, RobotConfigError
-from pear_agent.robot_loader import load_robot
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop import family_parts
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.registry import arm_tasks, family_of, make_backend, task_entry
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.robot.config import RobotConfig, RobotConfigError
+from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
+from pear_agent.robot.loader import load_robot
 
 
 @dataclass

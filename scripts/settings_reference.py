@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 PAGE = ROOT / "docs" / "settings-reference.md"
 
-from pear_agent.episode import EpisodeConfig  # noqa: E402
+from pear_agent.loop.episode import EpisodeConfig  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
 from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402
@@ -35,7 +35,7 @@ def _cli_table(cls: type) -> list[str]:
 
 def _family_tables() -> list[str]:
     """Each family's own options (`Family.options_type`), with the commands that take each."""
-    from pear_agent.registry import families
+    from pear_agent.loop.registry import families
 
     lines: list[str] = []
     for name, fam in families().items():
@@ -68,7 +68,7 @@ def render() -> str:
         "written once: a dataclass or pydantic field; `tests/test_settings.py` keeps this page current and",
         "fails on a setting declared twice).",
         "",
-        "## The turn loop (`pear_agent.episode.EpisodeConfig`): `run`, `bench`",
+        "## The turn loop (`pear_agent.loop.episode.EpisodeConfig`): `run`, `bench`",
         "",
         *_cli_table(EpisodeConfig),
         "",

@@ -32,4 +32,4 @@ q() { grep -v -e "is ignored" -e "dependency resolver" || true; }
 # Meta-World at its pins (mujoco 3.3.0, gymnasium), this package (its requirements accept mujoco
 # 3.3.0) with the video extra, and pytest for tests/metaworld.
 $PIP install -q metaworld==3.1.1 mujoco==3.3.0 -e ".[sim]" "pytest>=8" 2>&1 | q
-"$VENV/bin/python" -c "import numpy, mujoco, metaworld, pinocchio; from pear_agent.registry import family_of; fam = family_of('metaworld/reach-v3'); print(f'setup_metaworld: ready (numpy {numpy.__version__}, mujoco {mujoco.__version__}, pinocchio {pinocchio.__version__}; Meta-World tasks: {len(fam.task_names())})')"
+"$VENV/bin/python" -c "import numpy, mujoco, metaworld, pinocchio; from pear_agent.loop.registry import family_of; fam = family_of('metaworld/reach-v3'); print(f'setup_metaworld: ready (numpy {numpy.__version__}, mujoco {mujoco.__version__}, pinocchio {pinocchio.__version__}; Meta-World tasks: {len(fam.task_names())})')"

@@ -6,9 +6,9 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 # benchmark scripts run by tests must not overwrite the committed raw results (benchmarks/results/)
 os.environ["PEAR_BENCH_SAVE"] = "0"
 
-from pear_agent.kinematics import Kinematics
-from pear_agent.robot_config import RobotConfig
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.kinematics import Kinematics
+from pear_agent.robot.loader import load_robot
 
 REQUIRE_ALL = os.environ.get("PEAR_REQUIRE_ALL") == "1"
 """CI sets PEAR_REQUIRE_ALL=1: nothing may skip there (a missing module, a missing server), because a

@@ -2,9 +2,9 @@
 
 import pytest
 
-from pear_agent.arm_environment import ArmEnvironment, describe_executed
+from pear_agent.loop.arm_environment import ArmEnvironment, describe_executed
+from pear_agent.loop.registry import make_backend
 from pear_agent.protocol.actions import ActionError
-from pear_agent.registry import make_backend
 
 
 @pytest.fixture(scope="module")

@@ -10,14 +10,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import EpisodeConfig
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.policies.base import PolicyReply
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.protocol.actions import ActionError, parse_reply, response_schema
-from pear_agent.records import RunWriter
-from pear_agent.registry import make_backend
-from pear_agent.task_experts import scripted_policy
+from pear_agent.records.log import RunWriter
 
 
 class Canned:
@@ -192,8 +192,8 @@ def test_scripted_expert_sends_chunks_and_succeeds(backend, panda_kin) -> None:
 
 
 def test_served_expert_answers_with_a_chunk_when_told_k(backend, panda_kin) -> None:
-    from pear_agent.arm_environment import ArmEnvironment
-    from pear_agent.serve import expert_reply
+    from pear_agent.expert_server import expert_reply
+    from pear_agent.loop.arm_environment import ArmEnvironment
 
     env = ArmEnvironment(backend, panda_kin, max_chunk=4)
     env.reset(0)

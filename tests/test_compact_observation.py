@@ -7,15 +7,15 @@ import math
 
 import pytest
 
-from pear_agent.arm_environment import ArmEnvironment, arm_episode
-from pear_agent.episode import EpisodeConfig
+from pear_agent.loop.arm_environment import ArmEnvironment, arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.protocol.actions import parse_reply
 from pear_agent.protocol.prompts import system_prompt
 from pear_agent.protocol.state import parse_compact_state
-from pear_agent.records import RunWriter
-from pear_agent.registry import make_backend
-from pear_agent.task_experts import scripted_policy
+from pear_agent.records.log import RunWriter
 
 pytest.importorskip("mujoco")
 

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from pear_agent.backend import TaskInfo
-from pear_agent.environment import StepResult, TurnPrompt
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.loop.environment import StepResult, TurnPrompt
+from pear_agent.loop.episode import Episode, EpisodeConfig
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.actions import ActionError
-from pear_agent.records import RunWriter
+from pear_agent.records.log import RunWriter
+from pear_agent.robot.backend import TaskInfo
 
 
 @dataclass

@@ -4,13 +4,13 @@ import json
 import numpy as np
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import EpisodeConfig
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import EXPERTS, scripted_policy
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.policies.scripted import ScriptedPolicy
-from pear_agent.records import RunWriter
-from pear_agent.registry import make_backend
-from pear_agent.task_experts import EXPERTS, scripted_policy
+from pear_agent.records.log import RunWriter
 
 
 class ListPolicy:
@@ -250,7 +250,7 @@ def test_context_error_from_the_client_ends_as_context_budget(backend, panda_kin
 
 
 def test_a_reset_the_backend_aborts_ends_without_a_decision(backend, panda_kin, tmp_path) -> None:
-    from pear_agent.backend import EpisodeAborted
+    from pear_agent.robot.backend import EpisodeAborted
 
     class Aborting(Judged):
         def reset(self, seed):

@@ -4,11 +4,11 @@ import json
 
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import EpisodeConfig
-from pear_agent.records import RunWriter
-from pear_agent.registry import make_backend
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.records.log import RunWriter
 
 
 @pytest.fixture(scope="module")

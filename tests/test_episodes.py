@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from pear_agent.episode import EpisodeConfig
-from pear_agent.episodes import EnvironmentPool, EpisodeJob, arun_episodes, run_episodes
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import EnvSpec
+from pear_agent.loop.runner import EnvironmentPool, EpisodeJob, arun_episodes, run_episodes
+from pear_agent.loop.task_experts import EXPERTS, scripted_policy
 from pear_agent.policies.base import PolicyReply
 from pear_agent.policies.scripted import ScriptedPolicy
-from pear_agent.records import RunWriter
-from pear_agent.registry import EnvSpec
-from pear_agent.task_experts import EXPERTS, scripted_policy
+from pear_agent.records.log import RunWriter
 
 pytest.importorskip("mujoco")
 
@@ -108,7 +108,7 @@ def test_arun_episodes_streams_outcomes_as_they_end() -> None:
 def test_a_family_with_large_environments_keeps_fewer_idle_but_as_many_as_run_at_once(
     monkeypatch,
 ) -> None:
-    from pear_agent.registry import family_of
+    from pear_agent.loop.registry import family_of
 
     monkeypatch.setattr(family_of("pick_cube"), "idle_environments", 1)
     pool = EnvironmentPool()  # default limit: 4 idle

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pear_agent.executors import run_local
+from pear_agent.loop.workers import run_local
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -50,7 +50,7 @@ def _runner_with_two_parked_workers(tmp_path: Path, ray: bool = False) -> tuple[
         if ray
         else f"run_local(_park, {jobs}, workers=2)"
     )
-    code = f"from pear_agent.executors import *; from tests.test_executors import _park; list({run})"
+    code = f"from pear_agent.loop.workers import *; from tests.test_executors import _park; list({run})"
     runner = subprocess.Popen(
         [sys.executable, "-c", code], cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}
     )
@@ -143,7 +143,7 @@ def test_coroutine_jobs_run_concurrency_at_a_time_per_worker() -> None:
 
 
 def test_a_dead_async_worker_or_a_raising_job_stops_the_run_with_one_error() -> None:
-    from pear_agent.executors import ExecutorError
+    from pear_agent.loop.workers import ExecutorError
 
     with pytest.raises(
         ExecutorError, match=r"worker process died \(exit code 3\); [1-6] job\(s\) unfinished"
@@ -162,7 +162,7 @@ async def _apark(job: dict) -> int:
 def test_async_workers_exit_when_their_runner_is_killed(tmp_path) -> None:
     jobs = f"[{{'dir': {json.dumps(str(tmp_path))}}}] * 4"
     code = (
-        "from pear_agent.executors import run_local; from tests.test_executors import _apark; "
+        "from pear_agent.loop.workers import run_local; from tests.test_executors import _apark; "
         f"list(run_local(_apark, {jobs}, workers=2, concurrency=2))"
     )
     runner = subprocess.Popen(

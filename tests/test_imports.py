@@ -4,7 +4,7 @@
   `# cycle: sim_adapters.mujoco.tasks`; docs/development.md, "Imports"): every other import stands
   at the top of its module.
 - No module-level `__getattr__`: a table another module reads is a plain function.
-- The turn loop (`pear_agent/episode.py`) builds no environment: it imports no environment, family,
+- The turn loop (`pear_agent/loop/episode.py`) builds no environment: it imports no environment, family,
   registry or adapter module.
 - A module named in a docstring (`pear_agent.x.y`, `sim_adapters.x.y`) exists.
 """
@@ -106,10 +106,15 @@ def _imported_modules(path: Path) -> set[str]:
 
 
 def test_the_loop_builds_no_environment() -> None:
-    builders = ("pear_agent.arm_environment", "pear_agent.registry", "pear_agent.arm_family", "sim_adapters")
-    mods = _imported_modules(REPO / "pear_agent" / "episode.py")
+    builders = (
+        "pear_agent.loop.arm_environment",
+        "pear_agent.loop.registry",
+        "pear_agent.loop.arm_family",
+        "sim_adapters",
+    )
+    mods = _imported_modules(REPO / "pear_agent" / "loop" / "episode.py")
     assert not [m for m in mods if m.startswith(builders)], sorted(mods)
-    tree = ast.parse((REPO / "pear_agent" / "episode.py").read_text(encoding="utf-8"))
+    tree = ast.parse((REPO / "pear_agent" / "loop" / "episode.py").read_text(encoding="utf-8"))
     (episode,) = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Episode"]
     constructors = [
         f.name
@@ -118,7 +123,7 @@ def test_the_loop_builds_no_environment() -> None:
         and any(isinstance(d, ast.Name) and d.id == "classmethod" for d in f.decorator_list)
     ]
     assert constructors == [], f"Episode has one constructor, not also {constructors}"
-    assert "__new__" not in (REPO / "pear_agent" / "episode.py").read_text(encoding="utf-8")
+    assert "__new__" not in (REPO / "pear_agent" / "loop" / "episode.py").read_text(encoding="utf-8")
 
 
 def _module_file(dotted: str) -> Path | None:
@@ -174,5 +179,5 @@ def test_docstrings_name_modules_that_exist() -> None:
                 offenders += [f"{path.relative_to(REPO)}: {d}" for d in dangling_names(doc)]
     assert offenders == [], offenders
     assert dangling_names("runs in `pear_agent.concurrent`") == ["pear_agent.concurrent"]
-    assert dangling_names("see `pear_agent.episode.Nothing`") == ["pear_agent.episode.Nothing"]
-    assert dangling_names("`pear_agent.episode.Episode` in `pear_agent.episodes`") == []
+    assert dangling_names("see `pear_agent.loop.episode.Nothing`") == ["pear_agent.loop.episode.Nothing"]
+    assert dangling_names("`pear_agent.loop.episode.Episode` in `pear_agent.loop.runner`") == []

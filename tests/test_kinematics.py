@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from pear_agent.kinematics import Kinematics, matrix_to_rpy, rpy_to_matrix
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.kinematics import Kinematics, matrix_to_rpy, rpy_to_matrix
+from pear_agent.robot.loader import load_robot
 from sim_adapters.mujoco.scene import build_robot_spec, compile_spec, ee_site_name
 
 
@@ -130,8 +130,8 @@ def _assert_fk_matches_mujoco(robot, part: str, qs) -> None:
     the end effector (its body's pose composed with the YAML's offset) within 1 mm and 1e-6."""
     import mujoco
 
-    from pear_agent.kinematics import quat_wxyz_to_matrix
-    from pear_agent.robot_model import compile_robot
+    from pear_agent.robot.kinematics import quat_wxyz_to_matrix
+    from pear_agent.robot.model import compile_robot
 
     kin = Kinematics(robot)
     model = compile_robot(robot)

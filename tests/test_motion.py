@@ -1,4 +1,4 @@
-from pear_agent.motion import SettleJudge
+from pear_agent.robot.motion import SettleJudge
 
 
 def _judge() -> SettleJudge:

@@ -1,5 +1,5 @@
 """Issue 26: one episode runner. `bench`, RL rollouts and the trainer run their episodes through
-`pear_agent.episodes.arun_episode` (pooled environment, rewards read before the environment goes
+`pear_agent.loop.runner.arun_episode` (pooled environment, rewards read before the environment goes
 back, token traces, policy version); a second copy of the pool-run-release code fails here."""
 
 from __future__ import annotations
@@ -11,18 +11,19 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("pear_agent", "sim_adapters")
-RUNNER = "pear_agent.episodes"
-EPISODE = "pear_agent.episode.Episode"
-BUILDERS = {EPISODE, EPISODE + ".of", "pear_agent.arm_environment.arm_episode"}
+RUNNER = "pear_agent.loop.runner"
+EPISODE = "pear_agent.loop.episode.Episode"
+BUILDERS = {EPISODE, EPISODE + ".of", "pear_agent.loop.arm_environment.arm_episode"}
 """What builds an Episode: the class (its old `of` kept so an old spelling is still caught) and
 `arm_episode`, which builds the arm's environment and its Episode."""
-POOL_CLASS = "pear_agent.episodes.EnvironmentPool"
-POOL = "pear_agent.episodes.POOL"
+POOL_CLASS = "pear_agent.loop.runner.EnvironmentPool"
+POOL = "pear_agent.loop.runner.POOL"
 POOL_OPS = ("acquire", "release", "discard")
-BUILD_ENV = "pear_agent.registry.make_spec_environment"
+BUILD_ENV = "pear_agent.loop.registry.make_spec_environment"
 SINGLE_EPISODE = {
-    "pear_agent.episode": "defines Episode",
-    "pear_agent.arm_environment": "`arm_episode` builds the arm's environment for an Episode; it runs none",
+    "pear_agent.loop.episode": "defines Episode",
+    "pear_agent.loop.arm_environment": "`arm_episode` builds the arm's environment for an Episode; it "
+    "runs none",
     "pear_agent.cli": "`pear-agent run`: one episode, its own environment, no pool",
     "pear_agent.robots_check": "a robot's self-check on a bare backend",
     "pear_agent.ros2.agent_node": "one live episode on a ROS 2 robot",
@@ -170,7 +171,7 @@ def offenders(sources: dict[str, tuple[str, bool]]) -> list[str]:
             continue
         scan = ModuleScan(module, source, is_package)
         builds = scan.builds() if module not in SINGLE_EPISODE else []
-        pooled = [] if module == "pear_agent.registry" else scan.pooled()
+        pooled = [] if module == "pear_agent.loop.registry" else scan.pooled()
         if builds or pooled:
             out.append(f"{module}: {builds + pooled}")
     return out
@@ -189,18 +190,18 @@ def package_sources() -> dict[str, tuple[str, bool]]:
 
 def test_only_the_runner_builds_episodes_and_takes_environments_from_a_pool() -> None:
     """Mutation tried by hand (issue 42): a second runner in pear_agent/rl/rollouts.py,
-    `from pear_agent import episode as ep; from pear_agent.episodes import POOL as envs;
+    `from pear_agent.loop import episode as ep; from pear_agent.loop.runner import POOL as envs;
     ep.Episode.of(envs.acquire(spec), policy)`: the former scan by names passed it; this one fails
     with "pear_agent.rl.rollouts: ['ep.Episode.of() line 244', 'envs.acquire line 244']"."""
     found = offenders(package_sources())
     assert not found, (
-        "episodes run outside the one runner (pear_agent/episodes.py: arun_episode): " + "; ".join(found)
+        "episodes run outside the one runner (pear_agent/loop/runner.py: arun_episode): " + "; ".join(found)
     )
 
 
 def test_the_runner_itself_still_has_the_pattern() -> None:
     """The scan above would pass vacuously if it no longer recognised the runner's own calls."""
-    source = (REPO / "pear_agent" / "episodes.py").read_text(encoding="utf-8")
+    source = (REPO / "pear_agent" / "loop" / "runner.py").read_text(encoding="utf-8")
     scan = ModuleScan(RUNNER, source)
     assert any(b.startswith("Episode()") for b in scan.builds()), scan.builds()
     used = " ".join(scan.pooled())
@@ -208,38 +209,46 @@ def test_the_runner_itself_still_has_the_pattern() -> None:
 
 
 EVASIONS = {
-    "an aliased class": "from pear_agent.episode import Episode as E\nE(env, policy)",
-    "the module's attribute": "from pear_agent import episode\nepisode.Episode(env, policy)",
-    "an aliased module": "import pear_agent.episode as ep\nep.Episode.of(env, policy)",
-    "the full path": "import pear_agent.episode\npear_agent.episode.Episode.of(env, policy)",
-    "a relative import": "from ..episode import Episode\nEpisode.of(env, policy)",
-    "a name bound to it": "from pear_agent.episode import Episode\nbuild = Episode.of\nbuild(env, policy)",
-    "a subclass": "from pear_agent.episode import Episode\nclass Mine(Episode):\n    pass\nMine(env, policy)",
-    "an aliased pool": "from pear_agent.episodes import POOL as shared\nenv = shared.acquire(spec)",
-    "the pool by module": "from pear_agent import episodes\nepisodes.POOL.discard(env)",
+    "an aliased class": "from pear_agent.loop.episode import Episode as E\nE(env, policy)",
+    "the module's attribute": "from pear_agent.loop import episode\nepisode.Episode(env, policy)",
+    "an aliased module": "import pear_agent.loop.episode as ep\nep.Episode.of(env, policy)",
+    "the full path": "import pear_agent.loop.episode\npear_agent.loop.episode.Episode.of(env, policy)",
+    "a relative import": "from ..loop.episode import Episode\nEpisode.of(env, policy)",
+    "a name bound to it": (
+        "from pear_agent.loop.episode import Episode\nbuild = Episode.of\nbuild(env, policy)"
+    ),
+    "a subclass": (
+        "from pear_agent.loop.episode import Episode\nclass Mine(Episode):\n    pass\nMine(env, policy)"
+    ),
+    "an aliased pool": "from pear_agent.loop.runner import POOL as shared\nenv = shared.acquire(spec)",
+    "the pool by module": "from pear_agent.loop import runner as episodes\nepisodes.POOL.discard(env)",
     "a pool not named pool": (
-        "from pear_agent.episodes import EnvironmentPool\nenvs = EnvironmentPool()\nenvs.acquire(spec)"
+        "from pear_agent.loop.runner import EnvironmentPool\nenvs = EnvironmentPool()\nenvs.acquire(spec)"
     ),
     "a pool held by an object": (
-        "from pear_agent.episodes import EnvironmentPool\nclass R:\n    def __init__(self):\n"
+        "from pear_agent.loop.runner import EnvironmentPool\nclass R:\n    def __init__(self):\n"
         "        self.envs = EnvironmentPool()\n    def go(self, spec):\n"
         "        return self.envs.acquire(spec)"
     ),
     "a pool parameter": (
-        "from pear_agent.episodes import EnvironmentPool\ndef run(p: EnvironmentPool):\n"
+        "from pear_agent.loop.runner import EnvironmentPool\ndef run(p: EnvironmentPool):\n"
         "    p.release(spec, env)"
     ),
     "a pool default": (
-        "from pear_agent.episodes import POOL\ndef run(spec, where=POOL):\n    return where.acquire(spec)"
+        "from pear_agent.loop.runner import POOL\ndef run(spec, where=POOL):\n    return where.acquire(spec)"
     ),
     "a pool subclass": (
-        "from pear_agent import episodes\nclass Mine(episodes.EnvironmentPool):\n    pass\n"
+        "from pear_agent.loop import runner as episodes\nclass Mine(episodes.EnvironmentPool):\n    pass\n"
         "Mine().acquire(spec)"
     ),
-    "a pool's method taken": "from pear_agent.episodes import POOL\ntake = POOL.acquire\ntake(spec)",
-    "a pool's method by getattr": "from pear_agent.episodes import POOL\ngetattr(POOL, 'release')(spec, env)",
-    "the pool's builder aliased": "from pear_agent.registry import make_spec_environment as mk\nmk(spec)",
-    "the pool's builder by module": "import pear_agent.registry as r\nr.make_spec_environment(spec)",
+    "a pool's method taken": "from pear_agent.loop.runner import POOL\ntake = POOL.acquire\ntake(spec)",
+    "a pool's method by getattr": (
+        "from pear_agent.loop.runner import POOL\ngetattr(POOL, 'release')(spec, env)"
+    ),
+    "the pool's builder aliased": (
+        "from pear_agent.loop.registry import make_spec_environment as mk\nmk(spec)"
+    ),
+    "the pool's builder by module": "import pear_agent.loop.registry as r\nr.make_spec_environment(spec)",
 }
 """Ways a second runner could hide from a scan by names (`Episode(`, `pool.acquire`): each is a
 module `pear_agent.bench.sneaky` of its own."""
@@ -247,11 +256,11 @@ module `pear_agent.bench.sneaky` of its own."""
 INNOCENT = {
     "a lock's acquire": "import threading\nlock = threading.Lock()\nlock.acquire()\nlock.release()",
     "a semaphore named pool": "import asyncio\npool = asyncio.Semaphore(2)\npool.release()",
-    "an isinstance check": "from pear_agent.episode import Episode\nok = isinstance(x, Episode)",
+    "an isinstance check": "from pear_agent.loop.episode import Episode\nok = isinstance(x, Episode)",
     "the runner called with the pool": (
-        "from pear_agent.episodes import POOL, arun_episode\nPOOL.in_flight(4)\narun_episode(job, POOL)"
+        "from pear_agent.loop.runner import POOL, arun_episode\nPOOL.in_flight(4)\narun_episode(job, POOL)"
     ),
-    "a config built": "from pear_agent.episode import EpisodeConfig as C\nC()",
+    "a config built": "from pear_agent.loop.episode import EpisodeConfig as C\nC()",
 }
 """What the scan must not flag: other things named like the runner's parts."""
 
@@ -270,7 +279,7 @@ def test_the_scan_leaves_other_things_alone(how: str) -> None:
 
 
 def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkeypatch) -> None:
-    import pear_agent.episodes as episodes
+    import pear_agent.loop.runner as episodes
     from pear_agent.bench.runner import run_job
     from pear_agent.rl import rollouts
     from pear_agent.rl.rollouts import PolicySpec, RolloutJob, run_rollout
@@ -304,9 +313,9 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
 def test_rewards_are_read_before_the_environment_goes_back_to_the_pool() -> None:
     """The runner reads the family's rewards while the episode still holds its environment: a pool
     that resets an environment the moment it is released changes nothing in the outcome."""
-    from pear_agent.episode import EpisodeConfig
-    from pear_agent.episodes import EnvironmentPool, EpisodeJob, run_episodes
-    from pear_agent.registry import EnvSpec
+    from pear_agent.loop.episode import EpisodeConfig
+    from pear_agent.loop.registry import EnvSpec
+    from pear_agent.loop.runner import EnvironmentPool, EpisodeJob, run_episodes
     from sim_adapters.roadster.pilot import PilotPolicy
 
     class Wiping(EnvironmentPool):

@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from pear_agent.records import RunWriter, new_run_dir
+from pear_agent.records.log import RunWriter, new_run_dir
 
 
 def test_run_dir_is_flat_and_unique(tmp_path: Path) -> None:

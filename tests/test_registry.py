@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pear_agent import registry
-from pear_agent.registry import EnvSpec, UnknownNameError
+from pear_agent.loop import registry
+from pear_agent.loop.registry import EnvSpec, UnknownNameError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -22,11 +22,11 @@ TINY_FAMILY = '''
 import json
 from dataclasses import dataclass
 
-from pear_agent.backend import TaskInfo
-from pear_agent.environment import StepResult, TurnPrompt
+from pear_agent.robot.backend import TaskInfo
+from pear_agent.loop.environment import StepResult, TurnPrompt
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.actions import ActionError
-from pear_agent.registry import Family
+from pear_agent.loop.registry import Family
 from pear_agent.settings import setting
 
 
@@ -219,7 +219,7 @@ def test_the_roadster_family_names_the_environments_tasks() -> None:
 
 
 def test_env_specs_travel_to_workers_and_key_the_pool() -> None:
-    from pear_agent.episode import EpisodeConfig
+    from pear_agent.loop.episode import EpisodeConfig
 
     a = EnvSpec.of("pick_cube", {"robot": "ur5e", "unused": None}, config=EpisodeConfig(observation="state"))
     b = pickle.loads(pickle.dumps(a))
@@ -267,12 +267,12 @@ def test_no_adapter_module_is_imported_by_pear_agent_except_through_the_registry
     # the loop's modules import no simulator, LIBERO or ROS at all (not even lazily)
     heavy = ("mujoco", "libero", "robosuite", "rclpy")
     for name in (
-        "episode.py",
-        "episodes.py",
-        "environment.py",
-        "executors.py",
-        "registry.py",
-        "arm_family.py",
+        "loop/episode.py",
+        "loop/runner.py",
+        "loop/environment.py",
+        "loop/workers.py",
+        "loop/registry.py",
+        "loop/arm_family.py",
     ):
         mods = _imports(REPO / "pear_agent" / name)
         assert not [m for m in mods if m.split(".")[0] in heavy], name
@@ -282,7 +282,7 @@ def test_loading_the_families_imports_no_simulator_and_no_cli() -> None:
     """The old circle (registry -> roadster's CLI -> pear_agent.cli) is gone, and listing tasks is
     cheap: no MuJoCo, no LIBERO until an environment is built."""
     code = (
-        "import sys; from pear_agent import registry; names = registry.task_names(); "
+        "import sys; from pear_agent.loop import registry; names = registry.task_names(); "
         "bad = [m for m in ('mujoco', 'libero', 'robosuite', 'pear_agent.cli', 'sim_adapters.roadster.sim') "
         "if m in sys.modules]; print(len(names), bad)"
     )
@@ -322,8 +322,8 @@ def test_a_family_with_only_the_required_hooks_gets_every_optional_parts_default
     fallback answers for it (the run above printed its turn lines and recorded its result fields)."""
     from types import SimpleNamespace
 
-    from pear_agent import family_parts
-    from pear_agent.episode import EpisodeResult
+    from pear_agent.loop import family_parts
+    from pear_agent.loop.episode import EpisodeResult
 
     ns: dict = {}
     exec(compile(TINY_FAMILY, "tiny_family", "exec"), ns)
@@ -347,7 +347,7 @@ def test_a_family_with_only_the_required_hooks_gets_every_optional_parts_default
 
 
 def test_the_repositorys_families_declare_the_optional_parts_they_implement() -> None:
-    from pear_agent import family_parts
+    from pear_agent.loop import family_parts
 
     fams = registry.families()
     assert family_parts.parts_of(fams["mujoco"]) == ["PromptSchema", "RlRewards", "RobotCheck"]
@@ -375,9 +375,9 @@ def test_the_environment_options_are_the_loops_the_specs_and_the_arm_environment
     import dataclasses
     import inspect
 
-    from pear_agent.arm_environment import ArmEnvironment
-    from pear_agent.environment import ENVIRONMENT_OPTIONS, environment_options
-    from pear_agent.episode import EpisodeConfig
+    from pear_agent.loop.arm_environment import ArmEnvironment
+    from pear_agent.loop.environment import ENVIRONMENT_OPTIONS, environment_options
+    from pear_agent.loop.episode import EpisodeConfig
 
     names = set(ENVIRONMENT_OPTIONS)
     assert names <= {f.name for f in dataclasses.fields(EnvSpec)}

@@ -3,8 +3,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pear_agent.robot_config import ROBOTS_DIR, RobotConfigError
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.config import ROBOTS_DIR, RobotConfigError
+from pear_agent.robot.loader import load_robot
 
 
 def _write(tmp_path: Path, mutate) -> Path:

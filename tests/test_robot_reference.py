@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot.config import RobotConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "robot-reference.md"

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from pear_agent.robot_config import ROBOTS_DIR
+from pear_agent.robot.config import ROBOTS_DIR
 
 PANDA = ROBOTS_DIR / "panda.yaml"
 
@@ -469,8 +469,8 @@ def test_check_tasks_reports_the_expert_success_per_task(tmp_path: Path) -> None
 
 
 def test_suggest_home_prints_joints_that_reach_the_pose() -> None:
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     p = _cli("robots", str(PANDA), "--suggest-home", "45", "5", "25")
     assert p.returncode == 0, p.stdout + p.stderr
@@ -486,9 +486,9 @@ def test_suggest_home_prints_joints_that_reach_the_pose() -> None:
 
 
 def test_home_as_a_tool_pose_is_solved_when_loaded(tmp_path: Path) -> None:
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_config import RobotConfigError
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.config import RobotConfigError
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     pose = {"position_cm": [42.0, -5.0, 22.0], "orientation_rad": [3.14159, 0.0, 0.3]}
     path = _variant(tmp_path, lambda r: _arm(r).update(home={"tool_pose": pose, "gripper": 1.0}))
@@ -541,9 +541,9 @@ def test_remove_bodies_takes_a_makers_task_object_out_of_every_scene(tmp_path: P
     stayed in every task, so a model told "the red cube" saw two. `model.remove_bodies` removes it
     (the kinematics and the sim see the same model); a name not in the model, or a body carrying
     the robot, is one keyed line."""
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.registry import make_backend
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.loop.registry import make_backend
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     stand = STAND.format(actuators="").replace('<body name="stand"/>', RED_CUBE)
     kept = load_robot(_stand_robot(tmp_path, stand))
@@ -577,8 +577,8 @@ def mujoco_body_names(backend) -> set[str]:
 def test_finger_friction_and_joint_friction_are_yaml_keys(tmp_path: Path) -> None:
     """`gripper.sim.friction` (the fingers' contact friction, winning over the touched object's)
     and `gripper.sim.frictionloss` (the finger joints' dry friction) were refused as unknown keys."""
-    from pear_agent.registry import make_backend
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.loop.registry import make_backend
+    from pear_agent.robot.loader import load_robot
     from sim_adapters.mujoco.tasks.base import finger_geoms
 
     sim = {"friction": 0.4, "frictionloss": 0.25}
@@ -642,8 +642,8 @@ def test_gym_alohas_own_red_cube_removed_and_its_finger_friction_overridden() ->
     """gym-aloha's transfer-cube scene as its wheel ships it (tests/robots/aloha.yaml): its red
     cube `box` (a free body, in the file's keyframe) is gone from every task's scene, which still
     compiles, and the finger slides carry the YAML's 0.5 N of dry friction, not the file's 30 N."""
-    from pear_agent.registry import make_backend
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.loop.registry import make_backend
+    from pear_agent.robot.loader import load_robot
 
     aloha = Path(__file__).resolve().parent / "robots" / "aloha.yaml"
     robot = load_robot(aloha)

@@ -1,9 +1,9 @@
 import numpy as np
 
-from pear_agent.kinematics import Pose
+from pear_agent.loop.safety import clip_target
 from pear_agent.protocol.actions import PartAction
 from pear_agent.protocol.state import PartPose
-from pear_agent.safety import clip_target
+from pear_agent.robot.kinematics import Pose
 
 
 def _pose(pos) -> PartPose:

@@ -10,8 +10,8 @@ import urllib.request
 
 import pytest
 
+from pear_agent.loop.registry import make_backend
 from pear_agent.protocol.actions import parse_reply
-from pear_agent.registry import make_backend
 from tests.servers import free_port, post_json, serve_in_thread
 
 
@@ -26,8 +26,8 @@ def facts(panda):
         obs = be.reset(0)
     finally:
         be.close()
-    from pear_agent.kinematics import Kinematics
     from pear_agent.protocol.state import robot_state
+    from pear_agent.robot.kinematics import Kinematics
 
     state = {k: v.to_json() for k, v in robot_state(obs, Kinematics(panda)).items()}
     return {"task": "pick_cube", "state": state, "facts": obs.privileged}

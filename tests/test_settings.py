@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pear_agent.cli import build_parser
-from pear_agent.episode import EpisodeConfig, clock_from_args
+from pear_agent.loop.episode import EpisodeConfig, clock_from_args
 from pear_agent.policies.model_settings import ModelSettings, settings_from_args
 from pear_agent.settings import add_arguments, cli_fields, flag_of, reference, setting, values_from_args
 

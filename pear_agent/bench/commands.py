@@ -9,19 +9,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from pear_agent import family_parts
 from pear_agent.bench import pear_real
 from pear_agent.bench.compare import compare, format_comparison, write_compare_page
 from pear_agent.bench.report import format_table, summarize, write_report
 from pear_agent.bench.runner import SPLITS, BenchConfig, parse_seeds, run_bench, split_seeds
-from pear_agent.executors import ray_executor
+from pear_agent.loop import family_parts
+from pear_agent.loop.workers import ray_executor
 from pear_agent.settings import from_args
 
 
 def _tasks_and_seeds(args: argparse.Namespace, model: bool) -> tuple[list[str], list[int], Any]:
     """The bench's tasks (a family's own selection such as LIBERO's `--suite`, else `--tasks`, each
     expanded by its family: the roadster's wind bands) and seeds; the selection, if any."""
-    from pear_agent.registry import families, family_of  # heavy: cv2
+    from pear_agent.loop.registry import families, family_of  # heavy: cv2
 
     for fam in families().values():
         sel = family_parts.select(fam, args, model=model)
@@ -46,11 +46,11 @@ def _seeds(args: argparse.Namespace, defaults: list[int]) -> list[int]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from pear_agent.arm_family import ArmOptions  # heavy: cv2
-    from pear_agent.episode import clock_from_args, loop_options_from_args  # heavy: cv2
+    from pear_agent.loop.arm_family import ArmOptions  # heavy: cv2
+    from pear_agent.loop.episode import clock_from_args, loop_options_from_args  # heavy: cv2
+    from pear_agent.loop.registry import family_of  # heavy: cv2
     from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
     from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
-    from pear_agent.registry import family_of  # heavy: cv2
 
     if args.workers < 1 or args.concurrency < 1:
         raise ValueError("--workers and --concurrency must be >= 1")
@@ -146,7 +146,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from pear_agent.serve import serve  # heavy: cv2
+    from pear_agent.expert_server import serve  # heavy: cv2
 
     if args.latency < 0:
         raise ValueError("--latency must be >= 0")
@@ -214,11 +214,11 @@ def add_bench_commands(sub: Any) -> None:
         metavar="all|TASK/sSEED,...",
         help="write a Rerun recording (episode.rrd) beside each chosen episode's log (default: all)",
     )
-    from pear_agent.registry import add_family_arguments  # heavy: cv2
+    from pear_agent.loop.registry import add_family_arguments  # heavy: cv2
 
     add_family_arguments(b.add_argument_group("environment family options"), "bench")
     add_model_args(b)
-    from pear_agent.episode import add_clock_args, add_loop_args  # heavy: cv2
+    from pear_agent.loop.episode import add_clock_args, add_loop_args  # heavy: cv2
 
     add_clock_args(b.add_argument_group("clock and context"))
     add_loop_args(b.add_argument_group("turn loop"))

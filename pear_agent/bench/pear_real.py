@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pear_agent.bench.stats import wilson
-from pear_agent.object_config import object_names as names
+from pear_agent.robot.object_config import object_names as names
 
 NAME = "pear_real"
 ROBOT = "yam_bimanual"

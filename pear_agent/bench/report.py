@@ -13,7 +13,7 @@ from pear_agent.bench import charts
 from pear_agent.bench.stats import latency_stats, wilson
 
 INFRA_ENDINGS: tuple[str, ...] = ("endpoint_error",)
-"""= pear_agent.episode.INFRA_ENDINGS (not imported: reading a bench needs no simulator): the
+"""= pear_agent.loop.episode.INFRA_ENDINGS (not imported: reading a bench needs no simulator): the
 model endpoint failed after its retries; such an episode says nothing about the model."""
 
 
@@ -203,7 +203,7 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
     if (run_dir / "episode.mp4").exists():
         parts.append('<video controls src="episode.mp4"></video>')
     # heavy: cv2
-    from pear_agent.registry import report_html  # e.g. a roadster flight's telemetry plot (inline SVG)
+    from pear_agent.loop.registry import report_html  # e.g. a roadster flight's telemetry plot (inline SVG)
 
     extra = report_html(str(r.get("task", "")), lines)
     if extra:

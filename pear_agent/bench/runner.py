@@ -26,12 +26,12 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from pear_agent.bench.report import INFRA_ENDINGS
-from pear_agent.executors import run_coroutine, run_local
-from pear_agent.records import SECRET_PATTERNS, RunWriter
-from pear_agent.view import RRD_NAME, EpisodeView
+from pear_agent.loop.workers import run_coroutine, run_local
+from pear_agent.records.log import SECRET_PATTERNS, RunWriter
+from pear_agent.records.view import RRD_NAME, EpisodeView
 
 if TYPE_CHECKING:
-    from pear_agent.episode import EpisodeConfig
+    from pear_agent.loop.episode import EpisodeConfig
 
 SPLITS: dict[str, tuple[int, int]] = {"train": (0, 10_000), "val": (10_000, 11_000), "test": (20_000, 21_000)}
 """Named seed splits (half-open ranges, disjoint): tune on train, choose on val, report on test."""
@@ -73,7 +73,7 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0, config: EpisodeC
     (the arm experts, the roadster's pilot)."""
     kind = spec.get("kind", "scripted")
     if kind == "scripted":
-        from pear_agent.registry import family_of  # heavy: cv2
+        from pear_agent.loop.registry import family_of  # heavy: cv2
 
         noise = float(spec.get("action_noise_cm", 0.0))
         return family_of(task).default_policy(task, seed=seed, action_noise_cm=noise, config=config)
@@ -107,19 +107,19 @@ def episode_dir(task: str, seed: int) -> Path:
 
 MAX_SIMS = 4
 """Idle environments one worker keeps beyond those in flight (a LIBERO suite has 10 tasks; each
-scene holds its own simulator): `pear_agent.episodes.POOL`."""
+scene holds its own simulator): `pear_agent.loop.runner.POOL`."""
 
 
 def close_sims() -> None:
     """Close this process's idle environments."""
-    from pear_agent.episodes import POOL  # heavy: cv2
+    from pear_agent.loop.runner import POOL  # heavy: cv2
 
     POOL.close()
 
 
 def _env_spec(job: dict[str, Any]) -> Any:
-    from pear_agent.episode import EpisodeConfig  # heavy: cv2
-    from pear_agent.registry import EnvSpec  # heavy: cv2
+    from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
+    from pear_agent.loop.registry import EnvSpec  # heavy: cv2
 
     options = dict(job.get("options") or {})
     if job.get("robot"):
@@ -141,12 +141,12 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
 
 
 async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
-    """Run one episode on this event loop (through the one runner, `pear_agent.episodes`) and
+    """Run one episode on this event loop (through the one runner, `pear_agent.loop.runner`) and
     return its result line. Never raises: a crash becomes end_reason "error" with a one-line
     detail, so one bad episode does not stop the bench."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from pear_agent.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig  # heavy: cv2
-    from pear_agent.episodes import POOL, EpisodeJob, arun_episode  # heavy: cv2
+    from pear_agent.loop.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig  # heavy: cv2
+    from pear_agent.loop.runner import POOL, EpisodeJob, arun_episode  # heavy: cv2
 
     task, seed = job["task"], int(job["seed"])
     out = Path(job["out_dir"])

@@ -15,8 +15,8 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pear_agent.backend import Observation
 from pear_agent.protocol.prompts import Message
+from pear_agent.robot.backend import Observation
 
 
 @dataclass

@@ -24,8 +24,8 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import TASK_SUCCESS
 from pear_agent.policies.experts import Expert, Stop, _holding, _tools, wrap
+from pear_agent.robot.backend import TASK_SUCCESS
 
 CONTACT_MARGIN_CM = 1.5
 """A tool point this close (horizontally, beyond half the object's size) and below its top + 1 cm

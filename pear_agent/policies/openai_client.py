@@ -51,7 +51,7 @@ from pear_agent.policies.openai_wire import (
 )
 from pear_agent.policies.server_logprobs import entries_of, trace_from_logprobs
 from pear_agent.protocol.prompts import Message
-from pear_agent.records import SECRET_PATTERNS
+from pear_agent.records.log import SECRET_PATTERNS
 
 THINK_RE = re.compile(r"<think>(.*?)(?:</think>|$)", re.DOTALL)
 RETRY_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}

@@ -17,7 +17,7 @@ from pear_agent.protocol.prompts import Message
 class ScriptedPolicy:
     """Answers through the text protocol so every layer a model would exercise is exercised.
 
-    `expert` is the task's expert (`pear_agent.task_experts.scripted_policy(task)` finds the one its
+    `expert` is the task's expert (`pear_agent.loop.task_experts.scripted_policy(task)` finds the one its
     family names: a policy never asks the registry itself);
     `action_noise_cm` adds Gaussian noise to position changes (for stochastic rollouts). When the
     environment takes chunks (`ctx.max_chunk` > 1) the reply carries up to that many steps
@@ -33,7 +33,7 @@ class ScriptedPolicy:
     ) -> None:
         if expert is None:
             raise ValueError(
-                f"no scripted expert given for task {task!r} (`pear_agent.task_experts.scripted_policy"
+                f"no scripted expert given for task {task!r} (`pear_agent.loop.task_experts.scripted_policy"
                 "(task)` builds this policy with the expert the task's family names)"
             )
         self.expert = expert

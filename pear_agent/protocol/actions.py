@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot.config import RobotConfig
 
 PROTOCOL_VERSION = 2
 """1: actions had the state's shape (before issue 13); 2: `{"action": {...}}` with move_cm/turn_rad."""

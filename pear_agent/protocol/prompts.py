@@ -15,9 +15,9 @@ from typing import Any, Literal
 import cv2
 import numpy as np
 
-from pear_agent.backend import TaskInfo
 from pear_agent.protocol.actions import wire_action
-from pear_agent.robot_config import REPO_ROOT, RobotConfig
+from pear_agent.robot.backend import TaskInfo
+from pear_agent.robot.config import REPO_ROOT, RobotConfig
 
 PROMPTS_DIR = REPO_ROOT / "prompts"
 

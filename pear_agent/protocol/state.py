@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import Observation
-from pear_agent.kinematics import Kinematics, Pose
+from pear_agent.robot.backend import Observation
+from pear_agent.robot.kinematics import Kinematics, Pose
 
 
 @dataclass

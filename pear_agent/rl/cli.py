@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pear_agent.executors import run_local, run_ray
+from pear_agent.loop.workers import run_local, run_ray
 from pear_agent.settings import add_arguments, from_args
 
 
@@ -48,7 +48,7 @@ def add_parser(sub: Any) -> None:
         metavar="N",
         help="episodes in flight per worker (default 1): a group's episodes await one model server together",
     )
-    from pear_agent.episode import EpisodeConfig  # heavy: cv2
+    from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
     from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
 
     add_arguments(p, EpisodeConfig, only=("max_turns",))
@@ -58,7 +58,7 @@ def add_parser(sub: Any) -> None:
         only=("model", "base_url", "api_key_env", "temperature", "max_in_flight"),
         defaults={"temperature": 1.0},  # rollouts sample
     )
-    from pear_agent.registry import add_family_arguments  # heavy: cv2
+    from pear_agent.loop.registry import add_family_arguments  # heavy: cv2
 
     add_family_arguments(p.add_argument_group("environment family options"), "rollouts")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -83,8 +83,8 @@ def _policy_spec(args: argparse.Namespace) -> Any:
 
 
 def cmd_rollouts(args: argparse.Namespace) -> int:
-    from pear_agent.arm_family import ArmOptions  # heavy: cv2
-    from pear_agent.registry import resolve  # heavy: cv2
+    from pear_agent.loop.arm_family import ArmOptions  # heavy: cv2
+    from pear_agent.loop.registry import resolve  # heavy: cv2
 
     # heavy: cv2
     from pear_agent.rl.rollouts import Group, arun_rollout, collect_groups, run_rollout, sequential

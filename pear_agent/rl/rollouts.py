@@ -3,7 +3,7 @@ group-relative advantages; groups without a learning signal are dropped and resa
 
 `arun_rollout` is the unit of work an executor (local processes or Ray) runs: a module-level
 coroutine function of a picklable `RolloutJob`; it runs its episode through the one runner
-(`pear_agent.episodes.arun_episode`: an environment from the worker's pool, one per episode in
+(`pear_agent.loop.runner.arun_episode`: an environment from the worker's pool, one per episode in
 flight, reused by the next episode of the task)
 and returns a plain dict that crosses process and machine boundaries: the record of
 `pear_agent.rl.trajectories.TrajectoryRecord`, images inline. With an executor that keeps N of
@@ -20,13 +20,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pear_agent.episode import NO_REPLY_ENDINGS, EpisodeConfig
-from pear_agent.episodes import EpisodeJob, arun_episode
-from pear_agent.executors import drive, is_async, run_coroutine
+from pear_agent.loop.episode import NO_REPLY_ENDINGS, EpisodeConfig
+from pear_agent.loop.registry import EnvSpec, family_of, resolve
+from pear_agent.loop.runner import EpisodeJob, arun_episode
+from pear_agent.loop.workers import drive, is_async, run_coroutine
 from pear_agent.policies.base import Policy
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy
-from pear_agent.registry import EnvSpec, family_of, resolve
 from pear_agent.rl.advantages import FilterCounts, GroupVerdict, classify_group, group_advantages
 from pear_agent.rl.curriculum import CurriculumSampler, SuccessTracker
 
@@ -89,7 +89,7 @@ class RolloutError(RuntimeError):
 
 
 async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
-    """One episode through the one runner (`pear_agent.episodes.arun_episode`); returns its
+    """One episode through the one runner (`pear_agent.loop.runner.arun_episode`); returns its
     trajectory record (advantage not yet known: None)."""
     os.environ.setdefault("MUJOCO_GL", "egl")  # before any MuJoCo import in this worker
     config = EpisodeConfig(max_turns=job.max_turns, mode=job.mode)  # type: ignore[arg-type]

@@ -2,7 +2,7 @@
 
 SkyRL's rollout loop calls `init(prompt)` for the first chat messages, then `step(model_text)`
 each turn until `done`, then `close()`. Here the episode is the real turn loop
-(`pear_agent.episode.Episode`, the same code as `pear-agent run`) running in a thread that owns its
+(`pear_agent.loop.episode.Episode`, the same code as `pear-agent run`) running in a thread that owns its
 simulator; its policy is a channel: each `act` hands the conversation to `step`'s caller and waits
 for the model's reply. So parsing, clipping, IK, physics, termination and success are exactly
 those of `pear-agent run`, and the final reward equals its success for the same seed.
@@ -25,11 +25,11 @@ from typing import Any
 
 from skyrl_gym.envs.base_text_env import BaseTextEnv, BaseTextEnvStepOutput
 
-from pear_agent import family_parts
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.loop import family_parts
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.loop.registry import close_environment, family_of, make_environment, resolve
 from pear_agent.policies.base import PolicyReply, TurnContext
 from pear_agent.protocol.prompts import Message
-from pear_agent.registry import close_environment, family_of, make_environment, resolve
 
 ENV_ID = "pear_agent"
 _CLOSE = object()

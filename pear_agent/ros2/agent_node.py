@@ -35,11 +35,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pear_agent.backend import EpisodeAborted, TaskInfo
-from pear_agent.kinematics import Kinematics
-from pear_agent.records import RunWriter, new_run_dir
-from pear_agent.robot_config import RobotConfigError
-from pear_agent.robot_loader import load_robot
+from pear_agent.records.log import RunWriter, new_run_dir
+from pear_agent.records.view import RRD_NAME, EpisodeView
+from pear_agent.robot.backend import EpisodeAborted, TaskInfo
+from pear_agent.robot.config import RobotConfigError
+from pear_agent.robot.kinematics import Kinematics
+from pear_agent.robot.loader import load_robot
 from pear_agent.ros2.endings import (
     EXIT_CONFIG,
     EXIT_FAILURE,
@@ -53,7 +54,6 @@ from pear_agent.ros2.endings import (
 )
 from pear_agent.ros2.graph import declare_params, spin_in_background
 from pear_agent.ros2.settings import RosSettings, agent_defaults, agent_parameters, shared_values
-from pear_agent.view import RRD_NAME, EpisodeView
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_SIGINT", "EXIT_SIGTERM", "EXIT_STOPPED", "EXIT_SUCCESS"]
 EXIT_INTERRUPTED = EXIT_SIGINT
@@ -101,7 +101,7 @@ class _Paced:
 def make_policy(p: dict[str, Any], task: str) -> Any:
     kind = p["policy"]
     if kind == "scripted":
-        from pear_agent.task_experts import scripted_policy  # heavy: cv2
+        from pear_agent.loop.task_experts import scripted_policy  # heavy: cv2
 
         try:
             return scripted_policy(task, action_noise_cm=float(p["action_noise_cm"]), seed=int(p["seed"]))
@@ -244,8 +244,8 @@ def run(node: Any, p: dict[str, Any]) -> int:
     from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy  # optional: rclpy
     from std_msgs.msg import String  # optional: rclpy
 
-    from pear_agent.arm_environment import arm_episode  # heavy: cv2
-    from pear_agent.episode import JUDGED_ENDINGS, EpisodeConfig  # heavy: cv2
+    from pear_agent.loop.arm_environment import arm_episode  # heavy: cv2
+    from pear_agent.loop.episode import JUDGED_ENDINGS, EpisodeConfig  # heavy: cv2
     from pear_agent.ros2.backend import RosBackend  # heavy: cv2
 
     try:

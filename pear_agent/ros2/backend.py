@@ -33,11 +33,11 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import EpisodeAborted, FrameSink, Observation, Outcome, PartCommand, TaskInfo
-from pear_agent.episode import JUDGED_ENDINGS
-from pear_agent.kinematics import Kinematics
-from pear_agent.motion import SettleJudge
-from pear_agent.robot_config import RobotConfig
+from pear_agent.loop.episode import JUDGED_ENDINGS
+from pear_agent.robot.backend import EpisodeAborted, FrameSink, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.kinematics import Kinematics
+from pear_agent.robot.motion import SettleJudge
 from pear_agent.ros2 import conversions as cv
 from pear_agent.ros2 import joint_velocity as jv
 from pear_agent.ros2.braking import Braking

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import FrameSink
+from pear_agent.robot.backend import FrameSink
 from pear_agent.ros2 import conversions as cv
 
 

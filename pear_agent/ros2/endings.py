@@ -20,7 +20,7 @@ EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 
 STOPPED_ENDINGS = ("stopped", "refused")
 AGENT_ENDINGS = ("interrupted", "configuration")
-"""end_reason values only agent_node writes (the loop's are pear_agent.episode.END_REASONS)."""
+"""end_reason values only agent_node writes (the loop's are pear_agent.loop.episode.END_REASONS)."""
 
 
 def exit_code(success: bool, end_reason: str, signal_name: str = "") -> int:
@@ -53,7 +53,7 @@ def result_from_log(log_path: Path, end_reason: str, detail: str, **fields: Any)
     """An EpisodeResult for an episode the loop did not finish: turns, decision times, invalid
     replies, policy failures and tokens counted from the turns logged so far (a turn in flight when
     the episode ended is not in the log and is not counted)."""
-    from pear_agent.episode import EpisodeResult  # heavy: cv2
+    from pear_agent.loop.episode import EpisodeResult  # heavy: cv2
 
     result = EpisodeResult(False, 0, end_reason, detail, **fields)  # type: ignore[arg-type]
     for rec in _records(log_path):
@@ -81,7 +81,7 @@ def result_from_log(log_path: Path, end_reason: str, detail: str, **fields: Any)
 
 def summary_fields(result: Any) -> dict[str, Any]:
     """The loop's summary: the EpisodeResult's fields and the decision-time figures."""
-    from pear_agent.episode import latency_summary  # heavy: cv2
+    from pear_agent.loop.episode import latency_summary  # heavy: cv2
 
     return result.to_json() | latency_summary(result)
 

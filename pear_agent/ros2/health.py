@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.loader import load_robot
 from pear_agent.ros2.graph import controller_states, trajectory_topic
 from pear_agent.ros2.ros_session import (
     AgentStatus,

@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.loader import load_robot
 from pear_agent.ros2.graph import json_object
 
 UNKNOWN_NAME = "_NODE_NAME_UNKNOWN_"

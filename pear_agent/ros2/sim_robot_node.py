@@ -27,8 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.robot_config import RobotConfigError
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.config import RobotConfigError
+from pear_agent.robot.loader import load_robot
 from pear_agent.ros2.graph import declare_params, spin_in_background, trajectory_topic
 from pear_agent.ros2.yam_trajectory import Spline
 
@@ -94,7 +94,7 @@ class SimRobot:
         from std_msgs.msg import String  # optional: rclpy
         from trajectory_msgs.msg import JointTrajectory  # optional: rclpy
 
-        from pear_agent.registry import make_backend  # heavy: cv2
+        from pear_agent.loop.registry import make_backend  # heavy: cv2
         from pear_agent.ros2.conversions import is_compressed_topic  # heavy: cv2
 
         self.node, self.p = node, params

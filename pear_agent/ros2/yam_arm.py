@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.loader import load_robot
 from pear_agent.ros2.yam_physics import make_physics_yam
 from pear_agent.ros2.yam_trajectory import (
     JointGroup,
@@ -72,7 +72,7 @@ class ArmSpec:
 
 
 def arm_spec(robot_name: str, part_name: str, vmax_override: float, gripper_vmax: float) -> ArmSpec:
-    from pear_agent.kinematics import Kinematics  # heavy: pinocchio
+    from pear_agent.robot.kinematics import Kinematics  # heavy: pinocchio
 
     robot = load_robot(robot_name)
     if part_name not in robot.parts:

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.robot_config import RobotConfigError
+from pear_agent.robot.config import RobotConfigError
 from pear_agent.ros2.graph import declare_params, spin_in_background
 from pear_agent.ros2.joint_velocity import ESTIMATED, PUBLISHED, VelocityEstimator
 from pear_agent.ros2.yam_arm import (

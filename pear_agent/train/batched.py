@@ -1,6 +1,6 @@
 """Generation batched across the episodes in flight, in this process (transformers, CPU or GPU).
 
-A GRPO step flies all its episodes at once (`pear_agent.episodes`); each episode's
+A GRPO step flies all its episodes at once (`pear_agent.loop.runner`); each episode's
 `LocalModelPolicy` hands its turn to a `BatchedGenerator`, whose one worker thread gathers the
 requests that arrive together and decodes them as ONE batch: one forward pass per generated token
 for every sequence in the batch, instead of one per sequence. At batch 1 a small model's forward

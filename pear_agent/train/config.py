@@ -212,7 +212,7 @@ class Recipe(Strict):
     def _loop_settings(self) -> Recipe:
         """The turn-loop settings a recipe gives are `EpisodeConfig`'s, checked by its own lines (one
         definition, whether a setting comes from the command line, a ROS parameter or a recipe)."""
-        from pear_agent.episode import EpisodeConfig  # heavy: pinocchio
+        from pear_agent.loop.episode import EpisodeConfig  # heavy: pinocchio
 
         EpisodeConfig(
             observation=self.observation,

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from pear_agent.bench.runner import episode_key
-from pear_agent.registry import family_of
+from pear_agent.loop.registry import family_of
 from pear_agent.train.config import MixEntry, Recipe
 from pear_agent.train.local_model import make_local_policy
 from pear_agent.train.mix import Draw, TaskMix

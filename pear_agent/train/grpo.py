@@ -34,8 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.episode import NO_REPLY_ENDINGS
-from pear_agent.records import RunWriter
+from pear_agent.loop.episode import NO_REPLY_ENDINGS
+from pear_agent.records.log import RunWriter
 from pear_agent.rl.advantages import FilterCounts, classify_group, group_advantages
 from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.config import Recipe

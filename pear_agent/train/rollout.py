@@ -1,10 +1,10 @@
-"""The trainer's view of the one episode runner (`pear_agent.episodes.arun_episode`).
+"""The trainer's view of the one episode runner (`pear_agent.loop.runner.arun_episode`).
 
 `run_episodes` turns the trainer's jobs (task, initial-state seed, policy seed, group) into the
 runner's jobs and its outcomes into records: a `TrajectoryRecord`'s fields plus `turn_tokens`, each
 reply's `TokenTrace` as the policy sampled it, stamped with the policy version that sampled it.
 It keeps `concurrency` episodes in flight on one event loop, each in a pooled environment of its
-own (`pear_agent.episodes.POOL`), so a policy that batches its generation across episodes (the
+own (`pear_agent.loop.runner.POOL`), so a policy that batches its generation across episodes (the
 in-process `BatchedGenerator`, a server with parallel slots) sees them all at once. Nothing here
 runs an episode itself: there is one runner.
 """
@@ -16,11 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pear_agent.episode import EpisodeConfig
-from pear_agent.episodes import EpisodeJob, arun_episodes
-from pear_agent.executors import run_coroutine
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import EnvSpec, resolve
+from pear_agent.loop.runner import EpisodeJob, arun_episodes
+from pear_agent.loop.workers import run_coroutine
 from pear_agent.policies.base import Policy
-from pear_agent.registry import EnvSpec, resolve
 
 
 @dataclass(frozen=True)

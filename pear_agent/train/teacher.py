@@ -14,9 +14,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from pear_agent.loop.registry import family_of
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy
-from pear_agent.registry import family_of
 from pear_agent.rl.trajectories import TrajectoryWriter
 from pear_agent.train.config import Recipe
 from pear_agent.train.mix import TaskMix

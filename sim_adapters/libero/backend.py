@@ -17,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
-from pear_agent.robot_config import RobotConfig
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.loader import load_robot
 from sim_adapters.libero import MAX_TURNS, plus
 from sim_adapters.libero.config import LiberoUnavailableError, import_libero
 from sim_adapters.libero.naming import TaskRef, parse

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pear_agent.arm_family import ArmFamily, ArmOptions, TaskEntry
 from pear_agent.bench.report import scored
 from pear_agent.bench.stats import wilson
-from pear_agent.family_parts import BenchSelection, BenchSummary, Selection
-from pear_agent.robot_config import RobotConfig
+from pear_agent.loop.arm_family import ArmFamily, ArmOptions, TaskEntry
+from pear_agent.loop.family_parts import BenchSelection, BenchSummary, Selection
+from pear_agent.robot.config import RobotConfig
 from pear_agent.settings import setting
 from sim_adapters.libero import SUITES, task_names
 from sim_adapters.libero.backend import LiberoBackend

@@ -25,10 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
-from pear_agent.kinematics import IKResult, Pose, rpy_to_matrix
-from pear_agent.robot_config import RobotConfig
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.kinematics import IKResult, Pose, rpy_to_matrix
+from pear_agent.robot.loader import load_robot
 from sim_adapters.metaworld import INSTRUCTIONS, MAX_TURNS, env_name
 
 ROBOT_YAML = Path(__file__).with_name("metaworld_sawyer.yaml")

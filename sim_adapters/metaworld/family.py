@@ -11,15 +11,15 @@ import importlib.util
 from pathlib import Path
 from typing import Any
 
-from pear_agent.arm_environment import ArmEnvironment
-from pear_agent.arm_family import ArmFamily, ArmOptions, TaskEntry
 from pear_agent.bench.runner import parse_seeds
-from pear_agent.environment import environment_options
-from pear_agent.family_parts import Selection
+from pear_agent.loop.arm_environment import ArmEnvironment
+from pear_agent.loop.arm_family import ArmFamily, ArmOptions, TaskEntry
+from pear_agent.loop.environment import environment_options
+from pear_agent.loop.family_parts import Selection
+from pear_agent.loop.registry import EnvSpec
 from pear_agent.policies.experts import within_caps
-from pear_agent.registry import EnvSpec
-from pear_agent.robot_config import RobotConfig
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.loader import load_robot
 from sim_adapters.metaworld import ENV_NAMES, MT10, PREFIX, task_names
 from sim_adapters.metaworld.backend import MetaWorldBackend, ToolKinematics
 from sim_adapters.metaworld.expert import metaworld_expert

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import (
+from pear_agent.robot.backend import (
     TASK_SUCCESS,
     ControlFrame,
     FrameSink,
@@ -22,8 +22,8 @@ from pear_agent.backend import (
     PartCommand,
     TaskInfo,
 )
-from pear_agent.motion import SettleJudge
-from pear_agent.robot_config import RobotConfig, RobotConfigError
+from pear_agent.robot.config import RobotConfig, RobotConfigError
+from pear_agent.robot.motion import SettleJudge
 
 
 def configure_gl() -> str:
@@ -40,7 +40,7 @@ configure_gl()
 
 import mujoco  # noqa: E402
 
-from pear_agent.robot_model import part_joint_limits  # noqa: E402
+from pear_agent.robot.model import part_joint_limits  # noqa: E402
 from sim_adapters.mujoco.perturb import Perturber, add_table_materials  # noqa: E402
 from sim_adapters.mujoco.scene import (  # noqa: E402
     PartDrive,

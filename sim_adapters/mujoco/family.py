@@ -1,4 +1,4 @@
-"""The MuJoCo arm tasks as a family of the registry (`pear_agent.registry`).
+"""The MuJoCo arm tasks as a family of the registry (`pear_agent.loop.registry`).
 
 Everything here is derived from the registered task classes (`sim_adapters.mujoco.tasks`): a new
 MuJoCo task is one `MujocoTask` class and one line, `register_task(MyTask)`; a module outside this
@@ -16,17 +16,17 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pear_agent.arm_family import ArmFamily, ArmOptions, TaskEntry
-from pear_agent.family_parts import RobotCheck
-from pear_agent.registry import UnknownNameError
-from pear_agent.robot_config import RobotConfig
+from pear_agent.loop.arm_family import ArmFamily, ArmOptions, TaskEntry
+from pear_agent.loop.family_parts import RobotCheck
+from pear_agent.loop.registry import UnknownNameError
+from pear_agent.robot.config import RobotConfig
 from pear_agent.settings import setting
 from sim_adapters.mujoco.perturb_names import DIMENSIONS, split_task
 from sim_adapters.mujoco.tasks.catalog import task_classes
 from sim_adapters.mujoco.tasks.objects import PickUpObject
 
 if TYPE_CHECKING:
-    from pear_agent.episode import EpisodeConfig
+    from pear_agent.loop.episode import EpisodeConfig
     from pear_agent.policies.experts import Expert
     from sim_adapters.mujoco.tasks.base import MujocoTask
 

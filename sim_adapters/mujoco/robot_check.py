@@ -1,6 +1,6 @@
 """`pear-agent robots --check` in MuJoCo: a robot description's scene for one task, built and tried.
 
-The MuJoCo family's `RobotCheck` part (`pear_agent.family_parts`): the gripper closes and opens,
+The MuJoCo family's `RobotCheck` part (`pear_agent.loop.family_parts`): the gripper closes and opens,
 each gripper part grasps the task's 4 cm cube and carries it, every camera renders something
 sensible. `pear_agent.robots_check` asks for it through the registry (it imports no adapter).
 """
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from pear_agent.backend import PartCommand
-from pear_agent.kinematics import Kinematics, rpy_to_matrix
-from pear_agent.registry import make_backend
-from pear_agent.robot_config import RobotConfig
+from pear_agent.loop.registry import make_backend
+from pear_agent.robot.backend import PartCommand
+from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
 from pear_agent.robots_check import task_point_cm
 from sim_adapters.mujoco.scene import camera_name, ee_site_name
 from sim_adapters.mujoco.tasks.base import finger_geoms, set_free_pose

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 import mujoco
 import numpy as np
 
-from pear_agent.kinematics import quat_wxyz_to_matrix
-from pear_agent.robot_config import ArmSim, Gripper, GripperSim, Part, RobotConfig, RobotConfigError
-from pear_agent.robot_model import (
+from pear_agent.robot.config import ArmSim, Gripper, GripperSim, Part, RobotConfig, RobotConfigError
+from pear_agent.robot.kinematics import quat_wxyz_to_matrix
+from pear_agent.robot.model import (
     CONTACT_OPTIONS,
     RUNTIME_PREFIX,
     apply_joint_overrides,

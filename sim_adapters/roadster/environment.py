@@ -1,4 +1,4 @@
-"""The roadster as an environment of the ONE turn loop (`pear_agent.environment.Environment`).
+"""The roadster as an environment of the ONE turn loop (`pear_agent.loop.environment.Environment`).
 
 Observation: the latest telemetry row (text). Action: one command (`commands.py`). Execution: set
 the command in force and fly to the next 0.2 s row. Realtime: `advance` flies on the old command
@@ -27,11 +27,11 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import TaskInfo
-from pear_agent.environment import StepResult, TurnPrompt
+from pear_agent.loop.environment import StepResult, TurnPrompt
 from pear_agent.policies.base import TurnContext
 from pear_agent.protocol.actions import ActionError
-from pear_agent.robot_config import REPO_ROOT
+from pear_agent.robot.backend import TaskInfo
+from pear_agent.robot.config import REPO_ROOT
 from sim_adapters.roadster.commands import (
     CommandError,
     command_json,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pear_agent.family_parts import (
+from pear_agent.loop.family_parts import (
     PromptSchema,
     ReportPage,
     RlRewards,
@@ -18,14 +18,14 @@ from pear_agent.family_parts import (
     TextServing,
     TurnLines,
 )
-from pear_agent.registry import EnvSpec, Family, UnknownNameError
+from pear_agent.loop.registry import EnvSpec, Family, UnknownNameError
 from pear_agent.settings import add_arguments, setting
 from sim_adapters.roadster.pilot import PilotPolicy, pilot_reply
 from sim_adapters.roadster.replay import telemetry_svg
 from sim_adapters.roadster.scenario import WIND_BANDS, filtered_seeds
 
 if TYPE_CHECKING:
-    from pear_agent.episode import EpisodeConfig
+    from pear_agent.loop.episode import EpisodeConfig
 
 TASKS = {"roadster_ramp_flip": "ramp_flip", "roadster_kickflip": "kickflip"}
 """Task name -> stunt (the same table as `sim_adapters.roadster.environment.TASKS`)."""

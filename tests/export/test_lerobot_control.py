@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from pear_agent.cli import lerobot_python
-from pear_agent.export_lerobot import reasoning_of
+from pear_agent.records.export_lerobot import reasoning_of
 
 REPO = Path(__file__).resolve().parents[2]
 EPISODES = 3

@@ -102,7 +102,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 
 def test_lerobot_dataset_matches_the_logs(exported: tuple[Path, dict[str, Any]]) -> None:
-    """Mutation tried by hand (issue 42): pear_agent/export_lerobot.py writing turn i + 1's images
+    """Mutation tried by hand (issue 42): pear_agent/records/export_lerobot.py writing turn i + 1's images
     for turn i: fails "episode 0 turn 0 wrist: 21.0 levels from its turn's image (tolerance 12.0)"
     (the tolerance was 12 then)."""
     bench, ds = exported

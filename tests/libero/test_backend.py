@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from pear_agent.backend import PartCommand
-from pear_agent.kinematics import Kinematics
+from pear_agent.robot.backend import PartCommand
+from pear_agent.robot.kinematics import Kinematics
 from sim_adapters.libero.backend import LiberoBackend, parse_task
 from sim_adapters.libero.expert.opening import side_opening
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import EpisodeConfig
-from pear_agent.kinematics import Kinematics
-from pear_agent.registry import family_of
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import family_of
+from pear_agent.robot.kinematics import Kinematics
 from sim_adapters.libero.backend import LiberoBackend
 
 TASK = "libero_10/9"  # the mug into the microwave: a fixture LIBERO places at reset

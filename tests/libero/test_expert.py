@@ -6,11 +6,11 @@ import json
 import numpy as np
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.kinematics import Kinematics
-from pear_agent.records import RunWriter
-from pear_agent.registry import family_of
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.registry import family_of
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.records.log import RunWriter
+from pear_agent.robot.kinematics import Kinematics
 from sim_adapters.libero.backend import LiberoBackend
 from sim_adapters.libero.expert.scene import MAX_STEP_CM, MAX_TURN_RAD, _act
 

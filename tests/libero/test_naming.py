@@ -114,7 +114,7 @@ def test_plus_catalog_covers_every_task_and_dimension():
 
 
 def test_every_listed_task_parses_and_the_registry_lists_them():
-    from pear_agent.registry import arm_tasks
+    from pear_agent.loop.registry import arm_tasks
 
     names, arm = task_names(), arm_tasks()
     assert len(names) == 40 + 40 * len(PRO_TYPES) + 10030

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pear_agent.backend import PartCommand
+from pear_agent.robot.backend import PartCommand
 from sim_adapters.metaworld import ENV_NAMES, INSTRUCTIONS, MT10, task_names
 from sim_adapters.metaworld.backend import MetaWorldBackend, sampled_task, to_metaworld, to_ours
 

@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 from pear_agent.cli import main
-from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.registry import family_of, make_environment
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.loop.registry import family_of, make_environment
+from pear_agent.loop.task_experts import scripted_policy
 from sim_adapters.metaworld import ENV_NAMES
 from tests.servers import serve_in_thread
 

@@ -1,11 +1,11 @@
 """Shared by the expert success-rate tests: run the scripted expert over seeds, without rendering."""
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import Episode, EpisodeResult
-from pear_agent.kinematics import Kinematics
-from pear_agent.registry import make_backend
-from pear_agent.robot_config import RobotConfig
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import Episode, EpisodeResult
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.kinematics import Kinematics
 
 
 def expert_success_rate(task: str, robot: RobotConfig, kin: Kinematics, seeds: range) -> tuple[float, list]:

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import EpisodeConfig
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import make_backend
 from pear_agent.policies.base import TurnContext
 from pear_agent.policies.bringup import BringupPolicy
 from pear_agent.protocol.actions import parse_reply
-from pear_agent.registry import make_backend
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.loader import load_robot
 
 STATE = {
     "left_arm": {"position": [30.0, 10.0, 20.0], "orientation": [3.1, 0.0, 0.0], "gripper": 1.0},
@@ -60,7 +60,7 @@ def test_a_lift_outside_the_caps_is_refused() -> None:
 
 
 def test_in_mujoco_every_step_is_reached_and_the_episode_ends_done() -> None:
-    from pear_agent.kinematics import Kinematics
+    from pear_agent.robot.kinematics import Kinematics
 
     robot = load_robot("yam_bimanual")
     backend = make_backend("bimanual_pickup", robot, render=False)

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pear_agent.arm_environment import arm_episode
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.policies.experts import (
     BACK_OFF_SAYS,
     FAILED_STATUSES,
@@ -18,9 +20,7 @@ from pear_agent.policies.experts import (
     unstick,
     wrap,
 )
-from pear_agent.registry import make_backend
-from pear_agent.robot_loader import load_robot
-from pear_agent.task_experts import scripted_policy
+from pear_agent.robot.loader import load_robot
 from sim_adapters.mujoco.experts.single_arm import (
     CONVEYOR_PICK,
     PICK_CUBE,
@@ -138,9 +138,9 @@ def test_no_single_arm_expert_asks_beyond_the_caps(pos, obj, yaw, grip, step, tu
 def test_a_cube_on_the_floor_stops_the_expert_but_done_needs_the_tasks_check(task_success) -> None:
     """The expert stops (it holds still); it claims done only when the task's own success check
     agrees (`task_success`, issue 37), else it says it cannot finish."""
-    from pear_agent.backend import Observation
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply
+    from pear_agent.robot.backend import Observation
 
     state = arm_state([50, 0, 20])
     facts = cube_facts([50, 0, -293])
@@ -295,7 +295,7 @@ def test_never_the_same_blocked_move_three_times_in_a_row_under_physics(panda, p
     """A real blocked move: an expert that presses the closed gripper down onto the bowl's wall (the
     fingers stop on it, the outcome says blocked) asks for it again every turn; the shared
     machinery lets it through twice in a row at most, then backs off, and the expert re-plans."""
-    from pear_agent.episode import EpisodeConfig
+    from pear_agent.loop.episode import EpisodeConfig
     from pear_agent.policies.experts import within_caps
     from pear_agent.policies.scripted import ScriptedPolicy
 

@@ -6,9 +6,9 @@ each can do on >= 80% of seeds 0-19 (the success table is in docs/robots.md)."""
 
 import pytest
 
-from pear_agent.kinematics import Kinematics
-from pear_agent.registry import arm_tasks
-from pear_agent.robot_loader import load_robot
+from pear_agent.loop.registry import arm_tasks
+from pear_agent.robot.kinematics import Kinematics
+from pear_agent.robot.loader import load_robot
 from tests.policies.rates import expert_success_rate
 
 SEEDS = range(20)

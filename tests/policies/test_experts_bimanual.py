@@ -6,10 +6,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pear_agent.arm_environment import arm_episode
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import EXPERTS, scripted_policy
 from pear_agent.policies.experts import Stop
-from pear_agent.registry import make_backend
-from pear_agent.task_experts import EXPERTS, scripted_policy
 from tests.policies.rates import expert_success_rate, expert_with_object_swept_off
 
 SEEDS = range(50)
@@ -53,9 +53,9 @@ def test_two_arm_tasks_take_any_part_names(tmp_path) -> None:
     task finds its left and right arm from the workspace boxes, the expert answers by part name."""
     import yaml
 
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_config import ROBOTS_DIR
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.config import ROBOTS_DIR
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     raw = yaml.safe_load((ROBOTS_DIR / "yam_bimanual.yaml").read_text())
     raw["parts"] = {"starboard": raw["parts"]["right_arm"], "port": raw["parts"]["left_arm"]}
@@ -73,8 +73,8 @@ FACING = Path(__file__).resolve().parents[1] / "robots" / "yam_facing.yaml"
 @pytest.mark.parametrize("task", ["bimanual_pickup", "align_blocks"])
 def test_arms_facing_each_other_solve_the_two_arm_tasks(task: str) -> None:
     """A layout the tasks were not written for (YAML only): two YAMs facing each other."""
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     robot = load_robot(FACING)
     rate, failures = expert_success_rate(task, robot, Kinematics(robot), range(5))
@@ -120,10 +120,10 @@ def test_a_bar_off_the_table_stops_both_arms_without_claiming_done() -> None:
     """The issue's episode: the bar fell off the table and the expert sent move_cm -293. Now both
     arms hold still and the reply says the expert cannot finish; it is not `done` (issue 37: only
     the task's own check may agree to that)."""
-    from pear_agent.backend import Observation
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.backend import Observation
+    from pear_agent.robot.loader import load_robot
 
     state = arms([22, -10, 14], [22, -51, 14])
     facts = bar_facts([24, -30, -293])
@@ -220,10 +220,10 @@ def test_align_blocks_both_next_blocks_in_the_middle_do_not_deadlock() -> None:
 def test_a_waiting_expert_holds_a_part_the_robot_has() -> None:
     """An expert turn with nothing to do was sent as `{"action": {"arm": ...}}` on a robot with no
     part `arm`: three refusals and the episode ended invalid. It holds the robot's own part now."""
-    from pear_agent.backend import Observation
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.backend import Observation
+    from pear_agent.robot.loader import load_robot
 
     # all blocks on the line and both arms parked: nothing to do this turn
     facts = blocks_facts(
@@ -242,9 +242,9 @@ def test_align_blocks_on_a_narrow_table_solved(tmp_path) -> None:
     deadlocked (0 of 3 seeds, both arms waiting out the turns); it solves them now."""
     import yaml
 
-    from pear_agent.kinematics import Kinematics
-    from pear_agent.robot_config import ROBOTS_DIR
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.config import ROBOTS_DIR
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     raw = yaml.safe_load((ROBOTS_DIR / "yam_bimanual.yaml").read_text())
     raw["table"]["task_area_cm"] = {"x": [16, 32], "y": [-42, -19]}

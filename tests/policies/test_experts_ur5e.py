@@ -5,8 +5,8 @@ single-arm task on >= 90% of seeds 0-19 with each."""
 
 import pytest
 
-from pear_agent.kinematics import Kinematics
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.kinematics import Kinematics
+from pear_agent.robot.loader import load_robot
 from tests.policies.rates import expert_success_rate
 
 SEEDS = range(20)

@@ -6,12 +6,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import EpisodeConfig
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import make_backend
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy, split_reasoning, strip_images
-from pear_agent.records import RunWriter
-from pear_agent.registry import make_backend
+from pear_agent.records.log import RunWriter
 from tests.servers import BadHandler, bad_server, serve_in_thread
 
 KEY = "sk-test-SECRET123456"

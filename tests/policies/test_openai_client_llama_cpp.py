@@ -25,11 +25,11 @@ if not all(importlib.util.find_spec(m) for m in ("llama_cpp", "gemma3_270m_q4_k_
         allow_module_level=True,
     )
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import EpisodeConfig
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import make_backend
 from pear_agent.policies import openai_client as oc
-from pear_agent.records import RunWriter
-from pear_agent.registry import make_backend
+from pear_agent.records.log import RunWriter
 from tests.servers import free_port
 
 KEY = "sk-llama-SECRET123456"

@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import EpisodeConfig
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.protocol.convert_v1 import convert_log, convert_reply, main
-from pear_agent.records import RunWriter
-from pear_agent.registry import make_backend
-from pear_agent.task_experts import scripted_policy
+from pear_agent.records.log import RunWriter
 
 V1_LOG = Path(__file__).parent / "data" / "v1_pick_cube_s0.jsonl"
 """A real v1 log: the scripted expert on pick_cube seed 0, recorded by the pre-issue-13 runtime."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot.config import RobotConfig
 
 KEYS = [
     "action",

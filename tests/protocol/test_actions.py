@@ -104,8 +104,8 @@ def test_over_long_replies_are_refused_with_the_limit(panda) -> None:
 
 
 def test_the_state_and_the_whole_user_turn_never_parse(panda, panda_kin) -> None:
+    from pear_agent.loop.registry import make_backend
     from pear_agent.protocol.state import robot_state, state_json
-    from pear_agent.registry import make_backend
 
     be = make_backend("pick_cube", panda, render=False)
     try:
@@ -140,7 +140,7 @@ def test_schema_requires_a_part_with_a_quantity(panda) -> None:
             jsonschema.validate(bad, schema)
         with pytest.raises(ActionError):
             parse_reply(json.dumps(bad), panda)
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.loader import load_robot
 
     bi = response_schema(load_robot("yam_bimanual"))
     jsonschema.validate({"action": {"right_arm": {"turn_rad": [0, 0, 1]}}}, bi)

@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pear_agent.protocol.actions import MAX_ACTION_CHARS, ActionError, parse_reply
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.loader import load_robot
 from tests.protocol.strategies import PROSE, replies, states, valid_actions
 
 PANDA = load_robot("panda")

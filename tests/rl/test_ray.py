@@ -7,7 +7,7 @@ import pytest
 ray = pytest.importorskip("ray")
 
 from pear_agent.cli import main  # noqa: E402
-from pear_agent.executors import run_local, run_ray  # noqa: E402
+from pear_agent.loop.workers import run_local, run_ray  # noqa: E402
 from pear_agent.rl.rollouts import PolicySpec, RolloutJob, run_rollout  # noqa: E402
 
 

@@ -96,7 +96,7 @@ def test_groups_whose_policy_got_no_reply_are_dropped_not_scored() -> None:
 def test_groups_with_episodes_in_flight_match_the_sequential_ones() -> None:
     from functools import partial
 
-    from pear_agent.executors import run_local
+    from pear_agent.loop.workers import run_local
     from pear_agent.rl.rollouts import arun_rollout
 
     spec = PolicySpec("scripted", action_noise_cm=1.0)

@@ -4,8 +4,8 @@ import pytest
 import skyrl_gym
 
 from pear_agent.cli import main
+from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.rl.skyrl_env import ENV_ID  # importing registers the environment
-from pear_agent.task_experts import scripted_policy
 
 
 def drive(env, reply_fn):

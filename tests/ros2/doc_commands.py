@@ -204,7 +204,7 @@ def exit_table() -> dict[int, set[str]]:
 
 def summary_fields() -> set[str]:
     """What docs/ros2.md says every summary.json holds; it must be what the code writes."""
-    from pear_agent.episode import EpisodeResult
+    from pear_agent.loop.episode import EpisodeResult
 
     fields = {f.name for f in dataclasses.fields(EpisodeResult)}
     fields |= {"latency_median_s", "latency_p90_s", "decisions", "failed_decisions", "operator", "video"}

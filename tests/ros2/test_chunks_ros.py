@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pear_agent.backend import PartCommand
+from pear_agent.robot.backend import PartCommand
 from tests.ros2.conftest import Probe, double_config, home_joints
 from tests.ros2.test_stops import DECEL_SLACK, agent, motion, stamped_series  # noqa: F401  (fixture)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pear_agent.episode import EpisodeResult, latency_summary
-from pear_agent.records import RunWriter
+from pear_agent.loop.episode import EpisodeResult, latency_summary
+from pear_agent.records.log import RunWriter
 from pear_agent.ros2.endings import exit_code, result_from_log, summary_fields, write_summary
 
 

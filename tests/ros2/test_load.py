@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.backend import EpisodeAborted
-from pear_agent.episode import EpisodeConfig
-from pear_agent.kinematics import Kinematics
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import EpisodeConfig
 from pear_agent.policies.replay import ReplayPolicy
-from pear_agent.records import RunWriter
+from pear_agent.records.log import RunWriter
+from pear_agent.robot.backend import EpisodeAborted
+from pear_agent.robot.kinematics import Kinematics
 from tests.ros2.conftest import Probe, double_config
 from tests.ros2.test_stops import InProcessAgent
 

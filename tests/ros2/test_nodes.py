@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.kinematics import Kinematics
-from pear_agent.records import RunWriter
-from pear_agent.registry import make_backend
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.records.log import RunWriter
+from pear_agent.robot.kinematics import Kinematics
 from pear_agent.ros2.conversions import trajectory_arrays, trajectory_violations
-from pear_agent.task_experts import scripted_policy
 from tests.ros2.conftest import Probe, as_array
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pear_agent.backend import PartCommand, TaskInfo
+from pear_agent.robot.backend import PartCommand, TaskInfo
 from tests.ros2.conftest import TRUTH_TOPIC, Probe, double_config, home_joints
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")

@@ -23,7 +23,7 @@ pytest.importorskip("i2rt.robots.get_robot", reason="I2RT driver deps missing (p
 pytest.importorskip("can", reason="python-can missing (pip install -e '.[yam]')")
 pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs missing (pip install -e '.[yam]')")
 
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.loader import load_robot
 from pear_agent.ros2 import agent_node
 from tests.ros2.conftest import NodeProcess
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.loader import load_robot
 from pear_agent.ros2 import agent_node, yam_driver_node
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ import mujoco
 import numpy as np
 import pytest
 
-from pear_agent.backend import PartCommand
-from pear_agent.registry import make_backend
+from pear_agent.loop.registry import make_backend
+from pear_agent.robot.backend import PartCommand
 from sim_adapters.mujoco.scene import ee_site_name
 from sim_adapters.mujoco.tasks.base import set_free_pose
 from sim_adapters.mujoco.tasks.bimanual import BAR_HALF_M, BLOCK_HALF_M, BLOCK_NAMES, LINE_X_M
@@ -91,7 +91,7 @@ def test_two_arm_tasks_lie_between_arms_facing_each_other() -> None:
     """Two YAMs 80 cm apart, facing each other (YAML only): the bar lies along the line between
     their bases in the middle of the table, each role's grasp point on its own arm's side; the
     blocks' line runs along the same line and success measures the distance across it."""
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.loader import load_robot
 
     robot = load_robot(FACING)
     backend = make_backend("bimanual_pickup", robot, render=False)
@@ -137,7 +137,7 @@ def test_align_blocks_draws_its_line_along_the_scored_line(robot_path) -> None:
     """The painted line is drawn along the line the blocks are scored on, whatever the arms'
     layout: with arms facing each other it was drawn across it (MuJoCo never read the rotation
     set at reset: the geom was compiled in its body's frame)."""
-    from pear_agent.robot_loader import load_robot
+    from pear_agent.robot.loader import load_robot
 
     backend = make_backend("align_blocks", load_robot(robot_path), render=False)
     try:

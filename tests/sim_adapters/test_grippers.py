@@ -8,9 +8,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from pear_agent.backend import PartCommand
-from pear_agent.registry import make_backend
-from pear_agent.robot_loader import load_robot
+from pear_agent.loop.registry import make_backend
+from pear_agent.robot.backend import PartCommand
+from pear_agent.robot.loader import load_robot
 
 ROBOTIQ = Path(__file__).resolve().parents[1] / "robots" / "ur5e_robotiq140.yaml"
 

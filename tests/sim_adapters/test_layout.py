@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.loader import load_robot
 from sim_adapters.mujoco.tasks import bimanual, pick_place
 from sim_adapters.mujoco.tasks.layout import ArmPlace, single_arm_frame, two_arm_layout
 

@@ -6,7 +6,7 @@ import importlib.util
 import pytest
 
 from pear_agent.cli import main
-from pear_agent.registry import family_of
+from pear_agent.loop.registry import family_of
 
 
 def test_listed_without_metaworld_installed():

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from pear_agent.backend import PartCommand
-from pear_agent.registry import make_backend
+from pear_agent.loop.registry import make_backend
+from pear_agent.robot.backend import PartCommand
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ def test_reachable_target_is_reached_and_still(backend, panda_kin) -> None:
 
 
 def test_motion_into_the_table_is_blocked_with_joints_named(backend, panda_kin) -> None:
-    from pear_agent.kinematics import rpy_to_matrix
+    from pear_agent.robot.kinematics import rpy_to_matrix
 
     obs = backend.reset(0)
     # joints that put the tool point 8 cm below the table top, away from the cube

@@ -4,8 +4,8 @@ together hold ~64 MB less each), and a shared renderer draws exactly what a back
 import numpy as np
 import pytest
 
-from pear_agent.registry import family_of
-from pear_agent.robot_loader import load_robot
+from pear_agent.loop.registry import family_of
+from pear_agent.robot.loader import load_robot
 from sim_adapters.mujoco.backend import MujocoBackend
 from sim_adapters.mujoco.family import task_entries
 from sim_adapters.mujoco.tasks import every_robot_tasks

@@ -8,10 +8,10 @@ from pathlib import Path
 import mujoco
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.object_config import OBJECT_DIRS_ENV, ObjectConfigError, load_object, object_names
-from pear_agent.registry import UnknownNameError, make_backend, resolve, task_names
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.registry import UnknownNameError, make_backend, resolve, task_names
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.robot.object_config import OBJECT_DIRS_ENV, ObjectConfigError, load_object, object_names
 from sim_adapters.mujoco.tasks.objects import BODY
 
 TEN = {"block", "bottle", "can", "cereal_box", "cup", "lemon", "marker", "mug", "sponge", "toy_car"}

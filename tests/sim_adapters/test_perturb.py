@@ -9,10 +9,10 @@ import json
 import numpy as np
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.kinematics import Kinematics
-from pear_agent.records import RunWriter
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.records.log import RunWriter
+from pear_agent.robot.kinematics import Kinematics
 from sim_adapters.mujoco.backend import MujocoBackend
 from sim_adapters.mujoco.perturb import DIMENSIONS, paraphrases_by_task, split_task
 from sim_adapters.mujoco.tasks import every_robot_tasks

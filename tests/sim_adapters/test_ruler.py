@@ -7,9 +7,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.registry import make_backend
-from pear_agent.task_experts import scripted_policy
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
 from sim_adapters.mujoco.tasks.ruler import BLOCK_NAMES, LINE_TOL_M, SCENES, line_deviation_m
 
 TASK = "align_with_ruler"

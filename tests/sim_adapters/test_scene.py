@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import yaml
 
-from pear_agent.backend import PartCommand
-from pear_agent.robot_config import ROBOTS_DIR, RobotConfig, RobotConfigError
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.backend import PartCommand
+from pear_agent.robot.config import ROBOTS_DIR, RobotConfig, RobotConfigError
+from pear_agent.robot.loader import load_robot
 from sim_adapters.mujoco.scene import build_robot_spec, build_scene, compile_spec
 from sim_adapters.mujoco.tasks.base import MujocoTask
 

@@ -172,8 +172,8 @@ def test_registering_in_process_refuses_a_taken_name_and_a_nameless_class() -> N
 
 
 def test_every_table_by_task_name_is_derived_from_the_classes() -> None:
-    from pear_agent.registry import family_of
-    from pear_agent.task_experts import EXPERTS
+    from pear_agent.loop.registry import family_of
+    from pear_agent.loop.task_experts import EXPERTS
     from sim_adapters.mujoco import perturb
     from sim_adapters.mujoco.family import pear_entries, task_entries
     from sim_adapters.mujoco.tasks import task_classes

@@ -48,7 +48,7 @@ def test_every_recipe_and_profile_loads():
 
 def test_libero_pear_stage_3_is_the_two_yam_tasks():
     """Stage 3 expands to the ten objects and the ruler task, both built on the YAM by default."""
-    from pear_agent.registry import task_entry
+    from pear_agent.loop.registry import task_entry
     from pear_agent.train.mix import expand_tasks
 
     stage3 = load_recipe("libero_pear").grpo.stages[2]

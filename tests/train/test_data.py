@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pear_agent.arm_environment import arm_episode
-from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.records import RunWriter
+from pear_agent.loop.arm_environment import arm_episode
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.records.log import RunWriter
 from pear_agent.train.data import load_examples
 from sim_adapters.roadster.environment import RoadsterEnvironment
 from sim_adapters.roadster.pilot import PilotPolicy
@@ -34,11 +34,11 @@ def test_a_folder_without_episodes_is_one_clear_error(tmp_path):
 def test_expert_rows_can_carry_the_executed_clipped_action(tmp_path):
     import json
 
-    from pear_agent.kinematics import Kinematics
+    from pear_agent.loop.registry import make_backend
+    from pear_agent.loop.task_experts import scripted_policy
     from pear_agent.protocol.actions import parse_reply
-    from pear_agent.registry import make_backend
-    from pear_agent.robot_loader import load_robot
-    from pear_agent.task_experts import scripted_policy
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.robot.loader import load_robot
 
     robot = load_robot("panda")
     backend = make_backend("pick_cube", robot, render=False)

@@ -198,7 +198,7 @@ def test_every_step_is_logged_to_tensorboard_and_its_episodes_kept(tiny_model_di
     open with the viewer's reader; eval_every flies the validation seeds in flight."""
     import json
 
-    from pear_agent.records import read_log
+    from pear_agent.records.log import read_log
     from pear_agent.train.grpo import GRPOTrainer
     from pear_agent.train.metrics_log import read_events
 

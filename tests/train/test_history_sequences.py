@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.loop.episode import Episode, EpisodeConfig
 from pear_agent.policies.openai_wire import wire_messages
 from pear_agent.protocol.history import window
 from sim_adapters.roadster.environment import RoadsterEnvironment
@@ -95,7 +95,7 @@ def test_a_windowed_run_folder_trains_on_the_windows_it_was_flown_with(tiny, tmp
     the windows the teacher was sent (the log's header says the window)."""
     import json
 
-    from pear_agent.records import RunWriter
+    from pear_agent.records.log import RunWriter
     from pear_agent.train.data import from_run_folder
     from pear_agent.train.sequences import episode_sequences
     from sim_adapters.roadster.pilot import PilotPolicy

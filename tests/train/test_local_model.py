@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.records import RunWriter
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.records.log import RunWriter
 from sim_adapters.roadster.environment import RoadsterEnvironment
 
 

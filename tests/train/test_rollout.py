@@ -6,7 +6,7 @@ from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
 def test_arm_and_roadster_episodes_come_back_as_records():
-    from pear_agent.task_experts import scripted_policy
+    from pear_agent.loop.task_experts import scripted_policy
     from sim_adapters.roadster.pilot import PilotPolicy
 
     def make(job):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.loop.episode import Episode, EpisodeConfig
 from pear_agent.policies.server_logprobs import trace_from_logprobs
 from sim_adapters.roadster.environment import RoadsterEnvironment
 from tests.servers import serve_app

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from pear_agent.robot_config import ONE_ARM, TWO_ARMS, Requirement, RobotConfig
+from pear_agent.robot.config import ONE_ARM, TWO_ARMS, Requirement, RobotConfig
 from sim_adapters.mujoco.lazy_mujoco import mujoco
 
 __all__ = ["ONE_ARM", "TWO_ARMS", "Requirement"]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot.config import RobotConfig
 from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import body_yaw, set_free_pose, to_cm
 from sim_adapters.mujoco.tasks.catalog import register_task

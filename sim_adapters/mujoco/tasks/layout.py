@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot.config import RobotConfig
 from sim_adapters.mujoco.lazy_mujoco import mujoco
 
 Box = tuple[tuple[float, float], tuple[float, float]]

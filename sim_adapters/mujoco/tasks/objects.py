@@ -1,6 +1,6 @@
 """`pick_up_object/<name>`: pick up one everyday object (a YAML in `objects/`) and lift it 10 cm.
 
-The object comes from its description (`pear_agent.object_config`): a mesh of an installed package
+The object comes from its description (`pear_agent.robot.object_config`): a mesh of an installed package
 or a few primitives, with its mass, scale, friction and resting pose. On a robot with several
 gripper arms (the YAM station) the seed picks the arm whose side of the table the object lies on;
 any gripper may lift it. Success: the object's lowest point at least 10 cm over the table and the
@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.object_config import ObjectConfig, load_object, object_names
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.object_config import ObjectConfig, load_object, object_names
 from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
     ONE_ARM,

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot.config import RobotConfig
 from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
     ONE_ARM,

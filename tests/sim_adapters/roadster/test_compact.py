@@ -3,7 +3,7 @@ briefing, no echo of the command in force, and the scripted pilot flying it with
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.loop.episode import Episode, EpisodeConfig
 from sim_adapters.roadster.commands import parse_plan
 from sim_adapters.roadster.telemetry import COMPACT_FIELDS, compact_row, parse_compact_row, read_row
 

@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.loop.episode import Episode, EpisodeConfig
 from pear_agent.policies.base import PolicyReply
 from pear_agent.protocol.actions import ActionError
-from pear_agent.records import RunWriter
+from pear_agent.records.log import RunWriter
 from sim_adapters.roadster.environment import RoadsterEnvironment
 
 pytest.importorskip("mujoco")

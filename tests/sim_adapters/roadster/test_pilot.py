@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.loop.episode import Episode, EpisodeConfig
 from sim_adapters.roadster.pilot import PilotParams, PilotPolicy, kickflip, lean_against_drift, pilot_reply
 
 pytest.importorskip("mujoco")

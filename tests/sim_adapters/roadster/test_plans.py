@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
+from pear_agent.loop.episode import Episode, EpisodeConfig
 from pear_agent.protocol.actions import ActionError
-from pear_agent.records import RunWriter
+from pear_agent.records.log import RunWriter
 from sim_adapters.roadster.environment import RoadsterEnvironment
 from sim_adapters.roadster.pilot import PilotPolicy, plan_ahead, predict
 from tests.sim_adapters.roadster.test_environment import Fixed

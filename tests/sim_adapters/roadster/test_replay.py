@@ -5,8 +5,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from pear_agent.episode import Episode, EpisodeConfig
-from pear_agent.records import RunWriter
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.records.log import RunWriter
 from sim_adapters.roadster.environment import RoadsterEnvironment
 from sim_adapters.roadster.pilot import PilotPolicy
 from sim_adapters.roadster.replay import WIDTH, decisions, flight_rows, telemetry_svg

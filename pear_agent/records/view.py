@@ -32,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.records import read_log
-from pear_agent.robot_loader import load_robot
+from pear_agent.records.log import read_log
+from pear_agent.robot.loader import load_robot
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def _kinematics_for(robot: str) -> Any | None:
     """The robot's kinematics from its description (by name), or None if it is not one of ours
     (a finished run's view then has the tool points but no links)."""
     try:
-        from pear_agent.kinematics import Kinematics  # heavy: pinocchio
+        from pear_agent.robot.kinematics import Kinematics  # heavy: pinocchio
 
         return Kinematics(load_robot(robot))
     except Exception as exc:  # an unknown or hardware-only robot: no link frames

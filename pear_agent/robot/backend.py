@@ -12,7 +12,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from pear_agent.robot_config import RobotConfig
+from pear_agent.robot.config import RobotConfig
 
 OutcomeStatus = Literal["reached", "blocked", "timeout", "stopped", "ik_failed", "refused"]
 

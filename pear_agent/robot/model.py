@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from pear_agent.robot_config import ActuatorRef, Part, RobotConfig, RobotConfigError
+from pear_agent.robot.config import ActuatorRef, Part, RobotConfig, RobotConfigError
 
 if TYPE_CHECKING:
     import mujoco

@@ -12,7 +12,7 @@ import numpy as np
 
 from pear_agent.protocol.actions import PartAction
 from pear_agent.protocol.state import PartPose
-from pear_agent.robot_config import Part
+from pear_agent.robot.config import Part
 
 
 @dataclass

@@ -2,7 +2,7 @@
 of it, a simulator backend, clip + IK through `ArmEnvironment`, and the scripted expert.
 
 A family of arm tasks (MuJoCo, LIBERO) subclasses `ArmFamily`, lists its `entries` and builds its
-`backend(task, robot, render)`; the registry (`pear_agent.registry`) does the rest.
+`backend(task, robot, render)`; the registry (`pear_agent.loop.registry`) does the rest.
 """
 
 from __future__ import annotations
@@ -11,22 +11,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pear_agent.arm_environment import ArmEnvironment
-from pear_agent.environment import environment_options
-from pear_agent.family_parts import PromptSchema, RlRewards
-from pear_agent.kinematics import Kinematics
+from pear_agent.loop.arm_environment import ArmEnvironment
+from pear_agent.loop.environment import environment_options
+from pear_agent.loop.family_parts import PromptSchema, RlRewards
+from pear_agent.loop.registry import EnvSpec, Family, UnknownNameError
 from pear_agent.policies.scripted import ScriptedPolicy
-from pear_agent.registry import EnvSpec, Family, UnknownNameError
-from pear_agent.robot_config import Requirement, RobotConfig
-from pear_agent.robot_loader import load_robot
+from pear_agent.robot.config import Requirement, RobotConfig
+from pear_agent.robot.kinematics import Kinematics
+from pear_agent.robot.loader import load_robot
 from pear_agent.settings import setting
 
 if TYPE_CHECKING:
-    from pear_agent.backend import Backend
-    from pear_agent.environment import Environment
-    from pear_agent.episode import EpisodeConfig, EpisodeResult
+    from pear_agent.loop.environment import Environment
+    from pear_agent.loop.episode import EpisodeConfig, EpisodeResult
     from pear_agent.policies.base import Policy
     from pear_agent.policies.experts import Expert
+    from pear_agent.robot.backend import Backend
 
 ROBOT_HELP = "robot name in robots/ or a path to a robot YAML anywhere (default: the task's robot)"
 
@@ -72,7 +72,7 @@ class TaskEntry:
 
 class ArmFamily(Family, RlRewards, PromptSchema):
     """Arm tasks on robots described in YAML: `--robot`, the task's refusal, the scripted expert;
-    of the optional parts (`pear_agent.family_parts`), the shaped reward and the action schema."""
+    of the optional parts (`pear_agent.loop.family_parts`), the shaped reward and the action schema."""
 
     @property
     def entries(self) -> dict[str, TaskEntry]:

@@ -17,9 +17,9 @@ from typing import Literal
 import yaml
 from pydantic import Field, ValidationError, model_validator
 
-from pear_agent.description_files import Quat, UniqueKeyLoader, Vec3, resolve_model_path
-from pear_agent.description_files import StrictModel as _Strict
-from pear_agent.robot_config import REPO_ROOT
+from pear_agent.robot.config import REPO_ROOT
+from pear_agent.robot.description_files import Quat, UniqueKeyLoader, Vec3, resolve_model_path
+from pear_agent.robot.description_files import StrictModel as _Strict
 
 OBJECTS_DIR = REPO_ROOT / "objects"
 OBJECT_DIRS_ENV = "PEAR_OBJECT_DIRS"

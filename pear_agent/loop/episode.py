@@ -1,7 +1,7 @@
 """The ONE turn loop: observe, decide, apply, record; until the episode ends.
 
-It drives an environment (`pear_agent.environment.Environment`) it is given: the arm
-(`pear_agent.arm_environment.ArmEnvironment`: clip + IK + a `Backend`) or any other world that
+It drives an environment (`pear_agent.loop.environment.Environment`) it is given: the arm
+(`pear_agent.loop.arm_environment.ArmEnvironment`: clip + IK + a `Backend`) or any other world that
 brings its own prompts, parser and execution. It builds none: no environment, simulator or ROS
 import here (tests/test_imports.py fails on one).
 
@@ -9,7 +9,7 @@ A turn is four named steps, each a method: `observe()` (the environment renders 
 conversation grows), `decide()` / `adecide()` (the policy answers), `apply(reply)` (accounting,
 the realtime clock, parsing, execution, the episode's end) and `record(line)` (the log). `run(seed)`
 drives them synchronously; `arun(seed)` is the same steps as a coroutine that awaits the model, so
-one process keeps many episodes in flight against one server (`pear_agent.episodes`).
+one process keeps many episodes in flight against one server (`pear_agent.loop.runner`).
 
 A reply without a valid action gets a correction turn (the parser's reason as the next turn's
 outcome); it counts as a turn, and `max_invalid` consecutive invalid replies end the episode.
@@ -29,15 +29,15 @@ from typing import Any, Literal
 
 import numpy as np
 
-from pear_agent.backend import EpisodeAborted
-from pear_agent.environment import Environment, TurnPrompt
+from pear_agent.loop.environment import Environment, TurnPrompt
 from pear_agent.policies.base import Policy, PolicyReply, decide_async
 from pear_agent.policies.model_settings import settings_from_args
 from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
 from pear_agent.protocol.history import HISTORY_OLDER, LINE_KEY, check_history, window
 from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
-from pear_agent.records import RunWriter
+from pear_agent.records.log import RunWriter
+from pear_agent.robot.backend import EpisodeAborted
 from pear_agent.settings import add_arguments, setting, values_from_args
 
 EndReason = Literal[
@@ -276,8 +276,8 @@ def correction_text(reason: str, run: int, max_invalid: int) -> str:
 class Episode:
     """One episode of a policy in an environment: `Episode(environment, policy, config, writer,
     on_turn)`. The environment is built where environments are built (the arm's:
-    `pear_agent.arm_environment.arm_episode` or `ArmEnvironment`; any task's:
-    `pear_agent.registry.make_environment`); the loop only drives it.
+    `pear_agent.loop.arm_environment.arm_episode` or `ArmEnvironment`; any task's:
+    `pear_agent.loop.registry.make_environment`); the loop only drives it.
 
     `run(seed)` / `await arun(seed)` play a whole episode; the steps they drive are public so a
     caller (or a test) can step a turn at a time: `begin(seed)`, then while `observe()` returns a

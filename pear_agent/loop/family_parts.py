@@ -1,6 +1,6 @@
 """The optional parts of an environment family, each a small protocol a family may implement.
 
-`pear_agent.registry.Family` holds only what every family must answer (its tasks and options, how
+`pear_agent.loop.registry.Family` holds only what every family must answer (its tasks and options, how
 to build an environment, its default policy, the run's banner and verdict). What only some
 families have lives here, one protocol per part, grouped by the command that asks:
 
@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from pear_agent.environment import Environment
-    from pear_agent.episode import EpisodeResult, TurnRecord
-    from pear_agent.robot_config import RobotConfig
+    from pear_agent.loop.environment import Environment
+    from pear_agent.loop.episode import EpisodeResult, TurnRecord
+    from pear_agent.robot.config import RobotConfig
 
 
 @dataclass

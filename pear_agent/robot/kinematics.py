@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pinocchio as pin
 
-from pear_agent.robot_config import Part, RobotConfig, RobotConfigError
-from pear_agent.robot_model import compile_robot, part_joint_limits, sample_range
+from pear_agent.robot.config import Part, RobotConfig, RobotConfigError
+from pear_agent.robot.model import compile_robot, part_joint_limits, sample_range
 
 if TYPE_CHECKING:
     import mujoco

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from pear_agent.loop.registry import UnknownNameError, families, family_of
 from pear_agent.policies.experts import Expert
 from pear_agent.policies.scripted import ScriptedPolicy
-from pear_agent.registry import UnknownNameError, families, family_of
 
 
 def find_expert(task: Any) -> Expert | None:

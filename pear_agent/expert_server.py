@@ -22,13 +22,13 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import ValidationError
 
+from pear_agent.loop.registry import text_expert_reply
+from pear_agent.loop.task_experts import EXPERTS, find_expert
 from pear_agent.policies.chunking import expert_chunk
 from pear_agent.policies.experts import Expert, reply_history, unstick
 from pear_agent.policies.openai_client import PRIVILEGED_KEY
 from pear_agent.policies.openai_wire import PearRequestFields
 from pear_agent.protocol.actions import reply_text, wire_chunk
-from pear_agent.registry import text_expert_reply
-from pear_agent.task_experts import EXPERTS, find_expert
 
 NO_PRIVILEGED = (
     "pear-agent serve answers with the scripted expert, which needs the simulator's privileged facts: "

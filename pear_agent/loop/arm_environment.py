@@ -13,10 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.backend import Backend, Observation, Outcome, PartCommand, TaskInfo
-from pear_agent.environment import FrameSink, StepResult, TurnPrompt, environment_options
-from pear_agent.episode import Episode, EpisodeConfig, TurnRecord
-from pear_agent.kinematics import Kinematics, rpy_to_matrix
+from pear_agent.loop.environment import FrameSink, StepResult, TurnPrompt, environment_options
+from pear_agent.loop.episode import Episode, EpisodeConfig, TurnRecord
+from pear_agent.loop.safety import clip_target
 from pear_agent.policies.base import Policy, TurnContext
 from pear_agent.protocol.actions import Action, parse_reply, response_schema
 from pear_agent.protocol.prompts import (
@@ -35,8 +34,9 @@ from pear_agent.protocol.state import (
     scene_facts,
     state_json,
 )
-from pear_agent.records import RunWriter
-from pear_agent.safety import clip_target
+from pear_agent.records.log import RunWriter
+from pear_agent.robot.backend import Backend, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
 
 
 def _vec(v: np.ndarray, digits: int) -> list[float]:

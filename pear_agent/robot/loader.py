@@ -15,8 +15,8 @@ from typing import Annotated
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from pear_agent.description_files import UniqueKeyLoader
-from pear_agent.robot_config import ROBOTS_DIR, ActuatorTarget, RobotConfig, RobotConfigError
+from pear_agent.robot.config import ROBOTS_DIR, ActuatorTarget, RobotConfig, RobotConfigError
+from pear_agent.robot.description_files import UniqueKeyLoader
 
 
 def _loc(err: dict) -> str:
@@ -139,7 +139,7 @@ def load_robot(name_or_path: str | Path, robots_dir: Path = ROBOTS_DIR) -> Robot
     cfg = read_robot(name_or_path, robots_dir)
     if any(p.home.joints_rad is None for p in cfg.parts.values()):
         # heavy: pinocchio
-        from pear_agent.kinematics import solve_homes  # Pinocchio and MuJoCo only when needed
+        from pear_agent.robot.kinematics import solve_homes  # Pinocchio and MuJoCo only when needed
 
         cfg = solve_homes(cfg)
     return cfg

@@ -1,10 +1,10 @@
-"""The environment seam: what the ONE turn loop (`pear_agent.episode.Episode`) drives.
+"""The environment seam: what the ONE turn loop (`pear_agent.loop.episode.Episode`) drives.
 
 An environment brings its own system prompt, per-turn observation message, action schema and
 parser, execution and realtime advance, and its task's success check. The loop owns everything
 else: the conversation, the policy call, correction turns for invalid replies, the clock, token
 budget, records, the console line and the episode's end. The arm (clip + IK + backend) is
-`pear_agent.arm_environment.ArmEnvironment`; other worlds (e.g. the roadster) implement the same
+`pear_agent.loop.arm_environment.ArmEnvironment`; other worlds (e.g. the roadster) implement the same
 protocol. Nothing here imports a simulator.
 """
 
@@ -16,9 +16,9 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from pear_agent.backend import TaskInfo
 from pear_agent.policies.base import TurnContext
 from pear_agent.protocol.prompts import Message
+from pear_agent.robot.backend import TaskInfo
 
 FrameSink = Callable[[np.ndarray], None]
 

@@ -4,7 +4,7 @@ A family (the MuJoCo arm tasks, LIBERO, the flying roadster, one that lives in a
 a `Family`: it names its tasks, declares its own command-line options (`--robot`, `--wind`,
 `--suite`), builds an `Environment` for a task from a plain `EnvSpec`, and gives a task's default
 policy. `run`, `bench`, `rollouts`, `serve` and `prompt` only ever ask this module (and, for the
-parts only some families have, `pear_agent.family_parts`).
+parts only some families have, `pear_agent.loop.family_parts`).
 
 Families are found by entry point (group `pear_agent.families`, each naming a `Family` instance or
 class), so one can live outside this repository:
@@ -17,7 +17,7 @@ The four in this repository are registered the same way (setup.cfg) and are also
 name, so an install whose metadata predates them still finds them. Adapter modules are imported
 only through this registry, lazily: nothing in `pear_agent/` imports `sim_adapters` by name, not even
 inside a function (`tests/test_registry.py` scans every import statement); what only an adapter can
-do for a command is an optional part of its family (`pear_agent.family_parts`).
+do for a command is an optional part of its family (`pear_agent.loop.family_parts`).
 """
 
 from __future__ import annotations
@@ -30,16 +30,16 @@ from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from pear_agent import family_parts
-from pear_agent.environment import environment_options
+from pear_agent.loop import family_parts
+from pear_agent.loop.environment import environment_options
 from pear_agent.settings import add_arguments, from_args
 
 if TYPE_CHECKING:
-    from pear_agent.backend import Backend
-    from pear_agent.environment import Environment
-    from pear_agent.episode import EpisodeConfig
+    from pear_agent.loop.environment import Environment
+    from pear_agent.loop.episode import EpisodeConfig
     from pear_agent.policies.base import Policy
-    from pear_agent.robot_config import RobotConfig
+    from pear_agent.robot.backend import Backend
+    from pear_agent.robot.config import RobotConfig
 
 ENTRY_POINT_GROUP = "pear_agent.families"
 BUILTIN_FAMILIES: dict[str, str] = {
@@ -106,7 +106,7 @@ class Family:
 
     The parts only some families have (a bench selection or summary, result fields, a report
     section, per-turn console lines, a prompt schema, RL rewards, scenario filters, serving
-    without facts) are small protocols in `pear_agent.family_parts` a family may also implement;
+    without facts) are small protocols in `pear_agent.loop.family_parts` a family may also implement;
     the callers fall back to a default when it does not."""
 
     name: str = ""
@@ -200,7 +200,7 @@ def _load(target: Any) -> Family:
     if isinstance(obj, type):
         obj = obj()
     if not callable(getattr(obj, "make", None)) or not callable(getattr(obj, "task_names", None)):
-        raise TypeError(f"{obj!r} is not a pear_agent.registry.Family (no make / task_names)")
+        raise TypeError(f"{obj!r} is not a pear_agent.loop.registry.Family (no make / task_names)")
     return obj
 
 

@@ -9,8 +9,8 @@ re-initialises it fully).
 
 From Python (e.g. a trainer's rollouts), N episodes at once:
 
-    from pear_agent.episodes import EpisodeJob, run_episodes
-    from pear_agent.registry import EnvSpec
+    from pear_agent.loop.runner import EpisodeJob, run_episodes
+    from pear_agent.loop.registry import EnvSpec
 
     jobs = [EpisodeJob(EnvSpec("pick_cube"), lambda: my_policy(), seed=s) for s in range(64)]
     for out in run_episodes(jobs, concurrency=16):
@@ -33,20 +33,20 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pear_agent import family_parts
-from pear_agent.environment import Environment
-from pear_agent.episode import Episode, EpisodeConfig, EpisodeResult, TurnRecord
-from pear_agent.executors import run_coroutine
-from pear_agent.policies.base import Policy, PolicyReply, TurnContext, decide_async
-from pear_agent.protocol.prompts import Message
-from pear_agent.records import RunWriter
-from pear_agent.registry import (
+from pear_agent.loop import family_parts
+from pear_agent.loop.environment import Environment
+from pear_agent.loop.episode import Episode, EpisodeConfig, EpisodeResult, TurnRecord
+from pear_agent.loop.registry import (
     EnvSpec,
     UnknownNameError,
     close_environment,
     family_of,
     make_spec_environment,
 )
+from pear_agent.loop.workers import run_coroutine
+from pear_agent.policies.base import Policy, PolicyReply, TurnContext, decide_async
+from pear_agent.protocol.prompts import Message
+from pear_agent.records.log import RunWriter
 
 MAX_IDLE = 4
 """Idle environments a process keeps by default (a LIBERO suite has 10 tasks, each a simulator)."""

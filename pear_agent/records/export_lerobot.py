@@ -43,7 +43,7 @@ success and end reason.
 Runs under `.venv-lerobot` (`scripts/setup_lerobot.sh`): lerobot pins torch<2.11 and more, which
 the core environment does not. `pear-agent export` calls this module there when lerobot is not
 importable in its own environment. Imports here: stdlib, numpy, cv2, lerobot and
-`pear_agent.records` (itself stdlib and numpy) only.
+`pear_agent.records.log` (itself stdlib and numpy) only.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.records import read_log
+from pear_agent.records.log import read_log
 
 FORMAT = "lerobot"
 

@@ -3,7 +3,7 @@
 A description is the single place where frames, units, limits and model files are stated; the
 prompt, the kinematics, the simulator and the ROS 2 backend all read it from here. This module is
 the schema only: reading a file (its errors naming the file and key, homes solved) is
-`pear_agent.robot_loader`'s.
+`pear_agent.robot.loader`'s.
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ from pydantic import (
     model_validator,
 )
 
-from pear_agent.description_files import Quat, Range, Vec3, resolve_model_path
-from pear_agent.description_files import StrictModel as _Strict
+from pear_agent.robot.description_files import Quat, Range, Vec3, resolve_model_path
+from pear_agent.robot.description_files import StrictModel as _Strict
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 ROBOTS_DIR = REPO_ROOT / "robots"
 
 

@@ -120,7 +120,7 @@ class RunWriter:
         if video_fps:
             self.video = VideoWriter(self.run_dir / "episode.mp4", video_fps)
         self.observers: list[Any] = []
-        """Objects with `record(line)` and `close(summary)` (`pear_agent.view.EpisodeView`): they get
+        """Objects with `record(line)` and `close(summary)` (`pear_agent.records.view.EpisodeView`): they get
         each log line as written (secrets redacted) and the summary. Empty unless asked for."""
 
     def redact(self, text: str) -> str:
