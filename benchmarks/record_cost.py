@@ -17,7 +17,7 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import emit, machine, stats_ms
 
 from pear_agent.loop.episode import Episode, EpisodeConfig
-from pear_agent.loop.registry import EnvSpec, close_environment, resolve
+from pear_agent.loop.registry import EnvSpec, PolicyAsk, close_environment, resolve
 from pear_agent.records.log import RunWriter
 
 
@@ -28,7 +28,7 @@ def episode(task: str, seed: int, root: Path, fps: float | None) -> dict[str, An
     try:
         run_dir = root / f"{'rec' if fps else 'plain'}-s{seed}"
         writer = RunWriter(run_dir, video_fps=None)
-        policy = family.default_policy(name, seed=seed, action_noise_cm=0.0)
+        policy = family.default_policy(name, ask=PolicyAsk(seed=seed))
         t0 = time.perf_counter()
         result = Episode(env, policy, cfg, writer).run(seed)
         wall = time.perf_counter() - t0

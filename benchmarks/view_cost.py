@@ -21,7 +21,7 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import emit, machine, stats_ms
 
 from pear_agent.loop.episode import Episode, EpisodeConfig
-from pear_agent.loop.registry import EnvSpec, close_environment, resolve
+from pear_agent.loop.registry import EnvSpec, PolicyAsk, close_environment, resolve
 from pear_agent.records.log import RunWriter
 
 
@@ -56,7 +56,7 @@ def episode(task: str, seed: int, root: Path, view: bool) -> dict[str, Any]:
                 EpisodeView(run_dir / RRD_NAME, run_dir=run_dir, kinematics=getattr(env, "kin", None))
             )
             writer.observers.append(timed)
-        policy = family.default_policy(name, seed=seed, action_noise_cm=0.0)
+        policy = family.default_policy(name, ask=PolicyAsk(seed=seed))
         t0 = time.perf_counter()
         result = Episode(env, policy, EpisodeConfig(), writer).run(seed)
         wall = time.perf_counter() - t0

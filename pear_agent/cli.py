@@ -41,7 +41,7 @@ class CliError(Exception):
 def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa: ANN202
     """The model (with --model), a replay, or the task's scripted policy from its family (given the
     loop's settings, as `bench` gives them: a planning pilot plans for `--latency`)."""
-    from pear_agent.loop.registry import family_of  # heavy: cv2
+    from pear_agent.loop.registry import PolicyAsk, family_of  # heavy: cv2
     from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
     from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
 
@@ -49,9 +49,8 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
     if settings is not None:
         return OpenAIPolicy(settings)
     if args.policy == "scripted":
-        return family_of(task).default_policy(
-            task, seed=args.seed, action_noise_cm=args.action_noise_cm, config=config
-        )
+        ask = PolicyAsk(seed=args.seed, action_noise_cm=args.action_noise_cm, config=config)
+        return family_of(task).default_policy(task, ask=ask)
     if args.policy == "replay":
         from pear_agent.policies.replay import ReplayPolicy  # heavy: cv2
 

@@ -73,10 +73,12 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0, config: EpisodeC
     (the arm experts, the roadster's pilot)."""
     kind = spec.get("kind", "scripted")
     if kind == "scripted":
-        from pear_agent.loop.registry import family_of  # heavy: cv2
+        from pear_agent.loop.registry import PolicyAsk, family_of  # heavy: cv2
 
         noise = float(spec.get("action_noise_cm", 0.0))
-        return family_of(task).default_policy(task, seed=seed, action_noise_cm=noise, config=config)
+        return family_of(task).default_policy(
+            task, ask=PolicyAsk(seed=seed, action_noise_cm=noise, config=config)
+        )
     if kind == "openai":
         from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
         from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2

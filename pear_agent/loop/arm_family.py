@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from pear_agent.loop.arm_environment import ArmEnvironment
 from pear_agent.loop.environment import environment_options
 from pear_agent.loop.family_parts import PromptSchema, RlRewards
-from pear_agent.loop.registry import EnvSpec, Family, UnknownNameError
+from pear_agent.loop.registry import NO_ASK, EnvSpec, Family, PolicyAsk, UnknownNameError
 from pear_agent.policies.scripted import ScriptedPolicy
 from pear_agent.robot.config import Requirement, RobotConfig
 from pear_agent.robot.kinematics import Kinematics
@@ -23,7 +23,7 @@ from pear_agent.settings import setting
 
 if TYPE_CHECKING:
     from pear_agent.loop.environment import Environment
-    from pear_agent.loop.episode import EpisodeConfig, EpisodeResult
+    from pear_agent.loop.episode import EpisodeResult
     from pear_agent.policies.base import Policy
     from pear_agent.policies.experts import Expert
     from pear_agent.robot.backend import Backend
@@ -130,16 +130,10 @@ class ArmFamily(Family, RlRewards, PromptSchema):
     def has_default_policy(self, task: str) -> bool:
         return self.expert(task) is not None
 
-    def default_policy(
-        self,
-        task: str,
-        *,
-        seed: int = 0,
-        action_noise_cm: float = 0.0,
-        pilot_noise: float = 0.0,
-        config: EpisodeConfig | None = None,
-    ) -> Policy:
-        return ScriptedPolicy(task, action_noise_cm=action_noise_cm, seed=seed, expert=self.expert(task))
+    def default_policy(self, task: str, ask: PolicyAsk = NO_ASK) -> Policy:
+        return ScriptedPolicy(
+            task, action_noise_cm=ask.action_noise_cm, seed=ask.seed, expert=self.expert(task)
+        )
 
     def rewards(self, env: Environment, result: EpisodeResult) -> tuple[float, float | None]:
         shaped = getattr(getattr(env, "backend", None), "shaped_reward", None)

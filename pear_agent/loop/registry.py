@@ -93,6 +93,25 @@ class EnvSpec:
         return dict(self.options).get(name, default)
 
 
+@dataclass(frozen=True)
+class PolicyAsk:
+    """What a caller asks of a family's scripted policy (`Family.default_policy`)."""
+
+    seed: int = 0
+    """Seeds the policy's noise, for stochastic rollouts."""
+    action_noise_cm: float = 0.0
+    """Arm experts: noise added to each target."""
+    pilot_noise: float = 0.0
+    """The roadster's pilot: its per-flight rule jitter (0 = deterministic)."""
+    config: EpisodeConfig | None = None
+    """The episode's loop settings where the policy plans by them (the roadster's pilot plans for
+    the injected decision time, `--latency`, when it flies plans)."""
+
+
+NO_ASK = PolicyAsk()
+"""The default ask: seed 0, no noise, no loop settings."""
+
+
 def add_option(parser: Any, *flags: str, **kwargs: Any) -> None:
     """Add an option unless another family already declared it (e.g. `--robot`, shared by arms)."""
     if any(f in parser._option_string_actions for f in flags):
@@ -166,18 +185,8 @@ class Family:
     def has_default_policy(self, task: str) -> bool:
         return False
 
-    def default_policy(
-        self,
-        task: str,
-        *,
-        seed: int = 0,
-        action_noise_cm: float = 0.0,
-        pilot_noise: float = 0.0,
-        config: EpisodeConfig | None = None,
-    ) -> Policy:
-        """The task's scripted policy (`--policy scripted`), seeded for stochastic rollouts; `config`:
-        the episode's loop settings where the policy plans by them (the roadster's pilot plans for
-        the injected decision time, `--latency`, when it flies plans)."""
+    def default_policy(self, task: str, ask: PolicyAsk = NO_ASK) -> Policy:
+        """The task's scripted policy (`--policy scripted`), as `ask` asks for it (`PolicyAsk`)."""
         raise ValueError(f"no scripted policy for task {task!r}; give --model")
 
     # -- what the commands print and record ----------------------------------------------

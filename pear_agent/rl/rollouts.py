@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pear_agent.loop.episode import NO_REPLY_ENDINGS, EpisodeConfig
-from pear_agent.loop.registry import EnvSpec, family_of, resolve
+from pear_agent.loop.registry import EnvSpec, PolicyAsk, family_of, resolve
 from pear_agent.loop.runner import EpisodeJob, arun_episode
 from pear_agent.loop.workers import drive, is_async, run_coroutine
 from pear_agent.policies.base import Policy
@@ -51,9 +51,10 @@ class PolicySpec:
 
     def build(self, task: str, policy_seed: int) -> Policy:
         if self.kind == "scripted":  # the task's family's own: the arm experts, the roadster's pilot
-            return family_of(task).default_policy(
-                task, seed=policy_seed, action_noise_cm=self.action_noise_cm, pilot_noise=self.pilot_noise
+            ask = PolicyAsk(
+                seed=policy_seed, action_noise_cm=self.action_noise_cm, pilot_noise=self.pilot_noise
             )
+            return family_of(task).default_policy(task, ask=ask)
         if self.kind == "openai":
             return OpenAIPolicy(ModelSettings(**dict(self.model)))
         raise ValueError(f"unknown policy kind {self.kind!r}; kinds are scripted, openai")

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pear_agent.loop.registry import family_of
+from pear_agent.loop.registry import PolicyAsk, family_of
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.rl.trajectories import TrajectoryWriter
@@ -25,7 +25,7 @@ from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 def teacher_policy(task: str) -> Any:
     """The task's family's scripted policy, without jitter."""
-    return family_of(task).default_policy(task, seed=0, action_noise_cm=0.0, pilot_noise=0.0)
+    return family_of(task).default_policy(task, ask=PolicyAsk(seed=0))
 
 
 def served_policy(base_url: str, model: str, api_key_env: str | None = None) -> Any:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from pear_agent.loop.arm_family import ArmFamily, ArmOptions, TaskEntry
 from pear_agent.loop.family_parts import RobotCheck
-from pear_agent.loop.registry import UnknownNameError
+from pear_agent.loop.registry import NO_ASK, PolicyAsk, UnknownNameError
 from pear_agent.robot.config import RobotConfig
 from pear_agent.settings import setting
 from sim_adapters.mujoco.perturb_names import DIMENSIONS, split_task
@@ -26,7 +26,6 @@ from sim_adapters.mujoco.tasks.catalog import task_classes
 from sim_adapters.mujoco.tasks.objects import PickUpObject
 
 if TYPE_CHECKING:
-    from pear_agent.loop.episode import EpisodeConfig
     from pear_agent.policies.experts import Expert
     from sim_adapters.mujoco.tasks.base import MujocoTask
 
@@ -185,24 +184,10 @@ class MujocoFamily(ArmFamily, RobotCheck):
     def has_default_policy(self, task: str) -> bool:
         return self.expert(split_task(task)[0]) is not None
 
-    def default_policy(
-        self,
-        task: str,
-        *,
-        seed: int = 0,
-        action_noise_cm: float = 0.0,
-        pilot_noise: float = 0.0,
-        config: EpisodeConfig | None = None,
-    ) -> Any:
+    def default_policy(self, task: str, ask: PolicyAsk = NO_ASK) -> Any:
         # the expert reads the simulator's facts: a visual perturbation is invisible to it, a
         # reworded instruction means nothing to it, a mirrored layout changes its plan
-        return super().default_policy(
-            split_task(task)[0],
-            seed=seed,
-            action_noise_cm=action_noise_cm,
-            pilot_noise=pilot_noise,
-            config=config,
-        )
+        return super().default_policy(split_task(task)[0], ask)
 
     def build_backend(self, task: str, robot: RobotConfig, render: bool, pooled: bool = False) -> Any:
         from sim_adapters.mujoco.backend import MujocoBackend  # heavy: mujoco

@@ -8,7 +8,7 @@ Nothing here imports MuJoCo: the environment module is imported when a flight is
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pear_agent.loop.family_parts import (
     PromptSchema,
@@ -18,14 +18,11 @@ from pear_agent.loop.family_parts import (
     TextServing,
     TurnLines,
 )
-from pear_agent.loop.registry import EnvSpec, Family, UnknownNameError
+from pear_agent.loop.registry import NO_ASK, EnvSpec, Family, PolicyAsk, UnknownNameError
 from pear_agent.settings import add_arguments, setting
 from sim_adapters.roadster.pilot import PilotPolicy, pilot_reply
 from sim_adapters.roadster.replay import telemetry_svg
 from sim_adapters.roadster.scenario import WIND_BANDS, filtered_seeds
-
-if TYPE_CHECKING:
-    from pear_agent.loop.episode import EpisodeConfig
 
 TASKS = {"roadster_ramp_flip": "ramp_flip", "roadster_kickflip": "kickflip"}
 """Task name -> stunt (the same table as `sim_adapters.roadster.environment.TASKS`)."""
@@ -139,20 +136,13 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
     def has_default_policy(self, task: str) -> bool:
         return True
 
-    def default_policy(
-        self,
-        task: str,
-        *,
-        seed: int = 0,
-        action_noise_cm: float = 0.0,
-        pilot_noise: float = 0.0,
-        config: EpisodeConfig | None = None,
-    ) -> Any:
+    def default_policy(self, task: str, ask: PolicyAsk = NO_ASK) -> Any:
         # flying plans on an injected decision time, the pilot plans for it (its first command is for
         # the row that much later); otherwise it measures its lateness from the rows (None)
+        config = ask.config
         plans = config is not None and (config.max_chunk or 1) > 1
         lead_s = config.latency_s if plans else None
-        return PilotPolicy(noise=pilot_noise, seed=seed, lead_s=lead_s)
+        return PilotPolicy(noise=ask.pilot_noise, seed=ask.seed, lead_s=lead_s)
 
     def filtered_seeds(self, task: str, scenario: str, start: int, stop: int, n: int) -> list[int]:
         name, band = split_task(task)
