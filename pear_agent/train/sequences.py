@@ -202,6 +202,43 @@ class EpisodeTokens:
     """A vision-language model's pixel inputs for the sequence's images (pixel_values, image_grid_thw)."""
 
 
+def _trace(traces: list[dict[str, Any] | None] | None, k: int) -> dict[str, Any] | None:
+    """The k-th assistant message's sampling trace, or None."""
+    return traces[k] if traces is not None and k < len(traces) else None
+
+
+def _add_reply(
+    seq: ChatSequence,
+    message: dict[str, Any],
+    trace: dict[str, Any] | None,
+    old: list[float],
+    versions: list[int],
+    *,
+    unknown: float,
+) -> bool:
+    """Pad `old` and `versions` over the prompt tokens `seq` grew by, then add the reply (the
+    sampled ids where `trace` has them) with its sampling log-probabilities (`unknown` where none
+    were logged) and policy version (-1 where it was not sampled). True when its log-probabilities
+    are known."""
+    grow = len(seq.ids) - len(old)
+    old += [0.0] * grow
+    versions += [-1] * grow
+    text = message_text(message)
+    if trace and trace.get("ids"):
+        ids = list(trace["ids"])
+        seq.add_reply(ids, text)
+        lp = trace.get("logprobs")
+        ok = lp is not None and len(lp) == len(ids)
+        old += list(lp) if ok else [unknown] * len(ids)
+        versions += [int(trace.get("policy_version") or 0)] * len(ids)
+        return ok
+    seq.add_text_reply(text)
+    n = seq.reply_token_counts[-1]
+    old += [unknown] * n
+    versions += [-1] * n
+    return False
+
+
 def episode_tokens(
     tokenizer: Any,
     messages: list[dict[str, Any]],
@@ -224,22 +261,7 @@ def episode_tokens(
         if pending:
             seq.prompt(seq.messages + pending)
         pending = []
-        grow = len(seq.ids) - len(old)
-        old += [0.0] * grow
-        versions += [-1] * grow
-        trace = traces[k] if traces is not None and k < len(traces) else None
-        text = message_text(m)
-        if trace and trace.get("ids"):
-            seq.add_reply(list(trace["ids"]), text)
-            lp = trace.get("logprobs")
-            ok = lp is not None and len(lp) == len(trace["ids"])
-            old += list(lp) if ok else [float("nan")] * len(trace["ids"])
-            versions += [int(trace.get("policy_version") or 0)] * len(trace["ids"])
-        else:
-            seq.add_text_reply(text)
-            n = seq.reply_token_counts[-1]
-            old += [float("nan")] * n
-            versions += [-1] * n
+        _add_reply(seq, m, _trace(traces, k), old, versions, unknown=float("nan"))
         k += 1
     seq.check_mask()
     ids, mask = seq.ids, seq.mask
@@ -307,24 +329,7 @@ def episode_sequences(
             seq, old, versions, known = ChatSequence(tokenizer), [], [], True
         if len(view) > len(seq.messages):
             seq.prompt(view)
-        grow = len(seq.ids) - len(old)
-        old += [0.0] * grow
-        versions += [-1] * grow
-        trace = traces[k] if traces is not None and k < len(traces) else None
-        text = message_text(m)
-        if trace and trace.get("ids"):
-            seq.add_reply(list(trace["ids"]), text)
-            lp = trace.get("logprobs")
-            ok = lp is not None and len(lp) == len(trace["ids"])
-            known = known and ok
-            old += list(lp) if ok else [0.0] * len(trace["ids"])
-            versions += [int(trace.get("policy_version") or 0)] * len(trace["ids"])
-        else:
-            seq.add_text_reply(text)
-            n = seq.reply_token_counts[-1]
-            known = False
-            old += [0.0] * n
-            versions += [-1] * n
+        known = _add_reply(seq, m, _trace(traces, k), old, versions, unknown=0.0) and known
         k += 1
     close()
     return out
