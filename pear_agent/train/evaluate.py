@@ -81,14 +81,7 @@ def evaluate(
             generator=gen,
         )
 
-    opts = LoopOptions(
-        mode=recipe.grpo.mode,
-        max_turns=recipe.grpo.max_turns,
-        observation=recipe.observation,
-        scene_facts=recipe.scene_facts,
-        history=recipe.history,
-        history_older=recipe.history_older,
-    )
+    opts = LoopOptions.of(recipe)
     results = Path(results)
     results.parent.mkdir(parents=True, exist_ok=True)
     lines = []

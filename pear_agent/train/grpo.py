@@ -229,14 +229,7 @@ class GRPOTrainer:
         self._prefix_version = self.version
         self.stop_ids = turn_end_ids(text_tokenizer(self.tokenizer))
         self._make_local = make_local_policy  # a vision-language model: its processor, images in the sequence
-        self.opts = LoopOptions(
-            mode=self.cfg.mode,
-            max_turns=self.cfg.max_turns,
-            observation=recipe.observation,
-            scene_facts=recipe.scene_facts,
-            history=recipe.history,
-            history_older=recipe.history_older,
-        )
+        self.opts = LoopOptions.of(recipe)
         self.sync = None
         self.server = None
         self.sampler_model = self.model

@@ -14,13 +14,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pear_agent.loop.episode import EpisodeConfig
 from pear_agent.loop.registry import EnvSpec, resolve
 from pear_agent.loop.runner import EpisodeJob, arun_episodes
 from pear_agent.loop.workers import run_coroutine
 from pear_agent.policies.base import Policy
+
+if TYPE_CHECKING:
+    from pear_agent.train.config import Recipe
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,18 @@ class LoopOptions:
     max_context_tokens: int = 64000
     history: int | None = None
     history_older: str = "line"
+
+    @classmethod
+    def of(cls, recipe: Recipe) -> LoopOptions:
+        """The loop options a training recipe asks for (its GRPO mode and turns, its observation)."""
+        return cls(
+            mode=recipe.grpo.mode,
+            max_turns=recipe.grpo.max_turns,
+            observation=recipe.observation,
+            scene_facts=recipe.scene_facts,
+            history=recipe.history,
+            history_older=recipe.history_older,
+        )
 
 
 def _record(job: TrainJob, out: Any) -> dict[str, Any]:
