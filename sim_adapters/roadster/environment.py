@@ -40,7 +40,7 @@ from sim_adapters.roadster.commands import (
     parse_plan,
 )
 from sim_adapters.roadster.model import TRUCK_SIZE_M
-from sim_adapters.roadster.scenario import WIND_BANDS
+from sim_adapters.roadster.scenario import WIND_BANDS, Scenario
 from sim_adapters.roadster.sim import MAX_FLIGHT_S, ROW_S, RoadsterSim
 from sim_adapters.roadster.telemetry import (
     COMPACT_LEGEND,
@@ -111,30 +111,57 @@ def plan_text(max_chunk: int, mode: str, plan_rule: str) -> str:
     )
 
 
+BRIEFING_TEXTS = {
+    "kickflip": "Kickflip. You drive along the road at {kmh:.0f} km/h toward a parked truck {truck_x:.0f} "
+    "m ahead ({truck}). Clear the truck, roll a full 360 degrees in the air, and land on the road past "
+    "it. Rolling with the wheels on the road tips the car onto its roof.",
+    "ramp_flip": "Ramp flip. A corkscrew ramp has just thrown the car off its lip upside down, "
+    "{height:.1f} m up, at {kmh:.0f} km/h. Rotate upright, brake, and land on the road.",
+    "wind": " Wind band: {band} (mean {lo:g} to {hi:g} m/s).",
+    "paused": "The world waits for each reply (paused).",
+    "realtime": "The car keeps flying while you think, in 0.2 s intervals: a reply within its interval is "
+    "on time, and each full 0.2 s you think is one more interval flown on the previous command. Only "
+    "your first decision is untimed.",
+}
+"""The briefing's texts (`briefing`): the task (the stunt's, then the wind's, filled by `_texts`)
+and the clock (paused, realtime)."""
+COMPACT_TEXTS = {
+    "kickflip": "Kickflip: you drive at {kmh:.0f} km/h toward a truck ({truck}); clear it, roll 360 "
+    "degrees in the air, land on the road past it.",
+    "ramp_flip": "Ramp flip: the car left the ramp upside down, {height:.1f} m up, at {kmh:.0f} km/h. "
+    "Rotate upright, brake, land on the road.",
+    "wind": " Wind {lo:g} to {hi:g} m/s. Air: {air_kg:.0f} kg.",
+    "paused": "The world waits for each reply.",
+    "realtime": "The car keeps flying while you think: each full 0.2 s of thinking flies one more interval "
+    "on your previous command (your first decision is untimed).",
+}
+"""The compact briefing's texts (`compact_briefing`)."""
+
+
+def _texts(sc: Scenario, texts: dict[str, str], mode: str) -> tuple[str, str]:
+    """(task, clock) of `texts` (`BRIEFING_TEXTS`, `COMPACT_TEXTS`): the task filled from the
+    scenario (the speed `kmh`, the truck's distance and size `truck_x` and `truck`, the ramp's exit
+    height `height`, the wind band and its range `band`, `lo`, `hi`, the air's mass `air_kg`), the
+    clock of `mode`."""
+    lo, hi = WIND_BANDS[sc.wind_band]
+    stunt = texts["kickflip"] if sc.stunt == "kickflip" else texts["ramp_flip"]
+    clock = texts["paused"] if mode == "paused" else texts["realtime"]
+    task = (stunt + texts["wind"]).format(
+        kmh=sc.speed_mps * 3.6,
+        truck_x=sc.truck_x_m,
+        truck=sim_truck_text(),
+        height=sc.exit_height_m,
+        band=sc.wind_band,
+        lo=lo,
+        hi=hi,
+        air_kg=sc.air_kg,
+    )
+    return task, clock
+
+
 def briefing(sim: RoadsterSim, mode: str, max_chunk: int = 1, plan_rule: str = "first") -> str:
     sc = sim.scenario
-    lo, hi = WIND_BANDS[sc.wind_band]
-    if sc.stunt == "kickflip":
-        task = (
-            f"Kickflip. You drive along the road at {sc.speed_mps * 3.6:.0f} km/h toward a parked truck "
-            f"{sc.truck_x_m:.0f} m ahead ({sim_truck_text()}). Clear the truck, roll a full 360 degrees "
-            "in the air, and land on the road past it. Rolling with the wheels on the road tips the car "
-            "onto its roof."
-        )
-    else:
-        task = (
-            f"Ramp flip. A corkscrew ramp has just thrown the car off its lip upside down, "
-            f"{sc.exit_height_m:.1f} m up, at {sc.speed_mps * 3.6:.0f} km/h. Rotate upright, brake, and land "
-            "on the road."
-        )
-    task += f" Wind band: {sc.wind_band} (mean {lo:g} to {hi:g} m/s)."
-    clock = (
-        "The world waits for each reply (paused)."
-        if mode == "paused"
-        else "The car keeps flying while you think, in 0.2 s intervals: a reply within its interval is on "
-        "time, and each full 0.2 s you think is one more interval flown on the previous command. Only your "
-        "first decision is untimed."
-    )
+    task, clock = _texts(sc, BRIEFING_TEXTS, mode)
     tpl = Template((REPO_ROOT / "prompts" / "roadster_system.md").read_text(encoding="utf-8"))
     return tpl.substitute(
         stunt=sc.stunt,
@@ -148,26 +175,7 @@ def briefing(sim: RoadsterSim, mode: str, max_chunk: int = 1, plan_rule: str = "
 def compact_briefing(sim: RoadsterSim, mode: str, max_plan: int = 1, plan_rule: str = "first") -> str:
     """The short briefing of `--observation compact` (`prompts/roadster_compact.md`)."""
     sc = sim.scenario
-    lo, hi = WIND_BANDS[sc.wind_band]
-    if sc.stunt == "kickflip":
-        task = (
-            f"Kickflip: you drive at {sc.speed_mps * 3.6:.0f} km/h toward a truck ({sim_truck_text()}); "
-            "clear it, roll 360 degrees in the air, land on the road past it."
-        )
-    else:
-        task = (
-            f"Ramp flip: the car left the ramp upside down, {sc.exit_height_m:.1f} m up, at "
-            f"{sc.speed_mps * 3.6:.0f} km/h. Rotate upright, brake, land on the road."
-        )
-    task += f" Wind {lo:g} to {hi:g} m/s. Air: {sc.air_kg:.0f} kg."
-    clock = (
-        "The world waits for each reply."
-        if mode == "paused"
-        else (
-            "The car keeps flying while you think: each full 0.2 s of thinking flies one more interval on "
-            "your previous command (your first decision is untimed)."
-        )
-    )
+    task, clock = _texts(sc, COMPACT_TEXTS, mode)
     if max_plan > 1:
         clock += "\n" + plan_text(max_plan, mode, plan_rule)
     tpl = Template((REPO_ROOT / "prompts" / "roadster_compact.md").read_text(encoding="utf-8"))
