@@ -43,12 +43,10 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP = "pear_agent.families"
 BUILTIN_FAMILIES: dict[str, str] = {
-    "mujoco": "sim_adapters.mujoco.family:FAMILY",
-    "libero": "sim_adapters.libero.family:FAMILY",
-    "roadster": "sim_adapters.roadster.family:FAMILY",
-    "metaworld": "sim_adapters.metaworld.family:FAMILY",
+    name: f"sim_adapters.{name}.family:FAMILY" for name in ("mujoco", "libero", "roadster", "metaworld")
 }
-"""The families of this repository (also declared as entry points in setup.cfg)."""
+"""The families of this repository, each `sim_adapters/<name>/family.py`'s `FAMILY` (also declared as
+entry points in setup.cfg)."""
 
 
 class UnknownNameError(ValueError):
