@@ -37,9 +37,9 @@ ROLL_ACCEL_DPS2 = 600.0
 """How fast the predicted roll rate builds up under a rotate command."""
 ROLL_RATE_DPS = 360.0
 REALTIME_TEXT = "keeps flying while you think"
+"""The realtime briefing's words (environment.briefing)."""
 COMPACT_TEXT = "one row of integers"
 """The compact briefing's words (environment.compact_briefing): replies are bare JSON."""
-"""The realtime briefing's words (environment.briefing)."""
 
 
 @dataclass(frozen=True)
