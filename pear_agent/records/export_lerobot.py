@@ -138,6 +138,15 @@ def _image(path: Path) -> np.ndarray:
     return np.ascontiguousarray(bgr[..., ::-1])
 
 
+def _camera_features(layout: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """A video feature for each of the layout's cameras (`observation.images.<camera>`)."""
+    names = ("height", "width", "channels")
+    return {
+        f"observation.images.{cam}": {"dtype": "video", "shape": shape, "names": list(names)}
+        for cam, shape in layout["cameras"].items()
+    }
+
+
 def features_for(layout: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """LeRobot features (dtype, shape, names) for a layout."""
     state_names, action_names, joint_names = [], [], []
@@ -151,13 +160,7 @@ def features_for(layout: dict[str, Any]) -> dict[str, dict[str, Any]]:
             action_names.append(f"{p}.gripper")
     for p, n in layout["joints"].items():
         joint_names += [f"{p}.joint{i + 1}" for i in range(n)]
-    feats: dict[str, dict[str, Any]] = {}
-    for cam, shape in layout["cameras"].items():
-        feats[f"observation.images.{cam}"] = {
-            "dtype": "video",
-            "shape": shape,
-            "names": ["height", "width", "channels"],
-        }
+    feats = _camera_features(layout)
     feats["observation.state"] = {"dtype": "float32", "shape": (len(state_names),), "names": state_names}
     feats["observation.joints_rad"] = {"dtype": "float32", "shape": (len(joint_names),), "names": joint_names}
     feats["observation.sim_time_s"] = {"dtype": "float32", "shape": (1,), "names": None}
@@ -259,13 +262,7 @@ def control_features(layout: dict[str, Any]) -> dict[str, dict[str, Any]]:
         delta += [
             f"{p}.{q}" for q in ("dx_cm", "dy_cm", "dz_cm", "droll_rad", "dpitch_rad", "dyaw_rad")
         ] + grip
-    feats: dict[str, dict[str, Any]] = {}
-    for cam, shape in layout["cameras"].items():
-        feats[f"observation.images.{cam}"] = {
-            "dtype": "video",
-            "shape": shape,
-            "names": ["height", "width", "channels"],
-        }
+    feats = _camera_features(layout)
     for key, names in (
         ("observation.state", state),
         ("observation.velocity", vel),
@@ -338,6 +335,40 @@ def control_frames(ep: dict[str, Any], layout: dict[str, Any], stride: int) -> l
     return frames
 
 
+def _outcome(ep: dict[str, Any]) -> tuple[str, bool, float | None]:
+    """An episode's instruction (else its task name), success and reward (None: not logged)."""
+    task = str(ep["header"].get("instruction") or ep["header"].get("task"))
+    return task, bool(ep["summary"].get("success", False)), ep["summary"].get("reward")
+
+
+def _episode_row(ep: dict[str, Any], index: int, success: bool, frames: int) -> dict[str, Any]:
+    """An exported episode's row of meta/pear_agent_episodes.jsonl: where it came from, how it ended."""
+    return {
+        "episode_index": index,
+        "source": str(ep["path"]),
+        "task": ep["header"].get("task"),
+        "seed": ep["header"].get("seed"),
+        "policy": ep["header"].get("policy"),
+        "success": success,
+        "end_reason": ep["summary"].get("end_reason"),
+        "frames": frames,
+    }
+
+
+def _add_frame(
+    ds: Any, frame: dict[str, Any], task: str, success: bool, reward: float | None, *, last: bool
+) -> None:
+    """Add one frame with the episode's ending fields: its reward (else its success as 0/1) and
+    done/success on the last frame only."""
+    frame["next.reward"] = np.asarray(
+        [float(reward if reward is not None else success) if last else 0.0], dtype=np.float32
+    )
+    frame["next.done"] = np.asarray([last], dtype=bool)
+    frame["next.success"] = np.asarray([success and last], dtype=bool)
+    frame["task"] = task
+    ds.add_frame(frame)
+
+
 def export(
     logs: list[Path],
     out: Path,
@@ -382,9 +413,7 @@ def export(
             if not turns:
                 skipped.append(str(ep["path"]))
                 continue
-            task = str(ep["header"].get("instruction") or ep["header"].get("task"))
-            success = bool(ep["summary"].get("success", False))
-            reward = ep["summary"].get("reward")
+            task, success, reward = _outcome(ep)
             prev_t = 0.0
             for i, t in enumerate(turns):
                 last = i == len(turns) - 1
@@ -393,32 +422,13 @@ def export(
                     frame[f"observation.images.{cam}"] = _image(ep["path"].parent / t["images"][cam])
                 frame["observation.sim_time_s"] = np.asarray([prev_t], dtype=np.float32)
                 prev_t = float(t.get("sim_time_s") or prev_t)
-                frame["next.reward"] = np.asarray(
-                    [float(reward if reward is not None else success) if last else 0.0], dtype=np.float32
-                )
-                frame["next.done"] = np.asarray([last], dtype=bool)
-                frame["next.success"] = np.asarray([success and last], dtype=bool)
-                frame["task"] = task
-                ds.add_frame(frame)
+                _add_frame(ds, frame, task, success, reward, last=last)
             ds.save_episode()
-            meta_rows.append(
-                {
-                    "episode_index": len(meta_rows),
-                    "source": str(ep["path"]),
-                    "task": ep["header"].get("task"),
-                    "seed": ep["header"].get("seed"),
-                    "policy": ep["header"].get("policy"),
-                    "success": success,
-                    "end_reason": ep["summary"].get("end_reason"),
-                    "frames": len(turns),
-                    "turns_logged": len(ep["turns"]),
-                }
-            )
+            row = _episode_row(ep, len(meta_rows), success, len(turns))
+            meta_rows.append({**row, "turns_logged": len(ep["turns"])})
     finally:
         ds.finalize()
-    with (out / "meta" / "pear_agent_episodes.jsonl").open("w", encoding="utf-8") as f:
-        for row in meta_rows:
-            f.write(json.dumps(row) + "\n")
+    _write_jsonl(out / "meta" / "pear_agent_episodes.jsonl", meta_rows)
     return {
         "out": str(out),
         "format": f"lerobot {CODEBASE_VERSION}",
@@ -480,9 +490,7 @@ def export_control(logs: list[Path], out: Path, *, fps: int, repo_id: str) -> di
             if not frames:
                 continue
             k = len(meta_rows)
-            task = str(ep["header"].get("instruction") or ep["header"].get("task"))
-            success = bool(ep["summary"].get("success", False))
-            reward = ep["summary"].get("reward")
+            task, success, reward = _outcome(ep)
             seen: set[int] = set()
             for i, item in enumerate(frames):
                 last = i == len(frames) - 1
@@ -493,13 +501,7 @@ def export_control(logs: list[Path], out: Path, *, fps: int, repo_id: str) -> di
                     [subtasks.setdefault(reasoning, len(subtasks))], dtype=np.int64
                 )
                 frame["turn_index"] = np.asarray([int(turn["turn"])], dtype=np.int64)
-                frame["next.reward"] = np.asarray(
-                    [float(reward if reward is not None else success) if last else 0.0], dtype=np.float32
-                )
-                frame["next.done"] = np.asarray([last], dtype=bool)
-                frame["next.success"] = np.asarray([success and last], dtype=bool)
-                frame["task"] = task
-                ds.add_frame(frame)
+                _add_frame(ds, frame, task, success, reward, last=last)
                 if int(turn["turn"]) not in seen:
                     seen.add(int(turn["turn"]))
                     turn_rows.append(
@@ -512,20 +514,9 @@ def export_control(logs: list[Path], out: Path, *, fps: int, repo_id: str) -> di
                         }
                     )
             ds.save_episode()
-            meta_rows.append(
-                {
-                    "episode_index": k,
-                    "source": str(ep["path"]),
-                    "task": ep["header"].get("task"),
-                    "seed": ep["header"].get("seed"),
-                    "policy": ep["header"].get("policy"),
-                    "success": success,
-                    "end_reason": ep["summary"].get("end_reason"),
-                    "frames": len(frames),
-                    "sim_time_s": ep["summary"].get("sim_time_s"),
-                    "turns_logged": len(ep["turns"]),
-                }
-            )
+            row = _episode_row(ep, k, success, len(frames))
+            row["sim_time_s"] = ep["summary"].get("sim_time_s")
+            meta_rows.append({**row, "turns_logged": len(ep["turns"])})
     finally:
         ds.finalize()
     _write_subtasks(out, subtasks)
