@@ -141,6 +141,16 @@ def _jsonable(obj: Any) -> Any:
     raise TypeError(type(obj).__name__)
 
 
+def expand_tasks(tasks: str) -> list[str]:
+    """Comma-separated task names; `objects` stands for every `pick_up_object/<name>`."""
+    from sim_adapters.mujoco.family import object_tasks
+
+    out: list[str] = []
+    for t in tasks.split(","):
+        out += object_tasks() if t == "objects" else [t]
+    return out
+
+
 def record_episode(task: str = "pick_cube", seed: int = 0, robot: str = "panda") -> dict[str, Any]:
     """Run one scripted episode (render on, no records) and keep what each turn saw and sent.
 

@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
-from _common import emit, machine
+from _common import emit, expand_tasks, machine
 
 from pear_agent.bench.runner import parse_seeds
 
@@ -82,16 +82,6 @@ def cells(robots: list[str], tasks: list[str]) -> list[tuple[str, str]]:
     return out
 
 
-def expand(tasks: str) -> list[str]:
-    """Comma-separated task names; `objects` stands for every `pick_up_object/<name>`."""
-    from sim_adapters.mujoco.family import object_tasks
-
-    out: list[str] = []
-    for t in tasks.split(","):
-        out += object_tasks() if t == "objects" else [t]
-    return out
-
-
 def main() -> None:
     from pear_agent.loop.registry import arm_tasks
     from pear_agent.robot.loader import list_robots
@@ -107,7 +97,7 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     args = ap.parse_args()
     seeds = parse_seeds(args.seeds)
-    pairs = cells(args.robots.split(","), expand(args.tasks))
+    pairs = cells(args.robots.split(","), expand_tasks(args.tasks))
     jobs = [(r, t + suffix, seeds) for r, t in pairs for suffix in ("", f"~{PERTURBATION}")]
     t0 = time.perf_counter()
     done: list[list[dict[str, Any]]] = []

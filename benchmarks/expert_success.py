@@ -16,7 +16,7 @@ from typing import Any
 
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 import numpy as np
-from _common import emit, machine
+from _common import emit, expand_tasks, machine
 
 from pear_agent.loop.arm_environment import arm_episode
 from pear_agent.loop.registry import arm_tasks, make_backend, task_entry
@@ -76,16 +76,6 @@ def run_cell(robot_name: str, task: str, seeds: range) -> dict[str, Any] | None:
     }
 
 
-def expand(tasks: str) -> list[str]:
-    """Comma-separated task names; `objects` stands for every `pick_up_object/<name>`."""
-    from sim_adapters.mujoco.family import object_tasks
-
-    out: list[str] = []
-    for t in tasks.split(","):
-        out += object_tasks() if t == "objects" else [t]
-    return out
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--robots", default=",".join(p.stem for p in list_robots()))
@@ -94,7 +84,7 @@ def main() -> None:
     args = ap.parse_args()
     cells = []
     for robot in args.robots.split(","):
-        for task in expand(args.tasks):
+        for task in expand_tasks(args.tasks):
             cell = run_cell(robot, task, range(args.seeds))
             if cell is not None:
                 cells.append(cell)
