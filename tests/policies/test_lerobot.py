@@ -210,6 +210,34 @@ def test_a_server_killed_mid_episode_ends_it_in_one_line_with_the_robot_held(
     assert fresh is not server and fresh.proc.poll() is None
 
 
+def test_realtime_runs_the_queue_while_a_request_is_in_flight(trained: dict[str, Path]) -> None:
+    """An injected 0.25 s per decision (`--latency`): the queue runs two more 0.1 s actions during
+    each request, and the new chunk's actions for those steps are dropped."""
+    from pear_agent.loop.episode import Episode, EpisodeConfig
+    from pear_agent.loop.registry import close_environment
+    from pear_agent.policies.lerobot import LeRobotPolicy, LeRobotSettings
+
+    settings = LeRobotSettings(actions_per_chunk=6, chunk_size_threshold=0.5)
+    seen: list[tuple[str, float]] = []
+    env = _environment()
+    try:
+        cfg = EpisodeConfig(mode="realtime", latency_s=0.25, max_turns=3)
+        ep = Episode(env, LeRobotPolicy(str(trained["checkpoint"]), settings), cfg)
+        ep.on_turn = lambda t: seen.append((t.summary, t.sim_time_s))
+        result = ep.run(0)
+    finally:
+        close_environment(env)
+    assert result.end_reason == "turn_limit" and result.advanced_s == pytest.approx(0.5)
+    # turn 1 (untimed): steps 0-2; the request of step 3 takes 0.25 s: steps 3, 4 run meanwhile and
+    # the setpoint is held 0.05 s; its chunk (steps 3-8) loses 3 and 4, runs 5; likewise turn 3
+    assert [s for s, _ in seen] == [
+        "3 actions at 10 Hz (steps 0-2), 3 queued",
+        "1 action at 10 Hz (steps 5-5), 3 queued",
+        "1 action at 10 Hz (steps 8-8), 3 queued",
+    ]
+    assert [t for _, t in seen] == pytest.approx([0.3, 0.65, 1.0], abs=1e-3)
+
+
 def test_the_core_side_imports_neither_lerobot_nor_torch() -> None:
     code = (
         "import sys, pear_agent.cli, pear_agent.policies.lerobot, pear_agent.loop.episode, "
