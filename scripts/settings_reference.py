@@ -1,5 +1,6 @@
 """Write docs/settings-reference.md from the settings' own definitions: the turn loop's and the
-model client's command-line options (`EpisodeConfig`, `ModelSettings`) and the ROS 2 agent node's
+model client's command-line options (`EpisodeConfig`, `ModelSettings`), how `bench` and `rollouts`
+spread their episodes (`WorkerOptions`), and the ROS 2 agent node's
 parameters (`pear_agent.ros2.settings.agent_parameters`: its own, the backend's `RosSettings`, and
 the loop and model settings it shares with `run`).
 
@@ -17,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 PAGE = ROOT / "docs" / "settings-reference.md"
 
 from pear_agent.loop.episode import EpisodeConfig  # noqa: E402
+from pear_agent.loop.workers import WorkerOptions  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
 from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402
@@ -75,6 +77,10 @@ def render() -> str:
         "## The model client (`pear_agent.policies.model_settings.ModelSettings`): `run`, `bench`",
         "",
         *_cli_table(ModelSettings),
+        "",
+        "## Spreading episodes (`pear_agent.loop.workers.WorkerOptions`): `bench`, `rollouts`",
+        "",
+        *_cli_table(WorkerOptions),
         "",
         "## The environment families' own options (`Family.options_type`)",
         "",
