@@ -1,5 +1,6 @@
 """Write docs/settings-reference.md from the settings' own definitions: the turn loop's and the
-model client's command-line options (`EpisodeConfig`, `ModelSettings`) and the ROS 2 agent node's
+model client's command-line options (`EpisodeConfig`, `ModelSettings`), how `bench` and `rollouts`
+spread their episodes (`WorkerOptions`), and the ROS 2 agent node's
 parameters (`pear_agent.ros2.settings.agent_parameters`: its own, the backend's `RosSettings`, and
 the loop and model settings it shares with `run`).
 
@@ -17,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 PAGE = ROOT / "docs" / "settings-reference.md"
 
 from pear_agent.loop.episode import EpisodeConfig  # noqa: E402
+from pear_agent.loop.workers import WorkerOptions  # noqa: E402
 from pear_agent.policies.lerobot import LeRobotSettings  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
@@ -81,6 +83,10 @@ def render() -> str:
         "with `--policy lerobot:CHECKPOINT`",
         "",
         *_cli_table(LeRobotSettings),
+        "",
+        "## Spreading episodes (`pear_agent.loop.workers.WorkerOptions`): `bench`, `rollouts`",
+        "",
+        *_cli_table(WorkerOptions),
         "",
         "## The environment families' own options (`Family.options_type`)",
         "",

@@ -14,7 +14,15 @@ import pytest
 from pear_agent.cli import build_parser
 from pear_agent.loop.episode import EpisodeConfig, clock_from_args
 from pear_agent.policies.model_settings import ModelSettings, settings_from_args
-from pear_agent.settings import add_arguments, cli_fields, flag_of, reference, setting, values_from_args
+from pear_agent.settings import (
+    add_arguments,
+    cli_fields,
+    flag_of,
+    from_args,
+    reference,
+    setting,
+    values_from_args,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFINITIONS = (ModelSettings, EpisodeConfig)
@@ -117,6 +125,23 @@ def test_command_line_values_reach_the_dataclasses_and_their_checks() -> None:
         clock_from_args(parser.parse_args(["--max-context-tokens", "0"]))
     with pytest.raises(ValueError, match="--timeout-s must be > 0"):
         ModelSettings(model="m", timeout_s=0)  # the same check from Python as from the command line
+
+
+@pytest.mark.parametrize("command", ["bench", "rollouts"])
+def test_bench_and_rollouts_spread_their_episodes_with_the_one_declaration(command: str) -> None:
+    from pear_agent.loop.workers import WorkerOptions
+
+    parser = _subparser(command)
+    by_dest = {a.dest: a for a in parser._actions}
+    for f in cli_fields(WorkerOptions):
+        action = by_dest[f.name]
+        assert action.option_strings == [flag_of(f)] and action.help == f.metadata["help"]
+        assert action.default == f.default, (command, f.name)
+    assert not {flag_of(f) for f in cli_fields(WorkerOptions)} & set(_hand_declared_flags())
+    spread = from_args(WorkerOptions, parser.parse_args(["--workers", "3", "--concurrency", "2"]))
+    assert (spread.workers, spread.concurrency, spread.ray_address) == (3, 2, None)
+    with pytest.raises(ValueError, match="--workers and --concurrency must be >= 1, not 1 and 0"):
+        from_args(WorkerOptions, parser.parse_args(["--concurrency", "0"]))
 
 
 def test_a_new_field_appears_on_the_command_line_with_its_shape() -> None:

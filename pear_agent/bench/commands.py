@@ -14,7 +14,7 @@ from pear_agent.bench.compare import compare, format_comparison, write_compare_p
 from pear_agent.bench.report import format_table, summarize, write_report
 from pear_agent.bench.runner import SPLITS, BenchConfig, parse_seeds, run_bench, split_seeds
 from pear_agent.loop import family_parts
-from pear_agent.loop.workers import ray_executor
+from pear_agent.loop.workers import WorkerOptions, ray_executor
 from pear_agent.settings import add_arguments, from_args
 
 
@@ -61,8 +61,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
     from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
 
-    if args.workers < 1 or args.concurrency < 1:
-        raise ValueError("--workers and --concurrency must be >= 1")
+    spread = from_args(WorkerOptions, args)
     settings = settings_from_args(args, realtime=args.mode == "realtime")
     arm = from_args(ArmOptions, args)
     preset, robot = arm.preset, arm.robot
@@ -83,7 +82,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         tasks, seeds, selection = _tasks_and_seeds(args, model=settings is not None)
     if settings is not None:
         if settings.max_in_flight is not None:  # the cap is the bench's: each worker takes its share
-            settings.max_in_flight = math.ceil(settings.max_in_flight / args.workers)
+            settings.max_in_flight = math.ceil(settings.max_in_flight / spread.workers)
         policy_obj = OpenAIPolicy(settings)  # fail now (e.g. key variable unset), not in every worker
         if settings.structured_output == "auto":  # probe once here; the workers reuse the answer
             settings.structured_output_chosen = policy_obj.structured_dialect()[0] or "off"
@@ -117,8 +116,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         split=None if (args.seeds or selection is not None or pairs is not None) else args.split,
         mode=clock["mode"],
         latency_s=clock["latency_s"],
-        workers=args.workers,
-        concurrency=args.concurrency,
+        workers=spread.workers,
+        concurrency=spread.concurrency,
         video=render and not args.no_video,
         render=render,
         max_turns=max_turns,
@@ -137,7 +136,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
     results = run_bench(
         cfg,
-        executor=ray_executor(args.ray_address),
+        executor=ray_executor(spread.ray_address),
         progress=not args.quiet,
         keep_endpoint_errors=args.keep_endpoint_errors,
     )
@@ -202,21 +201,7 @@ def add_bench_commands(sub: Any) -> None:
         help="episodes per task (the split's first N seeds; default 10, 192 flights for roadster tasks)",
     )
     b.add_argument("--seeds", default=None, help="explicit seeds instead of a split, e.g. 0-9 or 1,5,7")
-    b.add_argument("--workers", type=int, default=1, help="parallel worker processes")
-    b.add_argument(
-        "--concurrency",
-        type=int,
-        default=1,
-        metavar="N",
-        help="episodes in flight per worker (default 1): each awaits its model while the others move, "
-        "so a few workers keep a server's batch full",
-    )
-    b.add_argument(
-        "--ray-address",
-        default=None,
-        help="run episodes as Ray tasks: 'local' starts a local instance, 'auto' or host:port joins one "
-        "(multi-node: --out must be on a file system every node shares)",
-    )
+    add_arguments(b, WorkerOptions)
     b.add_argument("--out", default="runs/bench", help="folder for results.jsonl, episodes/ and index.html")
     b.add_argument("--action-noise-cm", type=float, default=0.0, help="scripted expert's position noise")
     from pear_agent.policies.lerobot import LeRobotSettings, policy_kind  # heavy: cv2

@@ -33,9 +33,41 @@ import time
 import traceback
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pear_agent.settings import setting
+
 J = TypeVar("J")
+
+
+@dataclass
+class WorkerOptions:
+    """How a command spreads its episodes (`bench`, `rollouts`): worker processes or Ray tasks, each
+    with episodes in flight."""
+
+    workers: int = setting(
+        1, metavar="N", help="episodes in parallel: worker processes, or Ray tasks (default 1)"
+    )
+    concurrency: int = setting(
+        1,
+        metavar="N",
+        help="episodes in flight per worker (default 1): each awaits its model while the others move, "
+        "so a few workers keep a server's batch full",
+    )
+    ray_address: str | None = setting(
+        None,
+        help="run episodes as Ray tasks: 'local' starts a local instance, 'auto' or host:port joins one "
+        "(multi-node: the output folder must be on a file system every node shares)",
+    )
+
+    def __post_init__(self) -> None:
+        if self.workers < 1 or self.concurrency < 1:
+            raise ValueError(
+                f"--workers and --concurrency must be >= 1, not {self.workers} and {self.concurrency}"
+            )
+
+
 PR_SET_PDEATHSIG = 1
 WATCHDOG_PERIOD_S = 0.5
 POLL_S = 0.5

@@ -10,7 +10,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from pear_agent.loop.workers import run_local, run_ray
+from pear_agent.loop.workers import WorkerOptions, run_local, run_ray
 from pear_agent.settings import add_arguments, from_args
 
 
@@ -35,19 +35,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--keep-dropped", action="store_true", help="also write dropped groups (advantage 0)")
     p.add_argument("--no-render", action="store_true", help="no camera images (text-only records)")
     p.add_argument("--sft", default=None, help="also export successful episodes as SFT chat JSONL here")
-    p.add_argument(
-        "--ray-address",
-        default=None,
-        help="spread episodes over Ray: 'local' starts a local instance, 'auto' or host:port joins one",
-    )
-    p.add_argument("--workers", type=int, default=1, help="episodes in parallel (processes or Ray tasks)")
-    p.add_argument(
-        "--concurrency",
-        type=int,
-        default=1,
-        metavar="N",
-        help="episodes in flight per worker (default 1): a group's episodes await one model server together",
-    )
+    add_arguments(p, WorkerOptions)
     from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
     from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
 
@@ -65,7 +53,7 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_rollouts)
 
 
-def _policy_spec(args: argparse.Namespace) -> Any:
+def _policy_spec(args: argparse.Namespace, workers: int) -> Any:
     from pear_agent.rl.rollouts import PolicySpec  # heavy: cv2
 
     if args.policy == "scripted":
@@ -78,7 +66,7 @@ def _policy_spec(args: argparse.Namespace) -> Any:
     if args.max_in_flight is not None:
         if args.max_in_flight < 1:
             raise RolloutsError("--max-in-flight must be >= 1")
-        model["max_in_flight"] = math.ceil(args.max_in_flight / args.workers)
+        model["max_in_flight"] = math.ceil(args.max_in_flight / workers)
     return PolicySpec("openai", model=tuple(sorted(model.items())))
 
 
@@ -95,14 +83,15 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
         raise RolloutsError("--task needs at least one task name")
     for t in tasks:  # any family's task (the roadster's `roadster_kickflip:storm`): a bad name fails now
         resolve(t)
-    if args.group_size < 1 or args.groups < 1 or args.workers < 1 or args.concurrency < 1:
-        raise RolloutsError("--group-size, --groups, --workers and --concurrency must be >= 1")
-    policy = _policy_spec(args)
-    n = args.concurrency
-    if args.ray_address:
-        executor = partial(run_ray, address=args.ray_address, num_workers=args.workers, concurrency=n)
-    elif args.workers > 1 or n > 1:
-        executor = partial(run_local, workers=args.workers, concurrency=n)
+    if args.group_size < 1 or args.groups < 1:
+        raise RolloutsError("--group-size and --groups must be >= 1")
+    spread = from_args(WorkerOptions, args)
+    policy = _policy_spec(args, spread.workers)
+    n = spread.concurrency
+    if spread.ray_address:
+        executor = partial(run_ray, address=spread.ray_address, num_workers=spread.workers, concurrency=n)
+    elif spread.workers > 1 or n > 1:
+        executor = partial(run_local, workers=spread.workers, concurrency=n)
     else:
         executor = sequential
     out = Path(args.out or f"runs/rollouts-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -139,14 +128,14 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
             job_fn=arun_rollout if n > 1 else run_rollout,
         )
     except ConnectionError as exc:
-        raise RolloutsError(f"cannot reach the Ray cluster at {args.ray_address}: {exc}") from None
+        raise RolloutsError(f"cannot reach the Ray cluster at {spread.ray_address}: {exc}") from None
     finally:
         writer.close()
     summary: dict[str, Any] = report.to_json() | {
         "out": str(out),
         "records": writer.count,
-        "executor": f"ray:{args.ray_address}" if args.ray_address else "local",
-        "workers": args.workers,
+        "executor": f"ray:{spread.ray_address}" if spread.ray_address else "local",
+        "workers": spread.workers,
         "concurrency": n,
     }
     if args.sft:

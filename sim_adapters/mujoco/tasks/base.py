@@ -74,10 +74,17 @@ class MujocoTask(ABC):
             raise ValueError(f"task {self.name}: {missing}")
         self.robot = robot
         self.z0 = robot.table_or_default().surface_z_cm / 100.0
+        self._finger_geoms: dict[str, set[int]] = {}
         if hide_tcp_markers:
             for site in spec.sites:
                 if site.name.startswith("tcp_"):
                     site.rgba = [0, 0, 0, 0]
+
+    def fingers_of(self, model: mujoco.MjModel, part: str) -> set[int]:
+        """The finger geoms of gripper `part` (its joints and their mimics), looked up once a build."""
+        if part not in self._finger_geoms:
+            self._finger_geoms[part] = part_finger_geoms(model, self.robot, part)
+        return self._finger_geoms[part]
 
     @abstractmethod
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None: ...

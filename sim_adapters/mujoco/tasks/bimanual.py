@@ -24,7 +24,6 @@ from sim_adapters.mujoco.tasks.base import (
     body_speed,
     body_yaw,
     geoms_touch,
-    part_finger_geoms,
     set_free_pose,
     to_cm,
     tool_facts,
@@ -50,7 +49,6 @@ class _BimanualTask(MujocoTask):
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         self.take_robot(spec, robot, hide_tcp_markers=True)
         self._layout: TwoArmLayout | None = None
-        self._fingers: dict[str, set[int]] | None = None
 
     def layout(self, model: mujoco.MjModel, data: mujoco.MjData) -> TwoArmLayout:
         """The arms' roles and the frame between them, from the model at home (first reset)."""
@@ -69,12 +67,7 @@ class _BimanualTask(MujocoTask):
         return self._layout.roles
 
     def fingers(self, model: mujoco.MjModel) -> dict[str, set[int]]:
-        if self._fingers is None:
-            out = {}
-            for role, part in self.roles.items():
-                out[role] = part_finger_geoms(model, self.robot, part)
-            self._fingers = out
-        return self._fingers
+        return {role: self.fingers_of(model, part) for role, part in self.roles.items()}
 
     def _arm_facts(self) -> dict[str, Any]:
         """Per role: the part, its tool facts (caps, gripper geometry), where it parks, the yaw its

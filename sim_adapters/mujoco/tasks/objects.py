@@ -22,7 +22,6 @@ from sim_adapters.mujoco.tasks.base import (
     MujocoTask,
     body_yaw,
     geoms_touch,
-    part_finger_geoms,
     set_free_pose,
     to_cm,
     tool_facts,
@@ -179,7 +178,6 @@ class PickUpObject(MujocoTask):
         self.part = self.parts[0]
         add_object(spec, self.object)
         self._frames: dict[str, TableFrame] = {}
-        self._fingers: dict[str, set[int]] | None = None
         self._corners: np.ndarray | None = None
         self.instruction = f"Pick up {self.object.description} and lift it 10 cm above the table."
 
@@ -197,12 +195,7 @@ class PickUpObject(MujocoTask):
         return replace(f, mirrored=True) if self.mirror_layout else f
 
     def fingers(self, model: mujoco.MjModel) -> dict[str, set[int]]:
-        if self._fingers is None:
-            out = {}
-            for part in self.parts:
-                out[part] = part_finger_geoms(model, self.robot, part)
-            self._fingers = out
-        return self._fingers
+        return {part: self.fingers_of(model, part) for part in self.parts}
 
     def reset(self, model: mujoco.MjModel, data: mujoco.MjData, rng: np.random.Generator) -> None:
         # the arm first (one draw), so a one-arm robot's placements draw as a two-arm robot's do

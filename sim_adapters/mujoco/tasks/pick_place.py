@@ -17,7 +17,6 @@ from sim_adapters.mujoco.tasks.base import (
     body_speed,
     body_yaw,
     geoms_touch,
-    part_finger_geoms,
     sample_apart,
     set_free_pose,
     to_cm,
@@ -41,7 +40,6 @@ class _SingleArmTask(MujocoTask):
     def build(self, spec: mujoco.MjSpec, robot: RobotConfig) -> None:
         self.take_robot(spec, robot)
         self.part = robot.gripper_parts()[0]
-        self._finger_ids: set[int] | None = None
         self._frame: TableFrame | None = None
         self._tool = tool_facts(robot, self.part)
 
@@ -59,11 +57,6 @@ class _SingleArmTask(MujocoTask):
                     "yaw_room_rad": [round(place.home_yaw_rad + lo, 4), round(place.home_yaw_rad + hi, 4)],
                 }
         return replace(self._frame, mirrored=True) if self.mirror_layout else self._frame
-
-    def _fingers(self, model: mujoco.MjModel) -> set[int]:
-        if self._finger_ids is None:
-            self._finger_ids = part_finger_geoms(model, self.robot, self.part)
-        return self._finger_ids
 
     def _common(self) -> dict[str, Any]:
         return {"task": self.name, "part": self.part, "tool": self._tool}
@@ -189,7 +182,7 @@ class PlaceInBowl(_SingleArmTask):
         return (
             self._inside(data)
             and body_speed(model, data, "cube") < 0.05
-            and not geoms_touch(model, data, cube_geom, self._fingers(model))
+            and not geoms_touch(model, data, cube_geom, self.fingers_of(model, self.part))
         )
 
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]:

@@ -31,7 +31,6 @@ from sim_adapters.mujoco.tasks.base import (
     body_speed,
     body_yaw,
     geoms_touch,
-    part_finger_geoms,
     set_free_pose,
     to_cm,
     tool_facts,
@@ -122,7 +121,6 @@ class AlignWithRuler(MujocoTask):
         add_blocks(spec, BLOCK_HALF_M, mass_kg=0.05, friction=0.4)
         add_ruler(spec)
         self._frames: dict[str, TableFrame] = {}
-        self._fingers: set[int] | None = None
         self._home: dict[str, np.ndarray] = {}
         self._home_yaw: dict[str, float] = {}
         self.scene = 0
@@ -168,12 +166,7 @@ class AlignWithRuler(MujocoTask):
         self._next = (seed % len(SCENES), seed // len(SCENES))
 
     def fingers(self, model: mujoco.MjModel) -> set[int]:
-        if self._fingers is None:
-            out: set[int] = set()
-            for part in self.parts:
-                out |= part_finger_geoms(model, self.robot, part)
-            self._fingers = out
-        return self._fingers
+        return set().union(*(self.fingers_of(model, part) for part in self.parts))
 
     def ruler_geoms(self, model: mujoco.MjModel) -> set[int]:
         return {model.geom(f"{RULER}_plate").id, model.geom(f"{RULER}_fin").id}

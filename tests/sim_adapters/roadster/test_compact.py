@@ -5,7 +5,14 @@ import pytest
 
 from pear_agent.loop.episode import Episode, EpisodeConfig
 from sim_adapters.roadster.commands import parse_plan
-from sim_adapters.roadster.telemetry import COMPACT_FIELDS, compact_row, parse_compact_row, read_row
+from sim_adapters.roadster.telemetry import (
+    COMPACT_FIELDS,
+    COMPACT_FLIGHT_FIELDS,
+    COMPACT_TRUCK_FIELDS,
+    compact_row,
+    parse_compact_row,
+    read_row,
+)
 
 pytest.importorskip("mujoco")
 
@@ -24,6 +31,17 @@ def test_a_compact_row_parses_back_within_its_rounding():
     assert read_row(compact_row(row)) == back
     with pytest.raises(ValueError, match="no compact telemetry row"):
         parse_compact_row("t=1.5 h=2")
+
+
+def test_the_truck_fields_come_only_on_a_kickflip():
+    from sim_adapters.roadster.sim import RoadsterSim
+
+    assert list(COMPACT_FIELDS) == [*COMPACT_FLIGHT_FIELDS, *COMPACT_TRUCK_FIELDS]
+    for stunt, fields in (("ramp_flip", COMPACT_FLIGHT_FIELDS), ("kickflip", COMPACT_FIELDS)):
+        sim = RoadsterSim(stunt, "light", 20000)
+        sim.reset(20000, "light")
+        sim.step(0.5)
+        assert [w.partition("=")[0] for w in compact_row(sim.row()).split()] == list(fields), stunt
 
 
 def test_bare_json_commands_parse():
