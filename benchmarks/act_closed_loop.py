@@ -41,7 +41,14 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--fps", type=int, default=10, help="--record-fps and the export's --fps")
     ap.add_argument("--px", type=int, default=96, help="camera width and height")
-    ap.add_argument("--steps", type=int, default=2000)
+    ap.add_argument("--steps", type=int, default=2000, help="training steps (at most, see --train-minutes)")
+    ap.add_argument(
+        "--train-minutes",
+        type=float,
+        default=0,
+        help="stop training after this long (0: no limit) and keep the last checkpoint (--save-every)",
+    )
+    ap.add_argument("--save-every", type=int, default=0, help="checkpoint every N steps (default: --steps)")
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--chunk", type=int, default=10, help="ACT chunk_size = n_action_steps")
     ap.add_argument("--dim-model", type=int, default=256)
@@ -49,6 +56,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--train-workers", type=int, default=1, help="lerobot-train --num_workers")
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--test-seeds", default="0-49", help="held-out seeds (the recording uses 1000 on)")
+    ap.add_argument("--episode-s", type=float, default=15.0, help="the policy's --lerobot-episode-s")
     ap.add_argument("--pear-agent", default=f"{sys.executable} -m pear_agent.cli")
     ap.add_argument("--lerobot-venv", default=".venv-lerobot")
     return ap.parse_args()
@@ -60,14 +68,15 @@ def commands(a: argparse.Namespace) -> dict[str, list[str]]:
     robot = f"{root}/panda-{a.px}px.yaml"
     ckpt = f"{root}/act/checkpoints/last/pretrained_model"
     seeds = f"1000-{1000 + a.episodes - 1}"
+    limit = f"timeout --signal=INT {a.train_minutes * 60:g}s " if a.train_minutes > 0 else ""
     train = [
-        f"HF_HUB_OFFLINE=1 {a.lerobot_venv}/bin/lerobot-train --dataset.repo_id=pear-agent/episodes",
+        f"HF_HUB_OFFLINE=1 {limit}{a.lerobot_venv}/bin/lerobot-train --dataset.repo_id=pear-agent/episodes",
         f"--dataset.root={root}/dataset --dataset.video_backend=torchcodec --policy.type=act",
         f"--policy.device={a.device} --policy.push_to_hub=false --policy.pretrained_backbone_weights=null",
         f"--policy.dim_model={a.dim_model} --policy.dim_feedforward={4 * a.dim_model} --policy.use_vae=false",
         f"--policy.chunk_size={a.chunk} --policy.n_action_steps={a.chunk}",
         f"--policy.optimizer_lr={a.lr:g} --policy.optimizer_lr_backbone={a.lr:g}",
-        f"--batch_size={a.batch_size} --steps={a.steps} --save_freq={a.steps} --log_freq=20",
+        f"--batch_size={a.batch_size} --steps={a.steps} --save_freq={a.save_every or a.steps} --log_freq=10",
         f"--num_workers={a.train_workers} --seed=1 --wandb.enable=false --output_dir={root}/act",
     ]
     bench = f"--tasks pick_cube --seeds {a.test_seeds} --robot {robot} --no-video --quiet"
@@ -84,7 +93,8 @@ def commands(a: argparse.Namespace) -> dict[str, list[str]]:
         "train": [" ".join(train) + f" > {root}/train.log 2>&1"],
         "bench": [
             f"{pa} bench {bench} --out {root}/expert-bench",
-            f"{pa} bench --policy lerobot:{ckpt} {bench} --out {root}/act-bench",
+            f"{pa} bench --policy lerobot:{ckpt} --lerobot-episode-s {a.episode_s:g} {bench} "
+            f"--out {root}/act-bench",
             f"{pa} compare {root}/expert-bench {root}/act-bench > {root}/compare.txt",
         ],
     }
@@ -104,7 +114,7 @@ def run_stages(a: argparse.Namespace, cmds: dict[str, list[str]]) -> dict[str, A
         for cmd in cmds[stage]:
             print(f"[{stage}] {cmd}", file=sys.stderr)
             rc = subprocess.run(["bash", "-c", cmd], cwd=REPO_ROOT, env=env).returncode
-            if rc != 0:
+            if rc != 0 and not (stage == "train" and rc == 124 and a.train_minutes > 0):  # 124: timed out
                 raise SystemExit(f"[{stage}] exit status {rc}: {cmd}")
         done[stage] = {"commands": cmds[stage], "wall_s": time.perf_counter() - t0, "at": time.time()}
         done_file.parent.mkdir(parents=True, exist_ok=True)
@@ -127,7 +137,7 @@ def episodes(bench_dir: Path) -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda r: r["seed"])
 
 
-def train_log(path: Path, log_freq: int = 20) -> list[dict[str, Any]]:
+def train_log(path: Path, log_freq: int = 10) -> list[dict[str, Any]]:
     """The trainer's logged steps: loss, gradient norm, seconds per update and per data load."""
     out = []
     if not path.exists():
@@ -145,6 +155,14 @@ def train_log(path: Path, log_freq: int = 20) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def checkpoint_step(last: Path) -> int | None:
+    """The step of lerobot-train's `checkpoints/last` (a link to the step's folder, e.g. 000300)."""
+    try:
+        return int(last.resolve().name)
+    except (OSError, ValueError):
+        return None
 
 
 def du_bytes(path: Path) -> int:
@@ -188,6 +206,7 @@ def main() -> None:
             "first_loss": log[0]["loss"] if log else None,
             "last_loss": log[-1]["loss"] if log else None,
             "checkpoint": str(root / "act" / "checkpoints" / "last" / "pretrained_model"),
+            "checkpoint_step": checkpoint_step(root / "act" / "checkpoints" / "last"),
         },
         "held_out": {"seeds": a.test_seeds, "expert": expert, "act": act},
         "compare": compare,

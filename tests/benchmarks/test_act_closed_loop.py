@@ -17,11 +17,11 @@ import act_closed_loop as acl  # noqa: E402
 
 # lerobot-train 0.4.4's log lines (their format: benchmarks/results/lerobot_train_check-issue41.json)
 TRAIN_LOG = (
-    "INFO 2026-12-04 22:10:01 ot_train.py:351 step:20 smpl:160 ep:3 epch:0.01 loss:79.358 grdn:375.880 "
+    "INFO 2026-12-04 22:10:01 ot_train.py:351 step:10 smpl:80 ep:3 epch:0.01 loss:79.358 grdn:375.880 "
     "lr:1.0e-04 updt_s:5.543 data_s:0.557\n"
-    "INFO 2026-12-04 22:10:09 ot_train.py:351 step:40 smpl:320 ep:6 epch:0.03 loss:7.112 grdn:44.130 "
+    "INFO 2026-12-04 22:10:09 ot_train.py:351 step:20 smpl:160 ep:6 epch:0.03 loss:7.112 grdn:44.130 "
     "lr:1.0e-04 updt_s:0.540 data_s:0.088\n"
-    "INFO 2026-12-04 22:10:10 ot_train.py:360 Checkpoint policy after step 40\n"
+    "INFO 2026-12-04 22:10:10 ot_train.py:360 Checkpoint policy after step 20\n"
 )
 
 
@@ -48,6 +48,9 @@ def test_commands_train_without_download_on_the_recorded_robot() -> None:
     assert "--policy lerobot:runs/x/act/checkpoints/last/pretrained_model" in cmds["bench"][1]
     assert all("--seeds 0-49" in c for c in cmds["bench"][:2])  # held out: none of 1000-1199
     assert "--fps 10" in cmds["export"][0]
+    assert "timeout" not in train and "--save_freq=2000" in train  # no limit: one checkpoint at the end
+    (limited,) = acl.commands(args(train_minutes=30, save_every=100))["train"]
+    assert "timeout --signal=INT 1800s " in limited and "--save_freq=100" in limited
 
 
 def test_robot_stage_writes_smaller_cameras(tmp_path: Path) -> None:
@@ -61,7 +64,7 @@ def test_train_log_parses_lerobot_lines(tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     log.write_text(TRAIN_LOG)
     rows = acl.train_log(log)
-    assert [r["step"] for r in rows] == [20, 40]
+    assert [r["step"] for r in rows] == [10, 20]  # --log_freq=10
     assert rows[0]["loss"] == pytest.approx(79.358) and rows[1]["update_s"] == pytest.approx(0.540)
     assert rows[1]["data_s"] == pytest.approx(0.088) and rows[1]["grad_norm"] == pytest.approx(44.13)
     assert acl.train_log(tmp_path / "missing.log") == []
