@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -116,6 +117,8 @@ def run_stages(a: argparse.Namespace, cmds: dict[str, list[str]]) -> dict[str, A
             rc = subprocess.run(["bash", "-c", cmd], cwd=REPO_ROOT, env=env).returncode
             if rc != 0 and not (stage == "train" and rc == 124 and a.train_minutes > 0):  # 124: timed out
                 raise SystemExit(f"[{stage}] exit status {rc}: {cmd}")
+        if stage == "train":
+            prune_checkpoints(Path(a.root) / "act" / "checkpoints")
         done[stage] = {"commands": cmds[stage], "wall_s": time.perf_counter() - t0, "at": time.time()}
         done_file.parent.mkdir(parents=True, exist_ok=True)
         done_file.write_text(json.dumps(done, indent=1))
@@ -155,6 +158,14 @@ def train_log(path: Path, log_freq: int = 10) -> list[dict[str, Any]]:
                 }
             )
     return out
+
+
+def prune_checkpoints(folder: Path) -> None:
+    """Keep only the checkpoint `last` points to (each one holds the optimizer's state too)."""
+    keep = (folder / "last").resolve()
+    for step in folder.iterdir() if folder.exists() else []:
+        if step.name != "last" and step.is_dir() and step.resolve() != keep:
+            shutil.rmtree(step)
 
 
 def checkpoint_step(last: Path) -> int | None:

@@ -93,3 +93,13 @@ def test_episodes_keeps_the_last_line_per_episode(tmp_path: Path) -> None:
     assert [(e["seed"], e["success"]) for e in eps] == [(0, True), (1, True)]
     assert eps[0]["latency_median_s"] == pytest.approx(0.2)
     assert acl.episodes(tmp_path / "none") == []
+
+
+def test_prune_keeps_the_last_checkpoint(tmp_path: Path) -> None:
+    for step in ("000050", "000100"):
+        (tmp_path / step / "pretrained_model").mkdir(parents=True)
+    (tmp_path / "last").symlink_to("000100")
+    acl.prune_checkpoints(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["000100", "last"]
+    assert acl.checkpoint_step(tmp_path / "last") == 100
+    assert acl.checkpoint_step(tmp_path / "missing") is None
