@@ -6,7 +6,6 @@ Every task comes from the registry of environment families (`pear_agent.loop.reg
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -26,7 +25,7 @@ from pear_agent.rl.cli import add_parser as add_rollouts_parser
 from pear_agent.robot.config import RobotConfigError
 from pear_agent.robot.loader import list_robots, load_robot
 from pear_agent.ros2.operator_cli import add_parser as add_ros_parser  # `pear-agent ros ...`
-from pear_agent.settings import add_arguments
+from pear_agent.settings import add_arguments, from_args
 from pear_agent.train.cli import add_parser as add_train_parser  # `pear-agent train ...`
 
 if TYPE_CHECKING:
@@ -51,6 +50,20 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
     if args.policy == "scripted":
         ask = PolicyAsk(seed=args.seed, action_noise_cm=args.action_noise_cm, config=config)
         return family_of(task).default_policy(task, ask=ask)
+    from pear_agent.policies.lerobot import (  # heavy: cv2
+        LeRobotError,
+        LeRobotPolicy,
+        LeRobotSettings,
+        check_checkpoint,
+        checkpoint_of,
+    )
+
+    checkpoint = checkpoint_of(args.policy)
+    if checkpoint is not None:
+        try:
+            return LeRobotPolicy(check_checkpoint(checkpoint), from_args(LeRobotSettings, args))
+        except LeRobotError as exc:
+            raise CliError(str(exc)) from None
     if args.policy == "replay":
         from pear_agent.policies.replay import ReplayPolicy  # heavy: cv2
 
@@ -65,12 +78,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     # heavy: cv2
     from pear_agent.loop.episode import Episode, EpisodeConfig, clock_from_args, loop_options_from_args
     from pear_agent.loop.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
+    from pear_agent.policies.lerobot import checkpoint_of, lerobot_loop  # heavy: cv2
     from pear_agent.policies.model_settings import secrets_from_args  # heavy: cv2
 
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
     loop_options = loop_options_from_args(args)
     clock = clock_from_args(args)
+    if checkpoint_of(args.policy) is not None:  # its turns are requests: its own limits rule
+        loop_options, clock = lerobot_loop(loop_options, clock, args.max_context_tokens)
     config = EpisodeConfig(**clock, **loop_options)
     policy = _policy(args, task, config)
     env = family.make(EnvSpec.of(task, options, mode=clock["mode"], render=True, config=config))
@@ -281,18 +297,10 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 
 
 def lerobot_python() -> str | None:
-    """A Python that can import lerobot: this one, $PEAR_LEROBOT_PYTHON, or .venv-lerobot (made by
-    scripts/setup_lerobot.sh) in the current folder or beside this package."""
-    if importlib.util.find_spec("lerobot") is not None:
-        return sys.executable
-    env = os.environ.get("PEAR_LEROBOT_PYTHON")
-    if env:
-        return env
-    for root in (Path.cwd(), Path(__file__).resolve().parents[1]):
-        py = root / ".venv-lerobot" / "bin" / "python"
-        if py.exists():
-            return str(py)
-    return None
+    """A Python that can import lerobot (`pear_agent.policies.lerobot.lerobot_python`)."""
+    from pear_agent.policies.lerobot import lerobot_python as find  # heavy: cv2
+
+    return find()
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -321,11 +329,14 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one episode (default: panda / pick_cube / scripted / seed 0)")
     run.add_argument("--task", default="pick_cube", help="any registered task (see docs: Commands and tasks)")
     run.add_argument("--seed", type=int, default=0)
+    from pear_agent.policies.lerobot import policy_kind  # heavy: cv2
+
     run.add_argument(
         "--policy",
         default="scripted",
-        choices=["scripted", "replay"],
-        help="scripted: the task's own expert or pilot; ignored when --model is given",
+        type=policy_kind(("scripted", "replay")),
+        help="scripted (the task's own expert or pilot), replay, or lerobot:CHECKPOINT (a LeRobot "
+        "policy checkpoint, run in .venv-lerobot); ignored when --model is given",
     )
     run.add_argument("--replay", default=None, help="episode.jsonl to replay (with --policy replay)")
     run.add_argument(
@@ -347,6 +358,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_clock_args(run.add_argument_group("clock and context"))
     add_loop_args(run.add_argument_group("turn loop"))
+    from pear_agent.policies.lerobot import LeRobotSettings  # heavy: cv2
+
+    add_arguments(run.add_argument_group("LeRobot policy (--policy lerobot:CHECKPOINT)"), LeRobotSettings)
     add_view_args(run)
     run.set_defaults(func=cmd_run)
 

@@ -15,7 +15,7 @@ from pear_agent.bench.report import format_table, summarize, write_report
 from pear_agent.bench.runner import SPLITS, BenchConfig, parse_seeds, run_bench, split_seeds
 from pear_agent.loop import family_parts
 from pear_agent.loop.workers import ray_executor
-from pear_agent.settings import from_args
+from pear_agent.settings import add_arguments, from_args
 
 
 def _tasks_and_seeds(args: argparse.Namespace, model: bool) -> tuple[list[str], list[int], Any]:
@@ -49,6 +49,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.loop.arm_family import ArmOptions  # heavy: cv2
     from pear_agent.loop.episode import clock_from_args, loop_options_from_args  # heavy: cv2
     from pear_agent.loop.registry import family_of  # heavy: cv2
+    from pear_agent.policies.lerobot import (  # heavy: cv2
+        LeRobotError,
+        LeRobotSettings,
+        check_checkpoint,
+        checkpoint_of,
+        lerobot_loop,
+        server_for,
+    )
     from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
     from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
 
@@ -79,6 +87,14 @@ def cmd_bench(args: argparse.Namespace) -> int:
         if settings.structured_output == "auto":  # probe once here; the workers reuse the answer
             settings.structured_output_chosen = policy_obj.structured_dialect()[0] or "off"
         policy: dict[str, Any] = {"kind": "openai", "settings": asdict(settings)}
+    elif checkpoint_of(args.policy) is not None:
+        lerobot = from_args(LeRobotSettings, args)
+        try:  # a bad checkpoint or a missing environment: one line now, not one per episode
+            path = check_checkpoint(checkpoint_of(args.policy) or "")
+            server_for(path, lerobot)
+        except LeRobotError as exc:
+            raise ValueError(str(exc)) from None
+        policy = {"kind": "lerobot", "checkpoint": path, "settings": asdict(lerobot)}
     else:
         missing = [t for t in tasks if not family_of(t).has_default_policy(t)]
         if missing:
@@ -86,6 +102,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         policy = {"kind": "scripted", "action_noise_cm": args.action_noise_cm}
     clock = clock_from_args(args)
     loop_options = loop_options_from_args(args)
+    if policy["kind"] == "lerobot":  # its turns are requests: its own limits rule
+        loop_options, clock = lerobot_loop(loop_options, clock, args.max_context_tokens)
     max_turns = loop_options.pop("max_turns", None)
     render = True if selection is None or selection.render is None else selection.render
     cfg = BenchConfig(
@@ -198,6 +216,16 @@ def add_bench_commands(sub: Any) -> None:
     )
     b.add_argument("--out", default="runs/bench", help="folder for results.jsonl, episodes/ and index.html")
     b.add_argument("--action-noise-cm", type=float, default=0.0, help="scripted expert's position noise")
+    from pear_agent.policies.lerobot import LeRobotSettings, policy_kind  # heavy: cv2
+
+    b.add_argument(
+        "--policy",
+        default="scripted",
+        type=policy_kind(("scripted",)),
+        help="scripted (each task's own expert) or lerobot:CHECKPOINT (a LeRobot policy checkpoint, run "
+        "in .venv-lerobot); ignored when --model is given",
+    )
+    add_arguments(b.add_argument_group("LeRobot policy (--policy lerobot:CHECKPOINT)"), LeRobotSettings)
     b.add_argument("--no-video", action="store_true", help="skip the per-episode mp4 (faster)")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument(

@@ -84,6 +84,10 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0, config: EpisodeC
         from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
 
         return OpenAIPolicy(ModelSettings(**spec["settings"]))
+    if kind == "lerobot":
+        from pear_agent.policies.lerobot import LeRobotPolicy, LeRobotSettings  # heavy: cv2
+
+        return LeRobotPolicy(str(spec["checkpoint"]), LeRobotSettings(**(spec.get("settings") or {})))
     if kind == "replay":
         from pear_agent.policies.replay import ReplayPolicy  # heavy: cv2
 
@@ -94,6 +98,8 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0, config: EpisodeC
 def policy_label(spec: dict[str, Any]) -> str:
     if spec.get("kind") == "openai":
         return f"openai:{spec['settings']['model']}"
+    if spec.get("kind") == "lerobot":
+        return f"lerobot:{spec['checkpoint']}"
     return str(spec.get("kind", "scripted"))
 
 

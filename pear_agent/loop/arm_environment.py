@@ -15,9 +15,10 @@ import numpy as np
 
 from pear_agent.loop.environment import FrameSink, StepResult, TurnPrompt, environment_options
 from pear_agent.loop.episode import Episode, EpisodeConfig, TurnRecord
+from pear_agent.loop.joint_chunks import ActionQueue, JointChunk, parse_chunk
 from pear_agent.loop.safety import clip_target
 from pear_agent.policies.base import Policy, TurnContext
-from pear_agent.protocol.actions import Action, parse_reply, response_schema
+from pear_agent.protocol.actions import Action, ActionError, parse_reply, response_schema
 from pear_agent.protocol.prompts import (
     OBSERVATION_MODES,
     compact_turn_text,
@@ -34,6 +35,7 @@ from pear_agent.protocol.state import (
     scene_facts,
     state_json,
 )
+from pear_agent.records.export_lerobot import split_action
 from pear_agent.records.log import RunWriter
 from pear_agent.robot.backend import Backend, Observation, Outcome, PartCommand, TaskInfo
 from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
@@ -105,6 +107,11 @@ class ArmEnvironment:
         self._schema = response_schema(self.robot, self.max_chunk)
         self._obs: Any = None
         self._state: dict[str, PartPose] = {}
+        self._queue = ActionQueue()
+        """Joint-target actions still to run (a LeRobot policy's chunks: `pear_agent.loop.joint_chunks`)."""
+        self._chunk_fps: float | None = None
+        self._next_action_t = 0.0
+        self._obs_step = 0
 
     @property
     def task(self) -> TaskInfo:
@@ -112,6 +119,7 @@ class ArmEnvironment:
 
     def reset(self, seed: int) -> None:
         self._obs = self.backend.reset(seed)
+        self._queue, self._chunk_fps, self._next_action_t, self._obs_step = ActionQueue(), None, 0.0, 0
 
     def system_prompt(self) -> str:
         return system_prompt(
@@ -165,6 +173,10 @@ class ArmEnvironment:
         }
         if scene is not None:
             record["scene"] = scene
+        self._obs_step = self._queue.executed
+        takes_setpoints = callable(getattr(self.backend, "control_frame", None)) and callable(
+            getattr(self.backend, "execute_setpoint", None)
+        )
         ctx = TurnContext(
             turn,
             self.task.name,
@@ -173,11 +185,40 @@ class ArmEnvironment:
             response_schema=self._schema,
             max_chunk=self.max_chunk,
             bare_json=compact,
+            control=self.current_control if takes_setpoints else None,
+            instruction=self.task.instruction,
         )
         return TurnPrompt(msg, text, ctx, len(text) // 4 + img_tokens + 8, jpegs, record, line=line)
 
     def parse(self, reply: str) -> Action:
         return parse_reply(reply, self.robot, self.max_chunk)
+
+    def vector_layout(self) -> dict[str, Any]:
+        """Parts (sorted), joints per part and grippers: the order of the dataset's vectors
+        (`pear_agent.records.export_lerobot.arrays_layout` of this robot's recordings)."""
+        parts = sorted(self.robot.parts)
+        return {
+            "parts": parts,
+            "joints": {p: len(self.robot.parts[p].joints) for p in parts},
+            "gripper": {p: self.robot.parts[p].gripper is not None for p in parts},
+        }
+
+    def parse_command(self, command: Any) -> JointChunk:
+        """A policy's joint-target chunk (a LeRobot policy's `PolicyReply.command`), stamped with the
+        control step of this turn's observation; ActionError naming what is wrong."""
+        lay = self.vector_layout()
+        size = sum(lay["joints"][p] + int(lay["gripper"][p]) for p in lay["parts"])
+        try:
+            chunk = parse_chunk(command, size)
+        except ValueError as exc:
+            raise ActionError(str(exc)) from None
+        chunk.timestep = self._obs_step
+        return chunk
+
+    def current_control(self) -> dict[str, np.ndarray]:
+        """The simulation now in a recording's layout (`take_recording`, one frame): what a LeRobot
+        policy is fed, through the export's own feature mapping."""
+        return self.control_arrays([self.backend.control_frame()])  # type: ignore[attr-defined]
 
     def plan(
         self,
@@ -256,7 +297,9 @@ class ArmEnvironment:
             commands.append(cmds)
         return commands, infos, None
 
-    def execute(self, action: Action) -> StepResult:  # type: ignore[override]
+    def execute(self, action: Action | JointChunk) -> StepResult:  # type: ignore[override]
+        if isinstance(action, JointChunk):
+            return self._execute_joint_chunk(action)
         if len(action.chunk) > 1:
             return self._execute_chunk(action)
         commands, info, refused = self.plan(action, self._state, self._obs.joints_rad)
@@ -363,8 +406,87 @@ class ArmEnvironment:
             detail=outcome.detail,
         )
 
+    def _run_action(self) -> Outcome:
+        """The next queued joint-target action held for one control step (1/fps simulated s, on a
+        fixed schedule); with the queue empty the setpoint in force is held."""
+        fps = float(self._chunk_fps or 1.0)
+        now = self.time_s_now()
+        start = max(self._next_action_t, now)
+        self._next_action_t = start + 1.0 / fps
+        item = self._queue.pop()
+        if item is None:
+            self.backend.advance(self._next_action_t - now)
+            return Outcome("reached", "the queue was empty: the setpoint held")
+        commands = {
+            part: PartCommand(joints_rad=np.asarray(q, float), gripper=g)
+            for part, (q, g) in split_action(item[1], self.vector_layout()).items()
+        }
+        return self.backend.execute_setpoint(commands, self._next_action_t - now)  # type: ignore[attr-defined]
+
+    def _execute_joint_chunk(self, chunk: JointChunk) -> StepResult:
+        """Merge the chunk into the queue, then run queued actions until the queue is at or under
+        `chunk_size_threshold` x the chunk size (at least one): LeRobot's `RobotClient` loop, the
+        next observation going out at that point."""
+        self._chunk_fps = chunk.fps
+        dropped = self._queue.merge(chunk)
+        first = self._queue.executed
+        outcome, ran = Outcome("reached"), 0
+        while True:
+            outcome = self._run_action()
+            ran += 1
+            if outcome.status != "reached" or self._queue.ready_to_send(chunk.chunk_size_threshold):
+                break
+        self._obs = obs = self.backend.observe()
+        late = chunk.time_limit_s is not None and obs.time_s >= chunk.time_limit_s - 1e-9 and not obs.success
+        executed = {
+            "actions": ran,
+            "steps": [first, first + ran - 1],
+            "fps": chunk.fps,
+            "dropped": dropped,
+            "queued": len(self._queue),
+        }
+        summary = (
+            f"{ran} actions at {chunk.fps:g} Hz (steps {first}-{first + ran - 1}), {len(self._queue)} queued"
+        )
+        feedback = outcome.describe()
+        status: str = outcome.status
+        detail = outcome.detail
+        if late:
+            status, detail = "turn_limit", f"no success within {chunk.time_limit_s:g} simulated s"
+        return StepResult(
+            status=status,
+            feedback=feedback,
+            executed=summary,
+            success=bool(obs.success),
+            record={
+                "executed": executed,
+                "outcome": _outcome_json(outcome, [], steps=ran),
+                "sim_time_s": obs.time_s,
+                "success": obs.success,
+            },
+            end=late or outcome.status in ("stopped", "refused"),
+            detail=detail,
+        )
+
     def advance(self, duration_s: float) -> None:
-        self.backend.advance(duration_s)
+        """Realtime: time passes while the policy decides. Joint-target actions still queued keep
+        running at their rate meanwhile (LeRobot's client does not wait for the server); otherwise
+        the last command stays in force."""
+        if self._chunk_fps is None:
+            self.backend.advance(duration_s)
+            return
+        fps, end = self._chunk_fps, self.time_s_now() + duration_s
+        while max(self._next_action_t, self.time_s_now()) + 1.0 / fps <= end + 1e-9:
+            if self._run_action().status != "reached":
+                break
+        rest = end - self.time_s_now()
+        if rest > 1e-9:
+            self.backend.advance(rest)
+
+    def time_s_now(self) -> float:
+        """The simulation's clock now (the last observation's may be older)."""
+        data = getattr(self.backend, "data", None)
+        return float(data.time) if data is not None else self.time_s()
 
     def start_recording(self, fps: float | None) -> None:
         """Record the simulation at `fps` during every move (`--record-fps`); None stops."""
@@ -382,7 +504,10 @@ class ArmEnvironment:
         `.tool_pose` (x y z cm, roll pitch yaw rad: the state's, by the same FK), and with a gripper
         `.gripper`, `.command_gripper`; per camera `jpeg.<camera>` (the JPEGs, quality 95, joined)
         and `jpeg_end.<camera>` (where each ends). Empty when nothing was recorded."""
-        frames = self.backend.take_recording()  # type: ignore[attr-defined]
+        return self.control_arrays(self.backend.take_recording())  # type: ignore[attr-defined]
+
+    def control_arrays(self, frames: list[Any]) -> dict[str, np.ndarray]:
+        """`ControlFrame`s in `take_recording`'s layout (empty for no frames)."""
         if not frames:
             return {}
         out: dict[str, np.ndarray] = {"time_s": np.array([f.time_s for f in frames])}

@@ -497,7 +497,13 @@ class Episode:
         result.turns = turn
         reason = None
         try:
-            action = env.parse(reply.text)
+            if reply.command is None:
+                action = env.parse(reply.text)
+            else:  # a policy that speaks setpoints (LeRobot): only an environment that takes them
+                parse_command = getattr(env, "parse_command", None)
+                if parse_command is None:
+                    raise ActionError(f"this environment takes no setpoint commands ({type(env).__name__})")
+                action = parse_command(reply.command)
         except ActionError as exc:
             reason = str(exc)
         except Exception as exc:  # a parser bug: the reply stays in the log, the run goes on

@@ -12,6 +12,7 @@ works under `Episode.arun`: its blocking `act` runs in a thread, or inline when 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -32,6 +33,12 @@ class TurnContext:
     bare_json: bool = False
     """The prompt asks for the action as bare JSON, no reasoning (`--observation compact`): a
     scripted policy answers so."""
+    control: Callable[[], dict[str, Any]] | None = None
+    """The simulation now in a control recording's layout (`ArmEnvironment.current_control`), for a
+    policy trained on control-rate recordings (LeRobot); None where the environment cannot run
+    joint-target setpoints (it then takes no `PolicyReply.command`)."""
+    instruction: str = ""
+    """The task's instruction (a language-conditioned policy's input)."""
 
 
 @dataclass
@@ -59,6 +66,10 @@ class PolicyReply:
     info: dict[str, Any] = field(default_factory=dict)
     tokens: TokenTrace | None = None
     """The sampled token ids and log-probabilities, where the policy knows them (recorded per turn)."""
+    command: Any = None
+    """A structured command for the environment instead of a text action (a LeRobot policy's chunk
+    of joint targets: `Environment.parse_command` reads it). Only an in-process policy sets it; a
+    model's reply is always text, parsed by the protocol."""
 
 
 class Policy(Protocol):

@@ -215,19 +215,26 @@ def _control_layout(ep: dict[str, Any]) -> dict[str, Any]:
     if turn is None:
         return {}
     arrays = _load_control(ep, turn)
-    parts = sorted({k.split(".", 1)[0] for k in arrays if k.endswith(".joints_rad")})
     cams = {
         k.split(".", 1)[1]: tuple(_jpeg(arrays, k.split(".", 1)[1], 0).shape)
         for k in arrays
         if k.startswith("jpeg.")
     }
+    return arrays_layout(arrays) | {
+        "cameras": dict(sorted(cams.items())),
+        "robot": ep["header"].get("robot"),
+        "record_fps": float(ep["header"].get("record_fps") or 0),
+    }
+
+
+def arrays_layout(arrays: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Parts (sorted: the order of every vector), joints per part and which parts have a gripper,
+    from a control recording's arrays (`ArmEnvironment.take_recording`'s layout)."""
+    parts = sorted({k.split(".", 1)[0] for k in arrays if k.endswith(".joints_rad")})
     return {
         "parts": parts,
         "joints": {p: int(arrays[f"{p}.joints_rad"].shape[1]) for p in parts},
         "gripper": {p: f"{p}.gripper" in arrays for p in parts},
-        "cameras": dict(sorted(cams.items())),
-        "robot": ep["header"].get("robot"),
-        "record_fps": float(ep["header"].get("record_fps") or 0),
     }
 
 
@@ -240,13 +247,68 @@ def _load_control(ep: dict[str, Any], turn: dict[str, Any]) -> dict[str, np.ndar
         raise ExportError(f"{path}: missing or unreadable control recording ({exc})") from exc
 
 
-def _jpeg(arrays: dict[str, np.ndarray], cam: str, i: int) -> np.ndarray:
-    import cv2  # heavy: cv2
-
+def jpeg_bytes(arrays: dict[str, np.ndarray], cam: str, i: int) -> bytes:
+    """Camera `cam`'s JPEG of recorded frame i, as recorded (quality 95)."""
     ends = arrays[f"jpeg_end.{cam}"]
     start = int(ends[i - 1]) if i > 0 else 0
-    bgr = cv2.imdecode(arrays[f"jpeg.{cam}"][start : int(ends[i])], cv2.IMREAD_COLOR)
+    return arrays[f"jpeg.{cam}"][start : int(ends[i])].tobytes()
+
+
+def decode_jpeg(data: bytes) -> np.ndarray:
+    """A recorded JPEG as H x W x 3 uint8 RGB (what the dataset's frames hold): the export and the
+    LeRobot policy server (`pear_agent.lerobot_server`) decode alike. ValueError if unreadable."""
+    import cv2  # heavy: cv2
+
+    bgr = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    if bgr is None:
+        raise ValueError("not a readable JPEG image")
     return np.ascontiguousarray(bgr[..., ::-1])
+
+
+def _jpeg(arrays: dict[str, np.ndarray], cam: str, i: int) -> np.ndarray:
+    return decode_jpeg(jpeg_bytes(arrays, cam, i))
+
+
+def control_vectors(arrays: dict[str, np.ndarray], layout: dict[str, Any], i: int) -> dict[str, np.ndarray]:
+    """The vector features of recorded frame i: `observation.state` (per part the joints, then the
+    gripper opening), `observation.velocity`, `observation.tool_pose` and `action` (the setpoint:
+    joint targets, then the gripper command). One mapping for the export and for a LeRobot policy
+    run through pear-agent's tasks (`pear_agent.policies.lerobot`), so a policy is fed what it was
+    trained on; `split_action` is its inverse for `action`."""
+    state, vel, act, pose = [], [], [], []
+    for p in layout["parts"]:
+        state += list(arrays[f"{p}.joints_rad"][i])
+        act += list(arrays[f"{p}.command_joints_rad"][i])
+        if layout["gripper"][p]:
+            state.append(float(arrays[f"{p}.gripper"][i]))
+            act.append(float(arrays[f"{p}.command_gripper"][i]))
+        vel += list(arrays[f"{p}.velocity_rad_s"][i])
+        pose += list(arrays[f"{p}.tool_pose"][i])
+    return {
+        "observation.state": np.asarray(state, dtype=np.float32),
+        "observation.velocity": np.asarray(vel, dtype=np.float32),
+        "observation.tool_pose": np.asarray(pose, dtype=np.float32),
+        "action": np.asarray(act, dtype=np.float32),
+    }
+
+
+def split_action(action: Any, layout: dict[str, Any]) -> dict[str, tuple[np.ndarray, float | None]]:
+    """An `action` vector back into per part (joint targets, gripper command or None): the inverse
+    of `control_vectors`' `action`. ValueError when its length does not fit the layout."""
+    vec = np.asarray(action, dtype=float).reshape(-1)
+    need = sum(layout["joints"][p] + int(layout["gripper"][p]) for p in layout["parts"])
+    if vec.size != need:
+        raise ValueError(f"an action of {vec.size} values; this robot's has {need}")
+    out: dict[str, tuple[np.ndarray, float | None]] = {}
+    k = 0
+    for p in layout["parts"]:
+        n = layout["joints"][p]
+        joints, k = vec[k : k + n], k + n
+        grip = None
+        if layout["gripper"][p]:
+            grip, k = float(vec[k]), k + 1
+        out[p] = (joints, grip)
+    return out
 
 
 def control_features(layout: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -312,20 +374,7 @@ def control_frames(ep: dict[str, Any], layout: dict[str, Any], stride: int) -> l
             k += 1
             if (k - 1) % stride:
                 continue
-            state, vel, act, pose = [], [], [], []
-            for p in layout["parts"]:
-                state += list(arrays[f"{p}.joints_rad"][i])
-                act += list(arrays[f"{p}.command_joints_rad"][i])
-                if layout["gripper"][p]:
-                    state.append(float(arrays[f"{p}.gripper"][i]))
-                    act.append(float(arrays[f"{p}.command_gripper"][i]))
-                vel += list(arrays[f"{p}.velocity_rad_s"][i])
-                pose += list(arrays[f"{p}.tool_pose"][i])
-            frame: dict[str, Any] = {
-                "observation.state": np.asarray(state, dtype=np.float32),
-                "observation.velocity": np.asarray(vel, dtype=np.float32),
-                "observation.tool_pose": np.asarray(pose, dtype=np.float32),
-                "action": np.asarray(act, dtype=np.float32),
+            frame: dict[str, Any] = control_vectors(arrays, layout, i) | {
                 "turn.ee_delta": np.asarray(_ee_delta(turn, layout, arrays, i), dtype=np.float32),
                 "sim_time_s": np.asarray([arrays["time_s"][i]], dtype=np.float32),
             }

@@ -257,21 +257,41 @@ class MujocoBackend:
         d = self.data
         while self._next_record_t <= d.time + 1e-9:  # a step longer than the period records once
             self._next_record_t += self._record_period_s
-        self._recorded.append(
-            ControlFrame(
-                time_s=float(d.time),
-                joints_rad={n: d.qpos[io.qadr].copy() for n, io in self.parts.items()},
-                joint_velocity_rad_s={n: d.qvel[io.dadr].copy() for n, io in self.parts.items()},
-                gripper={n: io.gripper_opening(d) for n, io in self.parts.items() if io.gripper},
-                command_joints_rad={n: d.ctrl[io.act].copy() for n, io in self.parts.items()},
-                command_gripper={n: io.gripper_command(d) for n, io in self.parts.items() if io.gripper},
-                images=(
-                    {name: self.render(name) for name, c in self.robot.cameras.items() if c.sim}
-                    if self.render_enabled
-                    else {}
-                ),
-            )
+        self._recorded.append(self.control_frame())
+
+    def control_frame(self) -> ControlFrame:
+        """The simulation now, as a recorded frame holds it (what a LeRobot policy is fed)."""
+        d = self.data
+        return ControlFrame(
+            time_s=float(d.time),
+            joints_rad={n: d.qpos[io.qadr].copy() for n, io in self.parts.items()},
+            joint_velocity_rad_s={n: d.qvel[io.dadr].copy() for n, io in self.parts.items()},
+            gripper={n: io.gripper_opening(d) for n, io in self.parts.items() if io.gripper},
+            command_joints_rad={n: d.ctrl[io.act].copy() for n, io in self.parts.items()},
+            command_gripper={n: io.gripper_command(d) for n, io in self.parts.items() if io.gripper},
+            images=(
+                {name: self.render(name) for name, c in self.robot.cameras.items() if c.sim}
+                if self.render_enabled
+                else {}
+            ),
         )
+
+    def execute_setpoint(self, commands: dict[str, PartCommand], duration_s: float) -> Outcome:
+        """Hold `commands` as the controller's setpoint for `duration_s` simulated seconds: the joint
+        targets (clipped to the joint limits) and the gripper commands straight into the actuators,
+        as a recorded frame's `action` holds them (a LeRobot policy's action at its control rate)."""
+        d = self.data
+        if self._stopped:
+            return Outcome("stopped", "the robot was stopped; no further motion")
+        start_t = float(d.time)
+        for name, cmd in commands.items():
+            io = self.parts[name]
+            if cmd.joints_rad is not None:
+                d.ctrl[io.act] = np.clip(np.asarray(cmd.joints_rad, float), io.lower, io.upper)
+            if cmd.gripper is not None:
+                io.set_gripper(d, float(np.clip(cmd.gripper, 0.0, 1.0)))
+        self.advance(duration_s)
+        return Outcome("reached", "", float(d.time) - start_t)
 
     def stop(self) -> None:
         """Hold the current pose: setpoints become the measured joints."""
