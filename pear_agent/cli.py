@@ -56,12 +56,16 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
         LeRobotSettings,
         check_checkpoint,
         checkpoint_of,
+        server_for,
     )
 
     checkpoint = checkpoint_of(args.policy)
     if checkpoint is not None:
         try:
-            return LeRobotPolicy(check_checkpoint(checkpoint), from_args(LeRobotSettings, args))
+            settings = from_args(LeRobotSettings, args)
+            path = check_checkpoint(checkpoint)
+            server_for(path, settings)  # a checkpoint LeRobot cannot load: one line now
+            return LeRobotPolicy(path, settings)
         except LeRobotError as exc:
             raise CliError(str(exc)) from None
     if args.policy == "replay":

@@ -20,10 +20,11 @@ line with one answer line until its input closes.
   `{"error": "..."}` (the server keeps serving).
 
 Images travel as JPEG because the recordings the policy was trained on hold JPEG (quality 95)
-before the dataset's video: the policy sees the same compression, at ~25 KB a 256x256 frame instead
-of 196 KB raw. LeRobot's own async server (`lerobot.async_inference.policy_server`) speaks gRPC with
-pickled LeRobot objects both ways, so its client must import lerobot; this one's client
-(`pear_agent.policies.lerobot`) needs only the standard library and numpy.
+before the dataset's video: the policy sees the same compression, and a frame is a small part of
+its raw size (256 x 256 x 3 = 196 KB). LeRobot's own async server
+(`lerobot.async_inference.policy_server`) speaks gRPC with pickled LeRobot objects both ways, so its
+client must import lerobot; this one's client (`pear_agent.policies.lerobot`) needs only the
+standard library and numpy.
 
 Imports: the standard library, numpy, torch, lerobot and `pear_agent.records.export_lerobot`'s JPEG
 decoder (cv2), all present in `.venv-lerobot`; nothing of the core environment's.
@@ -95,7 +96,7 @@ class Server:
         import numpy as np  # optional: numpy (the server's side)
         import torch  # optional: torch
 
-        from pear_agent.records.export_lerobot import decode_jpeg
+        from pear_agent.records.export_lerobot import decode_jpeg  # heavy: cv2
 
         t0 = time.perf_counter()
         obs: dict[str, Any] = {}

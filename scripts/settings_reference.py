@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT))
 PAGE = ROOT / "docs" / "settings-reference.md"
 
 from pear_agent.loop.episode import EpisodeConfig  # noqa: E402
+from pear_agent.policies.lerobot import LeRobotSettings  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
 from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402
@@ -75,6 +76,11 @@ def render() -> str:
         "## The model client (`pear_agent.policies.model_settings.ModelSettings`): `run`, `bench`",
         "",
         *_cli_table(ModelSettings),
+        "",
+        "## A LeRobot policy (`pear_agent.policies.lerobot.LeRobotSettings`): `run`, `bench` "
+        "with `--policy lerobot:CHECKPOINT`",
+        "",
+        *_cli_table(LeRobotSettings),
         "",
         "## The environment families' own options (`Family.options_type`)",
         "",

@@ -54,6 +54,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         LeRobotSettings,
         check_checkpoint,
         checkpoint_of,
+        close_servers,
         lerobot_loop,
         server_for,
     )
@@ -94,6 +95,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
             server_for(path, lerobot)
         except LeRobotError as exc:
             raise ValueError(str(exc)) from None
+        if args.workers > 1 or args.ray_address:  # each worker starts its own: this one would idle
+            close_servers()
         policy = {"kind": "lerobot", "checkpoint": path, "settings": asdict(lerobot)}
     else:
         missing = [t for t in tasks if not family_of(t).has_default_policy(t)]

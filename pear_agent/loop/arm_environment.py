@@ -445,9 +445,8 @@ class ArmEnvironment:
             "dropped": dropped,
             "queued": len(self._queue),
         }
-        summary = (
-            f"{ran} actions at {chunk.fps:g} Hz (steps {first}-{first + ran - 1}), {len(self._queue)} queued"
-        )
+        what = f"{ran} action{'s' if ran != 1 else ''} at {chunk.fps:g} Hz"
+        summary = f"{what} (steps {first}-{first + ran - 1}), {len(self._queue)} queued"
         feedback = outcome.describe()
         status: str = outcome.status
         detail = outcome.detail
