@@ -58,6 +58,12 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--test-seeds", default="0-49", help="held-out seeds (the recording uses 1000 on)")
     ap.add_argument("--episode-s", type=float, default=15.0, help="the policy's --lerobot-episode-s")
+    ap.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        help="the policy's --chunk-size-threshold (0: a whole chunk runs before the next request, as ACT)",
+    )
     ap.add_argument("--pear-agent", default=f"{sys.executable} -m pear_agent.cli")
     ap.add_argument("--lerobot-venv", default=".venv-lerobot")
     return ap.parse_args()
@@ -94,8 +100,8 @@ def commands(a: argparse.Namespace) -> dict[str, list[str]]:
         "train": [" ".join(train) + f" > {root}/train.log 2>&1"],
         "bench": [
             f"{pa} bench {bench} --out {root}/expert-bench",
-            f"{pa} bench --policy lerobot:{ckpt} --lerobot-episode-s {a.episode_s:g} {bench} "
-            f"--out {root}/act-bench",
+            f"{pa} bench --policy lerobot:{ckpt} --lerobot-episode-s {a.episode_s:g} "
+            f"--chunk-size-threshold {a.threshold:g} {bench} --out {root}/act-bench",
             f"{pa} compare {root}/expert-bench {root}/act-bench > {root}/compare.txt",
         ],
     }
