@@ -86,7 +86,8 @@ def commands(a: argparse.Namespace) -> dict[str, list[str]]:
         f"--batch_size={a.batch_size} --steps={a.steps} --save_freq={a.save_every or a.steps} --log_freq=10",
         f"--num_workers={a.train_workers} --seed=1 --wandb.enable=false --output_dir={root}/act",
     ]
-    bench = f"--tasks pick_cube --seeds {a.test_seeds} --robot {robot} --no-video --quiet --workers {a.workers}"
+    bench = f"--tasks pick_cube --seeds {a.test_seeds} --robot {robot} --no-video --quiet"
+    bench += f" --workers {a.workers}"
     return {
         "robot": [
             f"mkdir -p {root} && sed 's/width: 256/width: {a.px}/; s/height: 256/height: {a.px}/' "
