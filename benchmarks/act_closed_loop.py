@@ -55,7 +55,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--dim-model", type=int, default=256)
     ap.add_argument("--lr", type=float, default=1e-4, help="optimizer_lr and optimizer_lr_backbone")
     ap.add_argument("--train-workers", type=int, default=1, help="lerobot-train --num_workers")
-    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--device", default="cpu", help="torch device of the training and of the policy server")
     ap.add_argument("--test-seeds", default="0-49", help="held-out seeds (the recording uses 1000 on)")
     ap.add_argument("--episode-s", type=float, default=15.0, help="the policy's --lerobot-episode-s")
     ap.add_argument(
@@ -102,7 +102,7 @@ def commands(a: argparse.Namespace) -> dict[str, list[str]]:
         "bench": [
             f"{pa} bench {bench} --out {root}/expert-bench",
             f"{pa} bench --policy lerobot:{ckpt} --lerobot-episode-s {a.episode_s:g} "
-            f"--chunk-size-threshold {a.threshold:g} {bench} --out {root}/act-bench",
+            f"--chunk-size-threshold {a.threshold:g} --lerobot-device {a.device} {bench} --out {root}/act-bench",
             f"{pa} compare {root}/expert-bench {root}/act-bench > {root}/compare.txt",
         ],
     }
