@@ -102,7 +102,8 @@ def commands(a: argparse.Namespace) -> dict[str, list[str]]:
         "bench": [
             f"{pa} bench {bench} --out {root}/expert-bench",
             f"{pa} bench --policy lerobot:{ckpt} --lerobot-episode-s {a.episode_s:g} "
-            f"--chunk-size-threshold {a.threshold:g} --lerobot-device {a.device} {bench} --out {root}/act-bench",
+            f"--chunk-size-threshold {a.threshold:g} --lerobot-device {a.device} {bench} "
+            f"--out {root}/act-bench",
             f"{pa} compare {root}/expert-bench {root}/act-bench > {root}/compare.txt",
         ],
     }
