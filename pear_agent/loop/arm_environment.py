@@ -436,6 +436,8 @@ class ArmEnvironment:
             ran += 1
             if outcome.status != "reached" or self._queue.ready_to_send(chunk.chunk_size_threshold):
                 break
+            if chunk.time_limit_s is not None and self.time_s_now() >= chunk.time_limit_s - 1e-9:
+                break  # the episode's time is up: the rest of the queue is not run
         self._obs = obs = self.backend.observe()
         late = chunk.time_limit_s is not None and obs.time_s >= chunk.time_limit_s - 1e-9 and not obs.success
         executed = {
