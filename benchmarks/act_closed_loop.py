@@ -184,6 +184,13 @@ def checkpoint_step(last: Path) -> int | None:
         return None
 
 
+def steps_done(path: Path) -> int | None:
+    """The steps the trainer finished: its progress bar's last `N/total` (a stop by the clock falls
+    between two logged steps)."""
+    found = re.findall(r"\|\s*(\d+)/\d+ \[", path.read_text()) if path.exists() else []
+    return int(found[-1]) if found else None
+
+
 def du_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
@@ -222,6 +229,7 @@ def main() -> None:
         },
         "training": {
             "logged": log,
+            "steps_done": steps_done(root / "train.log"),
             "first_loss": log[0]["loss"] if log else None,
             "last_loss": log[-1]["loss"] if log else None,
             "checkpoint": str(root / "act" / "checkpoints" / "last" / "pretrained_model"),

@@ -68,6 +68,9 @@ def test_train_log_parses_lerobot_lines(tmp_path: Path) -> None:
     assert rows[0]["loss"] == pytest.approx(79.358) and rows[1]["update_s"] == pytest.approx(0.540)
     assert rows[1]["data_s"] == pytest.approx(0.088) and rows[1]["grad_norm"] == pytest.approx(44.13)
     assert acl.train_log(tmp_path / "missing.log") == []
+    bar = "Training:   0%|   | 21/5000 [03:26<19:51:32, 14.35s/step]\rTraining:   0%|  | 22/5000 [03:40<1"
+    log.write_text(TRAIN_LOG + bar)
+    assert acl.steps_done(log) == 22 and acl.steps_done(tmp_path / "missing.log") is None
 
 
 def test_episodes_keeps_the_last_line_per_episode(tmp_path: Path) -> None:
