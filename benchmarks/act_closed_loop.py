@@ -145,7 +145,29 @@ def episodes(bench_dir: Path) -> list[dict[str, Any]]:
         rows[r["key"]] = {k: r.get(k) for k in keep}
         lat = r.get("latencies_s") or []
         rows[r["key"]]["latency_median_s"] = sorted(lat)[len(lat) // 2] if lat else None
+        rows[r["key"]] |= tool_path(bench_dir / str(r.get("run_dir") or ""))
     return sorted(rows.values(), key=lambda r: r["seed"])
+
+
+def tool_path(run_dir: Path) -> dict[str, Any]:
+    """Where the arm's tool went (the turns' logged states, cm): its lowest point and its last one,
+    and the last gripper opening: what a failed episode did."""
+    log = run_dir / "episode.jsonl"
+    if not log.is_file():
+        return {}
+    arms = []
+    for line in log.read_text().splitlines():
+        rec = json.loads(line)
+        if rec.get("kind") == "turn" and "arm" in (rec.get("state") or {}):
+            arms.append(rec["state"]["arm"])
+    if not arms:
+        return {}
+    low = min(arms, key=lambda a: a["position"][2])
+    return {
+        "lowest_tool_cm": low["position"],
+        "last_tool_cm": arms[-1]["position"],
+        "last_gripper": arms[-1]["gripper"],
+    }
 
 
 def train_log(path: Path, log_freq: int = 10) -> list[dict[str, Any]]:

@@ -92,7 +92,19 @@ def test_episodes_keeps_the_last_line_per_episode(tmp_path: Path) -> None:
         {"key": "pick_cube/s1", "seed": 1, "success": True, "end_reason": "success", "latencies_s": [0.3]},
     ]
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    (tmp_path / "ep0").mkdir()
+    lines[1]["run_dir"] = "ep0"
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    turns = [
+        {"kind": "turn", "state": {"arm": {"position": [50, 0, z], "gripper": g}}}
+        for z, g in ((30, 1), (2, 1), (15, 0))
+    ]
+    (tmp_path / "ep0" / "episode.jsonl").write_text(
+        "".join(json.dumps(t) + "\n" for t in [{"kind": "header"}, *turns])
+    )
     eps = acl.episodes(tmp_path)
+    assert eps[0]["lowest_tool_cm"] == [50, 0, 2] and eps[0]["last_tool_cm"] == [50, 0, 15]
+    assert eps[0]["last_gripper"] == 0 and "lowest_tool_cm" not in eps[1]
     assert [(e["seed"], e["success"]) for e in eps] == [(0, True), (1, True)]
     assert eps[0]["latency_median_s"] == pytest.approx(0.2)
     assert acl.episodes(tmp_path / "none") == []
