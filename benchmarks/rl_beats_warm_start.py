@@ -72,6 +72,28 @@ def paired(a: list[dict], b: list[dict]) -> dict:
     }
 
 
+def seed_range(text: str) -> range:
+    """`A-B` (inclusive) -> range(A, B + 1): the held-out test seeds, outside the training split
+    (teacher flights and GRPO draw seeds from 0-9,999, so those would not be held out)."""
+    from pear_agent.train.mix import SPLITS
+
+    parts = text.split("-")
+    if len(parts) != 2 or not all(x.strip().isdigit() for x in parts):
+        raise argparse.ArgumentTypeError(
+            f"seed range {text!r}: expected A-B, two whole numbers, e.g. 20000-20127"
+        )
+    a, b = (int(x) for x in parts)
+    if a > b:
+        raise argparse.ArgumentTypeError(f"seed range {text!r}: the first seed is above the last")
+    lo, hi = SPLITS["train"]
+    if a < hi and b >= lo:
+        raise argparse.ArgumentTypeError(
+            f"seed range {text!r} overlaps the training seeds {lo}-{hi - 1}: not held out "
+            "(the test split is 20000-20999, validation 10000-10999)"
+        )
+    return range(a, b + 1)
+
+
 def how_far(report: dict, args: argparse.Namespace) -> str:
     """One line: the phases done and the one under way, for a run stopped anywhere."""
     parts = []
@@ -112,7 +134,31 @@ def main() -> int:
     ap.add_argument(
         "--teacher", type=int, default=4, help="teacher flights: few, so the warm start is not at the ceiling"
     )
-    ap.add_argument("--test", type=int, default=48, help="paired held-out test seeds")
+    ap.add_argument(
+        "--test", type=int, default=48, help="paired held-out test seeds (the test split's first N)"
+    )
+    ap.add_argument(
+        "--test-seeds",
+        type=seed_range,
+        default=None,
+        metavar="A-B",
+        help="the held-out test seeds, inclusive (e.g. 20000-20127; replaces --test)",
+    )
+    ap.add_argument(
+        "--temperature", type=float, default=None, help="GRPO's sampling temperature (default: the recipe's)"
+    )
+    ap.add_argument(
+        "--eval-temperature",
+        type=float,
+        default=None,
+        help="the test flights' temperature, both models (default: the training one; 0: greedy)",
+    )
+    ap.add_argument(
+        "--sampling-seed",
+        type=int,
+        default=0,
+        help="test flights sample with this seed, the test seed and the turn: both models, any range",
+    )
     ap.add_argument("--grpo-steps", type=int, default=30)
     ap.add_argument("--groups", type=int, default=4, help="groups per GRPO step")
     ap.add_argument("--group-size", type=int, default=8)
@@ -133,13 +179,16 @@ def main() -> int:
     from pear_agent.train.config import load_recipe
     from pear_agent.train.evaluate import eval_draws, evaluate, summarize
     from pear_agent.train.grpo import GRPOTrainer
+    from pear_agent.train.mix import Draw
     from pear_agent.train.sft import peak_rss_mb, run_sft
     from pear_agent.train.teacher import collect_teacher
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    report: dict = {"args": vars(args), "machine": machine()}
+    seeds = args.test_seeds
+    shown = {"test_seeds": f"{seeds[0]}-{seeds[-1]}" if seeds else None}  # as typed, not a range object
+    report: dict = {"args": vars(args) | shown, "machine": machine()}
     path = out / "rl_beats_warm_start.json"
 
     budget_s = args.budget_min * 60 if args.budget_min else None
@@ -182,14 +231,39 @@ def main() -> int:
         f"eval.tasks=['{args.task}']",
         *([f"grpo.learning_rate={args.lr}"] if args.lr else []),
         *([f"grpo.max_turns={args.max_turns}"] if args.max_turns else []),
+        *([f"grpo.temperature={args.temperature}"] if args.temperature else []),
         *([f"model.name={args.model}"] if args.model else []),
         *args.set,
     ]
     recipe = load_recipe(args.recipe, args.profile or None, sets)
     report["recipe"] = recipe.model_dump(exclude={"profiles"})
-    draws = eval_draws(recipe, "test", args.test)
-    draws = [d for d in draws if d.task == args.task][: args.test]
+    if args.test_seeds is not None:
+        draws = [Draw(args.task, seed, 0) for seed in args.test_seeds]
+    else:
+        draws = eval_draws(recipe, "test", args.test)
+        draws = [d for d in draws if d.task == args.task][: args.test]
+    eval_t = recipe.grpo.temperature if args.eval_temperature is None else args.eval_temperature
+    report["test_design"] = {
+        "seeds": [draws[0].seed, draws[-1].seed] if draws else [],
+        "episodes": len(draws),
+        "temperature": eval_t,
+        "training_temperature": recipe.grpo.temperature,
+        "sampling_seed": args.sampling_seed,
+        "as": "greedy" if eval_t == 0 else f"sampled at T = {eval_t:g}, seed per test seed and turn",
+    }
     save()
+
+    def fly(model_name: str, name: str) -> list[dict]:
+        """Both models on the same seeds, each flight sampling from (sampling seed, test seed, turn)."""
+        return evaluate(
+            model_name,
+            draws,
+            recipe,
+            out / f"test_{name}.jsonl",
+            temperature=eval_t,
+            log=log,
+            sampling_seed=args.sampling_seed,
+        )
 
     # 1. the warm start, on few teacher flights
     if args.sft_checkpoint:
@@ -219,7 +293,8 @@ def main() -> int:
 
     # 2. the warm start on the held-out test seeds (the same seeds the GRPO checkpoint flies)
     t = time.perf_counter()
-    warm = evaluate(str(sft_out), draws, recipe, out / "test_warm.jsonl", log=log)
+    report["load_before_test_warm"] = machine()["loadavg_1_5_15"]
+    warm = fly(str(sft_out), "warm")
     report["test_warm"] = summarize(warm) | {"seconds": time.perf_counter() - t}
     report.pop("test_warm_so_far", None)
     log(f"warm start on test: {report['test_warm']}")
@@ -238,8 +313,9 @@ def main() -> int:
         test_s = report["test_warm"]["seconds"]
         with (trainer.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
             for s in range(n):
-                # the next step and the test flights of its checkpoint must fit in what is left
-                need_s = (report["grpo"][-1]["step_s"] if report["grpo"] else 0.0) + 1.1 * test_s + 60
+                # the next step and the test flights of its checkpoint must fit in what is left (its flights
+                # may last longer than the warm start's: a flight that no longer fails early flies on)
+                need_s = (report["grpo"][-1]["step_s"] if report["grpo"] else 0.0) + 1.5 * test_s + 60
                 if left_s() < need_s:
                     report["stopped"] = (
                         f"budget: {left_s() / 60:.1f} min left before step {s + 1}, "
@@ -280,10 +356,12 @@ def main() -> int:
 
     # 4. the GRPO checkpoint on the same test seeds; the paired test
     t = time.perf_counter()
-    rl = evaluate(str(ckpt), draws, recipe, out / "test_grpo.jsonl", log=log)
+    report["load_before_test_grpo"] = machine()["loadavg_1_5_15"]
+    rl = fly(str(ckpt), "grpo")
     report["test_grpo"] = summarize(rl) | {"seconds": time.perf_counter() - t}
     report.pop("test_grpo_so_far", None)
     report["grpo_vs_warm"] = paired(rl, warm)
+    report["machine_end"] = machine()
     report["grpo_beats_warm"] = (
         report["grpo_vs_warm"]["a_only"] > report["grpo_vs_warm"]["b_only"]
         and report["grpo_vs_warm"]["mcnemar_p"] < 0.05
