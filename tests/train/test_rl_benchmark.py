@@ -66,3 +66,23 @@ def test_test_seed_ranges_parse_and_training_seeds_are_refused(monkeypatch):
                      ("9990-10010", "overlaps the training seeds")):  # fmt: skip
         with pytest.raises(argparse.ArgumentTypeError, match=why):
             mod.seed_range(bad)
+
+
+def test_grpo_batching_flies_the_compact_observation_when_asked(tmp_path):
+    """`benchmarks/grpo_batching.py --observation compact` (issue 38 item 4): the option reaches the
+    flights (the tiny model, one turn): the compact prompt feeds far fewer prompt tokens than the
+    default one, and the raw results say which prompt was measured."""
+
+    def fed(observation: str) -> dict:
+        env = os.environ | {"PEAR_BENCH_SAVE": "0", "PYTHONPATH": str(REPO), "MUJOCO_GL": "egl"}
+        script = str(REPO / "benchmarks" / "grpo_batching.py")
+        cmd = [sys.executable, script, "--model", "tiny", "--max-turns", "1", "--max-new-tokens", "4",
+               "--order", "8", "--observation", observation]  # fmt: skip
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    compact, state = fed("compact"), fed("state")
+    assert compact["observation"] == "compact" and state["observation"] == "state"
+    tokens = [r["runs"]["8"][0]["generator"]["prefill_tokens"] for r in (compact, state)]
+    assert tokens[0] < 0.6 * tokens[1], tokens
