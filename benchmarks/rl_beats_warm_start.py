@@ -11,7 +11,8 @@ range (`--test-seeds A-B`, inclusive, outside the training seeds 0-9,999). The e
 
 CPU, issue 38 (SmolLM2-135M, the roadster_study recipe's cpu profile, the compact observation;
 6 teacher flights and 6 warm-start steps land about half of the light ramp flips as sampled at
-T = 1 on validation seeds 10000-10063, 32 of 64: room both ways). About 40 minutes on 2 cores:
+T = 1 on validation seeds 10000-10063, 32 of 64: room both ways). 35.1 and 33.7 minutes on 2
+cores (test seeds 20000-20063 and 20500-20563; docs/training.md has the figures):
 
     PEAR_BENCH_TAG=issue38-seeds20000 python benchmarks/rl_beats_warm_start.py \
         --out runs/rl-vs-warm-20000 --task roadster_ramp_flip:light --teacher 6 \
