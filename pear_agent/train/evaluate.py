@@ -50,11 +50,15 @@ def evaluate(
     loaded: tuple[Any, Any] | None = None,
     append: bool = False,
     in_flight: int | None = None,
+    sampling_seed: int | None = None,
 ) -> list[dict[str, Any]]:
     """Greedy episodes (temperature 0 by default) of a model; one result line per episode.
     `loaded`: the (model, tokenizer) already in memory; `append`: add to the results file;
     `in_flight`: episodes flown at once, their turns decoded together by one batched generator
-    (`train.batched`, on the model's device: the GPU when there is one); None: all of them."""
+    (`train.batched`, on the model's device: the GPU when there is one); None: all of them.
+    `sampling_seed`: at a temperature above 0, every flight samples from (this seed, its episode
+    seed, the turn), so two models, or two runs over ranges that share a seed, draw that seed's
+    flight from the same stream; None: the seed is the flight's index in `draws`."""
     from pear_agent.train.batched import BatchedGenerator  # optional: torch
 
     model, tok = loaded or load_model(model_name, dtype=recipe.model.dtype)
@@ -77,7 +81,7 @@ def evaluate(
             temperature=temperature,
             max_new_tokens=recipe.model.max_new_tokens,
             name=f"local:{model_name}",
-            seed=job.index_in_group,
+            seed=job.index_in_group if sampling_seed is None else sampling_seed,
             generator=gen,
         )
 

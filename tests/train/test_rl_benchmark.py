@@ -48,3 +48,41 @@ def test_a_spent_budget_stops_before_grpo_and_the_raw_file_says_how_far(tiny_mod
     assert report["how_far"].startswith("teacher: 1 of 1 flights kept; warm start: done")
     assert "GRPO: 0 of 2 steps" in report["how_far"] and "stopped (budget:" in report["how_far"]
     assert report["args"]["model"] == tiny_model_dir and report["recipe"]["model"]["name"] == tiny_model_dir
+
+
+def test_test_seed_ranges_parse_and_training_seeds_are_refused(monkeypatch):
+    import argparse
+    import importlib.util
+
+    import pytest
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))  # the script imports _common beside it
+    spec = importlib.util.spec_from_file_location("rl_bench", REPO / "benchmarks" / "rl_beats_warm_start.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.seed_range("20000-20127") == range(20000, 20128)
+    assert mod.seed_range("10000-10000") == range(10000, 10001)
+    for bad, why in (("20000", "expected A-B"), ("a-b", "expected A-B"), ("20100-20000", "above the last"),
+                     ("9990-10010", "overlaps the training seeds")):  # fmt: skip
+        with pytest.raises(argparse.ArgumentTypeError, match=why):
+            mod.seed_range(bad)
+
+
+def test_grpo_batching_flies_the_compact_observation_when_asked(tmp_path):
+    """`benchmarks/grpo_batching.py --observation compact` (issue 38 item 4): the option reaches the
+    flights (the tiny model, one turn): the compact prompt feeds far fewer prompt tokens than the
+    default one, and the raw results say which prompt was measured."""
+
+    def fed(observation: str) -> dict:
+        env = os.environ | {"PEAR_BENCH_SAVE": "0", "PYTHONPATH": str(REPO), "MUJOCO_GL": "egl"}
+        script = str(REPO / "benchmarks" / "grpo_batching.py")
+        cmd = [sys.executable, script, "--model", "tiny", "--max-turns", "1", "--max-new-tokens", "4",
+               "--order", "8", "--observation", observation]  # fmt: skip
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+        assert out.returncode == 0, out.stderr[-2000:]
+        return json.loads(out.stdout.strip().splitlines()[-1])
+
+    compact, state = fed("compact"), fed("state")
+    assert compact["observation"] == "compact" and state["observation"] == "state"
+    tokens = [r["runs"]["8"][0]["generator"]["prefill_tokens"] for r in (compact, state)]
+    assert tokens[0] < 0.6 * tokens[1], tokens
