@@ -31,13 +31,13 @@ cache for `--profile ''`). SmolLM2-135M, sized to show the paired effect:
 
     PEAR_BENCH_TAG=issue27-gpu python benchmarks/rl_beats_warm_start.py --out runs/rl-vs-warm-gpu \
         --task roadster_kickflip:light --teacher 8 --test 96 --grpo-steps 30 --groups 4 --group-size 8 \
-        --lr 3e-4 --budget-min 50
+        --lr 3e-4 --budget-min 50 --eval-temperature 0
 
 The study's model (`--profile ''` keeps the recipe's Qwen3-4B):
 
     PEAR_BENCH_TAG=issue27-gpu-4b python benchmarks/rl_beats_warm_start.py --profile '' \
         --out runs/rl-vs-warm-gpu --task roadster_kickflip:storm --teacher 16 --test 192 \
-        --grpo-steps 60 --groups 16 --group-size 8
+        --grpo-steps 60 --groups 16 --group-size 8 --eval-temperature 0
 
 A partial run is a figure: the raw results (`benchmarks/results/rl_beats_warm_start-<tag>.json`,
 the format of `_common.emit`, and `<out>/rl_beats_warm_start.json`) are rewritten after the warm
@@ -193,6 +193,7 @@ def main() -> int:
     from pear_agent.train.config import load_recipe
     from pear_agent.train.evaluate import eval_draws, evaluate, summarize
     from pear_agent.train.grpo import GRPOTrainer
+    from pear_agent.train.metrics_log import MetricsLog
     from pear_agent.train.mix import Draw
     from pear_agent.train.sft import peak_rss_mb, run_sft
     from pear_agent.train.teacher import collect_teacher
@@ -325,7 +326,9 @@ def main() -> int:
         report["grpo"] = []
         n = args.grpo_steps
         test_s = report["test_warm"]["seconds"]
-        with (trainer.out / "metrics.jsonl").open("a", encoding="utf-8") as f:
+        # the trainer's own per-step writer, as `train grpo` has it: `tensorboard --logdir <out>/grpo`
+        board = MetricsLog(trainer.out, recipe.logging.report_to, config=recipe.model_dump(), log=log)
+        with (trainer.out / "metrics.jsonl").open("a", encoding="utf-8") as f, board:
             for s in range(n):
                 # the next step and the test flights of its checkpoint must fit in what is left (its flights
                 # may last longer than the warm start's: a flight that no longer fails early flies on)
@@ -344,6 +347,7 @@ def main() -> int:
                     rep.checkpoint = str(trainer.checkpoint(s + 1))
                 f.write(json.dumps(asdict(rep)) + "\n")
                 f.flush()
+                board.write(s + 1, rep)
                 report["grpo"].append(asdict(rep))
                 log(
                     f"grpo step {s + 1}/{n}: mean reward {rep.mean_reward:.3f}, "

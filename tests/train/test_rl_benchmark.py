@@ -86,3 +86,22 @@ def test_grpo_batching_flies_the_compact_observation_when_asked(tmp_path):
     assert compact["observation"] == "compact" and state["observation"] == "state"
     tokens = [r["runs"]["8"][0]["generator"]["prefill_tokens"] for r in (compact, state)]
     assert tokens[0] < 0.6 * tokens[1], tokens
+
+
+def test_a_whole_run_pairs_the_test_seeds_and_logs_its_steps_to_tensorboard(tiny_model_dir, tmp_path):
+    """Every phase on the tiny model: the paired test on the shared seeds, and each GRPO step in the
+    trainer's event files (what docs/training.md's TensorBoard picture reads)."""
+    from pear_agent.train.metrics_log import read_events
+
+    env = os.environ | {"PEAR_BENCH_SAVE": "0", "PYTHONPATH": str(REPO), "MUJOCO_GL": "egl"}
+    args = ["--out", str(tmp_path / "run"), "--model", tiny_model_dir, "--task", "roadster_ramp_flip:light"]
+    args += ["--teacher", "1", "--test", "2", "--grpo-steps", "1", "--groups", "1", "--group-size", "2"]
+    args += ["--max-turns", "2"]
+    cmd = [sys.executable, str(REPO / "benchmarks" / "rl_beats_warm_start.py"), *args]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads((tmp_path / "run" / "rl_beats_warm_start.json").read_text())
+    assert report["grpo_vs_warm"]["shared"] == 2 and len(report["grpo"]) == 1
+    events = read_events(tmp_path / "run" / "grpo" / "tensorboard")
+    assert [s for s, _ in events["mean_reward"]] == [1]
+    assert events["generated_tokens"][0][1] == float(report["grpo"][0]["generated_tokens"])
