@@ -54,18 +54,15 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
         LeRobotError,
         LeRobotPolicy,
         LeRobotSettings,
-        check_checkpoint,
         checkpoint_of,
-        server_for,
+        preflight,
     )
 
     checkpoint = checkpoint_of(args.policy)
     if checkpoint is not None:
         try:
             settings = from_args(LeRobotSettings, args)
-            path = check_checkpoint(checkpoint)
-            server_for(path, settings)  # a checkpoint LeRobot cannot load: one line now
-            return LeRobotPolicy(path, settings)
+            return LeRobotPolicy(preflight(checkpoint, settings), settings)
         except LeRobotError as exc:
             raise CliError(str(exc)) from None
     if args.policy == "replay":
@@ -300,16 +297,11 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     return 0
 
 
-def lerobot_python() -> str | None:
-    """A Python that can import lerobot (`pear_agent.policies.lerobot.lerobot_python`)."""
-    from pear_agent.policies.lerobot import lerobot_python as find  # heavy: cv2
-
-    return find()
-
-
 def cmd_export(args: argparse.Namespace) -> int:
     """Run the LeRobot writer (pear_agent.records.export_lerobot) where lerobot is installed: its pins
     (torch<2.11, ...) keep it out of the core environment."""
+    from pear_agent.policies.lerobot import lerobot_python  # heavy: cv2
+
     py = lerobot_python()
     if py is None:
         raise CliError(

@@ -52,11 +52,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.policies.lerobot import (  # heavy: cv2
         LeRobotError,
         LeRobotSettings,
-        check_checkpoint,
         checkpoint_of,
         close_servers,
         lerobot_loop,
-        server_for,
+        preflight,
     )
     from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
     from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
@@ -89,9 +88,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         policy: dict[str, Any] = {"kind": "openai", "settings": asdict(settings)}
     elif checkpoint_of(args.policy) is not None:
         lerobot = from_args(LeRobotSettings, args)
-        try:  # a bad checkpoint or a missing environment: one line now, not one per episode
-            path = check_checkpoint(checkpoint_of(args.policy) or "")
-            server_for(path, lerobot)
+        try:
+            path = preflight(checkpoint_of(args.policy) or "", lerobot)
         except LeRobotError as exc:
             raise ValueError(str(exc)) from None
         if args.workers > 1 or args.ray_address:  # each worker starts its own: this one would idle

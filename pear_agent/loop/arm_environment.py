@@ -35,7 +35,7 @@ from pear_agent.protocol.state import (
     scene_facts,
     state_json,
 )
-from pear_agent.records.export_lerobot import split_action
+from pear_agent.records.export_lerobot import action_size, split_action
 from pear_agent.records.log import RunWriter
 from pear_agent.robot.backend import Backend, Observation, Outcome, PartCommand, TaskInfo
 from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
@@ -206,10 +206,8 @@ class ArmEnvironment:
     def parse_command(self, command: Any) -> JointChunk:
         """A policy's joint-target chunk (a LeRobot policy's `PolicyReply.command`), stamped with the
         control step of this turn's observation; ActionError naming what is wrong."""
-        lay = self.vector_layout()
-        size = sum(lay["joints"][p] + int(lay["gripper"][p]) for p in lay["parts"])
         try:
-            chunk = parse_chunk(command, size)
+            chunk = parse_chunk(command, action_size(self.vector_layout()))
         except ValueError as exc:
             raise ActionError(str(exc)) from None
         chunk.timestep = self._obs_step

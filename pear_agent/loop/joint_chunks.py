@@ -123,9 +123,6 @@ class ActionQueue:
         executed either way (the robot held its setpoint for it)."""
         step = self.executed
         self.executed += 1
-        while self.steps and self.steps[0] < step:  # stale (cannot happen after merge; kept safe)
-            self.steps.pop(0)
-            self.actions.pop(0)
         if self.steps and self.steps[0] == step:
             self.steps.pop(0)
             return step, self.actions.pop(0)

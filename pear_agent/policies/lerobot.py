@@ -188,6 +188,14 @@ def check_checkpoint(checkpoint: str) -> str:
     return str(path.absolute())  # as named (a checkpoints/last link stays 'last')
 
 
+def preflight(checkpoint: str, settings: LeRobotSettings) -> str:
+    """The checkpoint's folder once its server has loaded it: a bad checkpoint or a missing LeRobot
+    environment is one LeRobotError before any episode, not one per episode."""
+    path = check_checkpoint(checkpoint)
+    server_for(path, settings)
+    return path
+
+
 class PolicyServer:
     """One `pear_agent.lerobot_server` process: its hello, then one answer per request (a lock
     keeps the episodes in flight from interleaving lines)."""
@@ -335,7 +343,7 @@ class LeRobotPolicy:
         self.checkpoint = checkpoint
         self.settings = settings or LeRobotSettings()
         self.name = f"{PREFIX}{checkpoint}"
-        self._checked: str | None = None
+        self._features_checked = False
 
     def reset(self, seed: int) -> None:
         return None
@@ -344,7 +352,9 @@ class LeRobotPolicy:
         """The chunk for this turn's observation (blocking)."""
         try:
             server, request = self._request(ctx)
-            return self._answer(server, request, server.ask)
+            t0 = time.perf_counter()
+            answer = server.ask(request)
+            return self._reply(answer, time.perf_counter() - t0, server)
         except LeRobotError as exc:
             return PolicyReply("", error=str(exc))
 
@@ -379,11 +389,11 @@ class LeRobotPolicy:
         layout = arrays_layout(arrays)
         vectors = control_vectors(arrays, layout, 0)
         cameras = sorted(k.removeprefix("jpeg.") for k in arrays if k.startswith("jpeg."))
-        if self._checked is None:
+        if not self._features_checked:
             why = feature_mismatch(hello, vectors, cameras)
             if why:
                 raise LeRobotError(f"{self.name}: the policy's features do not fit this robot: {why}")
-            self._checked = "ok"
+            self._features_checked = True
         inputs = hello.get("input_features") or {}
         n = s.actions_per_chunk or int(hello.get("n_action_steps") or hello.get("chunk_size") or 1)
         request = {
@@ -397,11 +407,6 @@ class LeRobotPolicy:
             "n": n,
         }
         return server, request
-
-    def _answer(self, server: PolicyServer, request: dict[str, Any], ask: Any) -> PolicyReply:
-        t0 = time.perf_counter()
-        answer = ask(request)
-        return self._reply(answer, time.perf_counter() - t0, server)
 
     def _reply(self, answer: dict[str, Any], latency: float, server: PolicyServer) -> PolicyReply:
         """The turn's reply: no text, the chunk as the environment's command; latency: the round trip."""

@@ -292,11 +292,16 @@ def control_vectors(arrays: dict[str, np.ndarray], layout: dict[str, Any], i: in
     }
 
 
+def action_size(layout: dict[str, Any]) -> int:
+    """Values in an `action` vector of this layout: per part its joints, then its gripper."""
+    return sum(layout["joints"][p] + int(layout["gripper"][p]) for p in layout["parts"])
+
+
 def split_action(action: Any, layout: dict[str, Any]) -> dict[str, tuple[np.ndarray, float | None]]:
     """An `action` vector back into per part (joint targets, gripper command or None): the inverse
     of `control_vectors`' `action`. ValueError when its length does not fit the layout."""
     vec = np.asarray(action, dtype=float).reshape(-1)
-    need = sum(layout["joints"][p] + int(layout["gripper"][p]) for p in layout["parts"])
+    need = action_size(layout)
     if vec.size != need:
         raise ValueError(f"an action of {vec.size} values; this robot's has {need}")
     out: dict[str, tuple[np.ndarray, float | None]] = {}

@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
-from pear_agent.cli import lerobot_python
+from pear_agent.policies.lerobot import lerobot_python
 
 REPO = Path(__file__).resolve().parents[2]
 EPISODES = 20

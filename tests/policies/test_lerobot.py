@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pear_agent.cli import lerobot_python
+from pear_agent.policies.lerobot import lerobot_python
 
 REPO = Path(__file__).resolve().parents[2]
 FPS = 10
