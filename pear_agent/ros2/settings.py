@@ -40,7 +40,12 @@ class RosSettings(BaseModel):
         0.3, ge=0, description="wait this long for a fresh one, else refuse"
     )
     wait_for_joint_states_s: float = Field(5.0, ge=0, description="stack check: wait this long for them")
-    wait_for_controllers_s: float = Field(3.0, ge=0, description="stack check: wait for controller topics")
+    wait_for_controllers_s: float = Field(
+        5.0,
+        ge=0,
+        description="stack check: wait for each controller's own subscription (over DDS's 3 s heartbeat "
+        "period: its discovery record can come that much after the robot's joint states)",
+    )
     controller_manager: str = Field(
         "/controller_manager",
         description="list_controllers is asked here where controller_manager_msgs exists",

@@ -46,7 +46,9 @@ interface; "nan": NaN for every joint, as some drivers fill an interface they do
 controller's own measured state keeps its velocity unless velocity_state_interface is false),
 cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s, stop_joint_states_after_trajectory_s /
 stop_joint_states_after_trajectory_end_s (stop publishing joint states this long after the first
-accepted trajectory arrived / ended; < 0 never), log. Service /jtc_double/joint_states
+accepted trajectory arrived / ended; < 0 never), subscribe_after_s (the controllers' nodes are up
+from the start but subscribe to their command topics only this long after it: controllers still
+being configured by a spawner; event `subscribed`), log. Service /jtc_double/joint_states
 (std_srvs/SetBool): publish joint states or not.
 
 Delivery of /joint_states (a driver on another computer, over a network; header stamps stay the
@@ -262,9 +264,11 @@ class Double:
             q = np.array([float(init.get(j, 0.0)) for j in joints])
             c = Controller(name, list(joints), q, float(cfg.get("vmax", {}).get(name, 1.5)), cfg)
             self.controllers[name] = c
-            nodes[name].create_subscription(
-                JointTrajectory, "~/joint_trajectory", lambda m, c=c: self._on_traj(c, m), reliable
-            )
+        self._subscribe_args = (JointTrajectory, reliable)
+        self.subscribe_at = time.monotonic() + float(cfg.get("subscribe_after_s", 0.0))
+        self.subscribed = False
+        if float(cfg.get("subscribe_after_s", 0.0)) <= 0.0:
+            self.subscribe()
         self.js_pub = nodes["joint_state_broadcaster"].create_publisher(
             JointState, cfg.get("joint_states_topic", "/joint_states"), reliable
         )
@@ -286,6 +290,16 @@ class Double:
         self.outbox: list[tuple[float, Any]] = []
         """(release time (monotonic), message): joint states held by the link, in order"""
         self.n_read = 0
+
+    def subscribe(self) -> None:
+        """Each controller subscribes to its command topic (as on_configure does)."""
+        msg_type, qos = self._subscribe_args
+        for name, c in self.controllers.items():
+            self.nodes[name].create_subscription(
+                msg_type, "~/joint_trajectory", lambda m, c=c: self._on_traj(c, m), qos
+            )
+        self.subscribed = True
+        self.write({"event": "subscribed", "t": time.monotonic()})
 
     def write(self, event: dict[str, Any]) -> None:
         self.log_file.write(json.dumps(event) + "\n")
@@ -485,6 +499,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while rclpy.ok():
             now = time.monotonic()
+            if not double.subscribed and now >= double.subscribe_at:
+                double.subscribe()
             if now >= next_js:
                 double.update()
                 next_js += period
