@@ -135,6 +135,8 @@ class Probe:
         self.truth: list[tuple[float, dict[str, float]]] = []
         """(stamp, positions) of every state the JTC stand-in read, on TRUTH_TOPIC where its
         `truth_topic` is that: the arm's motion whatever the delivery of /joint_states"""
+        self.truth_velocity: list[tuple[float, dict[str, float]]] = []
+        """(stamp, velocities) of the same states: the servos' own velocities, not differences"""
         self.status: list[dict[str, Any]] = []
         self.sim_status: dict[str, Any] = {}
         reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
@@ -199,8 +201,10 @@ class Probe:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         with self.lock:
             self.truth.append((stamp, dict(zip(msg.name, msg.position, strict=False))))
+            self.truth_velocity.append((stamp, dict(zip(msg.name, msg.velocity, strict=False))))
             if len(self.truth) > 6000:
                 del self.truth[:3000]
+                del self.truth_velocity[:3000]
 
     def _on_status(self, msg: Any) -> None:
         with self.lock:
