@@ -14,7 +14,9 @@ controller.cpp) and ros2_control's controller_manager, not from this project's c
   accelerations neither empty nor of the joints' size, effort fields (position interface).
 - Only an *active* controller acts on a valid message (`subscriber_is_active_`); an inactive one
   (`inactive` in the config) is subscribed and ignores it.
-- A valid trajectory replaces the active one at the next update. Its first sample sets the
+- A valid trajectory replaces the active one at the next update after DDS received it (a starved
+  stand-in replays the interval it missed in 2 ms samples, taking the message no earlier than its
+  receipt, as the real-time loop it stands for would). Its first sample sets the
   state before it to the state the controller measures then (closed loop: position, and
   velocity where the hardware has a velocity state interface; with points that carry velocities
   or accelerations and a state that has none, zeros: trajectory.cpp
@@ -162,8 +164,12 @@ class Trajectory:
     """trajectory.cpp `Trajectory`: the state before the message (set at its first sample), then
     the message's points at start + time_from_start."""
 
-    def __init__(self, stamp_s: float, times: np.ndarray, points: list[Point]) -> None:
+    def __init__(
+        self, stamp_s: float, times: np.ndarray, points: list[Point], received_s: float = 0.0
+    ) -> None:
         self.stamp_s, self.times, self.points = stamp_s, times, points
+        self.received_s = received_s
+        """when DDS received the message (system time): no update before that takes it"""
         self.start_s: float | None = None
         self.before: Point | None = None
         self.before_s = 0.0
@@ -233,11 +239,13 @@ class Controller:
     def update(self, now_s: float, dt: float) -> None:
         """Advance to `now_s`: the controller samples its trajectory every 2 ms in between (as a
         real-time loop would, so a late wake-up of this process is not a jump of the reference),
-        a new trajectory from the first of those samples on."""
+        a new trajectory from the first of those samples at or after DDS received it (a starved
+        stand-in replays the interval; the real-time loop it stands for could not have taken the
+        message before it arrived)."""
         n = max(1, int(np.ceil(dt / 0.002)))
         for k in range(1, n + 1):
             t = now_s - dt + dt * k / n
-            if self.pending is not None:
+            if self.pending is not None and t >= self.pending.received_s:
                 self.trajectory, self.pending = self.pending, None
                 self.trajectory.first_sample(t, self.measured())
             if self.trajectory is not None:
@@ -296,7 +304,7 @@ class Double:
         msg_type, qos = self._subscribe_args
         for name, c in self.controllers.items():
             self.nodes[name].create_subscription(
-                msg_type, "~/joint_trajectory", lambda m, c=c: self._on_traj(c, m), qos
+                msg_type, "~/joint_trajectory", lambda m, info, c=c: self._on_traj(c, m, info), qos
             )
         self.subscribed = True
         self.write({"event": "subscribed", "t": time.monotonic()})
@@ -311,8 +319,9 @@ class Double:
         res.success = True
         return res
 
-    def _on_traj(self, c: Controller, msg: Any) -> None:
+    def _on_traj(self, c: Controller, msg: Any, info: Any) -> None:
         now = time.monotonic()
+        received_s = info["received_timestamp"] * 1e-9  # DDS's receipt, system time as ROS time here
         with self.lock:
             q = c.servo.q.copy()
         event: dict[str, Any] = {
@@ -364,7 +373,7 @@ class Double:
             "stamp_s": _secs(msg.header.stamp),
         }
         with self.lock:
-            c.pending = Trajectory(_secs(msg.header.stamp), times, points)
+            c.pending = Trajectory(_secs(msg.header.stamp), times, points, received_s)
             if self.first_accepted is None:
                 self.first_accepted, self.first_end = now, now + float(times[-1])
         self.write(event)
