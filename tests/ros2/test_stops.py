@@ -297,14 +297,15 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
 
     Mutations of pear_agent/ros2/braking.py `_stop_msg` tried by hand, each failing every case:
     - `decel = 1.5 * s.stop_deceleration_rad_s2 if arm else ...` (1.5x harder): [published]
-      "stopping distance 0.149 rad, the profile's 0.198 (from 1.47 rad/s): shorter by 0.048"
-      (peaks 9.41 rad/s2), [none] "shorter by 0.042", [nan] "shorter by 0.079" (11.17 rad/s2),
-      [stale] "shorter by 0.036" (10.62 rad/s2).
+      "stopping distance 0.161 rad, the profile's 0.198 (from 1.48 rad/s): shorter by 0.038"
+      (peak 9.35 rad/s2), [none] "shorter by 0.039", [nan] "shorter by 0.040", [stale] "shorter
+      by 0.036".
     - `decel = s.stop_deceleration_rad_s2 / 1.5 if arm else ...` (1.5x softer): [published]
-      "stopping distance 0.252 rad, the profile's 0.193 (from 1.45 rad/s): longer by 0.059"
-      (peak 5.51 rad/s2), [none] "longer by 0.049", [nan] "longer by 0.043", [stale] "longer by
-      0.067". The upper bound on the peak alone (what this test checked before) let the softer
-      stop pass and caught the harder one only where its peak came above 10 rad/s2.
+      "stopping distance 0.253 rad, the profile's 0.196 (from 1.46 rad/s): longer by 0.057"
+      (peak 5.54 rad/s2), [none] "longer by 0.047", [nan] "shorter by 0.075" (a 27.7 rad/s2
+      transient), [stale] "peak deceleration 6.57 under 6.8" (its distance 27 mm longer: within
+      the tolerance). The upper bound on a peak alone (what this test checked before) let the
+      softer stop pass and caught the harder one only where its peak came above 10 rad/s2.
     Read as zero (issue 30), the velocity made the stop a hold where the arm was: 32.5 rad/s2 and
     14 mrad back. Mutations tried by hand with the earlier bound (peak <= 8 + 25 %, issue 42):
     - pear_agent/ros2/backend.py `_on_joint_state`: `t_est = now` (the velocity estimate from
@@ -333,7 +334,9 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     joints = list(yam.parts["left_arm"].joints)
     start = np.array([home_joints(yam)[j] for j in joints])
     part = a.backend.parts["left_arm"]
-    target = np.clip(start + np.array([1.2, 0.9, -0.9, 0.8, 0.0, 0.0]), part.lower + 0.05, part.upper - 0.05)
+    # 2.4 rad on the fastest joint: 1 s at the cap, so a test process late to call the stop on a
+    # loaded machine still stops the arm in cruise (the profile starts at zero acceleration)
+    target = np.clip(start + np.array([2.4, 0.9, -0.9, 0.8, 0.0, 0.0]), part.lower + 0.05, part.upper - 0.05)
     marks: list[float] = []
 
     def estop() -> None:
