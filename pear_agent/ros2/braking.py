@@ -21,23 +21,22 @@ class Braking:
     # -- e-stop and stops ---------------------------------------------------------------
     def emergency_stop(self, reason: str) -> None:
         """Latching: every controller gets a braking trajectory from the arm's state now to rest
-        (see `_stop_msg`), built first and then sent back to back, and nothing is sent again
-        until the node restarts. On the topic interface there is no goal to cancel: a new
-        trajectory replaces whatever the controller was following."""
+        (see `_stop_msg`), each sent as soon as it is planned (planned from where its arm is when
+        the planning ends, it would fall behind an arm still at speed while the next were
+        planned), and nothing is sent again until the node restarts. On the topic interface there
+        is no goal to cancel: a new trajectory replaces whatever the controller was following."""
         with self._pub_lock:
             if self._estop_reason is not None:
                 return
             self._estop_reason = reason
-            missing, stops = [], []
+            missing = []
             for p in self.parts.values():
                 for topic, names in self._targets(p):
                     msg = self._stop_msg(p, topic, names)
                     if msg is None:
                         missing.append(topic)
                     else:
-                        stops.append((topic, msg))
-            for topic, msg in stops:
-                self._publish_msg(topic, msg)
+                        self._publish_msg(topic, msg)
             if not reason.startswith(f"e-stop on {self.settings.estop_topic}"):
                 # a service call or a crash: latch whatever else listens to the e-stop topic (the
                 # i2rt driver nodes stop by themselves then); our own subscription returns early

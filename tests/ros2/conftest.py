@@ -145,7 +145,9 @@ class Probe:
                 JointTrajectory, topic, lambda m, t=topic: self._on_traj(t, m), reliable
             )
         self.node.create_subscription(JointState, "/joint_states", self._on_js, 50)
-        self.node.create_subscription(JointState, TRUTH_TOPIC, self._on_truth, reliable)
+        # deep enough for seconds of the stand-in's states: a probe kept off the CPU loses none
+        deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        self.node.create_subscription(JointState, TRUTH_TOPIC, self._on_truth, deep)
         status_qos = QoSProfile(
             depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL
         )

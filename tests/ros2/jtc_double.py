@@ -64,7 +64,8 @@ DDS reader delivers one writer's samples in order):
 - joint_state_every: publish only every n-th state read (a driver publishing at rate_hz / n): a
   velocity from the stamped positions then spans n / rate_hz and lags by half of it.
 - truth_topic: every state read, published at once on this topic as well (sensor_msgs/JointState,
-  position and velocity): the tests measure the arm from it, whatever /joint_states suffers.
+  position and velocity), at least every 10 ms of the arm's time also when this process woke up
+  late: the tests measure the arm from it, whatever /joint_states suffers.
 """
 
 from __future__ import annotations
@@ -79,6 +80,9 @@ from typing import Any
 import numpy as np
 
 FLOAT_EPS = float(np.finfo(np.float32).eps)
+TRUTH_STEP_S = 0.01
+"""the truth topic carries the arm's state at least every 10 ms of its time, also across a late
+wake-up of this process (the interval is replayed in steps this long)"""
 GAP_S = 0.1
 """a pause between two joint-state messages longer than this is logged (`js_gap`): the stand-in
 itself was late (a starved process), so a refusal then is for a real reason"""
@@ -383,16 +387,23 @@ class Double:
         then the broadcaster publishes the state it read."""
         now = time.monotonic()
         ros_now = self.nodes["controller_manager"].get_clock().now().nanoseconds * 1e-9
+        truths = []
         with self.lock:
             dt = min(1.0, now - self.t_update)
             self.t_update = now
-            for c in self.controllers.values():
-                c.update(ros_now, dt)  # the controllers' time is ROS time, as header stamps are
-            state = {
-                j: (float(q), float(v))
-                for c in self.controllers.values()
-                for j, q, v in zip(c.joints, c.servo.q, c.servo.v, strict=True)
-            }
+            # a late wake-up replays the interval in steps of at most TRUTH_STEP_S, each state on the
+            # truth topic: the arm's motion stays densely measured whenever this process runs
+            n = max(1, int(np.ceil(dt / TRUTH_STEP_S - 1e-9)))
+            for k in range(1, n + 1):
+                t_k = ros_now - dt + dt * k / n
+                for c in self.controllers.values():
+                    c.update(t_k, dt / n)  # the controllers' time is ROS time, as header stamps are
+                state = {
+                    j: (float(q), float(v))
+                    for c in self.controllers.values()
+                    for j, q, v in zip(c.joints, c.servo.q, c.servo.v, strict=True)
+                }
+                truths.append((t_k, state))
         cfg = self.cfg
         stop_after = float(cfg.get("stop_joint_states_after_trajectory_s", -1))
         started = self.first_accepted
@@ -405,10 +416,11 @@ class Double:
             self.publish_js = False
             self.write({"event": "joint_states", "t": now, "publishing": False})
         ns = round((ros_now + float(cfg.get("stamp_offset_s", 0.0))) * 1e9)  # when the state was read
-        if self.truth_pub is not None:
-            truth = self._JointState(name=list(state), position=[x[0] for x in state.values()])
-            truth.velocity = [x[1] for x in state.values()]
-            truth.header.stamp.sec, truth.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
+        for t_k, st in truths if self.truth_pub is not None else ():
+            truth = self._JointState(name=list(st), position=[x[0] for x in st.values()])
+            truth.velocity = [x[1] for x in st.values()]
+            ns_k = round((t_k + float(cfg.get("stamp_offset_s", 0.0))) * 1e9)
+            truth.header.stamp.sec, truth.header.stamp.nanosec = ns_k // 1_000_000_000, ns_k % 1_000_000_000
             self.truth_pub.publish(truth)
         if not self.publish_js:
             return
