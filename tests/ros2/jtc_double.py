@@ -46,7 +46,9 @@ stamp_offset_s (joint states stamped by a clock this far off the system's), stuc
 empty `velocity` array, as the broadcaster publishes over hardware without a velocity state
 interface; "nan": NaN for every joint, as some drivers fill an interface they do not read; the
 controller's own measured state keeps its velocity unless velocity_state_interface is false),
-cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s, stop_joint_states_after_trajectory_s /
+cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s / stop_images_after_trajectory_s (no
+images this long after the start / after the first accepted trajectory arrived; < 0 never),
+stop_joint_states_after_trajectory_s /
 stop_joint_states_after_trajectory_end_s (stop publishing joint states this long after the first
 accepted trajectory arrived / ended; < 0 never), subscribe_after_s (the controllers' nodes are up
 from the start but subscribe to their command topics only this long after it: controllers still
@@ -485,6 +487,10 @@ class Double:
     def publish_images(self, k: int) -> None:
         stop = float(self.cfg.get("stop_images_after_s", -1))
         if stop >= 0 and time.monotonic() - self.t_start > stop:
+            return
+        after = float(self.cfg.get("stop_images_after_trajectory_s", -1))
+        started = self.first_accepted
+        if after >= 0 and started is not None and time.monotonic() - started > after:
             return
         for topic, (pub, (w, h)) in self.cams.items():
             img = self._Image()
