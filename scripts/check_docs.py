@@ -8,10 +8,11 @@ Every ```bash block must follow a marker line saying how it is checked:
                                       and so does CI (`--ci`: .ci/run)
     <!-- docs: slow (not in CI: why) --> runnable here but too long (or needing an extra
                                       environment) for CI's time: `--level slow` runs it, `--ci` names
-                                      it and why, and leaves it out
+                                      it and why, and leaves it out; `--level local` runs these only
+                                      (developers run it before they stop and commit its output)
     <!-- docs: manual (why) -->       cannot run here (a model server, a real robot, a GPU): says why
 
-Usage: python scripts/check_docs.py [--level ci|slow] [--ci] [--list] [FILE ...]
+Usage: python scripts/check_docs.py [--level ci|slow|local] [--ci] [--list] [--at FILE:LINE] [FILE ...]
 Each block runs with `bash -euo pipefail` in the repository root, in its own process group (what it
 starts in the background is stopped when it ends). Exit 1 if a block fails or lacks a marker.
 """
@@ -32,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"^<!--\s*docs:\s*(ci-run|ci|slow|manual)\b\s*(.*?)\s*-->\s*$")
-LEVELS = ("ci", "slow")
+LEVELS = ("ci", "slow", "local")
 NOT_IN_CI = "not in CI:"
 """A slow block's note that starts so is left out by `--ci`, and says why."""
 
@@ -143,7 +144,15 @@ def run_block(block: Block, timeout_s: float) -> tuple[bool, str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", help="markdown files (default: README.md and docs/)")
-    ap.add_argument("--level", choices=LEVELS, default="ci", help="ci: the ci blocks; slow: ci and slow")
+    ap.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="ci",
+        help=f"ci: the ci blocks; slow: ci and slow; local: the slow blocks CI leaves out ({NOT_IN_CI} why)",
+    )
+    ap.add_argument(
+        "--at", action="append", default=[], metavar="FILE:LINE", help="run only the block(s) opening there"
+    )
     ap.add_argument("--list", action="store_true", help="list the blocks and their markers, run nothing")
     ap.add_argument(
         "--ci",
@@ -156,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     # stopped from outside (a CI timeout): still stop what the running block started in the background
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     files = [Path(f).resolve() for f in args.files] or doc_files()
-    todo = ("slow",) if args.ci else {"ci": ("ci",), "slow": ("ci", "slow")}[args.level]
+    todo = ("slow",) if args.ci else {"ci": ("ci",), "slow": ("ci", "slow"), "local": ("slow",)}[args.level]
+    only_left_out = args.level == "local" and not args.ci
     failed = 0
     for path in files:
         for b in blocks(path):
@@ -168,7 +178,8 @@ def main(argv: list[str] | None = None) -> int:
             if why is not None:
                 print(f"{b.where}: left out of CI: {why}", flush=True)
                 continue
-            if args.list or b.marker not in todo:
+            skip = (only_left_out and left_out_of_ci(b) is None) or (args.at and b.where not in args.at)
+            if args.list or b.marker not in todo or skip:
                 print(f"{b.where}: {b.marker} {b.note}".rstrip(), flush=True)
                 continue
             ok, tail, secs = run_block(b, args.timeout_s)

@@ -80,6 +80,26 @@ def test_ci_runs_the_slow_blocks_of_its_docs_and_says_why_it_leaves_one_out(tmp_
     assert ":2: ok" in proc.stdout and ":6: left out of CI: needs a GPU" in proc.stdout
 
 
+def test_the_local_level_runs_only_what_ci_leaves_out(tmp_path: Path) -> None:
+    """`--level local` (developers, before they stop): the `slow (not in CI: why)` blocks, no others;
+    `--at FILE:LINE` runs the one block opening there."""
+    md = tmp_path / "x.md"
+    md.write_text(
+        "<!-- docs: slow -->\n```bash\nfalse\n```\n"
+        "<!-- docs: slow (not in CI: needs a LIBERO venv) -->\n```bash\ntrue\n```\n"
+        "<!-- docs: ci -->\n```bash\nfalse\n```\n"
+        "<!-- docs: slow (not in CI: a long benchmark) -->\n```bash\nfalse\n```\n"
+    )
+    script = [sys.executable, str(ROOT / "scripts" / "check_docs.py"), "--level", "local"]
+    proc = subprocess.run([*script, str(md)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and ":6: ok" in proc.stdout and ":14: FAILED" in proc.stdout, proc.stdout
+    assert (
+        ":2: ok" not in proc.stdout and ":2: FAILED" not in proc.stdout and ":10: FAILED" not in proc.stdout
+    )
+    proc = subprocess.run([*script, "--at", f"{md}:6", str(md)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and ":6: ok" in proc.stdout and ":14: FAILED" not in proc.stdout, proc.stdout
+
+
 def test_the_manual_builds_as_a_site(tmp_path: Path) -> None:
     pytest.importorskip("mkdocs", reason="mkdocs is in the dev extra")
     proc = subprocess.run(

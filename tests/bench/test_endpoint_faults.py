@@ -19,6 +19,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from pear_agent.bench.compare import compare
 from pear_agent.bench.report import format_table, scored, summarize
 from pear_agent.bench.runner import BenchConfig, read_results, run_bench
@@ -26,6 +28,8 @@ from pear_agent.policies.base import TurnContext
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy
 from tests.servers import free_port
+
+pytestmark = pytest.mark.wallclock
 
 REPO = Path(__file__).resolve().parents[2]
 CTX = TurnContext(turn=1, task="pick_cube", state={}, observation=None)

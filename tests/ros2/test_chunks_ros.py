@@ -17,6 +17,8 @@ from pear_agent.robot.backend import PartCommand
 from tests.ros2.conftest import Probe, double_config, home_joints
 from tests.ros2.test_stops import DECEL_SLACK, agent, motion, stamped_series  # noqa: F401  (fixture)
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 LEFT = "left_arm_controller"

@@ -28,6 +28,8 @@ from pear_agent.robot.kinematics import Kinematics
 from tests.ros2.conftest import Probe, double_config
 from tests.ros2.test_stops import InProcessAgent
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 EPISODES = 20

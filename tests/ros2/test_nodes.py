@@ -17,6 +17,8 @@ from pear_agent.robot.kinematics import Kinematics
 from pear_agent.ros2.conversions import trajectory_arrays, trajectory_violations
 from tests.ros2.conftest import Probe, as_array
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 SIM = "pear_agent.ros2.sim_robot_node"

@@ -10,6 +10,8 @@ import pytest
 
 from pear_agent.ros2.operator import parse_answer
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 

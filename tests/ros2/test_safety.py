@@ -14,6 +14,8 @@ import pytest
 
 from tests.ros2.conftest import DoubleProcess, Probe, double_config, home_joints
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 AGENT = "pear_agent.ros2.agent_node"

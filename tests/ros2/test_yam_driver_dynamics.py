@@ -24,6 +24,8 @@ pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs missing (pip inst
 from pear_agent.ros2 import yam_driver_node as drv
 from tests.ros2.test_yam_driver_node import ARMS, DRIVER, Probe, _traj, probe, procs  # noqa: F401
 
+pytestmark = pytest.mark.wallclock
+
 LEFT = ARMS["left_arm"]
 STOP = {"stop_deceleration_rad_s2": 20.0, "stop_jerk_rad_s3": 400.0}
 

@@ -27,6 +27,8 @@ from pear_agent.robot.loader import load_robot
 from pear_agent.ros2 import agent_node
 from tests.ros2.conftest import NodeProcess
 
+pytestmark = pytest.mark.wallclock
+
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = "pear_agent.ros2.yam_driver_node"
 AGENT = "pear_agent.ros2.agent_node"

@@ -12,6 +12,8 @@ import pytest
 
 from tests.ros2.conftest import NodeProcess
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 pytest.importorskip("i2rt.robots.get_robot", reason="I2RT driver deps missing (pip install -e '.[yam]')")
 pytest.importorskip("can", reason="python-can missing (pip install -e '.[yam]')")
