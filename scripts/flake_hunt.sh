@@ -58,7 +58,8 @@ t0=$(date +%s)
 for i in $(seq "$RUNS"); do
   start=$(date +%s)
   set +e
-  "$VENV/bin/python" -m pytest -q -m wallclock -p no:cacheprovider -o junit_family=xunit1 \
+  # -v: one line a test in the log, so a run stopped half-way still says what failed so far
+  "$VENV/bin/python" -m pytest -v -rfE -m wallclock -p no:cacheprovider -o junit_family=xunit1 \
     --junitxml="$OUT/run$i.xml" "$@" >"$OUT/run$i.log" 2>&1
   rc=$?
   set -e

@@ -47,6 +47,23 @@ def failure_line(element: ET.Element) -> str:
     return (e_lines[-1] if e_lines else trace[-1] if trace else "?")[:240]
 
 
+VERBOSE_LINE = re.compile(r"^(tests/\S+::\S+) (PASSED|FAILED|ERROR|SKIPPED)\b", re.M)
+"""A test's line in pytest -v's log: what a run stopped before its JUnit report still tells."""
+
+
+def _from_log(text: str, run: int, hunt: Hunt) -> int:
+    seen = VERBOSE_LINE.findall(text)
+    for tid, outcome in seen:
+        hunt.tests.add(tid)
+        if outcome in ("FAILED", "ERROR"):
+            hunt.failures[tid].append((run, "(the run stopped before its report: see its log)"))
+        elif outcome == "SKIPPED":
+            hunt.skips += 1
+        else:
+            hunt.passes += 1
+    return len(seen)
+
+
 def read(folder: Path) -> Hunt:
     hunt = Hunt()
     logs = sorted(folder.glob("run*.log"), key=lambda p: int(re.sub(r"\D", "", p.stem) or 0))
@@ -55,7 +72,8 @@ def read(folder: Path) -> Hunt:
         hunt.runs += 1
         xml = folder / f"run{run}.xml"
         if not xml.exists():
-            hunt.missing.append(f"run {run}: no report ({log})")
+            done = _from_log(log.read_text(errors="replace"), run, hunt)
+            hunt.missing.append(f"run {run}: no report, stopped after {done} tests ({log})")
             continue
         for case in ET.parse(xml).getroot().iter("testcase"):
             tid = _test_id(case)

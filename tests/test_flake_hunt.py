@@ -101,9 +101,13 @@ def test_a_clean_hunt_passes_and_a_run_without_a_report_fails(tmp_path: Path) ->
     (tmp_path / "run1.log").write_text("2 passed\n")
     (tmp_path / "run1.xml").write_text(CLEAN)
     assert flake_report.report(tmp_path)[1] == 0
-    (tmp_path / "run2.log").write_text("Segmentation fault\n")
+    (tmp_path / "run2.log").write_text(
+        "tests/test_serve.py::test_c PASSED [ 50%]\ntests/ros2/test_stops.py::test_a[none] FAILED [100%]\n"
+        "Segmentation fault\n"
+    )
     text, rc = flake_report.report(tmp_path)
-    assert rc == 1 and "MISSING run 2: no report" in text
+    assert rc == 1 and "MISSING run 2: no report, stopped after 2 tests" in text
+    assert "FLAKY tests/ros2/test_stops.py::test_a[none]: failed in 1 of 2 runs" in text  # from the log
 
 
 @pytest.mark.parametrize("runs", ["0", "x", ""])
