@@ -56,7 +56,10 @@ def test_a_driver_latched_mid_episode_ends_it_stopped_by_name(tmp_path: Path, pr
             "go_home_on_reset": True,
             "confirm_home": False,
             "operator_terminal": False,
-            "joint_state_max_age_s": 0.25,
+            # how fresh the joint states are is not this test's question (test_stops.py and
+            # test_safety.py ask it): a loaded 2-core machine delivered them 0.72 s late, past
+            # 0.25 s, and the home move was refused before the latch
+            "joint_state_max_age_s": 2.0,
             "wait_for_joint_states_s": 60.0,
             "wait_for_controllers_s": 30.0,
             "runs_dir": str(tmp_path / "runs"),
