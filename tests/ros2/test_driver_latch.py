@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.ros2.conftest import NodeProcess
+from tests.ros2.conftest import STARTUP_S, NodeProcess
 
 pytestmark = pytest.mark.wallclock
 
@@ -70,7 +70,7 @@ def test_a_driver_latched_mid_episode_ends_it_stopped_by_name(tmp_path: Path, pr
             lambda: len([e for e in probe.status if e.get("event") == "turn"]) >= 2, 120, "two turns"
         )
         client = probe.node.create_client(Trigger, "/yam_right_driver/estop")
-        assert client.wait_for_service(timeout_sec=20)
+        assert client.wait_for_service(timeout_sec=STARTUP_S)
         future = client.call_async(Trigger.Request())
         probe.wait_for(future.done, 10, "the driver's e-stop reply")
         assert agent.wait(60) == 3, agent.log()[-3000:]
