@@ -89,7 +89,10 @@ def test_replay_through_ros2_matches_in_process(
             "seed": seed,
             "runs_dir": str(tmp_path / "ros"),
             "task_status_topic": "/pear/sim/task_status",
-            "image_max_age_s": 3.0,  # the sim renders at 1 Hz here to spare the CPU
+            # the sim renders at 1 Hz here to spare the CPU; how fresh its images are is not this
+            # test's question (test_safety.py asks it): a loaded 2-core machine delivered one 3.6 s
+            # late, past 3 s, and the replay was refused
+            "image_max_age_s": 10.0,
             "joint_state_max_age_s": 0.4,  # ... in its physics thread, which holds the GIL meanwhile
         },
     )
