@@ -120,8 +120,10 @@ def report(folder: Path) -> tuple[str, int]:
         f"summary: {hunt.runs} runs, {len(hunt.tests)} wallclock tests, {total} test runs: {hunt.passes} "
         f"passed, {failed} failed, {hunt.skips} skipped; {len(hunt.failures)} tests failed at least once"
     )
+    if not hunt.tests:
+        lines.append("NOTHING RAN: no wallclock test was selected (check the paths and -k)")
     lines.append(load_seen(folder))
-    bad = bool(hunt.failures or hunt.missing or not hunt.runs)
+    bad = bool(hunt.failures or hunt.missing or not hunt.tests)
     return "\n".join(lines), 1 if bad else 0
 
 

@@ -110,6 +110,13 @@ def test_a_clean_hunt_passes_and_a_run_without_a_report_fails(tmp_path: Path) ->
     assert "FLAKY tests/ros2/test_stops.py::test_a[none]: failed in 1 of 2 runs" in text  # from the log
 
 
+def test_a_hunt_that_selected_nothing_fails(tmp_path: Path) -> None:
+    (tmp_path / "run1.log").write_text("no tests ran\n")
+    (tmp_path / "run1.xml").write_text('<testsuites><testsuite name="pytest" tests="0"/></testsuites>')
+    text, rc = flake_report.report(tmp_path)
+    assert rc == 1 and "NOTHING RAN" in text
+
+
 @pytest.mark.parametrize("runs", ["0", "x", ""])
 def test_a_bad_number_of_runs_is_one_line(runs: str) -> None:
     proc = subprocess.run(
