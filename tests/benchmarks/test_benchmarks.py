@@ -58,7 +58,13 @@ def run_script(name: str, args: list[str], timeout: float = 240, tmp: Path | Non
     return out
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+WALLCLOCK = ("ros2_latency", "abandoned_decision")
+"""Benchmarks that time ROS 2 processes or a model server (the flake hunt runs them under load)."""
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.wallclock) if n in WALLCLOCK else n for n in sorted(CASES)]
+)
 def test_benchmark_script_prints_json(name: str, tmp_path: Path) -> None:
     if name == "ros2_latency":
         pytest.importorskip("rclpy", reason="ROS 2 wheels are not installed")
