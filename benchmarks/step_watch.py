@@ -1,7 +1,9 @@
 """What timing every environment step costs: the stamp around each call (`step_watch.env_step` in a
 watched worker, against the same call unwatched), and a one-worker bench whose steps are timed (its
 episodes in one spawned worker process) against the same bench run in this process (no timing).
-The machine is shared: the two benches alternate in rounds and the load average is reported.
+The machine is shared: the two benches alternate in rounds and the load average is reported. Each
+round builds its environments afresh; the in-process bench keeps this process's imports from the
+first round on (a command line starts cold every time: round 1 is that comparison).
 
     .venv/bin/python benchmarks/step_watch.py [--tasks pick_cube] [--seeds 0-3] [--rounds 2]
 """
@@ -17,7 +19,7 @@ from typing import Any
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import emit, machine
 
-from pear_agent.bench.runner import BenchConfig, parse_seeds, run_bench
+from pear_agent.bench.runner import BenchConfig, close_sims, parse_seeds, run_bench
 from pear_agent.loop import step_watch
 
 CALLS = 200_000
@@ -43,6 +45,7 @@ def stamp_cost_ns(watched: bool) -> float:
 
 
 def bench_s(tasks: list[str], seeds: list[int], timeout_s: float | None) -> dict[str, Any]:
+    close_sims()  # no environment built by an earlier round (a spawned worker builds its own)
     with tempfile.TemporaryDirectory() as out:
         cfg = BenchConfig(tasks, seeds, {"kind": "scripted"}, out, video=False, env_step_timeout_s=timeout_s)
         t0 = time.perf_counter()

@@ -9,15 +9,15 @@ holds the GIL, another in `observe` on a lock wait: neither returns, so the work
 anything; the test waits on the bench's own end, never on a sleep. Its steps take microseconds, so
 the 4 s bound is a wide margin under load; a hang costs the bound plus the parent's 0.5 s poll.
 
-Mutations tried by hand (each undone):
-- `if hang is not None and hang.job in w.jobs:` -> `if False:` in `_run_async_workers`: the bench
-  never ends (the test's own timeout, 300 s, fails it), as before this watch existed.
-- `todo.extendleft(...)` removed: "an episode in flight in the killed worker was lost" (the
-  recorded seeds miss the killed worker's other episodes, and the bench's results are short).
-- `beat[0] = float(job)` before `beat[1] = time.monotonic()` is equivalent here (the parent's
-  re-read of the job closes that window); noted, not asserted.
-- `pending_again` without "env_hang" in `INFRA_ENDINGS`: the resume runs nothing and the hung
-  seeds stay `env_hang` ("the resume ran the hung episodes again" fails).
+Mutations tried by hand (each undone; run with WAIT_S at 100 s, workers=2):
+- `if hang is not None and hang.job in w.jobs:` -> `if False:` in `_run_async_workers` (no watch):
+  the bench never ends; "TimeoutExpired: Command [... bench ...] timed out after 100 seconds".
+- `todo.extendleft(sorted(w.jobs, reverse=True))` -> `pass` (the killed worker's other episodes
+  not handed out again): the bench waits for them for good; the same TimeoutExpired.
+- `with env_step("execute", turn):` -> `if True:` in `Episode.apply` (physics steps unwatched):
+  seed 3's hang goes unseen; the same TimeoutExpired.
+- `again = set(INFRA_ENDINGS) - ...` -> `again = {"endpoint_error"} - ...` in `pending_again`:
+  "AssertionError: the resume ran the hung episodes again; assert set() == {3, 5}".
 """
 
 from __future__ import annotations
