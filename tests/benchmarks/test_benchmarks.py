@@ -25,6 +25,7 @@ CASES = {
     "concurrency": ["--sizes", "3", "--decision-s", "0.2", "--turns", "2", "--waves", "1"],
     "chunk_turns": ["--tasks", "pick_cube", "--chunks", "1,4", "--seeds", "1"],
     "roadster_plans": ["--flights", "1", "--bands", "light", "--latencies", "1.0"],
+    "step_watch": ["--seeds", "0", "--rounds", "1"],
     "loop_equivalence": [
         "--seeds",
         "0",
