@@ -59,6 +59,8 @@ STILL_CM = 0.05
 """A commanded step shorter than this (0.5 mm) asks for no motion: the policy waits or has arrived."""
 MAX_MOVE_CM = 9.9
 """The segment ends before the tool point would leave the per-turn cap (10 cm on this robot)."""
+CHECK_EVERY = 8
+"""The look-ahead checks every this many steps whether its waypoint is already certain."""
 PRESS_STEPS = 3
 """Steps in which the hand moved less than `PRESS_RATIO` of what the policy commanded (at least
 `PRESS_MIN_CM`): this many make the turn a press (the hand is held back by contact)."""
@@ -114,18 +116,38 @@ class Rollout:
 def rollout(name: str, sim: dict[str, Any], steps: int) -> Rollout:
     """The task's policy for `steps` control steps from the state `sim` (the backend's
     `metaworld_sim` fact), in the private copy of the task."""
+    return _run(name, sim, steps, check=False)[0]
+
+
+def plan(name: str, sim: dict[str, Any]) -> tuple[Rollout, int, str]:
+    """(rollout, steps, why): the look-ahead and its first waypoint (`waypoint` over
+    `LOOKAHEAD_STEPS`). The rollout stops early once the waypoint is certain: a waypoint found
+    `WINDOW_STEPS + CONFIRM_STEPS` or more steps before the rollout's end is the one the whole
+    rollout gives (every window and confirmation it rests on is complete)."""
+    r, found = _run(name, sim, LOOKAHEAD_STEPS + WINDOW_STEPS, check=True)
+    return (r, *found) if found else (r, *waypoint(r, LOOKAHEAD_STEPS))
+
+
+def _run(name: str, sim: dict[str, Any], steps: int, check: bool) -> tuple[Rollout, tuple[int, str] | None]:
     with _COPIES.lock:
-        return _rollout(_COPIES.get(name, int(sim["seed"])), name, sim, steps)
+        return _steps(_COPIES.get(name, int(sim["seed"])), name, sim, steps, check)
 
 
-def _rollout(env: Any, name: str, sim: dict[str, Any], steps: int) -> Rollout:
+def _steps(
+    env: Any, name: str, sim: dict[str, Any], steps: int, check: bool
+) -> tuple[Rollout, tuple[int, str] | None]:
     restore_state(env, sim)
     policy = native_policy(name)
     obs = np.asarray(sim["obs"], dtype=float)
     lead = np.asarray(env.data.mocap_pos[0], float) - np.asarray(env.tcp_center, float)
     cmds, efforts, tools, success = [], [], [np.asarray(env.tcp_center, float).copy()], [False]
     mocaps = [np.asarray(env.data.mocap_pos[0], float) - lead]
-    for _ in range(steps):
+
+    def pack() -> Rollout:
+        arrays = (cmds, efforts, tools, success, mocaps)
+        return Rollout(*(np.array(a) for a in arrays))
+
+    for n in range(1, steps + 1):
         with warnings.catch_warnings():  # "Constant(s) may be too high": Meta-World's own notice
             warnings.simplefilter("ignore")
             # a copy: some policies change the observation they are given in place
@@ -137,7 +159,12 @@ def _rollout(env: Any, name: str, sim: dict[str, Any], steps: int) -> Rollout:
         tools.append(np.asarray(env.tcp_center, float).copy())
         mocaps.append(np.asarray(env.data.mocap_pos[0], float) - lead)
         success.append(bool(info.get("success")))
-    return Rollout(np.array(cmds), np.array(efforts), np.array(tools), np.array(success), np.array(mocaps))
+        sure = n - WINDOW_STEPS - CONFIRM_STEPS
+        if check and n < steps and n % CHECK_EVERY == 0 and sure >= 1:
+            k, why = waypoint(pack(), sure)
+            if why != "the step budget":
+                return pack(), (k, why)
+    return pack(), None
 
 
 def _persists(flags: np.ndarray, k: int) -> bool:
@@ -202,8 +229,7 @@ def metaworld_expert(state: dict[str, Any], priv: dict[str, Any]) -> tuple[str, 
             "I cannot plan: this turn's facts carry no simulation state to look ahead in.",
             {},
         )
-    r = rollout(name, sim, LOOKAHEAD_STEPS + WINDOW_STEPS)
-    k, why = waypoint(r, LOOKAHEAD_STEPS)
+    r, k, why = plan(name, sim)
     effort = float(r.efforts[0])
     held = float(sim.get("effort", effort))
     if why == "a turn's reach" and abs(effort - held) > EFFORT_CHANGE:
