@@ -30,7 +30,7 @@ from typing import Any
 
 import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 import numpy as np
-from _common import emit, machine
+from _common import emit, machine, results_path
 
 from pear_agent.loop.episode import Episode, EpisodeConfig
 from pear_agent.loop.registry import make_environment
@@ -174,11 +174,14 @@ def main() -> None:
     if args.table:
         print(table(args.table))
         return
+    os.environ.setdefault("PEAR_BENCH_TAG", "local")  # emit() writes metaworld_experts-<tag>.json
     names = [t.strip() for t in args.tasks.split(",") if t.strip()]
     t0 = time.perf_counter()
     tasks: dict[str, Any] = {}
     rows = []
     jobs = [(name, args.seeds) for name in names]
+    path = results_path("metaworld_experts")
+    partial = path.with_suffix(".partial.json") if path is not None else None
     pool = multiprocessing.get_context("spawn").Pool(args.workers)
     for name, nat, pro in pool.imap(one_task, jobs):  # in task order, each as it is done
         n_ok = sum(r["success"] for r in nat)
@@ -200,6 +203,8 @@ def main() -> None:
             ]
         )
         print(f"{name}: native {n_ok}/{args.seeds}, protocol {p_ok}/{args.seeds}", flush=True)
+        if partial is not None:  # the tasks so far, kept as they finish (a run cut short keeps them)
+            partial.write_text(json.dumps({"complete": False, "seeds_per_task": args.seeds, "tasks": tasks}))
     pool.close()
     pool.join()
     n_all = sum(sum(r["success"] for r in t["native"]) for t in tasks.values())
@@ -228,8 +233,9 @@ def main() -> None:
     rows.append(
         ["overall", f"{n_all}/{total}", f"{p_all}/{total}", f"{(p_all - n_all) * 100 / total:+.1f}", ""]
     )
-    os.environ.setdefault("PEAR_BENCH_TAG", "local")  # emit() writes metaworld_experts-<tag>.json
     emit("metaworld_experts", result, rows, ["task", "native", "protocol", "diff pts", "turns"])
+    if partial is not None:
+        partial.unlink(missing_ok=True)
 
 
 if __name__ == "__main__":
