@@ -118,7 +118,8 @@ def cost(tasks: dict[str, Any]) -> dict[str, Any]:
 
 def table(path: str) -> str:
     """docs/metaworld.md's table, from a results file: per task native and protocol successes, the
-    difference, mean turns of the successes and the episodes that pressed; then the cost."""
+    difference, mean turns of the successes and the episodes that pressed; then the cost (a partial
+    file, of a run still going or cut short: its tasks so far)."""
     data = json.loads(Path(path).read_text())
     n = data["seeds_per_task"]
     lines = [
@@ -142,7 +143,9 @@ def table(path: str) -> str:
         f"| **all {len(data['tasks'])}** | **{n_all}/{total}** | **{p_all}/{total}** | "
         f"{(p_all - n_all) * 100 / total:+.1f} | | {pressed_all}/{total} |"
     )
-    c = data["cost"]
+    c = data.get("cost")
+    if c is None:  # a partial file: the tasks so far, no cost yet
+        return "\n".join(lines)
     lines += [
         "",
         "| wall time | natively | through the protocol |",
