@@ -7,6 +7,10 @@ is published as JSON (std_msgs/String) on `status_topic`: `start`, one `turn` pe
 
     python -m pear_agent.ros2.agent_node --ros-args --params-file agent.yaml
 
+How it may move the arm is `arm_mode` (free; shadow: a MuJoCo twin runs each action and nothing is
+sent to the controllers; step: each motion waits for `pear-agent ros approve`) and `speed_scale`
+(pear_agent.ros2.modes).
+
 Before anything moves it checks the stack (joint states, drivers not latched, controllers, cameras)
 and refuses with one line naming what is missing. On a robot without a simulator's success check the
 operator judges an episode that reached the end of a task attempt (the model's `done`, the turn
