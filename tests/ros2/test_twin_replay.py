@@ -15,6 +15,7 @@ import pytest
 
 from tests.ros2.conftest import REPO, double_config, home_joints
 from tests.ros2.test_agent_endings import DOWN, UP, _agent, _summary
+from tests.ros2.test_modes import LOADED
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
@@ -33,7 +34,7 @@ def test_a_robot_episode_replayed_in_the_twin_starts_where_the_robot_did(
     fails "the twin started at [-0.427  1.459  1.289 ...], the robot at [-0.227  1.608  1.191 ...]"."""
     start = home_joints(yam) | {j: home_joints(yam)[j] + d for j, d in OFFSET_RAD.items()}
     start_double(double_config(yam, initial=start))
-    agent = _agent(start_node, tmp_path, [UP, DOWN, UP], operator_timeout_s=1.0)
+    agent = _agent(start_node, tmp_path, [UP, DOWN, UP], operator_timeout_s=1.0, **LOADED)
     assert agent.wait(240) == 1  # the turn limit, unjudged: a failure
     log = Path(_summary(tmp_path)["run_dir"]) / "episode.jsonl"
     out = subprocess.run(
