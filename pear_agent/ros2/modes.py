@@ -12,15 +12,18 @@ never a stop, which always brakes at the configured deceleration."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from pear_agent.robot.backend import Outcome
-from pear_agent.robot.kinematics import Kinematics
-from pear_agent.ros2 import conversions as cv
 from pear_agent.settings import setting
+
+if TYPE_CHECKING:  # annotations only: agent_node imports this module at its start, without OpenCV
+    from pear_agent.robot.kinematics import Kinematics
+    from pear_agent.ros2 import conversions as cv
 
 MODES = ("free", "shadow", "step")
 
@@ -69,13 +72,8 @@ class ArmModeSettings:
 def scaled(limits: cv.MoveLimits, scale: float) -> cv.MoveLimits:
     """The same move `1/scale` times slower: speed x scale, acceleration x scale^2, jerk x scale^3
     (a time-optimal profile within these is the full-speed one stretched in time: the same path)."""
-    return cv.MoveLimits(
-        limits.vmax * scale,
-        limits.amax * scale**2,
-        limits.jmax * scale**3,
-        limits.lower,
-        limits.upper,
-        limits.dt,
+    return dataclasses.replace(
+        limits, vmax=limits.vmax * scale, amax=limits.amax * scale**2, jmax=limits.jmax * scale**3
     )
 
 
