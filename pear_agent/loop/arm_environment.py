@@ -6,6 +6,7 @@ config and hands it to an `Episode` (the loop itself builds no environment)."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -137,7 +138,20 @@ class ArmEnvironment:
         )
 
     def header(self) -> dict[str, Any]:
-        return {"observation": self.observation, "scene_facts": self.scene_facts} | self.result_fields()
+        run_header = getattr(self.backend, "run_header", None)  # a real robot's arm mode and speed
+        extra = run_header() if callable(run_header) else {}
+        header = {"observation": self.observation, "scene_facts": self.scene_facts}
+        return header | extra | self.result_fields()
+
+    def _preview(self, steps: list[dict[str, Any]], executed: list[dict[str, Any]], notes: list[str]) -> None:
+        """Tell a backend that shows each motion before it moves (a real robot's step mode) what
+        the model asked and what is left of it after clipping."""
+        preview = getattr(self.backend, "preview_action", None)
+        if not callable(preview):
+            return
+        asked = [{n: pa.to_json() for n, pa in st.items()} for st in steps]
+        clipped = " | ".join(describe_executed(e) for e in executed)
+        preview(json.dumps(asked[0] if len(asked) == 1 else asked), clipped, notes)
 
     def result_fields(self) -> dict[str, Any]:
         """The episode's perturbation and its drawn values, where the backend applied one."""
@@ -311,6 +325,8 @@ class ArmEnvironment:
         if len(action.chunk) > 1:
             return self._execute_chunk(action)
         commands, info, refused = self.plan(action, self._state, self._obs.joints_rad)
+        if refused is None:
+            self._preview([action.parts], [info["executed"]], info["notes"])
         outcome = refused if refused is not None else self.backend.execute(commands)
         if refused is None:
             self._press_moves += sum(c.press for c in commands.values())
@@ -345,6 +361,8 @@ class ArmEnvironment:
         if refused is not None:
             outcome = refused
         else:
+            notes = [x for inf in infos for x in inf["notes"]]
+            self._preview(action.chunk, [inf.get("executed", {}) for inf in infos], notes)
             run_chunk = getattr(self.backend, "execute_chunk", None)
             if callable(run_chunk):
                 outcome, reached = run_chunk(commands)
