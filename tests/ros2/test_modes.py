@@ -30,6 +30,8 @@ from tests.ros2.test_stops import (
     stamped_series,
 )
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 LEFT_TOPIC = "/left_arm_controller/joint_trajectory"

@@ -17,6 +17,8 @@ from tests.ros2.conftest import REPO, double_config, home_joints
 from tests.ros2.test_agent_endings import DOWN, UP, _agent, _summary
 from tests.ros2.test_modes import LOADED
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 OFFSET_RAD = {"left_joint1": 0.2, "left_joint2": 0.15, "left_joint3": -0.1}
