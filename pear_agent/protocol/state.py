@@ -136,3 +136,37 @@ def compact_scene(privileged: dict[str, Any]) -> str:
                 + " ".join(f"{a}={_int(v)}" for a, v in zip("xyz", pos, strict=True))
             )
     return "; ".join(out)
+
+
+def relative_positions(
+    privileged: dict[str, Any], state: dict[str, PartPose]
+) -> dict[str, dict[str, list[float]]]:
+    """Each object's position minus each part's tool point, cm (`--scene-relative`): object name ->
+    part -> [dx, dy, dz], the move that would bring the tool point onto the object. The objects are
+    `compact_scene`'s (the scene facts' entries with a position)."""
+    out: dict[str, dict[str, list[float]]] = {}
+    for key, value in _scene_value(privileged).items():
+        if not isinstance(value, dict):
+            continue
+        pos = next((v for k, v in value.items() if k.startswith("position") and k.endswith("_cm")), None)
+        if isinstance(pos, list) and len(pos) == 3:
+            out[str(value.get("name", key))] = {
+                part: [round(float(o) - float(t), 1) + 0.0 for o, t in zip(pos, p.position_cm, strict=True)]
+                for part, p in state.items()
+            }
+    return out
+
+
+def relative_json(relative: dict[str, dict[str, list[float]]]) -> str:
+    """`relative_positions` as JSON, for the full observation's `Relative:` line."""
+    return json.dumps(relative)
+
+
+def compact_relative(relative: dict[str, dict[str, list[float]]]) -> str:
+    """`relative_positions` as integer cm, one `<object> from <part> dx= dy= dz=` per object and
+    part, `; `-separated (the compact observation's line with `--scene-relative`)."""
+    return "; ".join(
+        f"{name} from {part} " + " ".join(f"d{a}={_int(v)}" for a, v in zip("xyz", d, strict=True))
+        for name, parts in relative.items()
+        for part, d in parts.items()
+    )

@@ -191,6 +191,8 @@ class Recipe(Strict):
     """What the model gets each turn (`--observation`; compact: a short briefing, a few integer fields,
     bare-JSON replies)."""
     scene_facts: bool = False
+    scene_relative: bool = False
+    """`--scene-relative` (with `scene_facts`): each object's position relative to the tool point."""
     history: int | None = Field(None, ge=0)
     """`--history K`: the last K turns in full (None: every turn, one sequence per episode)."""
     history_older: Literal["line", "drop"] = "line"
@@ -217,6 +219,7 @@ class Recipe(Strict):
         EpisodeConfig(
             observation=self.observation,
             scene_facts=self.scene_facts,
+            scene_relative=self.scene_relative,
             max_turns=self.grpo.max_turns,
             mode=self.grpo.mode,
         )

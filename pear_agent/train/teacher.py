@@ -70,6 +70,7 @@ def collect_teacher(
     opts = LoopOptions(
         observation=recipe.observation,
         scene_facts=recipe.scene_facts,
+        scene_relative=recipe.scene_relative,
         history=recipe.history,
         history_older=recipe.history_older,
     )
