@@ -32,10 +32,19 @@ def _true_relative_cm(backend) -> np.ndarray:
     return (d.body("cube").xpos - d.site(ee_site_name("arm")).xpos) * 100.0
 
 
-def _parse_compact_relative(line: str) -> dict[str, int]:
+def _true_yaw_turn(backend) -> float:
+    """The cube's yaw minus the tool's, from MuJoCo's body and site frames, wrapped to a half turn."""
+    d = backend.data
+    cube = np.arctan2(d.body("cube").xmat[3], d.body("cube").xmat[0])
+    site = d.site(ee_site_name("arm")).xmat
+    tool = np.arctan2(site[3], site[0])
+    return float((cube - tool + np.pi / 2) % np.pi - np.pi / 2)
+
+
+def _parse_compact_relative(line: str) -> dict[str, float]:
     name, word, part, *fields = line.split()
     assert (name, word, part) == ("object", "from", "arm")
-    return {k: int(v) for k, v in (f.split("=") for f in fields)}
+    return {k: float(v) for k, v in (f.split("=") for f in fields)}
 
 
 def test_the_compact_line_is_the_object_minus_the_tool_point(backend, panda_kin):
@@ -51,10 +60,11 @@ def test_the_compact_line_is_the_object_minus_the_tool_point(backend, panda_kin)
             true = _true_relative_cm(backend)
             for axis, v in zip(("dx", "dy", "dz"), true, strict=True):
                 assert abs(got[axis] - v) <= 0.5 + 0.1, (seed, axis, got, true)  # integer cm
+            assert abs(got["dyaw"] - _true_yaw_turn(backend)) <= 0.005 + 0.011, (seed, got)
             assert p.record["scene_relative"] == rel_line
             # move towards the cube by what the line says (capped): the next turn's line shrinks
-            step = np.clip([got["dx"], got["dy"], 0], -8, 8)
-            env.execute(parse_reply(json.dumps({"action": {"arm": {"move_cm": step.tolist()}}}), env.robot))
+            step = {"move_cm": np.clip([got["dx"], got["dy"], 0], -8, 8).tolist(), "turn_rad": [0, 0, 0.3]}
+            env.execute(parse_reply(json.dumps({"action": {"arm": step}}), env.robot))
     assert env.result_fields()["scene_relative"] is True
 
 
@@ -64,7 +74,8 @@ def test_the_full_observation_carries_it_as_json(backend, panda_kin):
     p = env.observe(1, 25, None)
     rel = next(x for x in p.text.splitlines() if x.startswith("Relative: "))
     got = json.loads(rel.removeprefix("Relative: "))["object"]["arm"]
-    assert np.allclose(got, _true_relative_cm(backend), atol=0.06)  # rounded to 1 mm (facts to 0.1 mm)
+    assert np.allclose(got["move_cm"], _true_relative_cm(backend), atol=0.06)  # to 1 mm (facts: 0.1 mm)
+    assert abs(got["turn_rad"] - _true_yaw_turn(backend)) <= 0.005 + 0.011  # 0.01 rad; the state's yaw
     assert "`Relative`" in env.system_prompt()
 
 
@@ -92,7 +103,7 @@ def test_off_the_prompts_are_byte_identical_and_the_briefing_is_silent(backend, 
     compact_on = ArmEnvironment(
         backend, panda_kin, observation="compact", scene_facts=True, scene_relative=True
     )
-    assert "`<object> from <part> dx= dy= dz=`" in compact_on.system_prompt()
+    assert "`<object> from <part> dx= dy= dz= dyaw=`" in compact_on.system_prompt()
 
 
 def test_it_needs_scene_facts():

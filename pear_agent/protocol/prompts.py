@@ -48,7 +48,10 @@ def _inputs(observation: str, scene_facts: bool, scene_relative: bool = False) -
     return what + (" and relative to the tool point" if scene_relative else "")
 
 
-RELATIVE_HELP = "the object's position minus the part's tool point, cm: the move that reaches it"
+RELATIVE_HELP = (
+    "the object's position minus the part's tool point, cm: the move that reaches it; dyaw: the "
+    "yaw turn, rad, that lines the gripper up with it"
+)
 """What `--scene-relative`'s numbers are, as both briefings say it."""
 
 
@@ -66,7 +69,9 @@ def _observation_section(
             "- `Scene`: positions (cm) and orientations (rad) of the objects, exact, from the simulator."
         )
     if scene_relative:
-        lines.append(f"- `Relative`: object -> part -> [dx, dy, dz], {RELATIVE_HELP}.")
+        lines.append(
+            f"- `Relative`: object -> part -> `move_cm` [dx, dy, dz] and `turn_rad` (dyaw), {RELATIVE_HELP}."
+        )
     if observation in ("images", "both"):
         cams = [f"  - `{n}` ({c.width}x{c.height}): {c.description}" for n, c in robot.cameras.items()]
         lines.append("- One image from each camera:\n" + ("\n".join(cams) or "  - none"))
@@ -160,7 +165,11 @@ def compact_system_prompt(
         frame_y=robot.frame.y,
         frame_z=robot.frame.z,
         scene=(", then one line `<object> x= y= z=` per object (cm)" if scene_facts else "")
-        + (f", then one line `<object> from <part> dx= dy= dz=` ({RELATIVE_HELP})" if scene_relative else ""),
+        + (
+            f", then one line `<object> from <part> dx= dy= dz= dyaw=` ({RELATIVE_HELP})"
+            if scene_relative
+            else ""
+        ),
         example=json.dumps(wire_action(example), separators=(",", ":")),
         max_step_cm=f"{first.limits.max_position_step_cm:g}",
         max_rot_rad=f"{first.limits.max_rotation_step_rad:g}",

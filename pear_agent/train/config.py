@@ -86,7 +86,10 @@ class SFTConfig(Strict):
 class TeacherConfig(Strict):
     """Teacher collection for the warm start: temperature 0 (no jitter), every flight kept."""
 
-    policy: Literal["scripted"] = "scripted"
+    policy: Literal["scripted", "relative_pick"] = "scripted"
+    """scripted: the task's scripted expert (plans from privileged facts); relative_pick: a pick-up
+    rule that copies the `--scene-relative` line's numbers into its replies (what a small model can
+    imitate; `pear_agent.policies.relative_pick`)."""
     episodes: int = Field(64, ge=1)
     mix: list[MixEntry] = Field(default_factory=list)
     successes_only: bool = True
