@@ -39,6 +39,19 @@ The study's model (`--profile ''` keeps the recipe's Qwen3-4B):
         --out runs/rl-vs-warm-gpu --task roadster_kickflip:storm --teacher 16 --test 192 \
         --grpo-steps 60 --groups 16 --group-size 8 --eval-temperature 0
 
+Any task a recipe trains on, e.g. the arm (`--recipe arm_pick --task pick_cube`: the Panda, the
+compact observation with the objects relative to the tool point, the `relative_pick` teacher).
+`--base` flies the base model too, `--eval-temperatures 0,1` flies every model greedy and sampled
+on the same seeds in one run (each temperature's results beside the others: `test_warm` at the
+first, `test_warm_T1`...; the paired tests `grpo_vs_warm`, `grpo_vs_warm_T1`, `warm_vs_base`...),
+and every summary carries the end reasons and the success among the episodes in which every reply
+parsed (`all_valid`). A pilot on validation seeds stops after the warm start (`--stop-after warm`);
+`--in-flight N` holds fewer test flights (and their caches) at once:
+
+    PEAR_BENCH_TAG=issue46-pilot-val-teacher4 nice -n 15 python benchmarks/rl_beats_warm_start.py \
+        --out runs/arm-pilot-t4 --recipe arm_pick --task pick_cube --teacher 4 \
+        --test-seeds 10000-10031 --eval-temperatures 0,1 --stop-after warm --in-flight 32
+
 A partial run is a figure: the raw results (`benchmarks/results/rl_beats_warm_start-<tag>.json`,
 the format of `_common.emit`, and `<out>/rl_beats_warm_start.json`) are rewritten after the warm
 start, after every GRPO step and after every test flight, with `how_far` saying where it stands.

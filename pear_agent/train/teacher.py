@@ -102,7 +102,7 @@ def collect_teacher(
         jobs = [TrainJob(d.task, d.seed, group_id=f"teacher{i:04d}") for i, d in enumerate(draws)]
         run_episodes(jobs, make, opts, on_record=keep)
     summary = {
-        "teacher": f"{model} at {base_url}" if base_url else "scripted",
+        "teacher": f"{model} at {base_url}" if base_url else t.policy,
         "flown": n,
         "written": written,
         "tasks": {k: {"flown": v[0], "landed": v[1]} for k, v in per_task.items()},
