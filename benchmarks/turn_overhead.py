@@ -16,8 +16,9 @@ from _common import emit, machine, record_episode, stats_ms, verdict
 
 from pear_agent.loop.safety import clip_target
 from pear_agent.protocol.actions import parse_reply
-from pear_agent.protocol.prompts import encode_jpeg, turn_text, user_message
+from pear_agent.protocol.prompts import turn_text, user_message
 from pear_agent.protocol.state import robot_state, state_json
+from pear_agent.robot.images import encode_jpeg
 from pear_agent.robot.kinematics import rpy_to_matrix
 
 TARGET_MEDIAN_MS = 4.5

@@ -22,7 +22,6 @@ from pear_agent.protocol.actions import Action, ActionError, parse_reply, respon
 from pear_agent.protocol.prompts import (
     OBSERVATION_MODES,
     compact_turn_text,
-    encode_jpeg,
     system_prompt,
     turn_text,
     user_message,
@@ -41,6 +40,7 @@ from pear_agent.protocol.state import (
 from pear_agent.records.export_lerobot import action_size, split_action
 from pear_agent.records.log import RunWriter
 from pear_agent.robot.backend import Backend, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.robot.images import encode_jpeg
 from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
 
 

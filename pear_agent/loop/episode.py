@@ -237,7 +237,7 @@ class EpisodeResult:
     reward: float | None = None
     """The last reward an environment gave with a step (None for the arm tasks)."""
     max_chunk: int = 1
-    """The most steps (arm) or commands (roadster plan) one reply could carry (issue 29)."""
+    """The most steps (arm) or commands (roadster plan) one reply could carry."""
     history: int | None = None
     """Turns sent in full (`--history K`); None: every turn (append-only)."""
     history_older: str = "line"

@@ -1,4 +1,4 @@
-"""Chunks from a stateless expert (issue 29): ask it again on the state its own steps would reach.
+"""Chunks from a stateless expert: ask it again on the state its own steps would reach.
 
 A scripted expert decides one step from the state it sees. With `max_chunk` K > 1 the policy asks it
 again on a PREDICTED state (the arm moved by the step; an object the hand holds moved with it) until
@@ -103,8 +103,8 @@ def _nothing(step: dict[str, Any], commanded: dict[str, float]) -> bool:
 def claims_done(priv: dict[str, Any]) -> bool:
     """May an expert's `Stop` declare the episode done? Only when the task's own success check
     agrees (`task_success`, which the MuJoCo backend adds to every turn's facts): an expert that
-    cannot finish says so and holds still, it never claims a task done that is not (issue 37: the
-    Panda's ball rolled out of reach and the expert's `done` ended six episodes of ten)."""
+    cannot finish says so and holds still, it never claims a task done that is not (a ball rolled out
+    of the Panda's reach and a `done` on faith would have ended six episodes of ten as successes)."""
     return priv.get(TASK_SUCCESS) is True
 
 

@@ -341,7 +341,7 @@ class OpenAIPolicy:
             kw[self._facts.get("max_tokens_key", "max_tokens")] = max_tokens
         if s.reasoning_effort:
             kw["reasoning_effort"] = s.reasoning_effort
-        if s.logprobs:  # issue 20: token-level records
+        if s.logprobs:  # token-level records (training)
             kw["logprobs"] = True
         body = dict(s.extra_body)
         if s.send_privileged:

@@ -33,7 +33,7 @@ class ReplayPolicy:
         if is_v1_log(lines):
             raise ValueError(
                 f"{log_path} was recorded with protocol v1 (actions shaped like the state, "
-                '{"arm": {"position": ...}}); since issue 13 an action is '
+                '{"arm": {"position": ...}}); since protocol v2 an action is '
                 '{"action": {"arm": {"move_cm": ...}}}. '
                 f"Convert it: python -m pear_agent.protocol.convert_v1 {log_path} NEW/episode.jsonl"
             )

@@ -10,7 +10,7 @@ not move; a part whose only quantities are zero changes holds still. `"done": tr
 task finished (the action in the same reply runs first). The state (`{"arm": {"position": ...}}`)
 has no `action` key and none of these quantity names, so an echoed state is refused, never run.
 
-A chunk (issue 29) is a list of such steps, each a change from the previous step's target::
+A chunk is a list of such steps, each a change from the previous step's target::
 
     {"action": [{"arm": {"move_cm": [0, 0, -4]}}, {"arm": {"gripper": 0}}], "done": false}
 
@@ -32,7 +32,7 @@ from typing import Any
 from pear_agent.robot.config import RobotConfig
 
 PROTOCOL_VERSION = 2
-"""1: actions had the state's shape (before issue 13); 2: `{"action": {...}}` with move_cm/turn_rad."""
+"""1: actions had the state's shape (protocol v1); 2: `{"action": {...}}` with move_cm/turn_rad."""
 
 # Bounds a sane single action never exceeds; anything beyond is a misunderstanding of the
 # protocol (e.g. absolute coordinates), refused with a correction turn rather than clipped.

@@ -1,4 +1,4 @@
-"""Convert an `episode.jsonl` recorded with protocol v1 (before issue 13) to v2, for replay.
+"""Convert an `episode.jsonl` recorded with protocol v1 to v2, for replay.
 
 v1 actions had the state's shape (`{"arm": {"position": [dx, dy, dz], "orientation": [...],
 "gripper": g}}`, changes in cm / rad); v2 wraps them (`{"action": {"arm": {"move_cm": ...,

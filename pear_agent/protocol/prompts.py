@@ -12,9 +12,6 @@ from pathlib import Path
 from string import Template
 from typing import Any, Literal
 
-import cv2
-import numpy as np
-
 from pear_agent.protocol.actions import wire_action
 from pear_agent.robot.backend import TaskInfo
 from pear_agent.robot.config import REPO_ROOT, RobotConfig
@@ -212,15 +209,6 @@ def chunk_rules(part: str, max_chunk: int, has_gripper: bool) -> str:
         f"longer than {max_chunk} steps is refused (not shortened). Example:\n```json\n"
         f"{json.dumps(example)}\n```"
     )
-
-
-def encode_jpeg(image: np.ndarray, quality: int = 85) -> bytes:
-    ok, buf = cv2.imencode(
-        ".jpg", cv2.cvtColor(image, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_JPEG_QUALITY, quality]
-    )
-    if not ok:
-        raise ValueError("JPEG encoding failed")
-    return buf.tobytes()
 
 
 def data_url(jpeg: bytes) -> str:

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pear_agent.robot.backend import Observation
-from pear_agent.robot.kinematics import Kinematics, Pose
+if TYPE_CHECKING:  # the protocol renders poses; it never solves them (Pinocchio stays with the robot)
+    from pear_agent.robot.backend import Observation
+    from pear_agent.robot.kinematics import Kinematics, Pose
 
 
 @dataclass

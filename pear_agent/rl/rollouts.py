@@ -45,7 +45,7 @@ class PolicySpec:
     kind: Literal["scripted", "openai"] = "scripted"
     action_noise_cm: float = 0.0
     pilot_noise: float = 1.0
-    """Roadster tasks (issue 14): the scripted pilot's per-flight rule jitter (0 = deterministic)."""
+    """Roadster tasks: the scripted pilot's per-flight rule jitter (0 = deterministic)."""
     model: tuple[tuple[str, Any], ...] = ()
     """ModelSettings fields as (name, value) pairs (hashable)."""
 

@@ -35,6 +35,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pear_agent.protocol.prompts import OBSERVATION_MODES
 from pear_agent.records.log import RunWriter, new_run_dir
 from pear_agent.records.view import RRD_NAME, EpisodeView
 from pear_agent.robot.backend import EpisodeAborted, TaskInfo
@@ -181,8 +182,6 @@ def _wait_task_status(backend: Any, topic: str, timeout_s: float, log: Any) -> d
 def _check_params(p: dict[str, Any], settings: RosSettings) -> None:
     """Refuse, before anything moves, a policy that needs simulator facts on a robot without them,
     and values no node could use."""
-    from pear_agent.protocol.prompts import OBSERVATION_MODES  # heavy: cv2
-
     if p["policy"] == "scripted" and not settings.task_status_topic:
         raise ConfigError(
             "policy scripted reads simulator facts (object poses from task_status_topic), which a real "

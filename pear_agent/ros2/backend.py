@@ -462,7 +462,7 @@ class RosBackend(Braking, StackCheck, Cameras):
         return outcome
 
     def execute_chunk(self, steps: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
-        """A chunk (issue 29): consecutive arm steps as ONE multi-point trajectory per controller
+        """A chunk: consecutive arm steps as ONE multi-point trajectory per controller
         (`ruckig_chain`: through the waypoints without stopping, within the speed, acceleration and
         jerk limits), which the stock joint_trajectory_controller follows; a step that changes a
         gripper ends a path: the arm reaches it, then the gripper moves and settles. An e-stop

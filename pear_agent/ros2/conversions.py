@@ -244,7 +244,7 @@ def ruckig_chain(
     limits: MoveLimits,
     v0: np.ndarray | None = None,
 ) -> tuple[TrajectoryPlan, list[float]]:
-    """One multi-point trajectory through `waypoints` without stopping at them (a chunk, issue 29):
+    """One multi-point trajectory through `waypoints` without stopping at them (a chunk):
     jerk-limited legs (ruckig) from the measured state, each ending on its waypoint with the
     velocity `through_velocities` picks (zero where a leg cannot end that fast: a stop there), the
     last at rest. Within the speed cap and acceleration limit; (plan, the time each waypoint is
@@ -357,7 +357,7 @@ def anchored_brake_plan(
     hold_s: float = MIN_SEGMENT_S,
 ) -> TrajectoryPlan:
     """A braking trajectory from a measured position and a velocity that was not measured with it
-    (estimated from the position stream, or the trajectory followed: issue 30): the arm is carried
+    (estimated from the position stream, or the trajectory followed): the arm is carried
     forward from the measured position by its age at that velocity, braked within `deceleration` and
     `jerk`, and no point lies behind the measured position along each joint's motion (an estimate
     that lags or overshoots never turns into a move back)."""

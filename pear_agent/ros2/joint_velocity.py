@@ -1,4 +1,4 @@
-"""Joint velocities when the joint states carry none (issue 30).
+"""Joint velocities when the joint states carry none.
 
 A joint_state_broadcaster over hardware that exports no velocity state interface publishes an empty
 `velocity` array (and some drivers fill it with NaN). Read as zero, a stop mid-motion would brake

@@ -228,7 +228,7 @@ class YamDriver:
 
     def _fill_velocity(self, pos: np.ndarray, vel: np.ndarray, stamp_s: float) -> np.ndarray:
         """Velocities where i2rt's feedback has none or non-finite ones: the mean over the last
-        stamped positions (issue 30), so the agent never reads a moving arm as at rest; 0 before
+        stamped positions, so the agent never reads a moving arm as at rest; 0 before
         two positions are known (the arm holds at start)."""
         missing = ~np.isfinite(vel)
         if not np.any(missing):

@@ -580,7 +580,7 @@ class GRPOTrainer:
             if pixels:
                 fwd |= {k: torch.cat([p[k] for p in pixels]).to(device) for k in pixels[0]}
             # the model's body over the sequence; the head, the log-softmax and the estimator only at
-            # the positions that predict a generated token, in chunks (`loss.pear_loss_chunked`)
+            # the positions that predict a generated token, in chunks (`loss.chunked_terms`)
             sel = mask[:, 1:] > 0
             tvers, told, thas = vers[:, 1:][sel], old[:, 1:][sel], has_old[:, 1:][sel]
             tadv = adv.unsqueeze(-1).expand_as(mask[:, 1:])[sel]

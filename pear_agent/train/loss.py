@@ -190,19 +190,6 @@ def chunked_terms(
     return torch.cat(scores), torch.cat(lps)
 
 
-def pear_loss_chunked(
-    head: Any, hidden: Any, targets: Any, advantages: Any, n_tokens: int, **terms: Any
-) -> tuple[Any, Any]:
-    """`pear_loss` on reply positions only, in chunks: (loss, log pi [N] detached, for the drift).
-
-    hidden [N, H] at the positions predicting the N generated tokens `targets`; advantages [N] each
-    token's episode advantage; n_tokens the generated tokens of the whole batch; `terms` are
-    `chunked_terms`' options (temperature, softcap, the behaviour policy's hidden states and head,
-    chunk, banned tokens)."""
-    score, lp = chunked_terms(head, hidden, targets, **terms)
-    return -(advantages * score).sum() / max(1, int(n_tokens)), lp.detach()
-
-
 def clipped_surrogate(lp: Any, old_lp: Any, advantages: Any, clip_eps: float) -> Any:
     """PPO's clipped surrogate per token (SkyRL's and TRL's GRPO objective), to maximise:
     min(r A, clip(r, 1 - eps, 1 + eps) A) with r = pi(y) / mu(y) = exp(log pi - log mu). Where the

@@ -17,7 +17,7 @@ MAX_TURNS: dict[str, int] = {
 }
 """Per-suite turn limits, with room over what the scripted expert needs within the per-turn caps
 (10 cm, 0.5 rad): a pick and place takes it 10-20 turns; libero_goal's "open the top drawer and
-put the bowl inside" 34-40 at init states 0-4 (issue 19: the bowl pushed clear of the drawer's
+put the bowl inside" 34-40 at init states 0-4 (the bowl pushed clear of the drawer's
 sweep, the gripper turned level for the handle and back), libero_10's two-part tasks up to 45.
 A LIBERO-Pro or LIBERO-Plus task keeps the limit of the suite it perturbs."""
 

@@ -146,7 +146,7 @@ class LiberoFamily(ArmFamily, BenchSelection, BenchSummary):
         preset = opts.preset
         if preset and preset.startswith("metaworld"):  # Meta-World's presets (sim_adapters.metaworld)
             preset = None
-        if preset:  # issue 19: the paper's LIBERO / LIBERO-Plus / LIBERO-Pro protocols, by name
+        if preset:  # the paper's LIBERO / LIBERO-Plus / LIBERO-Pro protocols, by name
             picked = opts.suite_tasks
             indices = None if picked in (None, "0-9") else parse_range(picked, 10, "suite-tasks")
             tasks, seeds = bench_tasks(opts.preset, args.seeds, indices)

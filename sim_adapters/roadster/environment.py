@@ -8,7 +8,7 @@ full interval of lag is one more interval flown on the old command (2 s = ten in
 continuous rule (fly the measured lag itself, the arm tasks' model) stays as `clock="continuous"`.
 Reward: the shaped reward in [0, 1] once the flight is over.
 
-Plans (issue 29): with `max_chunk` K > 1 a reply may carry `{"plan": [c1, c2, ...]}`, one command per
+Plans: with `max_chunk` K > 1 a reply may carry `{"plan": [c1, c2, ...]}`, one command per
 0.2 s interval. Realtime: c1 flies now, and while the next decision is being made the late
 intervals fly c2, c3, ... (the last one in force once the plan runs out); a new plan replaces
 whatever is left of the old one (recorded: intervals flown from the plan, commands dropped).

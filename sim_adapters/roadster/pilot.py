@@ -6,7 +6,7 @@ Rules (kickflip): drive until the truck is 1.1 s away, climb, start the roll 1.4
 truck's roof, lean against sideways drift, land once past the truck. Ramp flip: rotate upright
 the way it already turns, brake while leaning against the drift, land.
 
-Plans (issue 29): asked for plans of K commands (the briefing's `max_plan: K` line), the pilot
+Plans: asked for plans of K commands (the briefing's `max_plan: K` line), the pilot
 applies its rules to the row it predicts for each of the next K intervals (`predict`: a crude
 point-mass extrapolation; the command's own setpoints pull vz and the roll rate), so the car has
 sensible commands to fly while a slow decision is being made.

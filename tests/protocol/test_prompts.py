@@ -5,8 +5,9 @@ import cv2
 import numpy as np
 import pytest
 
-from pear_agent.protocol.prompts import encode_jpeg, system_prompt, turn_text, user_message
+from pear_agent.protocol.prompts import system_prompt, turn_text, user_message
 from pear_agent.robot.backend import TaskInfo
+from pear_agent.robot.images import encode_jpeg
 
 
 def test_system_prompt_states_frames_units_parts_cameras_and_action(panda) -> None:

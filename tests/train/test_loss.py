@@ -66,7 +66,7 @@ def test_temperature_scales_the_distribution():
 def test_the_chunked_loss_on_reply_positions_equals_the_full_loss(chunk, stale):
     """The same loss and gradients (on the hidden states and the head) as `pear_loss` over the whole
     [B, T, V] logits, whatever the chunk, with and without the score-centering correction."""
-    from pear_agent.train.loss import pear_loss_chunked
+    from pear_agent.train.loss import chunked_terms
 
     g = torch.Generator().manual_seed(0)
     head = torch.nn.Linear(8, 11, bias=False)
@@ -83,16 +83,16 @@ def test_the_chunked_loss_on_reply_positions_equals_the_full_loss(chunk, stale):
     want_h, want_w = hidden.grad.clone(), head.weight.grad.clone()
     hidden.grad, head.weight.grad = None, None
     sel = mask > 0
-    loss, lp = pear_loss_chunked(
+    # the trainer's loss on reply positions: -(A * score).sum() / N over `chunked_terms`' scores
+    score, lp = chunked_terms(
         head,
         hidden[sel],
         targets[sel],
-        adv[:, None].expand_as(mask)[sel],
-        n,
         temperature=0.8,
         behaviour_hidden=bh[sel] if stale else None,
         chunk=chunk,
     )
+    loss = -(adv[:, None].expand_as(mask)[sel] * score).sum() / n
     loss.backward()
     assert float(loss) == pytest.approx(float(full), abs=1e-6)
     assert torch.allclose(hidden.grad, want_h, atol=1e-6) and torch.allclose(

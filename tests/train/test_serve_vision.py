@@ -12,7 +12,7 @@ from tests.servers import post_json, serve_app
 
 
 def _jpeg(seed: int) -> bytes:
-    from pear_agent.protocol.prompts import encode_jpeg
+    from pear_agent.robot.images import encode_jpeg
 
     rng = np.random.default_rng(seed)
     return encode_jpeg(rng.integers(0, 255, (64, 64, 3), dtype=np.uint8))

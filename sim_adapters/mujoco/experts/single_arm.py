@@ -143,7 +143,7 @@ def place_in_bowl(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, An
     """Grasp the cube (fingers along the bowl's wall when it lies beside the bowl), carry it over the
     rim until centred over the bowl, lower it inside (the open fingers permitting), let go without
     moving, rise once the fingers are open. Releasing from above the rim, a few millimetres off
-    centre, let the cube bounce off the wall and out on some CPUs and not on others (issue 37)."""
+    centre, let the cube bounce off the wall and out on some CPUs and not on others."""
     part, arm, obj, stopped = _arm_and_object(state, priv, "cube")
     if stopped:
         return stopped
@@ -261,7 +261,7 @@ def push_to_target(state: State, priv: dict[str, Any]) -> tuple[str, dict[str, A
     if in_line and p[2] < push_z + 1.0:
         contact_gap = max(0.0, -along - size / 2 - 1.2)
         # the last stretch in shorter pushes: a block pushed all the way at once slid on past the
-        # target, out of the arm's reach behind it, on a slightly more slippery table (issue 37)
+        # target, out of the arm's reach behind it, on a slightly more slippery table
         step = min(dist * FINAL_PUSH_SHARE if dist < FINAL_PUSH_CM else dist, 6.0) + contact_gap
         return (
             f"The block is {dist:.1f} cm from the target centre and I am behind it; I push "

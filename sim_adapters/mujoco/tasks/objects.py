@@ -263,7 +263,7 @@ class PickUpObject(MujocoTask):
 def default_grasp_height_m(size_m: np.ndarray) -> float:
     """Where the fingers close when the object's YAML does not say (over its bottom): at the middle
     of a squat object (no taller than it is wide: a ball, a lemon, a block), where a round one is
-    widest (issue 37: 5 mm above a ball's equator, the closing fingers squeezed it out and it rolled
+    widest (5 mm above a ball's equator, the closing fingers squeezed it out and it rolled
     off the table); on a taller one 2 cm below its top, at most its middle height + 3 cm."""
     height = float(size_m[2])
     if height <= float(min(size_m[0], size_m[1])) + 1e-6:
