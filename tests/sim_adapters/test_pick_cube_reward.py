@@ -10,6 +10,7 @@ from pear_agent.loop.episode import EpisodeConfig
 from pear_agent.loop.registry import family_of, make_backend
 from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.protocol.actions import parse_reply
+from pear_agent.protocol.state import parse_compact_relative
 
 mujoco = pytest.importorskip("mujoco")
 
@@ -29,9 +30,8 @@ def test_closer_then_lifted_then_success_pays_more(backend, panda_kin):
     start = backend.shaped_reward()
     assert 0.0 <= start < 0.3
     for _ in range(6):  # straight at the cube's centre, capped per turn
-        rel = env.observe(1, 25, None).text.splitlines()[-1].split()[3:]
-        d = [int(w.split("=")[1]) for w in rel]
-        step = np.clip([d[0], d[1], d[2] + 4], -8, 8).tolist()  # stop 4 cm above the centre
+        rel = parse_compact_relative(env.observe(1, 25, None).text.splitlines()[-1])[("object", "arm")]
+        step = np.clip([rel["dx"], rel["dy"], rel["dz"] + 4], -8, 8).tolist()  # stop 4 cm above the centre
         env.execute(parse_reply(f'{{"action":{{"arm":{{"move_cm":{step}}}}}}}', env.robot))
     near = backend.shaped_reward()
     assert start + 0.05 < near <= 0.3
