@@ -52,6 +52,8 @@ def _rules(rs: list[dict[str, Any]]) -> str:
         bits.append("obs " + "/".join(obs))
     if any(r.get("scene_facts") for r in rs):
         bits.append("scene facts (privileged)")
+    if any(r.get("scene_relative") for r in rs):
+        bits.append("relative to the tool (privileged)")
     chunks = sorted({int(r.get("max_chunk") or 1) for r in rs})
     if chunks != [1] and chunks:
         bits.append("max_chunk " + "/".join(map(str, chunks)))

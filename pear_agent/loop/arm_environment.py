@@ -29,8 +29,11 @@ from pear_agent.protocol.prompts import (
 )
 from pear_agent.protocol.state import (
     PartPose,
+    compact_relative,
     compact_scene,
     compact_state,
+    relative_json,
+    relative_positions,
     robot_state,
     scene_facts,
     state_json,
@@ -76,7 +79,8 @@ def _outcome_json(outcome: Outcome, notes: list[str], **more: Any) -> dict[str, 
 class ArmEnvironment:
     """The arm path of the loop. `observation`: "both" (state JSON + images), "images" or "state"
     (no image parts, plain-string user content); `scene_facts` adds the objects' positions from the
-    simulator's privileged facts (recorded as privileged)."""
+    simulator's privileged facts (recorded as privileged); `scene_relative` (with `scene_facts`) adds
+    each object's position relative to each part's tool point."""
 
     def __init__(
         self,
@@ -85,6 +89,7 @@ class ArmEnvironment:
         *,
         observation: str = "both",
         scene_facts: bool = False,
+        scene_relative: bool = False,
         jpeg_quality: int = 85,
         tokens_per_image_patch_px: int = 28,
         max_invalid: int = 3,
@@ -98,6 +103,7 @@ class ArmEnvironment:
         self.name = self.robot.name
         self.observation = observation
         self.scene_facts = scene_facts
+        self.scene_relative = scene_relative
         self.jpeg_quality = jpeg_quality
         self.patch_px = tokens_per_image_patch_px
         self.max_invalid = max_invalid
@@ -132,6 +138,7 @@ class ArmEnvironment:
             self.task,
             observation=self.observation,
             scene_facts=self.scene_facts,
+            scene_relative=self.scene_relative,
             max_invalid=self.max_invalid,
             max_chunk=self.max_chunk,
             press=self.press,
@@ -156,7 +163,8 @@ class ArmEnvironment:
     def result_fields(self) -> dict[str, Any]:
         """The episode's perturbation and its drawn values, where the backend applied one."""
         drawn = getattr(self.backend, "perturbation", None)
-        out = ({"perturbation": drawn} if drawn else {}) | {"max_chunk": self.max_chunk}
+        relative = {"scene_relative": True} if self.scene_relative else {}  # privileged, like scene_facts
+        out = ({"perturbation": drawn} if drawn else {}) | {"max_chunk": self.max_chunk} | relative
         if self.press:  # where a move may press: how many did (0: the episode never pressed)
             out["press_moves"] = self._press_moves
         return out
@@ -172,11 +180,15 @@ class ArmEnvironment:
         images = obs.images if self.observation in ("both", "images") else {}
         jpegs = {name: encode_jpeg(img, self.jpeg_quality) for name, img in images.items()}
         line = compact_state(self._state)
+        rel = relative_positions(obs.privileged, self._state) if self.scene_relative else None
+        relative = None
         if compact:
             scene = compact_scene(obs.privileged) if self.scene_facts else None
-            text = compact_turn_text(line, feedback, scene)
+            relative = compact_relative(rel) if rel is not None else None
+            text = compact_turn_text(line, feedback, scene, relative)
         else:
             scene = scene_facts(obs.privileged) if self.scene_facts else None
+            relative = relative_json(rel) if rel is not None else None
             text = turn_text(
                 turn,
                 max_turns,
@@ -185,6 +197,7 @@ class ArmEnvironment:
                 list(jpegs),
                 observation=self.observation,
                 scene=scene,
+                relative=relative,
             )
         msg = user_message(text, jpegs, as_string=self.observation in ("state", "compact"))
         p = self.patch_px
@@ -195,6 +208,8 @@ class ArmEnvironment:
         }
         if scene is not None:
             record["scene"] = scene
+        if relative is not None:
+            record["scene_relative"] = relative
         self._obs_step = self._queue.executed
         takes_setpoints = callable(getattr(self.backend, "control_frame", None)) and callable(
             getattr(self.backend, "execute_setpoint", None)

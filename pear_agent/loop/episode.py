@@ -136,6 +136,12 @@ class EpisodeConfig:
         help="add the objects' positions (from the simulator's privileged facts) to each turn as text; "
         "recorded as privileged in the results",
     )
+    scene_relative: bool = setting(
+        False,
+        action="store_true",
+        help="with --scene-facts: add each object's position relative to the gripper's tool point (cm: "
+        "the object minus the tool point, the move that reaches it); privileged, recorded in the results",
+    )
     max_chunk: int | None = setting(
         None,
         metavar="K",
@@ -175,6 +181,10 @@ class EpisodeConfig:
         if self.observation not in OBSERVATION_MODES:
             raise ValueError(
                 f"observation must be one of {list(OBSERVATION_MODES)}, not {self.observation!r}"
+            )
+        if self.scene_relative and not self.scene_facts:
+            raise ValueError(
+                "--scene-relative needs --scene-facts (its positions are the same privileged simulator facts)"
             )
         check_history(self.history, self.history_older)
         if self.max_chunk is not None and (
@@ -678,6 +688,7 @@ LOOP_OPTIONS = (
     "max_invalid",
     "observation",
     "scene_facts",
+    "scene_relative",
     "max_chunk",
     "history",
     "history_older",
@@ -719,6 +730,8 @@ def loop_options_from_args(args: Any) -> dict[str, Any]:
     for key in ("max_chunk", "record_fps"):  # only when given: benches recorded before stay resumable
         if out.get(key) is None:
             out.pop(key, None)
+    if not out.get("scene_relative"):  # likewise the relative positions: off in every older bench
+        out.pop("scene_relative", None)
     if out.get("history") is None:  # likewise the window: no window is what every older bench ran
         out.pop("history", None)
         out.pop("history_older", None)

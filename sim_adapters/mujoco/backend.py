@@ -48,6 +48,7 @@ from sim_adapters.mujoco.scene import (  # noqa: E402
     build_scene,
     camera_name,
     compile_spec,
+    ee_site_name,
     scene_option,
 )
 from sim_adapters.mujoco.tasks.base import MujocoTask  # noqa: E402
@@ -216,6 +217,11 @@ class MujocoBackend:
         self._recorded = []
         self._stopped = False
         return self.observe()
+
+    def shaped_reward(self) -> float | None:
+        """The task's dense reward for RL now (`MujocoTask.shaped_reward`), None where it has none."""
+        tool_m = {n: self.data.site(ee_site_name(n)).xpos.copy() for n in self.parts}
+        return self._task.shaped_reward(self.model, self.data, tool_m)
 
     def observe(self, render: bool = True) -> Observation:
         d = self.data
