@@ -6,6 +6,7 @@ config and hands it to an `Episode` (the loop itself builds no environment)."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -104,7 +105,10 @@ class ArmEnvironment:
         """The most steps one reply may carry (`--max-chunk`, else the robot YAML's, else 1)."""
         if self.max_chunk < 1:
             raise ValueError(f"max_chunk must be >= 1, not {self.max_chunk}")
-        self._schema = response_schema(self.robot, self.max_chunk)
+        self.press = bool(getattr(backend, "honours_press", False))
+        """Whether a move may carry `press` (the backend honours it); refused by the parser otherwise."""
+        self._schema = response_schema(self.robot, self.max_chunk, self.press)
+        self._press_moves = 0
         self._obs: Any = None
         self._state: dict[str, PartPose] = {}
         self._queue = ActionQueue()
@@ -120,6 +124,7 @@ class ArmEnvironment:
     def reset(self, seed: int) -> None:
         self._obs = self.backend.reset(seed)
         self._queue, self._chunk_fps, self._next_action_t, self._obs_step = ActionQueue(), None, 0.0, 0
+        self._press_moves = 0
 
     def system_prompt(self) -> str:
         return system_prompt(
@@ -129,15 +134,32 @@ class ArmEnvironment:
             scene_facts=self.scene_facts,
             max_invalid=self.max_invalid,
             max_chunk=self.max_chunk,
+            press=self.press,
         )
 
     def header(self) -> dict[str, Any]:
-        return {"observation": self.observation, "scene_facts": self.scene_facts} | self.result_fields()
+        run_header = getattr(self.backend, "run_header", None)  # a real robot's arm mode and speed
+        extra = run_header() if callable(run_header) else {}
+        header = {"observation": self.observation, "scene_facts": self.scene_facts}
+        return header | extra | self.result_fields()
+
+    def _preview(self, steps: list[dict[str, Any]], executed: list[dict[str, Any]], notes: list[str]) -> None:
+        """Tell a backend that shows each motion before it moves (a real robot's step mode) what
+        the model asked and what is left of it after clipping."""
+        preview = getattr(self.backend, "preview_action", None)
+        if not callable(preview):
+            return
+        asked = [{n: pa.to_json() for n, pa in st.items()} for st in steps]
+        clipped = " | ".join(describe_executed(e) for e in executed)
+        preview(json.dumps(asked[0] if len(asked) == 1 else asked), clipped, notes)
 
     def result_fields(self) -> dict[str, Any]:
         """The episode's perturbation and its drawn values, where the backend applied one."""
         drawn = getattr(self.backend, "perturbation", None)
-        return ({"perturbation": drawn} if drawn else {}) | {"max_chunk": self.max_chunk}
+        out = ({"perturbation": drawn} if drawn else {}) | {"max_chunk": self.max_chunk}
+        if self.press:  # where a move may press: how many did (0: the episode never pressed)
+            out["press_moves"] = self._press_moves
+        return out
 
     def response_schema(self) -> dict[str, Any]:
         return self._schema
@@ -191,7 +213,7 @@ class ArmEnvironment:
         return TurnPrompt(msg, text, ctx, len(text) // 4 + img_tokens + 8, jpegs, record, line=line)
 
     def parse(self, reply: str) -> Action:
-        return parse_reply(reply, self.robot, self.max_chunk)
+        return parse_reply(reply, self.robot, self.max_chunk, self.press)
 
     def vector_layout(self) -> dict[str, Any]:
         """Parts (sorted), joints per part and grippers: the order of the dataset's vectors
@@ -233,7 +255,7 @@ class ArmEnvironment:
             part = self.robot.parts[name]
             target = clip_target(name, part, state[name], pa)
             info["notes"].extend(target.notes)
-            cmd = PartCommand(gripper=target.gripper)
+            cmd = PartCommand(gripper=target.gripper, press=pa.press and target.moves_arm)
             executed: dict[str, Any] = {}
             if target.moves_arm:
                 executed["move_cm"] = _vec(target.position_cm - state[name].position_cm, 2)
@@ -261,6 +283,8 @@ class ArmEnvironment:
                 cmd.joints_rad = res.joints_rad
             if target.gripper is not None:
                 executed["gripper"] = target.gripper
+            if cmd.press:
+                executed["press"] = True
             info["executed"][name] = executed
             commands[name] = cmd
         return commands, info, None
@@ -301,7 +325,11 @@ class ArmEnvironment:
         if len(action.chunk) > 1:
             return self._execute_chunk(action)
         commands, info, refused = self.plan(action, self._state, self._obs.joints_rad)
+        if refused is None:
+            self._preview([action.parts], [info["executed"]], info["notes"])
         outcome = refused if refused is not None else self.backend.execute(commands)
+        if refused is None:
+            self._press_moves += sum(c.press for c in commands.values())
         self._obs = obs = self.backend.observe()
         notes = list(action.notes) + info["notes"]
         feedback = outcome.describe() + (f" (note: {'; '.join(notes)})" if notes else "")
@@ -333,6 +361,8 @@ class ArmEnvironment:
         if refused is not None:
             outcome = refused
         else:
+            notes = [x for inf in infos for x in inf["notes"]]
+            self._preview(action.chunk, [inf.get("executed", {}) for inf in infos], notes)
             run_chunk = getattr(self.backend, "execute_chunk", None)
             if callable(run_chunk):
                 outcome, reached = run_chunk(commands)
@@ -343,6 +373,9 @@ class ArmEnvironment:
                     if outcome.status != "reached":
                         break
                     reached += 1
+        if refused is None:  # the steps that ran: those reached and the one that stopped
+            ran = commands[: min(reached + 1, n)]
+            self._press_moves += sum(c.press for cmds in ran for c in cmds.values())
         self._obs = obs = self.backend.observe()
         notes = list(action.notes) + [
             f"step {i}: {x}" for i, inf in enumerate(infos, 1) for x in inf["notes"]

@@ -46,6 +46,9 @@ MAX_CANDIDATES = 16
 """How many `"action"` keys, from the end of the reply, are looked at."""
 
 MOVE, TURN, GRIPPER, DONE, ACTION = "move_cm", "turn_rad", "gripper", "done", "action"
+PRESS = "press"
+"""A move's flag: keep pushing toward the target through contact for the move's time budget,
+instead of ending `blocked` when the hand stalls (only where the backend honours it)."""
 # the state's quantity names -> the action's, for the message to a model that echoed the state
 _STATE_KEYS = {"position": MOVE, "orientation": TURN}
 
@@ -58,6 +61,8 @@ class PartAction:
     """Change of orientation, rad (wire: `turn_rad`)."""
     gripper: float | None = None
     """Absolute command, 0 closed .. 1 open."""
+    press: bool = False
+    """The move keeps pushing through contact (wire: `press`; see `PRESS`)."""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -67,6 +72,8 @@ class PartAction:
             out[TURN] = self.orientation_rad
         if self.gripper is not None:
             out[GRIPPER] = self.gripper
+        if self.press:
+            out[PRESS] = True
         return out
 
 
@@ -145,7 +152,7 @@ def wire_action(
     them does it fall back to `arm` (on a robot without that part, the hold was refused as an
     unknown part, three times over, and the episode ended invalid).
     """
-    names = {"position": MOVE, "orientation": TURN, "gripper": GRIPPER}
+    names = {"position": MOVE, "orientation": TURN, "gripper": GRIPPER, "press": PRESS}
     action: dict[str, dict[str, Any]] = {}
     for part, body in internal.items():
         wire = {names[k]: v for k, v in body.items() if k in names}
@@ -179,7 +186,7 @@ def _vector_schema(bound: float, what: str) -> dict[str, Any]:
     }
 
 
-def _part_schema(has_gripper: bool) -> dict[str, Any]:
+def _part_schema(has_gripper: bool, press: bool = False) -> dict[str, Any]:
     props: dict[str, Any] = {
         MOVE: _vector_schema(MAX_ABS_POSITION_DELTA_CM, "change of the tool point, cm, [dx, dy, dz]"),
         TURN: _vector_schema(MAX_ABS_ROTATION_DELTA_RAD, "change of orientation, rad, [droll, dpitch, dyaw]"),
@@ -191,23 +198,30 @@ def _part_schema(has_gripper: bool) -> dict[str, Any]:
             "maximum": 1,
             "description": "absolute command: 0 closed .. 1 open (not a change)",
         }
+    required = list(props)
+    if press:
+        props[PRESS] = {
+            "type": "boolean",
+            "description": "with move_cm: keep pushing through contact instead of stopping blocked",
+        }
     # at least one quantity: one alternative per quantity that requires it (grammar-friendly)
     return {
         "anyOf": [
             {"type": "object", "properties": props, "required": [q], "additionalProperties": False}
-            for q in props
+            for q in required
         ]
     }
 
 
-def response_schema(robot: RobotConfig, max_chunk: int = 1) -> dict[str, Any]:
+def response_schema(robot: RobotConfig, max_chunk: int = 1, press: bool = False) -> dict[str, Any]:
     """JSON Schema of a whole valid reply object for this robot: for prompts and `response_format`.
 
     At least one part with at least one quantity, written with `anyOf`/`required` only (no
     `minProperties`), so grammar-constrained decoders cannot produce `{}` or an empty action.
-    With `max_chunk` > 1 the action may also be a list of 1..max_chunk steps (`maxItems`).
+    With `max_chunk` > 1 the action may also be a list of 1..max_chunk steps (`maxItems`); with
+    `press` (the backend honours it) a part may add `"press": true`.
     """
-    parts = {name: _part_schema(part.gripper is not None) for name, part in robot.parts.items()}
+    parts = {name: _part_schema(part.gripper is not None, press) for name, part in robot.parts.items()}
     action: dict[str, Any] = {
         "anyOf": [
             {"type": "object", "properties": parts, "required": [name], "additionalProperties": False}
@@ -278,14 +292,28 @@ def _vector(value: Any, where: str, bound: float, unit: str) -> list[float]:
     return out
 
 
-def _part(name: str, body: Any, robot: RobotConfig, notes: list[str]) -> PartAction:
+def _part(name: str, body: Any, robot: RobotConfig, notes: list[str], press: bool = False) -> PartAction:
     part = robot.parts[name]
     if not isinstance(body, dict):
         raise ActionError(f"action.{name} must be an object of quantities, got {_show(body)}")
     allowed = [MOVE, TURN] + ([GRIPPER] if part.gripper is not None else [])
+    pressing = False
+    if PRESS in body:
+        where = f"action.{name}.{PRESS}"
+        if not press:
+            raise ActionError(
+                f"{where}: this robot cannot press (its moves end `blocked` when the hand stalls); "
+                f"leave {PRESS!r} out"
+            )
+        if not isinstance(body[PRESS], bool):
+            raise ActionError(f"{where} must be true or false, got {_show(body[PRESS])}")
+        if body[PRESS] and MOVE not in body:
+            raise ActionError(f"{where}: press goes with a move; give {MOVE!r} with it")
+        pressing = body[PRESS]
+        body = {k: v for k, v in body.items() if k != PRESS}
     if not body:
         raise ActionError(f"action.{name} names no quantity; give at least one of {allowed}")
-    pa = PartAction()
+    pa = PartAction(press=pressing)
     for key, value in body.items():
         where = f"action.{name}.{key}"
         if key in _STATE_KEYS:
@@ -308,12 +336,15 @@ def _part(name: str, body: Any, robot: RobotConfig, notes: list[str]) -> PartAct
             pa.gripper = g
     if pa.gripper is None and all(
         v is None or not any(v) for v in (pa.position_cm, pa.orientation_rad)
-    ):  # only zero changes: hold still (no IK, no motion)
+    ):  # only zero changes: hold still (no IK, no motion, nothing to press)
         pa.position_cm = pa.orientation_rad = None
+        pa.press = False
     return pa
 
 
-def _step(body: Any, robot: RobotConfig, notes: list[str], where: str) -> dict[str, PartAction]:
+def _step(
+    body: Any, robot: RobotConfig, notes: list[str], where: str, press: bool = False
+) -> dict[str, PartAction]:
     """One step's parts (`where`: "" for a single action, "step N: " in a chunk)."""
     try:
         if not isinstance(body, dict):
@@ -328,7 +359,7 @@ def _step(body: Any, robot: RobotConfig, notes: list[str], where: str) -> dict[s
         for name, part_body in body.items():
             if name not in robot.parts:
                 raise ActionError(f"unknown part {_show(name)}; parts are {sorted(robot.parts)}")
-            parts[name] = _part(name, part_body, robot, step_notes)
+            parts[name] = _part(name, part_body, robot, step_notes, press)
         notes.extend(where + n for n in step_notes)
         return parts
     except ActionError as exc:
@@ -337,9 +368,10 @@ def _step(body: Any, robot: RobotConfig, notes: list[str], where: str) -> dict[s
         raise ActionError(f"{where}{exc}") from None
 
 
-def validate_action(obj: Any, robot: RobotConfig, max_chunk: int = 1) -> Action:
+def validate_action(obj: Any, robot: RobotConfig, max_chunk: int = 1, press: bool = False) -> Action:
     """A decoded reply object -> Action, or ActionError naming the first problem (and, in a chunk,
-    its step: "step 3: ..."). A chunk longer than `max_chunk` is refused, not cut short."""
+    its step: "step 3: ..."). A chunk longer than `max_chunk` is refused, not cut short; `press`
+    on a move is refused unless `press` (the backend honours it)."""
     if not isinstance(obj, dict):
         raise ActionError(f"the reply must end with a JSON object, got {type(obj).__name__}")
     if ACTION not in obj:
@@ -373,11 +405,11 @@ def validate_action(obj: Any, robot: RobotConfig, max_chunk: int = 1) -> Action:
                 f"the chunk has {len(body)} steps; this robot takes {limit} per reply: nothing was run "
                 "(send fewer steps; the rest can follow next turn)"
             )
-        action.steps = [_step(b, robot, action.notes, f"step {i}: ") for i, b in enumerate(body, 1)]
+        action.steps = [_step(b, robot, action.notes, f"step {i}: ", press) for i, b in enumerate(body, 1)]
         action.parts = action.steps[0]
         action.chunked = True
         return action
-    action.parts = _step(body, robot, action.notes, "")
+    action.parts = _step(body, robot, action.notes, "", press)
     return action
 
 
@@ -479,7 +511,7 @@ def _why_not_json(visible: str, brace: int) -> str:
     return f"the last action object is not a JSON object holding the key: {tail}"
 
 
-def parse_reply(text: Any, robot: RobotConfig, max_chunk: int = 1) -> Action:
+def parse_reply(text: Any, robot: RobotConfig, max_chunk: int = 1, press: bool = False) -> Action:
     """The action in a reply (fenced or bare JSON, last one wins), or ActionError naming the problem.
 
     Reasoning up to the last `</think>` is ignored. Only the last JSON object holding an "action"
@@ -501,8 +533,8 @@ def parse_reply(text: Any, robot: RobotConfig, max_chunk: int = 1) -> Action:
         for brace in (visible.find("{"), visible.rfind("{")):
             got = _decode_at(visible, brace) if brace != -1 else None
             if got is not None and isinstance(got[0], dict):
-                validate_action(got[0], robot, max_chunk)  # raises with the reason (no "action" key...)
+                validate_action(got[0], robot, max_chunk, press)  # raises with the reason
         raise ActionError(
             'no action found: end the reply with one JSON object {"action": {<part>: {<quantity>: ...}}}'
         )
-    return validate_action(candidate, robot, max_chunk)
+    return validate_action(candidate, robot, max_chunk, press)

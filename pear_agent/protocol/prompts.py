@@ -72,12 +72,19 @@ def system_prompt(
     scene_facts: bool = False,
     max_invalid: int = 3,
     max_chunk: int = 1,
+    press: bool = False,
 ) -> str:
     if observation not in OBSERVATION_MODES:
         raise ValueError(f"observation must be one of {OBSERVATION_MODES}, not {observation!r}")
     if observation == "compact":
         return compact_system_prompt(
-            robot, task, prompts_dir, scene_facts=scene_facts, max_invalid=max_invalid, max_chunk=max_chunk
+            robot,
+            task,
+            prompts_dir,
+            scene_facts=scene_facts,
+            max_invalid=max_invalid,
+            max_chunk=max_chunk,
+            press=press,
         )
     parts, example = [], {}
     for name, part in robot.parts.items():
@@ -106,7 +113,8 @@ def system_prompt(
         max_rot_rad=f"{first.limits.max_rotation_step_rad:g}",
         workspace=f"x {_fmt_range(ws['x'])}, y {_fmt_range(ws['y'])}, z {_fmt_range(ws['z'])} cm",
         max_invalid=max_invalid,
-        chunk=chunk_rules(first_name, max_chunk, first.gripper is not None),
+        chunk=chunk_rules(first_name, max_chunk, first.gripper is not None)
+        + (f"\n{PRESS_RULE}" if press else ""),
         instruction=task.instruction,
         max_turns=task.max_turns,
     )
@@ -120,6 +128,7 @@ def compact_system_prompt(
     scene_facts: bool = False,
     max_invalid: int = 3,
     max_chunk: int = 1,
+    press: bool = False,
 ) -> str:
     """The short briefing of `--observation compact` (`prompts/system_compact.md`)."""
     first_name, first = next(iter(robot.parts.items()))
@@ -132,6 +141,8 @@ def compact_system_prompt(
             f' `"action"` may be a list of up to {max_chunk} such steps, each a change from the previous '
             "step's target, run as one motion."
         )
+    if press:
+        chunk += " " + PRESS_RULE
     return _template("system_compact", prompts_dir).substitute(
         robot_name=robot.name,
         instruction=task.instruction.strip(),
@@ -158,6 +169,14 @@ def compact_turn_text(state_line: str, outcome: str | None, scene: str | None = 
     if scene:
         lines.append(scene)
     return "\n".join(lines)
+
+
+PRESS_RULE = (
+    'Add "press":true to a move that must push into contact (press a handle, drag a plate): the hand '
+    "keeps pushing toward the target until it gets there or the move's time runs out, instead of "
+    "stopping `blocked` when it stalls."
+)
+"""The briefing's one line on `press`, where the backend honours it."""
 
 
 def chunk_rules(part: str, max_chunk: int, has_gripper: bool) -> str:

@@ -52,6 +52,9 @@ class ControlFrame:
 class PartCommand:
     joints_rad: np.ndarray | None = None
     gripper: float | None = None
+    press: bool = False
+    """Keep driving toward the target through contact for the move's time budget instead of
+    ending `blocked` on a stall (only a backend whose `honours_press` is true is given it)."""
 
 
 @dataclass

@@ -30,7 +30,10 @@ class Braking:
                 return
             self._estop_reason = reason
             missing = []
-            for p in self.parts.values():
+            shadow = self.modes.arm_mode == "shadow"  # the real controllers were never sent anything
+            if shadow:
+                self.twin.stop()
+            for p in self.parts.values() if not shadow else ():
                 for topic, names in self._targets(p):
                     msg = self._stop_msg(p, topic, names)
                     if msg is None:

@@ -84,6 +84,10 @@ class RosSettings(BaseModel):
     estop_topic: str = "/pear/estop"
     estop_service: str = "/pear/stop"
     operator_service: str = "/pear/operator/judge"
+    operator_answer_topic: str = Field(
+        "/pear/operator/answer",
+        description="JSON answers with a reason (`pear-agent ros reject [reason]`): std_msgs/String",
+    )
     operator_terminal: bool = Field(True, description="also ask on the terminal when stdin is one")
     operator_timeout_s: float = Field(120.0, gt=0, description="wait this long for the operator's answer")
     task_status_topic: str = Field(
@@ -123,8 +127,9 @@ class AgentSettings(BaseModel):
 
 def shared_parameters() -> dict[str, tuple[str, str]]:
     """Parameter -> (definition, field) of the settings a ROS run shares with `pear-agent run`: every
-    `EpisodeConfig` and `ModelSettings` field that names its parameter (`setting(ros=...)`), so a
-    setting is declared in one place whatever reads it (the command line, the node)."""
+    `EpisodeConfig`, `ModelSettings` and `ArmModeSettings` field that names its parameter
+    (`setting(ros=...)`), so a setting is declared in one place whatever reads it (the command
+    line, the node)."""
     out: dict[str, tuple[str, str]] = {}
     for name, cls in _definitions().items():
         for f in dataclasses.fields(cls):
@@ -150,8 +155,13 @@ class Parameter(NamedTuple):
 def _definitions() -> dict[str, type]:
     from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
     from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
+    from pear_agent.ros2.modes import ArmModeSettings  # heavy: cv2
 
-    return {"EpisodeConfig": EpisodeConfig, "ModelSettings": ModelSettings}
+    return {
+        "EpisodeConfig": EpisodeConfig,
+        "ModelSettings": ModelSettings,
+        "ArmModeSettings": ArmModeSettings,
+    }
 
 
 def _pydantic_rows(model: type[BaseModel]) -> list[Parameter]:

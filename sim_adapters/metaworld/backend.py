@@ -48,7 +48,34 @@ TOLERANCE_M = 0.005
 PASS_TOLERANCE_M = 0.015
 """A chunk's waypoint (not its last) is passed this close to it."""
 MAX_STEPS = 240
-"""Control steps a move may take before it ends as `timeout`."""
+"""Control steps a move may take before it ends as `timeout` (a press move's time budget too)."""
+STALL_STEPS = 15
+"""A plain move ends `blocked` after this many control steps without progress."""
+SIM_STATE = "metaworld_sim"
+"""The privileged fact with the simulation's exact state (`sim_state`), for the look-ahead expert."""
+_STATE_SPEC = 0x1FFF
+"""`mujoco.mjtState.mjSTATE_INTEGRATION`: everything `mj_step` reads (time, qpos, qvel, act,
+warm start, controls, applied forces, equality flags, mocap poses, user data)."""
+
+
+def sim_state(env: Any, obs: np.ndarray, seed: int) -> dict[str, Any]:
+    """The simulation's exact state: MuJoCo's integration state, Meta-World's last observation and
+    the episode's seed (a copy of the task reset to that seed, then `restore_state`, steps on as
+    this one would)."""
+    import mujoco  # optional: .venv-metaworld's mujoco 3.3.0
+
+    state = np.zeros(mujoco.mj_stateSize(env.model, _STATE_SPEC))
+    mujoco.mj_getState(env.model, env.data, state, _STATE_SPEC)
+    return {"seed": int(seed), "state": state.tolist(), "obs": np.asarray(obs, float).tolist()}
+
+
+def restore_state(env: Any, sim: dict[str, Any]) -> None:
+    """Set `env` (the same task, reset to `sim["seed"]`'s variation) to the state `sim_state` took."""
+    import mujoco  # optional: .venv-metaworld's mujoco 3.3.0
+
+    mujoco.mj_setState(env.model, env.data, np.asarray(sim["state"], dtype=float), _STATE_SPEC)
+    mujoco.mj_forward(env.model, env.data)
+    env._prev_obs = np.asarray(sim["obs"], dtype=float)[:18].copy()  # the next observation's "previous"
 
 
 def to_ours(p: Any) -> np.ndarray:
@@ -110,6 +137,10 @@ class ToolKinematics:
 class MetaWorldBackend:
     """One Meta-World v3 task; `reset(seed)` sets Meta-World's sampled variation `seed`."""
 
+    honours_press = True
+    """A move may ask to press (`PartCommand.press`): driven on through contact until reached or
+    its time budget, never ended `blocked` by a stall."""
+
     def __init__(self, robot: RobotConfig, task: str, render: bool = True) -> None:
         self.name = env_name(task)
         self.robot = robot
@@ -125,6 +156,7 @@ class MetaWorldBackend:
         self._effort = -1.0
         self._goal = np.zeros(3)
         self._driving = False
+        self._press = False
         self._offset = np.zeros(3)
         self._steps = 0
         self._success = False
@@ -197,7 +229,7 @@ class MetaWorldBackend:
                 best, since_best = err, 0
             else:
                 since_best += 1
-            if since_best >= 15 and still and settled:
+            if since_best >= STALL_STEPS and still and settled and not self._press:
                 if err < TOLERANCE_M:
                     return Outcome("reached", duration_s=n * self.dt)
                 why = (
@@ -211,6 +243,13 @@ class MetaWorldBackend:
                     n * self.dt,
                     ["tool_x", "tool_y", "tool_z"],
                 )
+        if self._press:
+            short = float(np.linalg.norm(goal - self.tcp())) * 100
+            return Outcome(
+                "timeout",
+                f"pressed for {MAX_STEPS * self.dt:.1f} s, {short:.1f} cm short of the target",
+                MAX_STEPS * self.dt,
+            )
         return Outcome("timeout", f"not reached within {MAX_STEPS * self.dt:.1f} s", MAX_STEPS * self.dt)
 
     def _command(self, cmd: PartCommand) -> tuple[np.ndarray, bool, bool]:
@@ -219,6 +258,7 @@ class MetaWorldBackend:
             effort = 1.0 - 2.0 * float(np.clip(cmd.gripper, 0.0, 1.0))
             grip_changed = effort != self._effort
             self._effort = effort
+        self._press = bool(cmd.press) and cmd.joints_rad is not None
         if cmd.joints_rad is not None:
             self._goal = to_metaworld(np.asarray(cmd.joints_rad, dtype=float)[:3])
             self._driving = True
@@ -311,6 +351,7 @@ class MetaWorldBackend:
             "hand_minus_tool": (hand - self.tcp()).round(6).tolist(),
             "objects": objects,
             "goal": {"position_cm": (to_ours(obs[36:39]) * 100).round(2).tolist()},
+            SIM_STATE: sim_state(self.env, obs, self._seed) | {"effort": self._effort},
         }
 
     def project(self, name: str, point_metaworld: Any) -> tuple[float, float]:

@@ -1,41 +1,71 @@
-"""Meta-World's own scripted policies (`metaworld.policies.ENV_POLICY_MAP`) as this family's expert.
+"""Meta-World's own scripted policies (`metaworld.policies.ENV_POLICY_MAP`) as this family's expert,
+planning each turn by looking ahead in a copy of the simulation.
 
-Each turn the task's policy is asked for its per-step action on Meta-World's own observation (the
-privileged 39 numbers the adapter passes, with the hand where the turn's state says it is), and
-rolled forward on a virtual hand for up to `SEGMENT_STEPS` steps, the objects left where they
-are: each step moves the hand by the policy's bounded delta (x 1 cm, as Meta-World's `step()`
-moves the mocap). The segment ends where the policy changes its grip effort or stops moving the
-hand. The turn's action is the segment's whole move (`move_cm`) and its grip effort as the
-protocol's absolute gripper command (effort e -> (1 - e) / 2: -1 open -> 1, +1 closed -> 0).
-So a 30-step reach becomes three turns, and a grasp a turn of its own; the runtime's
-move-until-still then executes it over Meta-World's `step()`.
+Each turn the backend's privileged facts carry the simulation's exact state (`metaworld_sim`:
+MuJoCo's integration state, the task's seed and Meta-World's observation; never shown to a model).
+The expert restores it into a private environment of the same task and variation and runs the
+task's policy forward there, natively (observation -> `get_action` -> `step()`), for up to
+`LOOKAHEAD_STEPS` control steps. The turn ends at the first natural waypoint of that rollout:
 
-Stateless, as every expert here: the policies themselves decide from the observation alone.
+- the policy changes its grip effort (the fingers then act on a fresh observation);
+- the policy stops commanding motion (it has arrived, or waits);
+- the commanded direction turns by more than ~45 degrees from the segment's;
+- the task's own success check holds in the copy; the hand would leave the per-turn cap.
+
+Directions are compared over `WINDOW_STEPS` summed commands and a change counts only when it
+persists for `CONFIRM_STEPS` steps: a flip that reverses sooner (a policy dithering on a branch
+boundary, which averages out at 80 Hz) is not a waypoint. The turn's action is the displacement
+the policy drove the hand through up to the waypoint (Meta-World's mocap, which leads the hand and
+presses on where contact holds it back) and the segment's grip effort as the protocol's absolute
+gripper command (effort e -> (1 - e) / 2), with `press` where the copy's hand was held back by
+contact while the policy drove it on (a press into a handle, a plate dragged): the runtime then
+keeps pushing instead of reporting `blocked`. A grip change at the start of a leg that the
+per-turn cap cuts waits for the leg's last turn (a policy that closes the fingers while
+descending times the close by its own speed, which one capped turn cannot keep).
+
+The real simulation is never touched: the copy is a separate environment. Without the state (an
+old record, a server told only the observation) the expert cannot plan and says so.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
 import warnings
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from sim_adapters.metaworld.backend import to_metaworld, to_ours
+from sim_adapters.metaworld.backend import (
+    SIM_STATE,
+    make_env,
+    restore_state,
+    sampled_task,
+    to_ours,
+)
 
-SEGMENT_STEPS = 10
-"""Meta-World control steps one turn stands for (at most 10 cm: the Sawyer's per-turn cap)."""
+LOOKAHEAD_STEPS = 60
+"""Control steps (0.75 s) one turn may stand for: a waypoint at the latest after this many."""
+CONFIRM_STEPS = 4
+"""A change (grip, stop, direction) is a waypoint only when it holds this many steps in a row."""
 EFFORT_CHANGE = 0.2
-"""A grip effort change larger than this ends the segment (the fingers act on a fresh observation)."""
-HELD_M = 0.05
-"""An object this close to the hand's tool point, with the fingers closing on it, moves with the
-virtual hand (so a carry is not read as the hand leaving the object)."""
-TURN_COS = 0.7
-"""A virtual step whose direction turns more than ~45 degrees from the segment's first ends it: the
-policy switched waypoints, which it decides best on a fresh observation (the virtual world keeps
-the objects still, so a push or a pull would otherwise be read as the hand leaving them)."""
-STILL_M = 2e-4
-"""A virtual step shorter than this (0.2 mm) ends the segment: the policy waits or has arrived."""
+"""A grip effort change larger than this is a grip change."""
+WINDOW_STEPS = 8
+"""Directions are compared over this many steps' summed commands (a dither's flips cancel)."""
+TURN_COS = 0.5
+"""Summed commands whose direction is more than 60 degrees from the segment's first turn the path."""
+STILL_CM = 0.05
+"""A commanded step shorter than this (0.5 mm) asks for no motion: the policy waits or has arrived."""
+MAX_MOVE_CM = 9.9
+"""The segment ends before the tool point would leave the per-turn cap (10 cm on this robot)."""
+CHECK_EVERY = 8
+"""The look-ahead checks every this many steps whether its waypoint is already certain."""
+PRESS_STEPS = 3
+"""Steps in which the hand moved less than `PRESS_RATIO` of what the policy commanded (at least
+`PRESS_MIN_CM`): this many make the turn a press (the hand is held back by contact)."""
+PRESS_RATIO = 0.15
+PRESS_MIN_CM = 0.3
 
 
 @functools.lru_cache(maxsize=64)
@@ -46,75 +76,175 @@ def native_policy(name: str) -> Any:
     return ENV_POLICY_MAP[name]()
 
 
-def _observation(state: dict[str, Any], priv: dict[str, Any]) -> np.ndarray:
-    """Meta-World's observation for this turn: the adapter's, with the hand (and an object) moved
-    where the state says, when a chunk's prediction moved them."""
-    obs = np.asarray(priv["metaworld_obs"], dtype=float).copy()
-    arm = state["arm"]
-    hand = to_metaworld(np.asarray(arm["position"], float) / 100.0) + np.asarray(
-        priv["hand_minus_tool"], float
-    )
-    if float(np.linalg.norm(hand - obs[:3])) > 0.002:  # beyond the state's rounding: a predicted state
-        obs[:3] = hand
-        obj = (priv.get("objects") or {}).get("object")
-        if obj is not None:
-            obs[4:7] = to_metaworld(np.asarray(obj["position_cm"], float) / 100.0)
-    if abs(float(arm.get("gripper", obs[3])) - obs[3]) > 0.02:
-        obs[3] = float(arm["gripper"])
-    return obs
+class _Copies:
+    """One private environment per task, set to an episode's variation when it changes (the
+    variation also moves bodies in the model, so the copy is reset with the same task)."""
+
+    def __init__(self) -> None:
+        self._envs: dict[str, tuple[Any, int]] = {}
+        self.lock = threading.Lock()
+        """One look-ahead at a time (`pear-agent serve` answers requests on several threads)."""
+
+    def get(self, name: str, seed: int) -> Any:
+        env, loaded = self._envs.get(name, (None, -1))
+        if env is None:
+            env = make_env(name)
+        if loaded != seed:
+            env.set_task(sampled_task(name, seed))
+            env.reset()
+        self._envs[name] = (env, seed)
+        return env
 
 
-def segment(
-    policy: Any, obs: np.ndarray, tool_offset: np.ndarray, steps: int = SEGMENT_STEPS
-) -> tuple[np.ndarray, float, int]:
-    """(hand displacement in Meta-World's frame (m), grip effort, steps rolled): the policy rolled
-    forward on a virtual hand (`tool_offset`: hand body minus tool point, m)."""
-    obs = obs.copy()
-    start = obs[:3].copy()
-    effort = None
-    first: np.ndarray | None = None
-    n = 0
-    tool = obs[:3] - tool_offset
-    held = obs[3] < 0.85 and float(np.linalg.norm(obs[4:7] - tool)) < HELD_M
-    for n in range(steps):  # noqa: B007  (n: the steps rolled, returned)
+_COPIES = _Copies()
+
+
+@dataclass
+class Rollout:
+    """The policy run forward in the copy: per step its command (cm, Meta-World frame) and grip
+    effort; per step boundary the tool point (m), where the policy drove it (`mocap_m`: the start's
+    tool point moved as the mocap moved, ahead of the hand where contact holds it back) and
+    whether the task's check held."""
+
+    commands_cm: np.ndarray
+    efforts: np.ndarray
+    tool_m: np.ndarray
+    success: np.ndarray
+    mocap_m: np.ndarray
+
+
+def rollout(name: str, sim: dict[str, Any], steps: int) -> Rollout:
+    """The task's policy for `steps` control steps from the state `sim` (the backend's
+    `metaworld_sim` fact), in the private copy of the task."""
+    return _run(name, sim, steps, check=False)[0]
+
+
+def plan(name: str, sim: dict[str, Any]) -> tuple[Rollout, int, str]:
+    """(rollout, steps, why): the look-ahead and its first waypoint (`waypoint` over
+    `LOOKAHEAD_STEPS`). The rollout stops early once the waypoint is certain: a waypoint found
+    `WINDOW_STEPS + CONFIRM_STEPS` or more steps before the rollout's end is the one the whole
+    rollout gives (every window and confirmation it rests on is complete)."""
+    r, found = _run(name, sim, LOOKAHEAD_STEPS + WINDOW_STEPS, check=True)
+    return (r, *found) if found else (r, *waypoint(r, LOOKAHEAD_STEPS))
+
+
+def _run(name: str, sim: dict[str, Any], steps: int, check: bool) -> tuple[Rollout, tuple[int, str] | None]:
+    with _COPIES.lock:
+        return _steps(_COPIES.get(name, int(sim["seed"])), name, sim, steps, check)
+
+
+def _steps(
+    env: Any, name: str, sim: dict[str, Any], steps: int, check: bool
+) -> tuple[Rollout, tuple[int, str] | None]:
+    restore_state(env, sim)
+    policy = native_policy(name)
+    obs = np.asarray(sim["obs"], dtype=float)
+    lead = np.asarray(env.data.mocap_pos[0], float) - np.asarray(env.tcp_center, float)
+    cmds, efforts, tools, success = [], [], [np.asarray(env.tcp_center, float).copy()], [False]
+    mocaps = [np.asarray(env.data.mocap_pos[0], float) - lead]
+
+    def pack() -> Rollout:
+        arrays = (cmds, efforts, tools, success, mocaps)
+        return Rollout(*(np.array(a) for a in arrays))
+
+    for n in range(1, steps + 1):
         with warnings.catch_warnings():  # "Constant(s) may be too high": Meta-World's own notice
             warnings.simplefilter("ignore")
-            # a copy each time: some policies change the observation they are given in place
-            # (door-open shifts the door's x by -5 cm), harmless only once per observation
-            a = np.asarray(policy.get_action(obs.copy()), dtype=float)
-        e = float(np.clip(a[3], -1.0, 1.0))
-        if effort is None:
-            effort = e
-        elif abs(e - effort) > EFFORT_CHANGE:
+            # a copy: some policies change the observation they are given in place
+            a = np.clip(np.asarray(policy.get_action(obs.copy()), dtype=float), -1.0, 1.0)
+        obs, _, _, _, info = env.step(a.astype(np.float32))
+        obs = np.asarray(obs, dtype=float)
+        cmds.append(a[:3])
+        efforts.append(float(a[3]))
+        tools.append(np.asarray(env.tcp_center, float).copy())
+        mocaps.append(np.asarray(env.data.mocap_pos[0], float) - lead)
+        success.append(bool(info.get("success")))
+        sure = n - WINDOW_STEPS - CONFIRM_STEPS
+        if check and n < steps and n % CHECK_EVERY == 0 and sure >= 1:
+            k, why = waypoint(pack(), sure)
+            if why != "the step budget":
+                return pack(), (k, why)
+    return pack(), None
+
+
+def _persists(flags: np.ndarray, k: int) -> bool:
+    """Whether the change at step `k` holds for `CONFIRM_STEPS` steps (or to the rollout's end)."""
+    return bool(np.all(flags[k : k + CONFIRM_STEPS]))
+
+
+def _windows(commands_cm: np.ndarray) -> np.ndarray:
+    """Each step's command summed with the next `WINDOW_STEPS - 1` (a dither's flips cancel)."""
+    c = np.cumsum(np.vstack([np.zeros(3), commands_cm]), axis=0)
+    ends = np.minimum(np.arange(len(commands_cm)) + WINDOW_STEPS, len(commands_cm))
+    return c[ends] - c[: len(commands_cm)]
+
+
+def waypoint(r: Rollout, horizon: int) -> tuple[int, str]:
+    """(steps, why): where the rollout's first waypoint lies within its first `horizon` steps
+    (the rest of the rollout only confirms a change)."""
+    n = len(r.efforts)
+    grip = np.abs(r.efforts - r.efforts[0]) > EFFORT_CHANGE
+    win = _windows(r.commands_cm)
+    span = np.minimum(WINDOW_STEPS, n - np.arange(n))
+    norms = np.linalg.norm(win, axis=1)
+    still = norms / span < STILL_CM
+    moving = np.nonzero(~still)[0]
+    first = int(moving[0]) if moving.size else n
+    ref = win[first] / max(float(norms[first]), 1e-12) if moving.size else np.zeros(3)
+    turned = ~still & ((win @ ref) / np.maximum(norms, 1e-12) < TURN_COS)
+    for k in range(1, min(horizon, n) + 1):
+        if r.success[k]:
+            return k, "the task's check holds"
+        reach = max(np.linalg.norm(r.tool_m[k] - r.tool_m[0]), np.linalg.norm(r.mocap_m[k] - r.tool_m[0]))
+        if float(reach) * 100 > MAX_MOVE_CM:
+            return k - 1, "a turn's reach"
+        if k >= n:
             break
-        d = np.clip(a[:3], -1.0, 1.0) * 0.01
-        size = float(np.linalg.norm(d))
-        if size < STILL_M:
-            break
-        if first is None:
-            first = d / size
-        elif float(first @ d) / size < TURN_COS:
-            break
-        obs[:3] = obs[:3] + d
-        if held and e > 0:
-            obs[4:7] = obs[4:7] + d
-    else:
-        n = steps
-    return obs[:3] - start, float(effort if effort is not None else 0.0), n
+        if grip[k] and _persists(grip, k):
+            return k, "the grip changes"
+        if k > first and still[k] and _persists(still, k):
+            return k, "the policy stops"
+        if k == first:  # it waited and now moves: the wait was this turn
+            return k, "the policy waits"
+        if k > first and turned[k] and _persists(turned, k):
+            return k, "the path turns"
+    return min(horizon, n), "the step budget"
+
+
+def pressed(r: Rollout, k: int) -> bool:
+    """Whether the hand was held back by contact in the first `k` steps: moved less than
+    `PRESS_RATIO` of the policy's command in `PRESS_STEPS` or more of them."""
+    moved_cm = np.linalg.norm(np.diff(r.tool_m[: k + 1], axis=0), axis=1) * 100
+    asked_cm = np.linalg.norm(r.commands_cm[:k], axis=1)
+    held = (asked_cm >= PRESS_MIN_CM) & (moved_cm < PRESS_RATIO * asked_cm)
+    return int(held.sum()) >= PRESS_STEPS
 
 
 def metaworld_expert(state: dict[str, Any], priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-    """One turn of Meta-World's own policy for `priv["task"]` (see the module)."""
+    """One turn of Meta-World's own policy for `priv["task"]`, planned by looking ahead (see the module)."""
     name = priv["task"]
-    move_mw, effort, n = segment(
-        native_policy(name), _observation(state, priv), np.asarray(priv["hand_minus_tool"], float)
-    )
-    move = to_ours(move_mw) * 100.0
+    sim = priv.get(SIM_STATE)
+    if sim is None:
+        return (
+            "I cannot plan: this turn's facts carry no simulation state to look ahead in.",
+            {},
+        )
+    r, k, why = plan(name, sim)
+    effort = float(r.efforts[0])
+    held = float(sim.get("effort", effort))
+    if why == "a turn's reach" and abs(effort - held) > EFFORT_CHANGE:
+        effort = held  # the leg goes on past this turn: its grip change rides with the leg's end
+
+    move = to_ours(r.mocap_m[k] - r.tool_m[0]) * 100.0
     act: dict[str, Any] = {"gripper": round(float(np.clip((1.0 - effort) / 2.0, 0.0, 1.0)), 3)}
+    press = pressed(r, k)
     if float(np.linalg.norm(move)) >= 0.05:
         act["position"] = [round(float(v), 2) for v in move]
-    why = (
-        f"Meta-World's {name} policy over {n} control steps: move {np.linalg.norm(move):.1f} cm "
-        f"with grip effort {effort:+.2f}."
+        if press:
+            act["press"] = True
+    text = (
+        f"Meta-World's {name} policy, looked ahead {k} control steps until {why}: move "
+        f"{np.linalg.norm(move):.1f} cm with grip effort {effort:+.2f}"
+        + (", pressing through contact." if "press" in act else ".")
     )
-    return why, {"arm": act}
+    return text, {"arm": act}

@@ -146,3 +146,39 @@ def test_images_right_side_up(mw_robot, camera):
         assert v_up < v - 2  # 5 cm higher in the world is higher in the image
     finally:
         be.close()
+
+
+def test_a_press_move_keeps_pushing_where_a_plain_move_ends_blocked(mw_robot):
+    """The same move 30 cm down into the table: plain, it ends `blocked` after the stall window;
+    with `press` it keeps driving for the move's whole time budget and the fingers end deeper in
+    contact. Mutation seen to fail: `self._press = False` in `_command` (the press move ended
+    `blocked` after the stall window, as the plain one)."""
+    from sim_adapters.metaworld.backend import MAX_STEPS
+
+    ends = {}
+    for press in (False, True):
+        be = MetaWorldBackend(mw_robot, "metaworld/reach-v3", render=False)
+        try:
+            start = be.reset(0).joints_rad["arm"]
+            target = start + np.array([0.0, 0.0, -0.3])
+            out = be.execute({"arm": PartCommand(joints_rad=target, press=press)})
+            ends[press] = (out, be.steps, be.tcp()[2])
+        finally:
+            be.close()
+    plain, pressed = ends[False], ends[True]
+    assert plain[0].status == "blocked" and plain[1] < MAX_STEPS
+    assert pressed[0].status == "timeout" and "pressed for" in pressed[0].detail
+    assert pressed[1] == MAX_STEPS and pressed[2] < plain[2]
+
+
+def test_a_press_move_that_arrives_is_reached(mw_robot):
+    """In free space a press move is a plain move: reached and still at its target."""
+    be = MetaWorldBackend(mw_robot, "metaworld/reach-v3", render=False)
+    try:
+        start = be.reset(0).joints_rad["arm"]
+        target = start + np.array([0.04, 0.0, 0.03])
+        out = be.execute({"arm": PartCommand(joints_rad=target, press=True)})
+        assert out.status == "reached", out.detail
+        assert np.linalg.norm(be.observe(render=False).joints_rad["arm"] - target) < 0.006
+    finally:
+        be.close()

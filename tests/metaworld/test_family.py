@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pear_agent.cli import main
 from pear_agent.loop.episode import Episode, EpisodeConfig
 from pear_agent.loop.registry import family_of, make_environment
 from pear_agent.loop.task_experts import scripted_policy
 from sim_adapters.metaworld import ENV_NAMES
 from tests.servers import serve_in_thread
+
+pytestmark = pytest.mark.wallclock
 
 EASY = [
     "metaworld/reach-v3",
@@ -112,3 +116,23 @@ def test_a_recipe_stage_names_metaworld_in_one_line():
     assert expand_tasks("metaworld/*") == sorted(
         (f"metaworld/{n}" for n in ENV_NAMES), key=lambda t: (len(t), t)
     )
+
+
+def test_press_through_the_protocol_is_briefed_parsed_and_recorded():
+    """Meta-World's briefing says what `press` does in one line, its schema offers it, the parser
+    takes it, the turn's record marks it and the episode's result fields count the press moves
+    (what the press does is `test_backend.py`'s)."""
+    from pear_agent.protocol.prompts import PRESS_RULE
+
+    env = make_environment("metaworld/reach-v3", render=False)
+    try:
+        env.reset(0)
+        assert PRESS_RULE in env.system_prompt() and '"press"' in json.dumps(env.response_schema())
+        env.observe(1, 40, None)
+        assert env.result_fields()["press_moves"] == 0
+        down = '{"action": {"arm": {"move_cm": [0, 0, -10], "press": true}}}'
+        steps = [env.execute(env.parse(down)) for _ in range(2)]
+        assert all(s.record["executed"]["arm"]["press"] is True for s in steps)
+        assert env.result_fields()["press_moves"] == 2
+    finally:
+        env.close()

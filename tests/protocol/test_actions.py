@@ -191,3 +191,30 @@ def test_a_cut_off_final_action_in_a_fence_is_invalid(panda) -> None:
     reply = '```json\n{"action": {"arm": {"gripper": 0}}}\n```\nBetter:\n```json\n{"action": {"arm": {"grip'
     with pytest.raises(ActionError, match="cut off"):
         parse_reply(reply, panda)
+
+
+def test_press_is_refused_where_the_backend_cannot_honour_it(panda) -> None:
+    """A robot whose backend has no press (the default) refuses the flag with the cause; where it
+    is honoured the flag is parsed, must be a boolean and goes with a move. Mutation seen to fail:
+    dropping the `if not press:` refusal in `_part` (the Panda then parsed `press` silently)."""
+    reply = '{"action": {"arm": {"move_cm": [0, 0, -2], "press": true}}}'
+    with pytest.raises(ActionError, match="cannot press"):
+        parse_reply(reply, panda)
+    a = parse_reply(reply, panda, press=True)
+    assert a.parts["arm"].press and a.parts["arm"].position_cm == [0.0, 0.0, -2.0]
+    assert a.to_json()["action"]["arm"]["press"] is True
+    plain = parse_reply('{"action": {"arm": {"move_cm": [0, 0, -2]}}}', panda, press=True)
+    assert not plain.parts["arm"].press
+    with pytest.raises(ActionError, match="true or false"):
+        parse_reply('{"action": {"arm": {"move_cm": [0, 0, -2], "press": 1}}}', panda, press=True)
+    with pytest.raises(ActionError, match="goes with a move"):
+        parse_reply('{"action": {"arm": {"gripper": 0, "press": true}}}', panda, press=True)
+
+
+def test_the_schema_offers_press_only_where_it_is_honoured(panda) -> None:
+    plain = json.dumps(response_schema(panda))
+    assert '"press"' not in plain
+    schema = response_schema(panda, press=True)
+    jsonschema.validate({"action": {"arm": {"move_cm": [0, 0, -2], "press": True}}}, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"action": {"arm": {"press": True}}}, schema)

@@ -19,6 +19,10 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+STARTUP_S = 120.0
+"""How long a node process may take to come up and be discovered (its first joint states, its
+subscriptions and services matched). Each wait ends at the event, so only a failing test waits it
+out: on a 2-core machine loaded by other test runs, starting sim_robot_node took over 30 s."""
 # one DDS domain per test session, discovery on this machine only: parallel runs do not cross-talk
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(1, 100)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -255,7 +259,7 @@ class Probe:
 
         self.instruction_pub.publish(String(data=text))
 
-    def estop_subscribed(self, timeout_s: float = 15.0) -> None:
+    def estop_subscribed(self, timeout_s: float = STARTUP_S) -> None:
         """DDS discovery takes a moment after a node starts: an e-stop published before the agent's
         subscription has matched goes nowhere (as it would from any publisher)."""
         self.wait_for(
@@ -268,7 +272,7 @@ class Probe:
         self.estop_pub.publish(self._Bool(data=True))
 
     def estop_service(self) -> str:
-        assert self.stop_client.wait_for_service(timeout_sec=10), "/pear/stop service not available"
+        assert self.stop_client.wait_for_service(timeout_sec=STARTUP_S), "/pear/stop service not available"
         future = self.stop_client.call_async(self._Trigger.Request())
         self.wait_for(future.done, 10, "the /pear/stop reply")
         return future.result().message

@@ -12,7 +12,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.ros2.conftest import DoubleProcess, Probe, double_config, home_joints
+from tests.ros2.conftest import STARTUP_S, DoubleProcess, Probe, double_config, home_joints
+
+pytestmark = pytest.mark.wallclock
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
@@ -70,7 +72,7 @@ def _call_set_bool(probe: Probe, service: str, value: bool, timeout_s: float) ->
     from std_srvs.srv import SetBool
 
     client = probe.node.create_client(SetBool, service)
-    assert client.wait_for_service(timeout_sec=10), f"{service} not available"
+    assert client.wait_for_service(timeout_sec=STARTUP_S), f"{service} not available"
     deadline = time.monotonic() + timeout_s
     result, lost = None, False
     while time.monotonic() < deadline:

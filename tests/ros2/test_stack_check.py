@@ -12,6 +12,8 @@ from pear_agent.robot.backend import PartCommand
 from tests.ros2.conftest import Probe, double_config, home_joints
 from tests.ros2.test_stops import LEFT, InProcessAgent
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 TOPIC = "/left_arm_controller/joint_trajectory"

@@ -17,6 +17,8 @@ import pytest
 from pear_agent.robot.backend import PartCommand, TaskInfo
 from tests.ros2.conftest import TRUTH_TOPIC, Probe, double_config, home_joints
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 LEFT = "left_arm_controller"

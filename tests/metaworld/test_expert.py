@@ -1,0 +1,126 @@
+"""The look-ahead expert against Meta-World itself: its copy replays the real simulation exactly and
+never touches it, and a policy's dither is not a waypoint while a real turn of its path is."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pear_agent.robot.backend import PartCommand
+from sim_adapters.metaworld.backend import MetaWorldBackend
+from sim_adapters.metaworld.expert import (
+    LOOKAHEAD_STEPS,
+    WINDOW_STEPS,
+    Rollout,
+    metaworld_expert,
+    native_policy,
+    plan,
+    rollout,
+    waypoint,
+)
+
+
+def _mj_state(env) -> np.ndarray:
+    import mujoco
+
+    spec = mujoco.mjtState.mjSTATE_INTEGRATION
+    out = np.zeros(mujoco.mj_stateSize(env.model, spec))
+    mujoco.mj_getState(env.model, env.data, out, spec)
+    return out
+
+
+def test_the_copy_replays_the_real_simulation_step_for_step(mw_robot):
+    """The copy, restored from a turn's facts, steps as the real environment does under the same
+    policy, on two variations in a row (the copy is reset when the seed changes). Mutations seen
+    to fail: dropping `mj_forward` in `restore_state` (the copy's first tool point is stale, off
+    by cm), and never resetting the copy on a new seed (`if loaded != seed` -> `if loaded < 0`:
+    seed 1 was replayed in seed 0's scene)."""
+    import warnings
+
+    name = "reach-v3"  # the variation moves the goal, which the policy heads for at once
+    be = MetaWorldBackend(mw_robot, f"metaworld/{name}", render=False)
+    try:
+        for seed in (0, 1):
+            be.reset(seed)
+            be.execute({"arm": PartCommand(joints_rad=be.observe(render=False).joints_rad["arm"] + 0.03)})
+            sim = be.privileged()["metaworld_sim"]
+            r = rollout(name, sim, 25)
+            policy, obs = native_policy(name), np.asarray(sim["obs"])
+            real = [be.tcp()]
+            for _ in range(25):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    a = np.clip(policy.get_action(obs.copy()), -1, 1)
+                obs, *_ = be.env.step(a.astype(np.float32))
+                real.append(be.tcp())
+            assert np.allclose(r.tool_m, np.array(real), atol=1e-9), f"seed {seed}"
+    finally:
+        be.close()
+
+
+def test_looking_ahead_leaves_the_real_simulation_untouched(mw_robot):
+    """The expert's turn changes nothing in the backend's simulation (its state, step count and
+    observation) and the episode then runs as it would have without it. Mutation seen to fail:
+    `make_env` memoised per task (`@functools.lru_cache` on it), so that the copy IS the backend's
+    environment: the state had moved 60+ steps on."""
+    be = MetaWorldBackend(mw_robot, "metaworld/push-v3", render=False)
+    try:
+        obs = be.reset(2)
+        before, steps, obs39 = _mj_state(be.env), be.steps, be._obs.copy()
+        state = {"arm": {"position": list(obs.joints_rad["arm"] * 100), "gripper": obs.gripper["arm"]}}
+        why, act = metaworld_expert(state, obs.privileged)
+        assert "looked ahead" in why and "position" in act["arm"]
+        assert np.array_equal(_mj_state(be.env), before)
+        assert be.steps == steps and np.array_equal(be._obs, obs39)
+    finally:
+        be.close()
+
+
+def _rollout(commands_cm: list[list[float]], effort: float = -1.0) -> Rollout:
+    c = np.array(commands_cm, dtype=float)
+    tool = np.vstack([np.zeros(3), np.cumsum(c, axis=0) / 100.0])
+    return Rollout(c, np.full(len(c), effort), tool, np.zeros(len(c) + 1, bool), tool.copy())
+
+
+def test_a_dither_is_not_a_waypoint_but_a_turn_is():
+    """A policy flipping between two branches every few steps (door-close: +x while y and z
+    alternate +-1 cm) goes on to the turn's reach; a path that turns 90 degrees and stays turned ends the
+    turn at the corner; a grip flip that reverses at once is no grip change. Mutations seen to
+    fail: `WINDOW_STEPS = 1` (the dither cut the turn after one step) and `_persists` returning
+    True (the one-step grip flip ended the turn)."""
+    dither = [[0.6, 0.6 * (-1) ** (i // 4), -0.6 * (-1) ** (i // 4)] for i in range(LOOKAHEAD_STEPS + 8)]
+    k, why = waypoint(_rollout(dither), LOOKAHEAD_STEPS)
+    assert k >= 15 and why == "a turn's reach", (k, why)
+
+    corner = [[0.5, 0, 0]] * 12 + [[0, 0, 0.5]] * 20
+    k, why = waypoint(_rollout(corner), LOOKAHEAD_STEPS)
+    assert why == "the path turns" and 6 <= k <= 12, (k, why)
+
+    flip = _rollout([[0.5, 0, 0]] * 30)
+    flip.efforts[10] = 1.0  # one step's grip flip, reversed at once
+    k, why = waypoint(flip, LOOKAHEAD_STEPS)
+    assert why != "the grip changes", (k, why)
+    flip.efforts[10:] = 1.0  # a grip change that holds
+    assert waypoint(flip, LOOKAHEAD_STEPS) == (10, "the grip changes")
+
+
+def test_stopping_the_look_ahead_early_decides_the_same_waypoint(mw_robot):
+    """`plan` stops its rollout once the waypoint is certain; over the turns of real episodes it
+    gives the waypoint the whole rollout gives. Mutation seen to fail: `sure = n - WINDOW_STEPS`
+    (a turn decided on windows still open: a different waypoint on some turn)."""
+    for name, seed in (("door-close-v3", 0), ("handle-pull-v3", 0)):
+        be = MetaWorldBackend(mw_robot, f"metaworld/{name}", render=False)
+        try:
+            obs = be.reset(seed)
+            for _ in range(5):
+                sim = obs.privileged["metaworld_sim"]
+                whole = rollout(name, sim, LOOKAHEAD_STEPS + WINDOW_STEPS)
+                r, k, why = plan(name, sim)
+                assert (k, why) == waypoint(whole, LOOKAHEAD_STEPS), name
+                assert np.allclose(r.mocap_m[k], whole.mocap_m[k], atol=1e-12)
+                arm = {"position": list(obs.joints_rad["arm"] * 100), "gripper": obs.gripper["arm"]}
+                _, act = metaworld_expert({"arm": arm}, obs.privileged)
+                move = np.asarray(act["arm"].get("position", [0, 0, 0])) / 100
+                be.execute({"arm": PartCommand(joints_rad=obs.joints_rad["arm"] + move)})
+                obs = be.observe(render=False)
+        finally:
+            be.close()
