@@ -175,21 +175,21 @@ DROP = 0.02
 (a threshold on the servo's own velocity, exact; the 0.15 s jerk ramp leaves no sharper mark)."""
 DECEL_WINDOW_S = 0.03
 """Decelerations are velocity differences over 30 ms of stamps (3 states of the 100 Hz stand-in)."""
-DECEL_TOLERANCE = 0.15
-"""How far above the configured deceleration a measured peak may be, and what it is made of:
-the servo under the controller (critically damped, 50 rad/s, with velocity feedforward) answers
-the profile's jerk ramp j = decel / 0.15 s with an overshoot of j / (omega e) = 0.39 rad/s2 (5 %);
-a state stamped up to 1 ms away from when it was read (the stand-in's loop can be preempted
-between its clock reads) shifts a 30 ms difference by 3 %; and the controller's first cubic joins
-the profile from the state it measures when the stop takes effect, an arm still ending its
-acceleration phase (the e-stop comes at >= 95 % of the cap) or a few mm off the predicted state
-adds up to 7 % there. Measured peaks for the 8 rad/s2 limit: see the module's repeat runs."""
-DISTANCE_TOLERANCE_RAD = 0.03
+DECEL_TOLERANCE = 0.25
+"""How far above the configured deceleration (4 rad/s2 in these tests) a measured peak may be, and
+what it is made of: the servo under the controller (critically damped, 50 rad/s, with velocity
+feedforward) answers the profile's jerk ramp j = decel / 0.15 s with an overshoot of
+j / (omega e) = 0.2 rad/s2 (5 %); a state stamped up to 1 ms away from when it was read shifts a
+30 ms difference by 3 %; the controller's first cubic joins the profile from the state it measures
+when the stop takes effect, a few mm off the predicted state: up to 0.6 rad/s2 (15 %) there.
+Measured: 4.24-4.57 rad/s2 for the 4 limit; 1.5x harder 6.2-6.3, 1.5x softer 2.9-3.8."""
+DISTANCE_TOLERANCE_RAD = 0.05
 """How far the stopping distance of the fastest joint (from the onset to rest) may differ from the
 configured profile's: the stop brakes from the speed and position it predicts (published,
-estimated or the trajectory's), a 3 % speed error moves the rest point by 0.26 s x 0.045 rad/s =
-12 mm; a prediction off by a few ms of motion at 1.5 rad/s by 5-15 mm. A profile 1.5x softer stops
-70 mm further, one 1.5x harder 45 mm shorter, from 1.5 rad/s."""
+estimated or the trajectory's): a 3 % speed error moves the rest point by 0.45 s x 0.045 rad/s =
+20 mm; a stop the controller takes 20 ms late (a loaded machine) leaves the arm 30 mm less room.
+From 1.5 rad/s at 4 rad/s2 a profile 1.5x softer stops 90-140 mm further, one 1.5x harder 73-97
+mm shorter (measured); 8 rad/s2 would halve those and not the errors."""
 
 
 def ideal_brake(v0: float, decel: float, jerk: float) -> tuple[float, float]:
@@ -288,26 +288,25 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
 ) -> None:
     """An e-stop at full speed, in every way /joint_states may carry velocities (VELOCITY_CASES),
     the first three over a jittery link with bursts (LINK), brakes along the configured profile in
-    both directions (`check_profile`): the stopping distance from the onset within 30 mm of the
+    both directions (`check_profile`): the stopping distance from the onset within 50 mm of the
     profile's for the measured speed (not softer, not harder), every joint's peak deceleration at
-    most 8 rad/s2 + 15 % and the fastest's at least 8 - 15 % (the tolerances' budgets are at
+    most 4 rad/s2 + 25 % and the fastest's at least 4 - 25 % (the tolerances' budgets are at
     DECEL_TOLERANCE and DISTANCE_TOLERANCE_RAD); no come-back, one braking trajectory; the stack
     check's velocity report and what the stop braked from are the case's. Measured from the
     stand-in's own states: positions and servo velocities by their stamps (a second difference of
     positions over 20 ms, as this test used to take, turns one stamp 1 ms off into 7 rad/s2).
 
     Mutations of pear_agent/ros2/braking.py `_stop_msg` tried by hand, each failing every case
-    (and the 50 ms planning test below):
+    (and the 50 ms planning test below), with the stop deceleration of these tests, 4 rad/s2:
     - `decel = 1.5 * s.stop_deceleration_rad_s2 if arm else ...` (1.5x harder): [published]
-      "stopping distance 0.157 rad, the profile's 0.197 (from 1.47 rad/s): shorter by 0.040"
-      (peak 10.14 rad/s2), [none] "shorter by 0.039", [nan] "shorter by 0.042", [stale] "peak
-      deceleration [10.92 ...] over 9.2" (its distance 26 mm short).
-    - `decel = s.stop_deceleration_rad_s2 / 1.5 if arm else ...` (1.5x softer): [none] "stopping
-      distance 0.268 rad, the profile's 0.204 (from 1.51 rad/s): longer by 0.064" (peak 5.57
-      rad/s2), [nan] "longer by 0.056", [stale] "longer by 0.037", [published] "shorter by 0.202"
-      (a 62.5 rad/s2 transient, 10 mrad back).
-    The upper bound on a peak alone (what this test checked before) let the softer stop pass and
-    caught the harder one only where its peak came above 10 rad/s2.
+      "stopping distance 0.244 rad, the profile's 0.325 (from 1.51 rad/s): shorter by 0.082"
+      (peak 6.22 rad/s2 over 5.0 too), [none] "shorter by 0.097", [nan] "shorter by 0.084",
+      [stale] "shorter by 0.073", 50 ms "shorter by 0.094".
+    - `decel = s.stop_deceleration_rad_s2 / 1.5 if arm else ...` (1.5x softer): [published]
+      "stopping distance 0.457 rad, the profile's 0.318 (from 1.49 rad/s): longer by 0.140"
+      (peak 2.90 rad/s2), [none] "longer by 0.127", [nan] "longer by 0.107", [stale] "longer by
+      0.091", 50 ms "longer by 0.113".
+    The upper bound on a peak alone (what this test checked before) let the softer stop pass.
     Read as zero (issue 30), the velocity made the stop a hold where the arm was: 32.5 rad/s2 and
     14 mrad back. Mutations tried by hand with the earlier bound (peak <= 8 + 25 %, issue 42):
     - pear_agent/ros2/backend.py `_on_joint_state`: `t_est = now` (the velocity estimate from
@@ -322,7 +321,7 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     - `velocity_report` saying "estimated" whenever velocities are not published: [stale] fails on
       the report ({'stop_velocity_source': 'estimated'} != {'stop_velocity_source': 'trajectory'})."""
     double = start_double(double_config(yam, cameras={}, **TRUTH, **VELOCITY_CASES[case]))
-    decel = 8.0
+    decel = 4.0
     a = agent(
         stop_deceleration_rad_s2=decel, stop_jerk_rad_s3=100.0, **BRAKING_ONLY, **CASE_SETTINGS.get(case, {})
     )
@@ -362,15 +361,14 @@ def test_a_stop_that_takes_50_ms_to_plan_still_brakes_along_the_profile(
     start_double, probe: Probe, agent, yam, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The braking profile takes 50 ms to plan (the agent's process kept off the CPU on a loaded
-    machine, as the repeat runs under load saw): the stop is stamped with the moment the state was
-    read and carried to, so the profile stays on the arm and it still stops along the configured
-    profile (`check_profile`).
+    machine, as the repeat runs under load saw): the profile starts where the arm is when the
+    planning ends, stamped then, so it still stops along the configured profile (`check_profile`).
 
-    Before, the profile was planned from where the arm was when its state was read, and the arm,
-    still at speed while it was planned, had that much less room to the rest point: "stopping
-    distance 0.127 rad, the profile's 0.206 (from 1.52 rad/s): shorter by 0.079" (peak 13.62
-    rad/s2). The mutations of the deceleration in the test above fail here too ("peak deceleration
-    [10.82 ...] over 9.2", "longer by 0.073")."""
+    Mutation tried by hand (at the 8 rad/s2 this test first used): the profile planned from where
+    the arm was when its state was read (no shift by the planning time): the arm, still at speed
+    while it was planned, had that much less room to the rest point: "stopping distance 0.127 rad,
+    the profile's 0.206 (from 1.52 rad/s): shorter by 0.079" (peak 13.62 rad/s2). The mutations of
+    the deceleration in the test above fail here too ("shorter by 0.094", "longer by 0.113")."""
     from pear_agent.ros2 import conversions as cv
 
     plan = cv.brake_plan
@@ -382,7 +380,7 @@ def test_a_stop_that_takes_50_ms_to_plan_still_brakes_along_the_profile(
 
     monkeypatch.setattr(cv, "brake_plan", slow_plan)
     start_double(double_config(yam, cameras={}, **TRUTH))
-    decel = 8.0
+    decel = 4.0
     a = agent(stop_deceleration_rad_s2=decel, stop_jerk_rad_s3=100.0, **BRAKING_ONLY)
     assert a.backend.check_stack() is None
     joints = list(yam.parts["left_arm"].joints)
