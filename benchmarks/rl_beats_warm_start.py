@@ -39,6 +39,19 @@ The study's model (`--profile ''` keeps the recipe's Qwen3-4B):
         --out runs/rl-vs-warm-gpu --task roadster_kickflip:storm --teacher 16 --test 192 \
         --grpo-steps 60 --groups 16 --group-size 8 --eval-temperature 0
 
+Any task a recipe trains on, e.g. the arm (`--recipe arm_pick --task pick_cube`: the Panda, the
+compact observation with the objects relative to the tool point, the `relative_pick` teacher).
+`--base` flies the base model too, `--eval-temperatures 0,1` flies every model greedy and sampled
+on the same seeds in one run (each temperature's results beside the others: `test_warm` at the
+first, `test_warm_T1`...; the paired tests `grpo_vs_warm`, `grpo_vs_warm_T1`, `warm_vs_base`...),
+and every summary carries the end reasons and the success among the episodes in which every reply
+parsed (`all_valid`). A pilot on validation seeds stops after the warm start (`--stop-after warm`);
+`--in-flight N` holds fewer test flights (and their caches) at once:
+
+    PEAR_BENCH_TAG=issue46-pilot-val-teacher4 nice -n 15 python benchmarks/rl_beats_warm_start.py \
+        --out runs/arm-pilot-t4 --recipe arm_pick --task pick_cube --teacher 4 \
+        --test-seeds 10000-10031 --eval-temperatures 0,1 --stop-after warm --in-flight 32
+
 A partial run is a figure: the raw results (`benchmarks/results/rl_beats_warm_start-<tag>.json`,
 the format of `_common.emit`, and `<out>/rl_beats_warm_start.json`) are rewritten after the warm
 start, after every GRPO step and after every test flight, with `how_far` saying where it stands.
@@ -86,6 +99,23 @@ def paired(a: list[dict], b: list[dict]) -> dict:
     }
 
 
+def temperatures(text: str) -> list[float]:
+    """`0,1` -> [0.0, 1.0]: the test flights' temperatures, each model flown at each (0: greedy)."""
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"temperatures {text!r}: expected numbers, e.g. 0,1") from None
+    if not out or any(t < 0 for t in out) or len(set(out)) != len(out):
+        raise argparse.ArgumentTypeError(f"temperatures {text!r}: distinct numbers >= 0, e.g. 0,1")
+    return out
+
+
+def flight_key(model: str, t: float, first: float) -> str:
+    """`test_warm` at the first temperature (the figure `how_far` and older reports name), else
+    `test_warm_T1` (the temperature, %g)."""
+    return f"test_{model}" if t == first else f"test_{model}_T{t:g}"
+
+
 def seed_range(text: str) -> range:
     """`A-B` (inclusive) -> range(A, B + 1): the held-out test seeds, outside the training split
     (teacher flights and GRPO draw seeds from 0-9,999, so those would not be held out)."""
@@ -118,23 +148,26 @@ def how_far(report: dict, args: argparse.Namespace) -> str:
         parts.append(f"warm start: done ({len(report['sft'].get('losses') or [])} steps)")
     elif "teacher" in report:
         parts.append("warm start: under way")
-    for name, label in (("warm", "warm start"), ("grpo", "GRPO checkpoint")):
-        if f"test_{name}" in report:
-            r = report[f"test_{name}"]
-            parts.append(f"{label} on test: {r['successes']}/{r['episodes']} landed")
-        elif f"test_{name}_so_far" in report:
-            r = report[f"test_{name}_so_far"]
-            landed = r.get("successes", 0)
-            parts.append(f"{label} on test: {r['episodes']} of {r['of']} flown, {landed} landed")
+    for name, label in (("base", "base"), ("warm", "warm start"), ("grpo", "GRPO checkpoint")):
+        keys = [k for k in report if k == f"test_{name}" or k.startswith(f"test_{name}_T")]
+        for key in sorted(keys, key=lambda k: (k.endswith("_so_far"), k)):
+            r, at = report[key], key.removeprefix(f"test_{name}").removesuffix("_so_far").lstrip("_")
+            won = r.get("successes", 0)
+            if key.endswith("_so_far"):
+                if key.removesuffix("_so_far") not in report:
+                    parts.append(f"{label} {at} on test: {r['episodes']} of {r['of']} flown, {won} succeeded")
+            else:
+                parts.append(f"{label} {at} on test: {won}/{r['episodes']} succeeded".replace("  ", " "))
         if name == "warm" and "grpo" in report:
             parts.append(f"GRPO: {len(report['grpo'])} of {args.grpo_steps} steps")
     if "stopped" in report:
         parts.append(f"stopped ({report['stopped']})")
-    if "grpo_vs_warm" in report:
-        c = report["grpo_vs_warm"]
+    for key in sorted(k for k in report if k.startswith(("grpo_vs_warm", "warm_vs_base"))):
+        c = report[key]
+        a_name, b_name = key.split("_T")[0].split("_vs_")
         parts.append(
-            f"paired on {c['shared']} seeds: GRPO only {c['a_only']}, warm only {c['b_only']}, "
-            f"exact McNemar p = {c['mcnemar_p']:.3g}"
+            f"{key}: paired on {c['shared']} seeds: {a_name} only {c['a_only']}, {b_name} only "
+            f"{c['b_only']}, exact McNemar p = {c['mcnemar_p']:.3g}"
         )
     return "; ".join(parts) or "started"
 
@@ -166,6 +199,32 @@ def main() -> int:
         type=float,
         default=None,
         help="the test flights' temperature, both models (default: the training one; 0: greedy)",
+    )
+    ap.add_argument(
+        "--eval-temperatures",
+        type=temperatures,
+        default=None,
+        metavar="T1,T2",
+        help="fly every model at each of these temperatures on the same seeds (e.g. 0,1: greedy and "
+        "sampled); the first is the one GRPO's budget is sized by (replaces --eval-temperature)",
+    )
+    ap.add_argument(
+        "--base",
+        action="store_true",
+        help="also fly the base model (the recipe's model, no warm start) on the test seeds",
+    )
+    ap.add_argument(
+        "--stop-after",
+        choices=["base", "warm"],
+        default=None,
+        help="a pilot: stop once that model's test flights are flown (no GRPO)",
+    )
+    ap.add_argument(
+        "--in-flight",
+        type=int,
+        default=None,
+        metavar="N",
+        help="test flights in flight at once (default: all; fewer holds less memory: each keeps its cache)",
     )
     ap.add_argument(
         "--sampling-seed",
@@ -217,11 +276,10 @@ def main() -> int:
         if "torch" in sys.modules and sys.modules["torch"].cuda.is_available():  # a GPU's peak too
             report["peak_cuda_mb"] = sys.modules["torch"].cuda.max_memory_allocated() / 2**20
         report["wall_s"] = time.perf_counter() - t0
-        for name in ("warm", "grpo"):
-            f = out / f"test_{name}.jsonl"
-            if f.exists() and f"test_{name}" not in report:
+        for f in sorted(out.glob("test_*.jsonl")):  # every model at every temperature, as flown so far
+            if f.stem not in report:
                 lines = [json.loads(x) for x in f.read_text().splitlines() if x.strip()]
-                report[f"test_{name}_so_far"] = summarize(lines) | {"of": len(draws)}
+                report[f"{f.stem}_so_far"] = summarize(lines) | {"of": len(draws)}
         report["how_far"] = how_far(report, args)
         path.write_text(json.dumps(report, indent=2), encoding="utf-8")
         raw = results_path(NAME)
@@ -257,28 +315,60 @@ def main() -> int:
     else:
         draws = eval_draws(recipe, "test", args.test)
         draws = [d for d in draws if d.task == args.task][: args.test]
-    eval_t = recipe.grpo.temperature if args.eval_temperature is None else args.eval_temperature
+    if args.eval_temperatures is not None and args.eval_temperature is not None:
+        ap.error("--eval-temperature and --eval-temperatures: give one")
+    eval_ts = args.eval_temperatures or [
+        recipe.grpo.temperature if args.eval_temperature is None else args.eval_temperature
+    ]
+    eval_t = eval_ts[0]
+
+    def how(t: float) -> str:
+        return "greedy" if t == 0 else f"sampled at T = {t:g}, seed per test seed and turn"
+
     report["test_design"] = {
         "seeds": [draws[0].seed, draws[-1].seed] if draws else [],
         "episodes": len(draws),
         "temperature": eval_t,
+        "temperatures": eval_ts,
         "training_temperature": recipe.grpo.temperature,
         "sampling_seed": args.sampling_seed,
-        "as": "greedy" if eval_t == 0 else f"sampled at T = {eval_t:g}, seed per test seed and turn",
+        "as": how(eval_t),
+        "as_each": {f"{t:g}": how(t) for t in eval_ts},
     }
     save()
 
-    def fly(model_name: str, name: str) -> list[dict]:
-        """Both models on the same seeds, each flight sampling from (sampling seed, test seed, turn)."""
-        return evaluate(
-            model_name,
-            draws,
-            recipe,
-            out / f"test_{name}.jsonl",
-            temperature=eval_t,
-            log=log,
-            sampling_seed=args.sampling_seed,
-        )
+    def fly(model_name: str, name: str) -> dict[float, list[dict]]:
+        """A model on the test seeds at each temperature (the same seeds for every model), each
+        flight sampling from (sampling seed, test seed, turn); each temperature's summary saved."""
+        flown = {}
+        for t in eval_ts:
+            key = flight_key(name, t, eval_t)
+            start = time.perf_counter()
+            report[f"load_before_{key}"] = machine()["loadavg_1_5_15"]
+            flown[t] = evaluate(
+                model_name,
+                draws,
+                recipe,
+                out / f"{key}.jsonl",
+                temperature=t,
+                log=log,
+                in_flight=args.in_flight,
+                sampling_seed=args.sampling_seed,
+            )
+            report[key] = summarize(flown[t]) | {"seconds": time.perf_counter() - start, "temperature": t}
+            report.pop(f"{key}_so_far", None)
+            log(f"{name} on test ({how(t)}): {report[key]}")
+            save()
+        return flown
+
+    def flights_s(name: str) -> float:
+        return sum(report[flight_key(name, t, eval_t)]["seconds"] for t in eval_ts)
+
+    # 0. the base model, as it comes (optional)
+    if args.base:
+        base = fly(recipe.model.name, "base")
+        if args.stop_after == "base":
+            return 0
 
     # 1. the warm start, on few teacher flights
     if args.sft_checkpoint:
@@ -307,13 +397,13 @@ def main() -> int:
     save()
 
     # 2. the warm start on the held-out test seeds (the same seeds the GRPO checkpoint flies)
-    t = time.perf_counter()
-    report["load_before_test_warm"] = machine()["loadavg_1_5_15"]
     warm = fly(str(sft_out), "warm")
-    report["test_warm"] = summarize(warm) | {"seconds": time.perf_counter() - t}
-    report.pop("test_warm_so_far", None)
-    log(f"warm start on test: {report['test_warm']}")
+    if args.base:
+        for t in eval_ts:
+            report[flight_key("warm_vs_base", t, eval_t).removeprefix("test_")] = paired(warm[t], base[t])
     save()
+    if args.stop_after == "warm":
+        return 0
 
     # 3. GRPO from the warm start
     if args.grpo_run:
@@ -325,7 +415,7 @@ def main() -> int:
         trainer = GRPOTrainer(recipe, out / "grpo", init=str(sft_out), log=log)
         report["grpo"] = []
         n = args.grpo_steps
-        test_s = report["test_warm"]["seconds"]
+        test_s = flights_s("warm")
         # the trainer's own per-step writer, as `train grpo` has it: `tensorboard --logdir <out>/grpo`
         board = MetricsLog(trainer.out, recipe.logging.report_to, config=recipe.model_dump(), log=log)
         with (trainer.out / "metrics.jsonl").open("a", encoding="utf-8") as f, board:
@@ -372,32 +462,38 @@ def main() -> int:
     }
     save()
 
-    # 4. the GRPO checkpoint on the same test seeds; the paired test
-    t = time.perf_counter()
-    report["load_before_test_grpo"] = machine()["loadavg_1_5_15"]
+    # 4. the GRPO checkpoint on the same test seeds; the paired test at each temperature
     rl = fly(str(ckpt), "grpo")
-    report["test_grpo"] = summarize(rl) | {"seconds": time.perf_counter() - t}
-    report.pop("test_grpo_so_far", None)
-    report["grpo_vs_warm"] = paired(rl, warm)
+    for t in eval_ts:
+        key = flight_key("grpo_vs_warm", t, eval_t).removeprefix("test_")
+        report[key] = paired(rl[t], warm[t])
+        beats = key.replace("grpo_vs_warm", "grpo_beats_warm")
+        report[beats] = report[key]["a_only"] > report[key]["b_only"] and report[key]["mcnemar_p"] < 0.05
     report["machine_end"] = machine()
-    report["grpo_beats_warm"] = (
-        report["grpo_vs_warm"]["a_only"] > report["grpo_vs_warm"]["b_only"]
-        and report["grpo_vs_warm"]["mcnemar_p"] < 0.05
-    )
     save()
-    rows = [
-        [
-            "warm start",
-            f"{report['test_warm']['successes']}/{report['test_warm']['episodes']}",
-            report["test_warm"]["mean_reward"],
-        ],
-        [
-            "GRPO",
-            f"{report['test_grpo']['successes']}/{report['test_grpo']['episodes']}",
-            report["test_grpo"]["mean_reward"],
-        ],
-    ]
-    emit("rl_beats_warm_start", report, rows, ["model", "landed", "mean reward"])
+    rows = []
+    for name, label in (("base", "base"), ("warm", "warm start"), ("grpo", "GRPO")):
+        for t in eval_ts:
+            r = report.get(flight_key(name, t, eval_t))
+            if r is None:
+                continue
+            valid = r["all_valid"]
+            rows.append(
+                [
+                    label,
+                    how(t).split(",")[0],
+                    f"{r['successes']}/{r['episodes']}",
+                    f"{valid['successes']}/{valid['episodes']}",
+                    r["mean_reward"],
+                    " ".join(f"{k}:{v}" for k, v in r["end_reasons"].items()),
+                ]
+            )
+    emit(
+        "rl_beats_warm_start",
+        report,
+        rows,
+        ["model", "flown", "success", "success, all replies valid", "mean reward", "end reasons"],
+    )
     return 0
 
 

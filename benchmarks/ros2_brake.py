@@ -32,10 +32,12 @@ def one_run(robot: Any, workdir: Path, how: str, velocity: str = "measured") -> 
     import numpy as np
 
     from pear_agent.ros2 import conversions as cv
-    from tests.ros2.conftest import DoubleProcess, Probe, double_config, home_joints
+    from tests.ros2.conftest import TRUTH_TOPIC, DoubleProcess, Probe, double_config, home_joints
     from tests.ros2.test_stops import InProcessAgent, motion, run_to_full_speed_then_stop, stamped_series
 
-    double = DoubleProcess(double_config(robot, cameras={}, joint_state_velocity=velocity), workdir)
+    double = DoubleProcess(
+        double_config(robot, cameras={}, joint_state_velocity=velocity, truth_topic=TRUTH_TOPIC), workdir
+    )
     probe = Probe()
     agent = InProcessAgent(robot, stop_deceleration_rad_s2=DECEL)
     try:

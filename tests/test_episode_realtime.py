@@ -35,6 +35,7 @@ def test_injected_latency_advances_sim_time_after_the_first_decision(backend, pa
     assert json.loads((tmp_path / "summary.json").read_text())["mode"] == "realtime"
 
 
+@pytest.mark.wallclock  # the decision time is measured on the clock
 def test_measured_latency_is_used_without_injection(backend, panda_kin) -> None:
     rt = arm_episode(backend, panda_kin, scripted_policy("pick_cube"), EpisodeConfig(mode="realtime")).run(1)
     assert rt.latency_injected_s is None

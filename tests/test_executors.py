@@ -12,6 +12,8 @@ import pytest
 
 from pear_agent.loop.workers import run_local
 
+pytestmark = pytest.mark.wallclock
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -161,6 +161,7 @@ def _cli(site: Path, *args: str) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.wallclock  # bench spreads its episodes over worker processes
 def test_a_family_registered_by_entry_point_runs_through_run_and_bench(tmp_path) -> None:
     site = tmp_path / "site"
     _install_tiny(site, broken=True)

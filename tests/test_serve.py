@@ -14,6 +14,8 @@ from pear_agent.loop.registry import make_backend
 from pear_agent.protocol.actions import parse_reply
 from tests.servers import free_port, post_json, serve_in_thread
 
+pytestmark = pytest.mark.wallclock
+
 
 def _post(url: str, body: dict) -> tuple[int, dict]:
     return post_json(url + "/chat/completions", body, timeout_s=10)

@@ -14,6 +14,7 @@ import pytest
 from pear_agent.cli import build_parser
 from pear_agent.loop.episode import EpisodeConfig, clock_from_args
 from pear_agent.policies.model_settings import ModelSettings, settings_from_args
+from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.settings import (
     add_arguments,
     cli_fields,
@@ -25,7 +26,7 @@ from pear_agent.settings import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFINITIONS = (ModelSettings, EpisodeConfig)
+DEFINITIONS = (ModelSettings, EpisodeConfig, ArmModeSettings)
 
 
 def _subparser(name: str) -> argparse.ArgumentParser:

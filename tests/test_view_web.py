@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rerun")
 webdriver = pytest.importorskip("selenium.webdriver")
 

@@ -92,8 +92,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             path = preflight(checkpoint_of(args.policy) or "", lerobot)
         except LeRobotError as exc:
             raise ValueError(str(exc)) from None
-        if args.workers > 1 or args.ray_address:  # each worker starts its own: this one would idle
-            close_servers()
+        close_servers()  # the episodes run in worker processes (timed steps), each starts its own
         policy = {"kind": "lerobot", "checkpoint": path, "settings": asdict(lerobot)}
     else:
         missing = [t for t in tasks if not family_of(t).has_default_policy(t)]
@@ -130,6 +129,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
         },
         pairs=pairs,
         fields=fields,
+        env_step_timeout_s=spread.env_step_timeout_s,
     )
 
     results = run_bench(
@@ -218,7 +218,7 @@ def add_bench_commands(sub: Any) -> None:
         "--keep-endpoint-errors",
         action="store_true",
         help="on a resume, keep episodes that ended on an endpoint failure (endpoint_error) instead of "
-        "running them again",
+        "running them again (an episode whose environment step hung, env_hang, always runs again)",
     )
     b.add_argument(
         "--view",

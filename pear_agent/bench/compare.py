@@ -28,7 +28,8 @@ def _load(path: str | Path) -> dict[str, dict[str, Any]]:
 def compare(a_path: str | Path, b_path: str | Path) -> dict[str, Any]:
     a, b = _load(a_path), _load(b_path)
     both_ran = set(a) & set(b)
-    # pairs only where both runs completed the episode: an endpoint failure says nothing of either model
+    # pairs only where both runs completed the episode: an infrastructure fault (endpoint, hung
+    # environment step) says nothing of either model
     shared = sorted(k for k in both_ran if is_scored(a[k]) and is_scored(b[k]))
     if not shared:
         raise ValueError(
@@ -67,7 +68,8 @@ def format_comparison(c: dict[str, Any], a_name: str, b_name: str) -> str:
     lines = [
         f"{c['shared']} shared episodes (only in A: {c['only_in_a']}, only in B: {c['only_in_b']}"
         + (
-            f"; {c['not_completed_by_both']} left out: an endpoint failure in one run"
+            f"; {c['not_completed_by_both']} left out: an infrastructure fault (endpoint_error, "
+            "env_hang) in one run"
             if c.get("not_completed_by_both")
             else ""
         )

@@ -12,9 +12,14 @@ from typing import Any
 from pear_agent.bench import charts
 from pear_agent.bench.stats import latency_stats, wilson
 
-INFRA_ENDINGS: tuple[str, ...] = ("endpoint_error",)
+INFRA_ENDINGS: tuple[str, ...] = ("endpoint_error", "env_hang")
 """= pear_agent.loop.episode.INFRA_ENDINGS (not imported: reading a bench needs no simulator): the
-model endpoint failed after its retries; such an episode says nothing about the model."""
+model endpoint failed after its retries, or an environment step hung (its worker was replaced);
+such an episode says nothing about the model."""
+INFRA_MEANING: dict[str, str] = {
+    "endpoint_error": "the model endpoint failed after its retries",
+    "env_hang": "an environment step did not return within env_step_timeout_s (worker replaced)",
+}
 
 
 def is_scored(r: dict[str, Any]) -> bool:
@@ -47,6 +52,8 @@ def _rules(rs: list[dict[str, Any]]) -> str:
         bits.append("obs " + "/".join(obs))
     if any(r.get("scene_facts") for r in rs):
         bits.append("scene facts (privileged)")
+    if any(r.get("scene_relative") for r in rs):
+        bits.append("relative to the tool (privileged)")
     chunks = sorted({int(r.get("max_chunk") or 1) for r in rs})
     if chunks != [1] and chunks:
         bits.append("max_chunk " + "/".join(map(str, chunks)))
@@ -127,9 +134,16 @@ def format_table(rows: list[dict[str, Any]]) -> str:
             + (f"  | not scored: {_fmt_reasons(r['not_scored_reasons'])}" if r.get("not_scored") else "")
         )
     if unscored:
+        counts: dict[str, int] = {}
+        for r in rows:
+            if r["task"] != "all":
+                for k, v in (r.get("not_scored_reasons") or {}).items():
+                    counts[k] = counts.get(k, 0) + v
+        why = "; ".join(f"{k}:{v} = {INFRA_MEANING.get(k, k)}" for k, v in sorted(counts.items()))
+        keep = " (--keep-endpoint-errors keeps endpoint_error)" if "endpoint_error" in counts else ""
         lines.append(
-            f"{unscored} episode(s) ended on an endpoint failure after retries: left out of the success "
-            "rate and its interval (a resumed bench runs them again; --keep-endpoint-errors keeps them)"
+            f"{unscored} episode(s) ended on an infrastructure fault, not the model's ({why}): left out "
+            f"of the success rate and its interval; a resumed bench runs them again{keep}"
         )
     return "\n".join(lines)
 

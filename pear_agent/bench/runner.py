@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from tqdm import tqdm
 
 from pear_agent.bench.report import INFRA_ENDINGS
+from pear_agent.loop.step_watch import Hang
 from pear_agent.loop.workers import run_coroutine, run_local
 from pear_agent.records.log import SECRET_PATTERNS, RunWriter
 from pear_agent.records.view import RRD_NAME, EpisodeView
@@ -148,6 +149,37 @@ def run_job(job: dict[str, Any]) -> dict[str, Any]:
     return run_coroutine(arun_job(job))
 
 
+def _line(job: dict[str, Any]) -> dict[str, Any]:
+    """What a result line says of its job before the episode runs."""
+    task, seed = job["task"], int(job["seed"])
+    return {
+        "key": episode_key(task, seed),
+        "task": task,
+        "seed": seed,
+        "split": job.get("split"),
+        "mode": job.get("mode", "paused"),
+        "latency_injected_s": job.get("latency_s"),
+        "policy": policy_label(job["policy"]),
+        "run_dir": str(episode_dir(task, seed)),
+        **(job.get("fields") or {}),
+    }
+
+
+def hang_line(job: dict[str, Any], hang: Hang) -> dict[str, Any]:
+    """The result line of an episode whose environment step hung (written by the runner, whose
+    worker was killed; the episode's log holds the turns before the hang)."""
+    turns = max(0, hang.turn - 1) if hang.step in ("observe", "advance", "execute") else 0
+    return _line(job) | {
+        "success": False,
+        "turns": turns,
+        "end_reason": "env_hang",
+        "detail": f"{hang.detail()}; its worker process was killed and replaced",
+        "latencies_s": [],
+        "hang_step": hang.step,
+        "wall_time_s": None,
+    }
+
+
 async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one episode on this event loop (through the one runner, `pear_agent.loop.runner`) and
     return its result line. Never raises: a crash becomes end_reason "error" with a one-line
@@ -157,22 +189,10 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
     from pear_agent.loop.runner import POOL, EpisodeJob, arun_episode  # heavy: cv2
 
     task, seed = job["task"], int(job["seed"])
-    out = Path(job["out_dir"])
-    rel = episode_dir(task, seed)
-    run_dir = out / rel
+    run_dir = Path(job["out_dir"]) / episode_dir(task, seed)
     if run_dir.exists():  # a leftover of a killed run: start this episode afresh
         shutil.rmtree(run_dir)
-    line: dict[str, Any] = {
-        "key": episode_key(task, seed),
-        "task": task,
-        "seed": seed,
-        "split": job.get("split"),
-        "mode": job.get("mode", "paused"),
-        "latency_injected_s": job.get("latency_s"),
-        "policy": policy_label(job["policy"]),
-        "run_dir": str(rel),
-        **(job.get("fields") or {}),
-    }
+    line = _line(job)
     key_env = (job["policy"].get("settings") or {}).get("api_key_env")
     secrets = [os.environ[key_env]] if key_env and os.environ.get(key_env) else []
     t0 = time.perf_counter()
@@ -249,11 +269,10 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 def pending_again(done: dict[str, dict[str, Any]], keep_endpoint_errors: bool = False) -> set[str]:
     """The recorded episodes a resumed bench runs again: those that ended on an infrastructure fault
-    (the model endpoint failed after its retries: nothing was learnt about the model), unless the
-    user keeps them."""
-    if keep_endpoint_errors:
-        return set()
-    return {k for k, r in done.items() if r.get("end_reason") in INFRA_ENDINGS}
+    (the model endpoint failed after its retries, or an environment step hung: nothing was learnt
+    about the model). `keep_endpoint_errors` keeps the endpoint's; a hung episode never finished."""
+    again = set(INFRA_ENDINGS) - ({"endpoint_error"} if keep_endpoint_errors else set())
+    return {k for k, r in done.items() if r.get("end_reason") in again}
 
 
 def _repair_tail(path: Path) -> None:
@@ -303,6 +322,8 @@ class BenchConfig:
     """(task, seed) episodes instead of tasks x seeds (a preset such as `pear_real`)."""
     fields: dict[str, Any] = field(default_factory=dict)
     """Added to every result line (a preset's name, the token cap the model ran under)."""
+    env_step_timeout_s: float | None = None
+    """A step past it is a hang (`WorkerOptions.env_step_timeout_s`); None: steps are not timed."""
 
     def episodes(self) -> list[tuple[str, int]]:
         if self.pairs is not None:
@@ -351,8 +372,10 @@ def run_bench(
     on_result: Callable[[dict[str, Any]], None] | None = None,
     keep_endpoint_errors: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run every (task, seed) not yet in `results.jsonl`, and again those that ended on an endpoint
-    failure (`pending_again`); return all results, this run's and earlier."""
+    """Run every (task, seed) not yet in `results.jsonl`, and again those that ended on an
+    infrastructure fault (`pending_again`); return all results, this run's and earlier. With
+    `cfg.env_step_timeout_s` the executor times every environment step; a hung one is recorded
+    `hang_line` and its worker replaced (`pear_agent.loop.workers.run_local`)."""
     out = Path(cfg.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cfg_path = out / CONFIG
@@ -383,7 +406,10 @@ def run_bench(
     finished = sum(1 for k in done if k in wanted)
     wins = sum(1 for k, r in done.items() if k in wanted and r.get("success"))
     try:
-        for _job, rec in run(arun_job, jobs, cfg.workers, concurrency=cfg.concurrency):
+        watch: dict[str, Any] = {}
+        if cfg.env_step_timeout_s is not None:
+            watch = {"step_timeout_s": cfg.env_step_timeout_s, "on_hang": hang_line}
+        for _job, rec in run(arun_job, jobs, cfg.workers, concurrency=cfg.concurrency, **watch):
             append_result(results_path, rec)
             done[rec["key"]] = rec
             wins += bool(rec.get("success"))

@@ -6,6 +6,7 @@ config and hands it to an `Episode` (the loop itself builds no environment)."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable
@@ -28,8 +29,11 @@ from pear_agent.protocol.prompts import (
 )
 from pear_agent.protocol.state import (
     PartPose,
+    compact_relative,
     compact_scene,
     compact_state,
+    relative_json,
+    relative_positions,
     robot_state,
     scene_facts,
     state_json,
@@ -75,7 +79,8 @@ def _outcome_json(outcome: Outcome, notes: list[str], **more: Any) -> dict[str, 
 class ArmEnvironment:
     """The arm path of the loop. `observation`: "both" (state JSON + images), "images" or "state"
     (no image parts, plain-string user content); `scene_facts` adds the objects' positions from the
-    simulator's privileged facts (recorded as privileged)."""
+    simulator's privileged facts (recorded as privileged); `scene_relative` (with `scene_facts`) adds
+    each object's position relative to each part's tool point."""
 
     def __init__(
         self,
@@ -84,6 +89,7 @@ class ArmEnvironment:
         *,
         observation: str = "both",
         scene_facts: bool = False,
+        scene_relative: bool = False,
         jpeg_quality: int = 85,
         tokens_per_image_patch_px: int = 28,
         max_invalid: int = 3,
@@ -97,6 +103,7 @@ class ArmEnvironment:
         self.name = self.robot.name
         self.observation = observation
         self.scene_facts = scene_facts
+        self.scene_relative = scene_relative
         self.jpeg_quality = jpeg_quality
         self.patch_px = tokens_per_image_patch_px
         self.max_invalid = max_invalid
@@ -131,18 +138,33 @@ class ArmEnvironment:
             self.task,
             observation=self.observation,
             scene_facts=self.scene_facts,
+            scene_relative=self.scene_relative,
             max_invalid=self.max_invalid,
             max_chunk=self.max_chunk,
             press=self.press,
         )
 
     def header(self) -> dict[str, Any]:
-        return {"observation": self.observation, "scene_facts": self.scene_facts} | self.result_fields()
+        run_header = getattr(self.backend, "run_header", None)  # a real robot's arm mode and speed
+        extra = run_header() if callable(run_header) else {}
+        header = {"observation": self.observation, "scene_facts": self.scene_facts}
+        return header | extra | self.result_fields()
+
+    def _preview(self, steps: list[dict[str, Any]], executed: list[dict[str, Any]], notes: list[str]) -> None:
+        """Tell a backend that shows each motion before it moves (a real robot's step mode) what
+        the model asked and what is left of it after clipping."""
+        preview = getattr(self.backend, "preview_action", None)
+        if not callable(preview):
+            return
+        asked = [{n: pa.to_json() for n, pa in st.items()} for st in steps]
+        clipped = " | ".join(describe_executed(e) for e in executed)
+        preview(json.dumps(asked[0] if len(asked) == 1 else asked), clipped, notes)
 
     def result_fields(self) -> dict[str, Any]:
         """The episode's perturbation and its drawn values, where the backend applied one."""
         drawn = getattr(self.backend, "perturbation", None)
-        out = ({"perturbation": drawn} if drawn else {}) | {"max_chunk": self.max_chunk}
+        relative = {"scene_relative": True} if self.scene_relative else {}  # privileged, like scene_facts
+        out = ({"perturbation": drawn} if drawn else {}) | {"max_chunk": self.max_chunk} | relative
         if self.press:  # where a move may press: how many did (0: the episode never pressed)
             out["press_moves"] = self._press_moves
         return out
@@ -158,11 +180,15 @@ class ArmEnvironment:
         images = obs.images if self.observation in ("both", "images") else {}
         jpegs = {name: encode_jpeg(img, self.jpeg_quality) for name, img in images.items()}
         line = compact_state(self._state)
+        rel = relative_positions(obs.privileged, self._state) if self.scene_relative else None
+        relative = None
         if compact:
             scene = compact_scene(obs.privileged) if self.scene_facts else None
-            text = compact_turn_text(line, feedback, scene)
+            relative = compact_relative(rel) if rel is not None else None
+            text = compact_turn_text(line, feedback, scene, relative)
         else:
             scene = scene_facts(obs.privileged) if self.scene_facts else None
+            relative = relative_json(rel) if rel is not None else None
             text = turn_text(
                 turn,
                 max_turns,
@@ -171,6 +197,7 @@ class ArmEnvironment:
                 list(jpegs),
                 observation=self.observation,
                 scene=scene,
+                relative=relative,
             )
         msg = user_message(text, jpegs, as_string=self.observation in ("state", "compact"))
         p = self.patch_px
@@ -181,6 +208,8 @@ class ArmEnvironment:
         }
         if scene is not None:
             record["scene"] = scene
+        if relative is not None:
+            record["scene_relative"] = relative
         self._obs_step = self._queue.executed
         takes_setpoints = callable(getattr(self.backend, "control_frame", None)) and callable(
             getattr(self.backend, "execute_setpoint", None)
@@ -311,6 +340,8 @@ class ArmEnvironment:
         if len(action.chunk) > 1:
             return self._execute_chunk(action)
         commands, info, refused = self.plan(action, self._state, self._obs.joints_rad)
+        if refused is None:
+            self._preview([action.parts], [info["executed"]], info["notes"])
         outcome = refused if refused is not None else self.backend.execute(commands)
         if refused is None:
             self._press_moves += sum(c.press for c in commands.values())
@@ -345,6 +376,8 @@ class ArmEnvironment:
         if refused is not None:
             outcome = refused
         else:
+            notes = [x for inf in infos for x in inf["notes"]]
+            self._preview(action.chunk, [inf.get("executed", {}) for inf in infos], notes)
             run_chunk = getattr(self.backend, "execute_chunk", None)
             if callable(run_chunk):
                 outcome, reached = run_chunk(commands)

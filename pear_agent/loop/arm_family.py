@@ -137,7 +137,8 @@ class ArmFamily(Family, RlRewards, PromptSchema):
 
     def rewards(self, env: Environment, result: EpisodeResult) -> tuple[float, float | None]:
         shaped = getattr(getattr(env, "backend", None), "shaped_reward", None)
-        return (1.0 if result.success else 0.0), (float(shaped()) if callable(shaped) else None)
+        value = shaped() if callable(shaped) else None  # a backend or task may define none
+        return (1.0 if result.success else 0.0), (None if value is None else float(value))
 
     def prompt_schema(self, env: Environment) -> tuple[str, dict[str, Any]]:
         return "action schema", env.response_schema()

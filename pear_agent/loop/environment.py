@@ -25,6 +25,7 @@ FrameSink = Callable[[np.ndarray], None]
 ENVIRONMENT_OPTIONS = (
     "observation",
     "scene_facts",
+    "scene_relative",
     "jpeg_quality",
     "tokens_per_image_patch_px",
     "max_invalid",

@@ -30,6 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from pear_agent.loop.environment import Environment, TurnPrompt
+from pear_agent.loop.step_watch import env_step
 from pear_agent.policies.base import Policy, PolicyReply, decide_async
 from pear_agent.policies.model_settings import settings_from_args
 from pear_agent.policies.openai_client import OpenAIPolicy
@@ -51,12 +52,15 @@ EndReason = Literal[
     "stopped",
     "refused",
     "error",
+    "env_hang",
 ]
 END_REASONS: tuple[str, ...] = EndReason.__args__  # type: ignore[attr-defined]
-INFRA_ENDINGS: tuple[str, ...] = ("endpoint_error",)
+INFRA_ENDINGS: tuple[str, ...] = ("endpoint_error", "env_hang")
 """Ends that are the infrastructure's, not the model's: the model endpoint failed (HTTP 5xx/429,
-a cut or garbled stream, no answer in time) after every retry. A bench leaves them out of the
-success rate and its interval (counted apart) and runs them again on a resume."""
+a cut or garbled stream, no answer in time) after every retry, or an environment step did not
+return within `env_step_timeout_s` (env_hang: recorded by the runner's parent, which replaced the
+worker; the loop never ends an episode so itself). A bench leaves them out of the success rate
+and its interval (counted apart) and runs them again on a resume."""
 NO_REPLY_ENDINGS: tuple[str, ...] = ("policy_error", "endpoint_error")
 """Ends where the policy gave no reply: the episode's reward says nothing about the model."""
 JUDGED_ENDINGS: tuple[str, ...] = ("success", "done", "turn_limit")
@@ -132,6 +136,12 @@ class EpisodeConfig:
         help="add the objects' positions (from the simulator's privileged facts) to each turn as text; "
         "recorded as privileged in the results",
     )
+    scene_relative: bool = setting(
+        False,
+        action="store_true",
+        help="with --scene-facts: add each object's position relative to the gripper's tool point (cm: "
+        "the object minus the tool point, the move that reaches it); privileged, recorded in the results",
+    )
     max_chunk: int | None = setting(
         None,
         metavar="K",
@@ -171,6 +181,10 @@ class EpisodeConfig:
         if self.observation not in OBSERVATION_MODES:
             raise ValueError(
                 f"observation must be one of {list(OBSERVATION_MODES)}, not {self.observation!r}"
+            )
+        if self.scene_relative and not self.scene_facts:
+            raise ValueError(
+                "--scene-relative needs --scene-facts (its positions are the same privileged simulator facts)"
             )
         check_history(self.history, self.history_older)
         if self.max_chunk is not None and (
@@ -346,7 +360,8 @@ class Episode:
         self.turn, self.prompt, self.over, self._finished = 0, None, True, False
         self.policy.reset(seed)
         try:
-            env.reset(seed)
+            with env_step("reset"):
+                env.reset(seed)
         except EpisodeAborted as exc:  # the robot could not start (e.g. its home move was stopped)
             self.result = self._aborted(seed, exc)
             self._finished = True
@@ -411,7 +426,8 @@ class Episode:
             return None
         cfg, env = self.config, self.env
         self.turn = turn = self.turn + 1
-        prompt = env.observe(turn, self._max_turns, self._feedback)
+        with env_step("observe", turn):
+            prompt = env.observe(turn, self._max_turns, self._feedback)
         message = dict(prompt.message)
         windowed = cfg.history is not None and prompt.line is not None
         if windowed:  # its one-line form, once it is older than --history K (kept in the records)
@@ -491,7 +507,8 @@ class Episode:
             # the whole decision, failed attempts and backoff included: the world did not wait
             measured = float(info.get("decision_s", reply.latency_s))
             lag = measured if cfg.latency_s is None else cfg.latency_s
-            env.advance(lag)
+            with env_step("advance", turn):
+                env.advance(lag)
             result.advanced_s += lag
             record["advanced_s"] = lag
         result.turns = turn
@@ -531,7 +548,8 @@ class Episode:
         record["action"] = action.to_json()
         if cfg.history is not None:  # its one-line form, once it is older than the window
             answer[LINE_KEY] = json.dumps(record["action"], separators=(",", ":"))
-        step = env.execute(action)
+        with env_step("execute", turn):
+            step = env.execute(action)
         record |= step.record
         if step.reward is not None:
             record["reward"] = result.reward = step.reward
@@ -670,6 +688,7 @@ LOOP_OPTIONS = (
     "max_invalid",
     "observation",
     "scene_facts",
+    "scene_relative",
     "max_chunk",
     "history",
     "history_older",
@@ -711,6 +730,8 @@ def loop_options_from_args(args: Any) -> dict[str, Any]:
     for key in ("max_chunk", "record_fps"):  # only when given: benches recorded before stay resumable
         if out.get(key) is None:
             out.pop(key, None)
+    if not out.get("scene_relative"):  # likewise the relative positions: off in every older bench
+        out.pop("scene_relative", None)
     if out.get("history") is None:  # likewise the window: no window is what every older bench ran
         out.pop("history", None)
         out.pop("history_older", None)

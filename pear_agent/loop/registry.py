@@ -67,6 +67,7 @@ class EnvSpec:
     """Camera images (arm tasks); the roadster renders only video frames."""
     observation: str = "both"
     scene_facts: bool = False
+    scene_relative: bool = False
     jpeg_quality: int = 85
     tokens_per_image_patch_px: int = 28
     max_invalid: int = 3

@@ -43,6 +43,7 @@ from pear_agent.loop.registry import (
     family_of,
     make_spec_environment,
 )
+from pear_agent.loop.step_watch import env_step
 from pear_agent.loop.workers import run_coroutine
 from pear_agent.policies.base import Policy, PolicyReply, TurnContext, decide_async
 from pear_agent.protocol.prompts import Message
@@ -237,7 +238,10 @@ async def arun_episode(job: EpisodeJob, pool: EnvironmentPool = POOL) -> Episode
     env = writer = None
     t0 = time.perf_counter()
     try:
-        env = pool.acquire(spec) if spec is not None else job.environment()  # type: ignore[operator]
+        if spec is not None:  # the registry's imports first: the watch times the family's build only
+            family_of(spec.task)
+        with env_step("build"):
+            env = pool.acquire(spec) if spec is not None else job.environment()  # type: ignore[operator]
         policy = job.policy() if callable(job.policy) and not hasattr(job.policy, "act") else job.policy
         traced = _Traced(policy, job.policy_version)  # type: ignore[arg-type]
         writer = job.writer() if job.writer is not None else None

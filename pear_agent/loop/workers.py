@@ -8,6 +8,12 @@ then each worker keeps `concurrency` jobs in flight on one event loop (episodes 
 server share the worker's process, its renderer and its connection pool), and results still come
 back one by one, the moment each job ends.
 
+A hung environment step (an EGL call or a physics step that never returns) blocks its worker's
+event loop and cannot be interrupted in that process, so it is found from outside: each worker
+stamps its environment calls in shared memory (`pear_agent.loop.step_watch`), the runner times
+them, kills a worker whose step passed `env_step_timeout_s`, records the hung job through the
+caller's `on_hang` and hands the worker's other jobs to a new one (`_run_async_workers`).
+
 Workers die with their runner: each worker asks the kernel for SIGKILL when its parent dies
 (Linux `prctl(PR_SET_PDEATHSIG)`), and a watchdog thread also exits the worker as soon as its parent
 process is gone (any POSIX system). SIGTERM is restored to its default action, so a worker stops
@@ -24,18 +30,20 @@ import inspect
 import multiprocessing as mp
 import os
 import pickle
-import queue
 import signal
 import socket
 import sys
 import threading
 import time
 import traceback
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from multiprocessing import connection as mp_connection
 from typing import Any, TypeVar
 
+from pear_agent.loop import step_watch
 from pear_agent.settings import setting
 
 J = TypeVar("J")
@@ -61,7 +69,19 @@ class WorkerOptions:
         "(multi-node: the output folder must be on a file system every node shares)",
     )
 
+    env_step_timeout_s: float = setting(
+        120.0,
+        metavar="S",
+        help="an environment step (build, reset, render, physics) that has not returned after S s "
+        "is a hang: its worker process is killed and replaced, the episode ends env_hang (an "
+        "infrastructure fault, run again on a resume) and the worker's other episodes are run again "
+        "(default 120). So episodes always run in worker processes, one with --workers 1; rollouts "
+        "stops with a one-line error instead; Ray tasks (--ray-address) are not timed",
+    )
+
     def __post_init__(self) -> None:
+        if not self.env_step_timeout_s > 0:
+            raise ValueError(f"--env-step-timeout-s must be > 0 seconds, not {self.env_step_timeout_s}")
         if self.workers < 1 or self.concurrency < 1:
             raise ValueError(
                 f"--workers and --concurrency must be >= 1, not {self.workers} and {self.concurrency}"
@@ -163,25 +183,30 @@ def run_coroutine(coro: Awaitable[Any]) -> Any:
 
 def _async_worker(
     afn: Callable[[Any], Awaitable[Any]],
-    job_q: Any,
-    result_q: Any,
+    conn: Any,
+    beat: Any,
     concurrency: int,
-    worker_id: int,
     parent_pid: int,
 ) -> None:
-    """A spawned worker: take jobs from `job_q` as slots free up, run them `concurrency` at a time,
-    report each start and each result on `result_q`; stop at the first None."""
+    """A spawned worker: ask the parent for a job (`want`) whenever a slot is free, run
+    `concurrency` at a time, send each result on `conn`; stop at the first None (or a closed pipe).
+    Each job's environment steps are stamped in `beat` for the parent to time (`step_watch`)."""
     die_with_parent(parent_pid)
+    step_watch.attach(beat)
 
     def jobs() -> Iterator[tuple[int, Any]]:
         while True:
-            item = job_q.get()
+            try:
+                conn.send(("want",))
+                item = conn.recv()
+            except (EOFError, OSError):  # the runner stopped (every job done by others, or an error)
+                return
             if item is None:
                 return
-            result_q.put(("start", worker_id, item[0]))
             yield item
 
     async def one(item: tuple[int, Any]) -> tuple[str, Any]:
+        step_watch.set_job(item[0])
         try:
             return "done", await afn(item[1])
         except Exception as exc:  # sent to the runner, raised there
@@ -192,77 +217,172 @@ def _async_worker(
                 return "error", RuntimeError(traceback.format_exc()[-2000:])
 
     for item, (kind, value) in drive(one, jobs(), concurrency):
-        result_q.put((kind, worker_id, item[0], value))
+        try:
+            conn.send((kind, item[0], value))
+        except OSError:  # the runner stopped: nobody reads this result
+            return
+
+
+@dataclass
+class _Worker:
+    proc: Any
+    conn: Any
+    beat: Any
+    jobs: set[int] = field(default_factory=set)
+    """The jobs given to it and not yet back."""
+    closed: bool = False
+    """It was sent None (or killed): it takes no more jobs."""
+    gone: bool = False
+    """Its pipe is closed: it exited or was killed."""
 
 
 def _run_async_workers(
-    afn: Callable[[J], Awaitable[Any]], jobs: list[J], workers: int, concurrency: int
+    afn: Callable[[J], Awaitable[Any]],
+    jobs: list[J],
+    workers: int,
+    concurrency: int,
+    step_timeout_s: float | None = None,
+    on_hang: Callable[[J, step_watch.Hang], Any] | None = None,
 ) -> Iterator[tuple[J, Any]]:
+    """Spawned workers, each with its own pipe and its own step array; the parent hands out jobs
+    as workers ask (so a job can be handed out again) and, with `step_timeout_s`, times every
+    environment step. A step past the bound is a hang: the worker is killed (a C call cannot be
+    interrupted in-thread), the hung job yields `on_hang(job, hang)` (without `on_hang`: an
+    `ExecutorError`), the worker's other unfinished jobs go back to the front of the queue, and a
+    new worker takes them. Pipes per worker, not one shared queue: killing a process that holds
+    a shared queue's lock or is half-way through writing to it corrupts the queue for every
+    other worker."""
     ctx = mp.get_context("spawn")
-    job_q, result_q = ctx.Queue(), ctx.Queue()
-    procs = [
-        ctx.Process(
+    todo: deque[int] = deque(range(len(jobs)))
+    pool: dict[int, _Worker] = {}
+    serial = 0
+
+    def start() -> None:
+        nonlocal serial
+        here, there = ctx.Pipe()
+        beat = ctx.RawArray("d", [step_watch.NO_JOB] + [0.0] * (step_watch.BEAT_SIZE - 1))
+        proc = ctx.Process(
             target=_async_worker,
-            args=(afn, job_q, result_q, concurrency, w, os.getpid()),
-            name=f"pear-worker-{w}",
+            args=(afn, there, beat, concurrency, os.getpid()),
+            name=f"pear-worker-{serial}",
             daemon=True,
         )
-        for w in range(min(workers, len(jobs)) or 1)
-    ]
-    for p in procs:
-        p.start()
-    for i, job in enumerate(jobs):
-        job_q.put((i, job))
-    for _ in procs:
-        job_q.put(None)
-    running: dict[int, int] = {}  # job index -> worker
+        proc.start()
+        there.close()
+        pool[serial] = _Worker(proc, here, beat)
+        serial += 1
+
+    def receive(w: _Worker) -> Iterator[tuple[J, Any]]:
+        """Every whole message the worker has sent (it may have died since)."""
+        while True:
+            try:
+                if not w.conn.poll():
+                    return
+                msg = w.conn.recv()
+            except (EOFError, OSError):
+                w.gone = True
+                return
+            if msg[0] == "want":
+                if w.closed:  # killed for a hang: nothing more for it
+                    continue
+                reply = None
+                if todo:
+                    reply = (todo[0], jobs[todo[0]])
+                try:
+                    w.conn.send(reply)
+                except OSError:  # it died after asking: the job stays queued
+                    w.gone = True
+                    return
+                if reply is None:
+                    w.closed = True
+                else:
+                    w.jobs.add(todo.popleft())
+            elif msg[0] == "done":
+                w.jobs.discard(msg[1])
+                yield jobs[msg[1]], msg[2]
+            else:
+                raise msg[2]
+
+    def kill(w: _Worker) -> None:
+        w.closed = True
+        w.proc.kill()
+        w.proc.join(timeout=10)
+
+    for _ in range(min(workers, len(jobs)) or 1):
+        start()
     left = len(jobs)
     try:
         while left:
-            try:
-                kind, worker, idx, *rest = result_q.get(timeout=POLL_S)
-            except queue.Empty:
-                failed = [p.exitcode for p in procs if not p.is_alive() and p.exitcode != 0]
-                if failed or not any(p.is_alive() for p in procs):
-                    codes = ", ".join(str(c) for c in failed) or "0"
-                    raise ExecutorError(
-                        f"a worker process died (exit code {codes}); {left} job(s) unfinished "
-                        "(the results already received are kept)"
-                    ) from None
-                continue
-            if kind == "start":
-                running[idx] = worker
-            elif kind == "done":
-                running.pop(idx, None)
-                left -= 1
-                yield jobs[idx], rest[0]
-            else:
-                raise rest[0]
+            ready = mp_connection.wait([w.conn for w in pool.values() if not w.gone], timeout=POLL_S)
+            for key, w in list(pool.items()):
+                if w.conn in ready:
+                    for item in receive(w):
+                        left -= 1
+                        yield item
+                hang = step_watch.overdue(w.beat, step_timeout_s) if step_timeout_s else None
+                if hang is not None and hang.job in w.jobs:
+                    kill(w)
+                    for item in receive(w):  # results sent before it hung
+                        left -= 1
+                        yield item
+                    del pool[key]
+                    hung = hang.job in w.jobs  # not if it finished as the bound passed
+                    w.jobs.discard(hang.job)
+                    todo.extendleft(sorted(w.jobs, reverse=True))  # in flight there, not hung: again
+                    if hung and on_hang is None:
+                        raise ExecutorError(f"{hang.detail()}: its worker was killed; stopping")
+                    if todo:
+                        start()
+                    if hung:
+                        left -= 1
+                        yield jobs[hang.job], on_hang(jobs[hang.job], hang)  # type: ignore[misc]
+                elif w.gone or not w.proc.is_alive():
+                    w.proc.join(timeout=10)  # its pipe closed as it exits
+                    for item in receive(w):
+                        left -= 1
+                        yield item
+                    del pool[key]
+                    if w.jobs:
+                        raise ExecutorError(
+                            f"a worker process died (exit code {w.proc.exitcode}); {left} job(s) "
+                            "unfinished (the results already received are kept)"
+                        )
+                    if todo and not pool:
+                        start()
     finally:
-        for p in procs:
-            p.join(timeout=0.5 if left else 10)
-            if p.is_alive():
-                p.terminate()
-                p.join(timeout=5)
-        job_q.cancel_join_thread()
-        result_q.cancel_join_thread()
+        for w in pool.values():
+            w.conn.close()  # its next ask for a job ends its loop
+        for w in pool.values():
+            w.proc.join(timeout=0.5 if left else 10)
+            if w.proc.is_alive():
+                w.proc.terminate()
+                w.proc.join(timeout=5)
 
 
 def run_local(
-    fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1, concurrency: int = 1
+    fn: Callable[[J], Any],
+    jobs: Iterable[J],
+    workers: int = 1,
+    concurrency: int = 1,
+    step_timeout_s: float | None = None,
+    on_hang: Callable[[J, step_watch.Hang], Any] | None = None,
 ) -> Iterator[tuple[J, Any]]:
     """Yield (job, result) in completion order; workers=1 runs in this process (easy to debug).
 
     A coroutine function runs `concurrency` jobs at once per worker (one event loop each); a plain
-    function runs one job at a time per worker (a process pool)."""
+    function runs one job at a time per worker (a process pool). With `step_timeout_s`, coroutine
+    jobs have their environment steps timed: a hung step's worker is replaced and the job yields
+    `on_hang(job, hang)` (`_run_async_workers`). Timed jobs always run in worker processes, one
+    at least: a call hung on this process's own thread could be neither ended nor even seen (a C
+    call that holds the GIL freezes a watchdog thread too)."""
     jobs = list(jobs)
     if workers < 1 or concurrency < 1:
         raise ValueError(f"workers and concurrency must be >= 1, got {workers} and {concurrency}")
     if is_async(fn):
-        if workers <= 1:
+        if workers <= 1 and step_timeout_s is None:
             yield from drive(fn, jobs, concurrency)
         elif jobs:
-            yield from _run_async_workers(fn, jobs, workers, concurrency)
+            yield from _run_async_workers(fn, jobs, workers, concurrency, step_timeout_s, on_hang)
         return
     if concurrency > 1:
         raise ValueError("concurrency > 1 needs a coroutine job function (async def)")
@@ -437,8 +557,14 @@ def ray_executor(
         return None
 
     def run(
-        fn: Callable[[J], Any], jobs: Iterable[J], workers: int = 1, concurrency: int = 1
+        fn: Callable[[J], Any],
+        jobs: Iterable[J],
+        workers: int = 1,
+        concurrency: int = 1,
+        step_timeout_s: float | None = None,
+        on_hang: Callable[[J, step_watch.Hang], Any] | None = None,
     ) -> Iterator[tuple[J, Any]]:
+        del step_timeout_s, on_hang  # Ray's tasks are not watched: `ray.cancel(force=True)` is Ray's
         return run_ray(fn, jobs, address=address, num_workers=workers, concurrency=concurrency)
 
     return run

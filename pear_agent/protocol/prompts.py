@@ -35,16 +35,26 @@ OBSERVATION_MODES: tuple[str, ...] = ("images", "state", "both", "compact")
 command, bare-JSON replies (text only: for small text models; `compact_system_prompt`)."""
 
 
-def _inputs(observation: str, scene_facts: bool) -> str:
+def _inputs(observation: str, scene_facts: bool, scene_relative: bool = False) -> str:
     what = {
         "both": "the robot's current state as JSON, one image from each camera",
         "images": "one image from each camera (no state JSON)",
         "state": "the robot's current state as JSON (no images)",
     }[observation]
-    return what + (", the positions of the objects in the scene" if scene_facts else "")
+    what += ", the positions of the objects in the scene" if scene_facts else ""
+    return what + (" and relative to the tool point" if scene_relative else "")
 
 
-def _observation_section(robot: RobotConfig, observation: str, scene_facts: bool) -> str:
+RELATIVE_HELP = (
+    "the object's position minus the part's tool point, cm: the move that reaches it; dyaw: the "
+    "yaw turn, rad, that lines the gripper up with it"
+)
+"""What `--scene-relative`'s numbers are, as both briefings say it."""
+
+
+def _observation_section(
+    robot: RobotConfig, observation: str, scene_facts: bool, scene_relative: bool = False
+) -> str:
     lines = []
     if observation in ("state", "both"):
         lines.append(
@@ -54,6 +64,10 @@ def _observation_section(robot: RobotConfig, observation: str, scene_facts: bool
     if scene_facts:
         lines.append(
             "- `Scene`: positions (cm) and orientations (rad) of the objects, exact, from the simulator."
+        )
+    if scene_relative:
+        lines.append(
+            f"- `Relative`: object -> part -> `move_cm` [dx, dy, dz] and `turn_rad` (dyaw), {RELATIVE_HELP}."
         )
     if observation in ("images", "both"):
         cams = [f"  - `{n}` ({c.width}x{c.height}): {c.description}" for n, c in robot.cameras.items()]
@@ -70,6 +84,7 @@ def system_prompt(
     *,
     observation: str = "both",
     scene_facts: bool = False,
+    scene_relative: bool = False,
     max_invalid: int = 3,
     max_chunk: int = 1,
     press: bool = False,
@@ -82,6 +97,7 @@ def system_prompt(
             task,
             prompts_dir,
             scene_facts=scene_facts,
+            scene_relative=scene_relative,
             max_invalid=max_invalid,
             max_chunk=max_chunk,
             press=press,
@@ -98,7 +114,7 @@ def system_prompt(
         example[first_name]["gripper"] = 0.0
     ws = first.limits.workspace_cm
     return _template("system", prompts_dir).substitute(
-        inputs=_inputs(observation, scene_facts),
+        inputs=_inputs(observation, scene_facts, scene_relative),
         robot_name=robot.name,
         robot_description=robot.description.strip(),
         parts="\n".join(parts),
@@ -107,7 +123,7 @@ def system_prompt(
         frame_y=robot.frame.y,
         frame_z=robot.frame.z,
         frame_orientation=robot.frame.orientation,
-        observation=_observation_section(robot, observation, scene_facts),
+        observation=_observation_section(robot, observation, scene_facts, scene_relative),
         example=json.dumps(wire_action(example)),
         max_step_cm=f"{first.limits.max_position_step_cm:g}",
         max_rot_rad=f"{first.limits.max_rotation_step_rad:g}",
@@ -126,6 +142,7 @@ def compact_system_prompt(
     prompts_dir: Path = PROMPTS_DIR,
     *,
     scene_facts: bool = False,
+    scene_relative: bool = False,
     max_invalid: int = 3,
     max_chunk: int = 1,
     press: bool = False,
@@ -150,7 +167,12 @@ def compact_system_prompt(
         frame_x=robot.frame.x,
         frame_y=robot.frame.y,
         frame_z=robot.frame.z,
-        scene=", then one line `<object> x= y= z=` per object (cm)" if scene_facts else "",
+        scene=(", then one line `<object> x= y= z=` per object (cm)" if scene_facts else "")
+        + (
+            f", then one line `<object> from <part> dx= dy= dz= dyaw=` ({RELATIVE_HELP})"
+            if scene_relative
+            else ""
+        ),
         example=json.dumps(wire_action(example), separators=(",", ":")),
         max_step_cm=f"{first.limits.max_position_step_cm:g}",
         max_rot_rad=f"{first.limits.max_rotation_step_rad:g}",
@@ -159,15 +181,20 @@ def compact_system_prompt(
     )
 
 
-def compact_turn_text(state_line: str, outcome: str | None, scene: str | None = None) -> str:
+def compact_turn_text(
+    state_line: str, outcome: str | None, scene: str | None = None, relative: str | None = None
+) -> str:
     """A compact turn: `last: <outcome>` unless the last action was simply reached (or on turn 1),
-    the state line, the objects' line with --scene-facts. No turn counter, no echo of the command."""
+    the state line, the objects' line with --scene-facts, their line relative to the tool point with
+    --scene-relative. No turn counter, no echo of the command."""
     lines = []
     if outcome and not outcome.startswith("reached"):
         lines.append(f"last: {outcome}")
     lines.append(state_line)
     if scene:
         lines.append(scene)
+    if relative:
+        lines.append(relative)
     return "\n".join(lines)
 
 
@@ -212,13 +239,17 @@ def turn_text(
     *,
     observation: str = "both",
     scene: str | None = None,
+    relative: str | None = None,
 ) -> str:
-    """One user turn's text. `state` is the state JSON; `scene` the scene facts text, if any."""
+    """One user turn's text. `state` is the state JSON; `scene` the scene facts text, `relative` the
+    objects relative to the tool point (`--scene-relative`), if any."""
     lines = []
     if observation in ("state", "both"):
         lines.append(f"State: {state}")
     if scene is not None:
         lines.append(f"Scene: {scene}")
+    if relative is not None:
+        lines.append(f"Relative: {relative}")
     if observation in ("images", "both"):
         lines.append(f"Camera images follow ({', '.join(camera_names) or 'none'}).")
     name = "first_turn" if outcome is None else "turn"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -137,3 +138,82 @@ def compact_scene(privileged: dict[str, Any]) -> str:
                 + " ".join(f"{a}={_int(v)}" for a, v in zip("xyz", pos, strict=True))
             )
     return "; ".join(out)
+
+
+Relative = dict[str, dict[str, dict[str, Any]]]
+"""object -> part -> {"move_cm": [dx, dy, dz], "turn_rad": dyaw (where the object has a yaw)}."""
+
+
+def _half_turn(rad: float) -> float:
+    """An angle wrapped to [-pi/2, pi/2): a two-finger grip turned half a turn is the same grip."""
+    return (rad + math.pi / 2) % math.pi - math.pi / 2
+
+
+def relative_positions(privileged: dict[str, Any], state: dict[str, PartPose]) -> Relative:
+    """Each object relative to each part's tool point (`--scene-relative`), in the action's units:
+    `move_cm`, the object's position minus the tool point's (the move that brings the tool point
+    onto it), and, where the facts give the object's yaw, `turn_rad`, the smallest yaw turn that
+    lines the tool up with it (wrapped to [-pi/2, pi/2)). The objects are `compact_scene`'s (the
+    scene facts' entries with a position)."""
+    out: Relative = {}
+    for key, value in _scene_value(privileged).items():
+        if not isinstance(value, dict):
+            continue
+        pos = next((v for k, v in value.items() if k.startswith("position") and k.endswith("_cm")), None)
+        if not (isinstance(pos, list) and len(pos) == 3):
+            continue
+        parts: dict[str, dict[str, Any]] = {}
+        for part, p in state.items():
+            rel: dict[str, Any] = {
+                "move_cm": [
+                    round(float(o) - float(t), 1) + 0.0 for o, t in zip(pos, p.position_cm, strict=True)
+                ]
+            }
+            if isinstance(value.get("yaw_rad"), float | int):
+                rel["turn_rad"] = (
+                    round(_half_turn(float(value["yaw_rad"]) - float(p.orientation_rad[2])), 2) + 0.0
+                )
+            parts[part] = rel
+        out[str(value.get("name", key))] = parts
+    return out
+
+
+def relative_json(relative: Relative) -> str:
+    """`relative_positions` as JSON, for the full observation's `Relative:` line."""
+    return json.dumps(relative)
+
+
+def compact_relative(relative: Relative) -> str:
+    """`relative_positions` as one `<object> from <part> dx= dy= dz= dyaw=` per object and part
+    (dx dy dz integer cm, dyaw rad to 0.01, where known), `; `-separated (the compact observation's
+    line with `--scene-relative`)."""
+    out = []
+    for name, parts in relative.items():
+        for part, rel in parts.items():
+            bits = [f"d{a}={_int(v)}" for a, v in zip("xyz", rel["move_cm"], strict=True)]
+            if "turn_rad" in rel:
+                bits.append(f"dyaw={rel['turn_rad']:.2f}")
+            out.append(f"{name} from {part} " + " ".join(bits))
+    return "; ".join(out)
+
+
+def parse_compact_relative(line: str) -> dict[tuple[str, str], dict[str, float]]:
+    """`compact_relative`'s line back: (object, part) -> {"dx": .., "dy": .., "dz": .., "dyaw": ..};
+    ValueError naming what is wrong."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for chunk in line.split(";"):
+        words = chunk.split()
+        if not words:
+            continue
+        if len(words) < 6 or words[1] != "from":
+            raise ValueError(f"not a relative line: {chunk.strip()!r}")
+        fields = {}
+        for w in words[3:]:
+            key, sep, value = w.partition("=")
+            if not sep or key not in ("dx", "dy", "dz", "dyaw"):
+                raise ValueError(f"not a relative field: {w!r}")
+            fields[key] = float(value)
+        out[(words[0], words[2])] = fields
+    if not out:
+        raise ValueError("no object in the relative line")
+    return out

@@ -174,6 +174,8 @@ class EpisodeView:
             self._header(rec)
         elif kind == "turn":
             self._turn(rec)
+        elif kind == "shadow":
+            self._shadow(rec)
         elif kind in ("end", "aborted", "error"):
             self._event(f"{kind}: {rec.get('detail') or rec.get('error') or ''}", "ERROR")
 
@@ -314,6 +316,26 @@ class EpisodeView:
         if r.get("end"):
             self._event(f"turn {turn}: episode ends: {r['end']}", "INFO")
         self._last_t_s = t_end
+
+    def _shadow(self, r: dict[str, Any]) -> None:
+        """A real robot's action run by its simulated twin instead (arm_mode shadow): the twin's
+        arm where the action left it (`world/twin`, beside the real arm, which did not move), its
+        outcome, and what would have been sent to each controller."""
+        rr, rec = self.rr, self.rec
+        self._at(self.turns + 1, self._last_t_s)
+        twin = r.get("twin") or {}
+        joints = twin.get("joints_rad") or {}
+        if self._poser is not None and joints:
+            pos, _ = self._poser.poses(joints)
+            blue = [[90, 160, 255]]
+            rec.log("world/twin/links", rr.Points3D(pos, radii=0.008, colors=blue))
+            segs = [[pos[p], pos[i]] for i, p in enumerate(self._poser.parent) if p >= 0]
+            if segs:
+                rec.log("world/twin/skeleton", rr.LineStrips3D(segs, colors=blue))
+        rec.log("twin/outcome", rr.TextLog(f"{twin.get('status')}: {twin.get('detail') or ''}"))
+        for topic, sent in (r.get("would_send") or {}).items():
+            rec.log(f"would_send{topic}/duration_s", rr.Scalars(float(sent["duration_s"])))
+            rec.log(f"would_send{topic}/peak_speed_rad_s", rr.Scalars(float(sent["peak_speed_rad_s"])))
 
     def _joints(self, joints: dict[str, list[float]], t_s: float) -> None:
         rr, rec = self.rr, self.rec

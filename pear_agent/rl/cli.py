@@ -91,7 +91,9 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
     if spread.ray_address:
         executor = partial(run_ray, address=spread.ray_address, num_workers=spread.workers, concurrency=n)
     elif spread.workers > 1 or n > 1:
-        executor = partial(run_local, workers=spread.workers, concurrency=n)
+        executor = partial(
+            run_local, workers=spread.workers, concurrency=n, step_timeout_s=spread.env_step_timeout_s
+        )
     else:
         executor = sequential
     out = Path(args.out or f"runs/rollouts-{time.strftime('%Y%m%d-%H%M%S')}")

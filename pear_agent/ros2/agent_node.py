@@ -7,6 +7,10 @@ is published as JSON (std_msgs/String) on `status_topic`: `start`, one `turn` pe
 
     python -m pear_agent.ros2.agent_node --ros-args --params-file agent.yaml
 
+How it may move the arm is `arm_mode` (free; shadow: a MuJoCo twin runs each action and nothing is
+sent to the controllers; step: each motion waits for `pear-agent ros approve`) and `speed_scale`
+(pear_agent.ros2.modes).
+
 Before anything moves it checks the stack (joint states, drivers not latched, controllers, cameras)
 and refuses with one line naming what is missing. On a robot without a simulator's success check the
 operator judges an episode that reached the end of a task attempt (the model's `done`, the turn
@@ -54,6 +58,7 @@ from pear_agent.ros2.endings import (
     write_summary,
 )
 from pear_agent.ros2.graph import declare_params, spin_in_background
+from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.ros2.settings import RosSettings, agent_defaults, agent_parameters, shared_values
 
 __all__ = ["EXIT_CONFIG", "EXIT_FAILURE", "EXIT_SIGINT", "EXIT_SIGTERM", "EXIT_STOPPED", "EXIT_SUCCESS"]
@@ -229,6 +234,18 @@ def _interrupted(signal_name: str, settings: RosSettings) -> str:
     )
 
 
+def _twin(modes: ArmModeSettings, robot: Any, seed: int) -> Any:
+    """The shadow's simulated twin: the robot YAML's MuJoCo model in `twin_task`'s scene."""
+    from pear_agent.loop.registry import make_backend  # heavy: mujoco
+
+    try:
+        twin = make_backend(modes.twin_task, robot, render=False)
+    except ValueError as exc:
+        raise ConfigError(f"parameter twin_task: {exc}") from None
+    twin.reset(seed)
+    return twin
+
+
 def _hold_quietly(backend: Any, log: Any) -> None:
     try:
         backend.stop()
@@ -253,8 +270,13 @@ def run(node: Any, p: dict[str, Any]) -> int:
         err = exc.errors()[0]
         raise ConfigError(f"parameter {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
     _check_params(p, settings)
+    try:
+        modes = ArmModeSettings(**shared_values(p, "ArmModeSettings"))
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
     robot = load_robot(p["robot"])
     kin = Kinematics(robot)
+    twin = _twin(modes, robot, int(p["seed"])) if modes.arm_mode == "shadow" else None
     qos = QoSProfile(
         depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL
     )
@@ -264,7 +286,7 @@ def run(node: Any, p: dict[str, Any]) -> int:
     def publish(event: dict[str, Any]) -> None:
         status_pub.publish(String(data=json.dumps(event, default=str)))
 
-    backend = RosBackend(robot, node, TaskInfo(p["task"] or "ros2", "", 30), settings, kin)
+    backend = RosBackend(robot, node, TaskInfo(p["task"] or "ros2", "", 30), settings, kin, modes, twin)
     observation = _observation(p, backend.cameras, log)
     prompt_kin = _prompt_kinematics(kin, robot, backend.cameras)
     status: dict[str, Any] = {}
@@ -290,6 +312,10 @@ def run(node: Any, p: dict[str, Any]) -> int:
     backend.operator.on_event = publish
     fields = {"task": task, "robot": robot.name, "seed": seed, "policy": getattr(policy, "name", p["policy"])}
     fields |= {"observation": observation}
+    log.info(
+        f"arm mode {modes.arm_mode}, speed scale {modes.speed_scale:g}"
+        + (f" (twin: {modes.twin_task} in MuJoCo; nothing is sent to the robot)" if twin else "")
+    )
     result: Any = None
     loop_finished = False
     signal_name = ""

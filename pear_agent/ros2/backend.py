@@ -46,6 +46,7 @@ from pear_agent.ros2.graph import (
     json_object,
     spin_own_node,
 )
+from pear_agent.ros2.modes import ArmModeSettings, ShadowAndStep, scaled
 from pear_agent.ros2.operator import Operator
 from pear_agent.ros2.settings import (
     START_LATENESS_S,
@@ -55,8 +56,10 @@ from pear_agent.ros2.settings import (
 from pear_agent.ros2.stack_check import StackCheck
 
 
-class RosBackend(Braking, StackCheck, Cameras):
-    """Backend over a live ROS 2 graph. `node` must be spun by the caller (in another thread)."""
+class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep):
+    """Backend over a live ROS 2 graph. `node` must be spun by the caller (in another thread).
+    `modes`: free, shadow or step, and the speed scale (`pear_agent.ros2.modes`); `twin`: the
+    simulated backend a shadow runs each action in (needs `set_joints` and `execute_chunk`)."""
 
     def __init__(
         self,
@@ -65,6 +68,8 @@ class RosBackend(Braking, StackCheck, Cameras):
         task: TaskInfo,
         settings: RosSettings | None = None,
         kinematics: Kinematics | None = None,
+        modes: ArmModeSettings | None = None,
+        twin: Any = None,
     ) -> None:
         import rclpy  # optional: rclpy
 
@@ -79,7 +84,13 @@ class RosBackend(Braking, StackCheck, Cameras):
         self.task = task
         self.node = node
         self.settings = s = settings or RosSettings()
-        kin = kinematics or Kinematics(robot)
+        self.kin = kin = kinematics or Kinematics(robot)
+        self.modes = modes or ArmModeSettings()
+        if self.modes.arm_mode == "shadow" and twin is None:
+            raise ValueError("mode shadow needs a simulated twin to run the actions in")
+        self.twin = twin
+        self.mode_records: list[dict[str, Any]] = []
+        """Every shadow and step record (also written to `log`): for tests."""
         self.parts = {name: _PartSpec(robot, kin, name) for name in robot.parts}
         for p in self.parts.values():
             p.gripper_vmax = s.gripper_speed
@@ -157,7 +168,7 @@ class RosBackend(Braking, StackCheck, Cameras):
             node.create_subscription(
                 String, self.driver_status_topic(part), lambda m, n=part: self._on_driver(n, m), latched
             )
-        self.operator = Operator(node, s.operator_service, s.operator_terminal)
+        self.operator = Operator(node, s.operator_service, s.operator_terminal, s.operator_answer_topic)
         self.operator.abort = lambda: self._estop_reason
 
     # -- callbacks (executor thread) ----------------------------------------------------
@@ -244,11 +255,12 @@ class RosBackend(Braking, StackCheck, Cameras):
         return pos, vel, max(now - r[2] + r[3] for r in rows)
 
     def _arm_limits(self, p: _PartSpec) -> cv.MoveLimits:
-        """What every arm move of part `p` is planned within."""
+        """What every arm move of part `p` is planned within (slowed by `speed_scale`; a stop never is)."""
         s = self.settings
-        return cv.MoveLimits(
+        limits = cv.MoveLimits(
             p.vmax, s.joint_acceleration_rad_s2, s.joint_jerk_rad_s3, p.lower, p.upper, s.trajectory_dt_s
         )
+        return scaled(limits, self.modes.speed_scale)
 
     def _read(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
         pos, vel, _ = self._read_aged(names)
@@ -408,10 +420,15 @@ class RosBackend(Braking, StackCheck, Cameras):
             self._active[topic] = (plan, time.monotonic())
             return True
 
-    def execute(self, commands: dict[str, PartCommand]) -> Outcome:
-        s = self.settings
+    def _prepare(
+        self, commands: dict[str, PartCommand]
+    ) -> tuple[Outcome | None, dict[str, cv.TrajectoryPlan], dict[str, cv.TrajectoryPlan], dict[str, float]]:
+        """Check the state and plan every part's move from it, sending nothing: (why not, arm
+        plans, gripper plans, the gripper targets they command)."""
+        none: tuple[dict[str, cv.TrajectoryPlan], dict[str, cv.TrajectoryPlan], dict[str, float]]
+        none = ({}, {}, {})
         if self._estop_reason is not None:
-            return Outcome("stopped", f"{self._estop_reason}; no further motion")
+            return Outcome("stopped", f"{self._estop_reason}; no further motion"), *none
         needed = []
         for name, cmd in commands.items():
             p = self.parts[name]
@@ -422,13 +439,13 @@ class RosBackend(Braking, StackCheck, Cameras):
         if needed:
             why = self.fresh_check(needed)
             if why is not None:
-                return Outcome("refused", f"{why}; no command was sent")
+                return Outcome("refused", f"{why}; no command was sent"), *none
         why = self.driver_check()
         if why is not None:  # a latched driver rejects every trajectory: say why, not "stalled"
-            return Outcome("stopped", f"{why}; no command was sent")
-        start = time.monotonic()
+            return Outcome("stopped", f"{why}; no command was sent"), *none
         plans: dict[str, cv.TrajectoryPlan] = {}
         gplans: dict[str, cv.TrajectoryPlan] = {}
+        targets: dict[str, float] = {}
         for name, cmd in commands.items():
             p = self.parts[name]
             if cmd.joints_rad is not None:
@@ -441,13 +458,36 @@ class RosBackend(Braking, StackCheck, Cameras):
                 if abs(self._gripper_target.get(name, np.nan) - target) < 1e-9:
                     continue  # already commanded: a new trajectory would restart from the measured
                     # finger position (the JTC's rule) and loosen a grip on an object
-                self._gripper_target[name] = target
-                vmax = p.gripper_vmax
-                fingers = cv.MoveLimits(
-                    vmax, 10 * vmax, 100 * vmax, np.array([p.g_lo]), np.array([p.g_hi]), s.trajectory_dt_s
-                )
+                targets[name] = target
+                fingers = self._gripper_limits(p)
                 gplans[name] = cv.ruckig_plan([p.g_joint], g0, np.array([target]), fingers, v0=gv0)
+        return None, plans, gplans, targets
+
+    def _gripper_limits(self, p: _PartSpec) -> cv.MoveLimits:
+        """What every gripper move of part `p` is planned within (slowed by `speed_scale`)."""
+        vmax = p.gripper_vmax
+        fingers = cv.MoveLimits(
+            vmax, 10 * vmax, 100 * vmax, np.array([p.g_lo]), np.array([p.g_hi]), self.settings.trajectory_dt_s
+        )
+        return scaled(fingers, self.modes.speed_scale)
+
+    def execute(self, commands: dict[str, PartCommand]) -> Outcome:
+        refused, plans, gplans, targets = self._prepare(commands)
+        if refused is not None:
+            return refused
+        if self.modes.arm_mode == "shadow":
+            return self._shadow([commands], plans, gplans)[0]
+        if self.modes.arm_mode == "step" and (plans or gplans):
+            rejected = self._ask_step(plans, gplans)
+            if rejected is not None:
+                return rejected
+            # the answer took a while: plan again from a fresh state (the arm at rest: the same move)
+            refused, plans, gplans, targets = self._prepare(commands)
+            if refused is not None:
+                return refused
+        start = time.monotonic()
         for name, gplan in gplans.items():
+            self._gripper_target[name] = targets[name]
             if not self._send(self.parts[name].gripper_topic or "", gplan):
                 return Outcome("stopped", f"{self._estop_reason}; no further motion")
         for name, plan in plans.items():
@@ -469,6 +509,8 @@ class RosBackend(Braking, StackCheck, Cameras):
         mid-chunk brakes along the path as for any motion. (outcome, steps reached)."""
         if self._estop_reason is not None:
             return Outcome("stopped", f"{self._estop_reason}; no further motion"), 0
+        if self.modes.arm_mode == "shadow":
+            return self._shadow_chunk(steps)
         reached, path, elapsed = 0, [], 0.0
         commanded = dict(self._gripper_target)
         for i, step in enumerate(steps):
@@ -522,18 +564,18 @@ class RosBackend(Braking, StackCheck, Cameras):
             path = []
         return Outcome("reached", "", elapsed), reached
 
-    def _follow_chunk(self, arm: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
-        """One multi-point trajectory per moving part through the steps' waypoints; (outcome, how
-        many waypoints the plan had passed when it ended)."""
-        names = [n for n in self.parts if any(n in st for st in arm)]
+    def _prepare_chain(
+        self, names: list[str], arm: list[dict[str, PartCommand]]
+    ) -> tuple[Outcome | None, dict[str, cv.TrajectoryPlan], dict[str, list[float]]]:
+        """Check the state and plan one trajectory per part through the waypoints, sending
+        nothing: (why not, the plans, when each passes its waypoints)."""
         needed = [j for n in names for j in self.parts[n].joints]
         why = self.fresh_check(needed)
         if why is not None:
-            return Outcome("refused", f"{why}; no command was sent"), 0
+            return Outcome("refused", f"{why}; no command was sent"), {}, {}
         why = self.driver_check()
         if why is not None:
-            return Outcome("stopped", f"{why}; no command was sent"), 0
-        start = time.monotonic()
+            return Outcome("stopped", f"{why}; no command was sent"), {}, {}
         plans: dict[str, cv.TrajectoryPlan] = {}
         passed: dict[str, list[float]] = {}
         for name in names:
@@ -544,6 +586,20 @@ class RosBackend(Braking, StackCheck, Cameras):
                 prev = np.asarray(st[name].joints_rad, float) if name in st else prev
                 wps.append(prev)
             plans[name], passed[name] = cv.ruckig_chain(p.joints, q0, wps, self._arm_limits(p), v0=v0)
+        return None, plans, passed
+
+    def _follow_chunk(self, arm: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
+        """One multi-point trajectory per moving part through the steps' waypoints; (outcome, how
+        many waypoints the plan had passed when it ended)."""
+        names = [n for n in self.parts if any(n in st for st in arm)]
+        refused, plans, passed = self._prepare_chain(names, arm)
+        if refused is None and self.modes.arm_mode == "step":
+            refused = self._ask_step(plans, {})
+            if refused is None:  # plan again from a fresh state (at rest: the same path)
+                refused, plans, passed = self._prepare_chain(names, arm)
+        if refused is not None:
+            return refused, 0
+        start = time.monotonic()
         self.chunk_waypoint_times_s = {n: list(v) for n, v in passed.items()}
         """When each part's last chunk trajectory passes its waypoints (s after the send)."""
         for name, plan in plans.items():

@@ -21,23 +21,25 @@ class Braking:
     # -- e-stop and stops ---------------------------------------------------------------
     def emergency_stop(self, reason: str) -> None:
         """Latching: every controller gets a braking trajectory from the arm's state now to rest
-        (see `_stop_msg`), built first and then sent back to back, and nothing is sent again
-        until the node restarts. On the topic interface there is no goal to cancel: a new
-        trajectory replaces whatever the controller was following."""
+        (see `_stop_msg`), each sent as soon as it is planned (planned from where its arm is when
+        the planning ends, it would fall behind an arm still at speed while the next were
+        planned), and nothing is sent again until the node restarts. On the topic interface there
+        is no goal to cancel: a new trajectory replaces whatever the controller was following."""
         with self._pub_lock:
             if self._estop_reason is not None:
                 return
             self._estop_reason = reason
-            missing, stops = [], []
-            for p in self.parts.values():
+            missing = []
+            shadow = self.modes.arm_mode == "shadow"  # the real controllers were never sent anything
+            if shadow:
+                self.twin.stop()
+            for p in self.parts.values() if not shadow else ():
                 for topic, names in self._targets(p):
                     msg = self._stop_msg(p, topic, names)
                     if msg is None:
                         missing.append(topic)
                     else:
-                        stops.append((topic, msg))
-            for topic, msg in stops:
-                self._publish_msg(topic, msg)
+                        self._publish_msg(topic, msg)
             if not reason.startswith(f"e-stop on {self.settings.estop_topic}"):
                 # a service call or a crash: latch whatever else listens to the e-stop topic (the
                 # i2rt driver nodes stop by themselves then); our own subscription returns early
@@ -62,8 +64,12 @@ class Braking:
         milliseconds later, when the arm has moved on (speed x that latency). Where the robot's
         clock is ours (joint-state stamps agree with it), the stop carries header.stamp = now, so
         the controller places its points in time as planned and its first cubic joins the arm's
-        state on the profile; elsewhere it starts on receipt, planned `command_latency_s` ahead."""
+        state on the profile; elsewhere it starts on receipt, planned `command_latency_s` ahead.
+        The state is carried to the end of the planning (milliseconds, tens on a loaded machine):
+        a profile planned from where the arm was when it was read would leave the arm, still at
+        speed, that much less room to its rest point (a harder stop)."""
         s = self.settings
+        now_s, now_mono = time.time(), time.monotonic()  # the time the state below is carried to
         q, v, age = self._read_aged(names)
         arm = names == p.joints
         decel = s.stop_deceleration_rad_s2 if arm else 10 * p.gripper_vmax
@@ -104,13 +110,17 @@ class Braking:
             duration = cv.hold_time_s(age, None if np.any(np.isnan(v)) else v, decel, s.hold_time_s)
             self.stop_sources[topic] = jv.HOLD
             return self._to_msg(cv.hold_plan(names, q, q, q, duration))
-        if synced and float(np.max(np.abs(np.nan_to_num(v)))) >= 1e-3:  # braking, not at rest
+        braking = float(np.max(np.abs(np.nan_to_num(v)))) >= 1e-3  # not at rest
+        late = time.monotonic() - now_mono
+        if braking:  # the arm kept its speed while the profile was planned: start it from there
+            plan.positions = plan.positions + np.nan_to_num(v)[None, :] * late
+        if synced and braking:
             plan = cv.TrajectoryPlan(
                 plan.joint_names,
                 np.append(plan.times_s, plan.duration_s + cv.BRAKE_SETTLE_S),
                 np.vstack([plan.positions, plan.positions[-1:]]),
                 np.vstack([plan.velocities, np.zeros((1, len(names)))]),
-                stamp_s=time.time(),
+                stamp_s=now_s + late,
             )
         self._active[topic] = (plan, time.monotonic())
         return self._to_msg(plan)

@@ -174,6 +174,7 @@ def _rows(
     rows += _driver_rows(s, p, robot, drivers)
     hear = s.subscribers(p["estop_topic"])
     rows.append((INFO, f"{p['estop_topic']} (e-stop) is heard by {', '.join(hear) or 'nobody'}"))
+    rows.append(_mode_row(p))
     last = status.snapshot()[-1:] if s.publishers(p["status_topic"]) else []
     rows.append(_agent_row(p, last, status))
     return rows
@@ -254,3 +255,18 @@ def _agent_row(p: dict[str, Any], last: list[dict[str, Any]], status: AgentStatu
     if question:
         return INFO, "agent: " + describe_event(question)
     return INFO, "agent: last said " + describe_event(last[-1])
+
+
+def _mode_row(p: dict[str, Any]) -> tuple[str, str]:
+    """How the agent file lets the model move the arm: its arm mode and speed scale."""
+    mode, scale = p["arm_mode"], float(p["speed_scale"])
+    said = {
+        "shadow": f"shadow (nothing is sent to the controllers; a MuJoCo twin in {p['twin_task']} "
+        "runs each action)",
+        "step": f"step (each motion waits for `pear-agent ros approve`; {float(p['step_timeout_s']):g} s "
+        "without an answer = reject)",
+        "free": "free (actions move the arm)",
+    }.get(mode)
+    if said is None or not 0.0 < scale <= 1.0:
+        return FAIL, f"arm mode {mode!r}, speed scale {scale:g}: the agent will refuse them"
+    return INFO, f"arm mode: {said}; speed scale {scale:g} (stops brake at full deceleration)"

@@ -4,11 +4,14 @@ install has none).
     pear-agent ros instruct "Put the red block on the white line."
     pear-agent ros judge yes          # waits for the agent's "success?" and answers it
     pear-agent ros home yes           # the same for "move both arms to the home pose now?"
+    pear-agent ros approve            # arm_mode step: let the motion shown go
+    pear-agent ros reject "too fast"  # ... or not: the model is told why (no reason: "no reason given")
     pear-agent ros stop               # the e-stop: agent and drivers hold and latch
     pear-agent ros release            # every yam_driver_node's ~/release_estop
     pear-agent ros health             # topics, rates, ages, controllers, drivers, latches
     pear-agent ros status [--follow]  # the agent's status, as it publishes it
     pear-agent ros protocol pear_real # the PEAR paper's 30 real-robot trials, one per agent run
+    pear-agent ros replay runs/<run>/episode.jsonl   # a robot episode again in its twin (no ROS)
 
 Topic and service names are agent_node's defaults, or those of the agent file given with
 `--params-file` (the file the agent was started with). Each command is a short-lived node on the
@@ -22,6 +25,7 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from pear_agent.ros2.health import check_health
@@ -167,6 +171,62 @@ def cmd_judge(args: argparse.Namespace) -> int:
 
 def cmd_home(args: argparse.Namespace) -> int:
     return _answer(args, "home")
+
+
+# -- approve / reject (step mode) -----------------------------------------------------------------
+def _step_answer(args: argparse.Namespace, answer: bool) -> int:
+    """Wait for the agent's open step question, send the answer (and reason) as JSON on its answer
+    topic, and wait for the agent to announce the answer: the operator learns whether it counted
+    (an answer that comes after the step's timeout does not)."""
+    from rclpy.duration import Duration  # optional: rclpy
+    from std_msgs.msg import String  # optional: rclpy
+
+    command = "approve" if answer else "reject"
+    p = agent_params(args.params_file)
+    topic, status_topic = p["operator_answer_topic"], p["status_topic"]
+    with Session(command) as s:
+        status = AgentStatus(s, status_topic)
+        find_s = min(AGENT_DISCOVERY_S, args.timeout_s)
+        if not wait_until(lambda: s.publishers(status_topic) or status.snapshot(), find_s):
+            _say(command, f"no agent is running: nothing publishes on {status_topic} within {find_s:g} s")
+            return 1
+        if not status.open_question("step"):
+            _say(command, f"waiting for the agent to show its next motion on {status_topic} ...")
+        question = wait_until(
+            lambda: status.open_question("step") or status.last("done"), args.timeout_s, 0.05
+        )
+        if not question or question.get("event") == "done":
+            why = "the episode is over" if question else f"none within {args.timeout_s:g} s"
+            _say(command, f"no motion waits for approval: {why} (is the agent's arm_mode step?)")
+            return 1
+        asked = len(status.snapshot())
+        pub = s.node.create_publisher(String, topic, s.reliable_qos())
+        if not wait_until(lambda: pub.get_subscription_count() > 0, 10.0):
+            _say(command, f"the agent does not listen on {topic} (its operator_answer_topic?)")
+            return 1
+        reason = " ".join(args.reason) if not answer else ""
+        pub.publish(String(data=json.dumps({"kind": "step", "answer": answer, "reason": reason})))
+        pub.wait_for_all_acked(Duration(seconds=5))
+
+        def closed() -> dict[str, Any] | None:
+            later = status.snapshot()[asked - 1 :]
+            return next((e for e in later if e.get("event") in ("answer", "done")), None)
+
+        got = wait_until(closed, 20.0, 0.05)
+    if got and got.get("event") == "answer" and topic in str(got.get("by")):
+        print(f"{'approved' if answer else 'rejected'}: {question.get('question')}")
+        return 0
+    said = describe_event(got) if got else "no answer announced within 20 s"
+    _say(command, f"the answer did not count: {said}")
+    return 1
+
+
+def cmd_approve(args: argparse.Namespace) -> int:
+    return _step_answer(args, True)
+
+
+def cmd_reject(args: argparse.Namespace) -> int:
+    return _step_answer(args, False)
 
 
 # -- stop / release -----------------------------------------------------------------------------
@@ -328,6 +388,27 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_replay(args: argparse.Namespace) -> int:
+    """The episode again in its simulated twin, and the real and twin outcomes side by side."""
+    from pear_agent.ros2.twin_replay import REPORT_NAME, replay_in_twin  # heavy: mujoco
+
+    try:
+        run_dir, rows = replay_in_twin(Path(args.episode), args.twin_task, Path(args.runs_dir), args.view)
+    except ValueError as exc:
+        _say("replay", str(exc))
+        return 1
+    print(f"{'turn':>4}  {'real':<10} {'twin':<10} reply")
+    for r in rows:
+        reply = " ".join(str(r["reply"]).split())
+        if '{"action"' in reply:  # the action, not the model's text before it
+            reply = reply[reply.find('{"action"') :]
+        real, twin = r["real"]["status"] or "-", r["twin"]["status"] or "-"
+        print(f"{r['turn']:>4}  {real:<10} {twin:<10} {reply[:120]}")
+    same = sum(r["same"] for r in rows)
+    print(f"{same} of {len(rows)} turns ended the same; twin run folder {run_dir} ({REPORT_NAME})")
+    return 0
+
+
 def cmd_health(args: argparse.Namespace) -> int:
     return check_health(agent_params(args.params_file), args.window_s, args.wait_s, args.timeout_s)
 
@@ -364,6 +445,13 @@ def add_parser(sub: Any) -> None:
         c.add_argument("answer", choices=sorted(ANSWERS))
         common(c, 300.0)
         c.set_defaults(func=fn)
+    c = cmds.add_parser("approve", help="arm_mode step: let the motion the agent shows go")
+    common(c, 300.0)
+    c.set_defaults(func=cmd_approve)
+    c = cmds.add_parser("reject", help="arm_mode step: refuse the motion shown; the model gets the reason")
+    c.add_argument("reason", nargs="*", help="why (the model reads it as the turn's outcome)")
+    common(c, 300.0)
+    c.set_defaults(func=cmd_reject)
     c = cmds.add_parser(
         "stop", help="e-stop: true on the e-stop topic (the agent and the drivers hold and latch)"
     )
@@ -383,6 +471,12 @@ def add_parser(sub: Any) -> None:
     c.set_defaults(func=cmd_health)
 
     add_protocol_parser(cmds, common)  # `pear-agent ros protocol pear_real`
+    c = cmds.add_parser("replay", help="replay a robot episode's replies in its simulated twin (no ROS)")
+    c.add_argument("episode", help="the robot episode's episode.jsonl")
+    c.add_argument("--twin-task", default="bimanual_pickup", help="the MuJoCo scene of the twin")
+    c.add_argument("--runs-dir", default="runs", help="the twin's run folder goes here")
+    c.add_argument("--view", action="store_true", help="also write episode.rrd (the view extra)")
+    c.set_defaults(func=cmd_replay)
     c = cmds.add_parser("status", help="echo the agent's status events")
     c.add_argument("--follow", action="store_true", help="keep printing until the episode is done")
     c.add_argument("--json", action="store_true", help="one JSON object per event")

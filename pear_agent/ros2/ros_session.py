@@ -193,11 +193,15 @@ def describe_event(e: dict[str, Any]) -> str:
     if kind == "turn":
         return f"turn {e.get('turn')}: {e.get('summary')} -> {e.get('outcome')}"
     if kind == "question":
-        how = "pear-agent ros judge yes|no" if e.get("kind") == "success" else "pear-agent ros home yes|no"
+        how = {
+            "success": "pear-agent ros judge yes|no",
+            "step": "pear-agent ros approve | reject [reason]",
+        }.get(str(e.get("kind")), "pear-agent ros home yes|no")
         return f"question ({e.get('kind')}): {e.get('question')} [answer: {how}]"
     if kind == "answer":
         said = {True: "yes", False: "no", None: "no answer"}[e.get("answer")]
-        return f"answer ({e.get('kind')}): {said} ({e.get('by')})"
+        why = f": {e['reason']}" if e.get("reason") else ""
+        return f"answer ({e.get('kind')}): {said} ({e.get('by')}){why}"
     if kind == "done":
         verdict = "success" if e.get("success") else f"failure ({e.get('end_reason')}: {e.get('detail')})"
         return (

@@ -40,7 +40,12 @@ class RosSettings(BaseModel):
         0.3, ge=0, description="wait this long for a fresh one, else refuse"
     )
     wait_for_joint_states_s: float = Field(5.0, ge=0, description="stack check: wait this long for them")
-    wait_for_controllers_s: float = Field(3.0, ge=0, description="stack check: wait for controller topics")
+    wait_for_controllers_s: float = Field(
+        5.0,
+        ge=0,
+        description="stack check: wait for each controller's own subscription (over DDS's 3 s heartbeat "
+        "period: its discovery record can come that much after the robot's joint states)",
+    )
     controller_manager: str = Field(
         "/controller_manager",
         description="list_controllers is asked here where controller_manager_msgs exists",
@@ -79,6 +84,10 @@ class RosSettings(BaseModel):
     estop_topic: str = "/pear/estop"
     estop_service: str = "/pear/stop"
     operator_service: str = "/pear/operator/judge"
+    operator_answer_topic: str = Field(
+        "/pear/operator/answer",
+        description="JSON answers with a reason (`pear-agent ros reject [reason]`): std_msgs/String",
+    )
     operator_terminal: bool = Field(True, description="also ask on the terminal when stdin is one")
     operator_timeout_s: float = Field(120.0, gt=0, description="wait this long for the operator's answer")
     task_status_topic: str = Field(
@@ -118,8 +127,9 @@ class AgentSettings(BaseModel):
 
 def shared_parameters() -> dict[str, tuple[str, str]]:
     """Parameter -> (definition, field) of the settings a ROS run shares with `pear-agent run`: every
-    `EpisodeConfig` and `ModelSettings` field that names its parameter (`setting(ros=...)`), so a
-    setting is declared in one place whatever reads it (the command line, the node)."""
+    `EpisodeConfig`, `ModelSettings` and `ArmModeSettings` field that names its parameter
+    (`setting(ros=...)`), so a setting is declared in one place whatever reads it (the command
+    line, the node)."""
     out: dict[str, tuple[str, str]] = {}
     for name, cls in _definitions().items():
         for f in dataclasses.fields(cls):
@@ -145,8 +155,13 @@ class Parameter(NamedTuple):
 def _definitions() -> dict[str, type]:
     from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
     from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
+    from pear_agent.ros2.modes import ArmModeSettings  # heavy: cv2
 
-    return {"EpisodeConfig": EpisodeConfig, "ModelSettings": ModelSettings}
+    return {
+        "EpisodeConfig": EpisodeConfig,
+        "ModelSettings": ModelSettings,
+        "ArmModeSettings": ArmModeSettings,
+    }
 
 
 def _pydantic_rows(model: type[BaseModel]) -> list[Parameter]:

@@ -118,6 +118,12 @@ class StackCheck:
             if p.gripper_topic and p.gripper is not None:
                 topics[p.gripper_topic] = (name, p.gripper.controller)
         deadline = time.monotonic() + s.wait_for_controllers_s
+        # the nodes of the robot's process are named once its joint-state publisher is (one
+        # discovery record per process names them all): only then can a subscriber be told from the
+        # controller (a node named after it, where the robot has one); the controller's own
+        # subscription may be discovered a DDS heartbeat period (3 s) after its joint states
+        while self._unnamed_publishers(topic) and time.monotonic() < deadline:
+            time.sleep(0.02)
         missing = list(topics)
         while missing and time.monotonic() < deadline:
             # ... and our own publisher matched with every subscriber the graph shows (a message sent
@@ -191,19 +197,30 @@ class StackCheck:
         names = [i.node_name for i in self.node.get_subscriptions_info_by_topic(topic)]
         return controller.strip("/").split("/")[-1] in names
 
+    def _unnamed_publishers(self, topic: str) -> bool:
+        """A publisher on `topic` whose node DDS has not named yet (or none at all)."""
+        infos = self.node.get_publishers_info_by_topic(topic)
+        return not infos or any(i.node_name == UNKNOWN_NODE for i in infos)
+
     def _controller_listens(self, topic: str, controller: str | None) -> bool:
         """A subscriber on the command topic from a node named after the controller (as
-        ros2_control names each controller's node), or, for single-node drivers (sim_robot_node, a
-        YAM driver), from any node that is not only a recorder: `ros2 topic echo` and `ros2 bag`
-        nodes do not count. A subscriber whose node DDS has not named yet (the graph reports
-        `_NODE_NAME_UNKNOWN_` until the node's discovery info arrives) counts as not yet seen: it
-        may be a controller whose activity must be asked."""
+        ros2_control names each controller's node); where no node of that name is on the graph
+        (single-node drivers: sim_robot_node, a YAM driver), from any node that is not only a
+        recorder: `ros2 topic echo` and `ros2 bag` nodes do not count. So a monitor that subscribes
+        to every topic (a bridge, a logger) never stands in for a controller whose node is up but
+        has not subscribed yet (a controller still being configured): a command sent then is lost.
+        A subscriber whose node DDS has not named yet (the graph reports `_NODE_NAME_UNKNOWN_`
+        until the node's discovery info arrives) counts as not yet seen: it may be a controller
+        whose activity must be asked."""
         infos = self.node.get_subscriptions_info_by_topic(topic)
         names = [i.node_name for i in infos]
         if any(n == UNKNOWN_NODE for n in names):
             return False
-        if controller and controller.strip("/").split("/")[-1] in names:
+        short = controller.strip("/").split("/")[-1] if controller else ""
+        if short and short in names:
             return True
+        if short and short in self.node.get_node_names():
+            return False  # the controller's node is up: only its own subscription counts
         recorders = ("_ros2cli_", "rosbag2")
         return any(not n.startswith(recorders) for n in names)
 

@@ -86,7 +86,10 @@ class SFTConfig(Strict):
 class TeacherConfig(Strict):
     """Teacher collection for the warm start: temperature 0 (no jitter), every flight kept."""
 
-    policy: Literal["scripted"] = "scripted"
+    policy: Literal["scripted", "relative_pick"] = "scripted"
+    """scripted: the task's scripted expert (plans from privileged facts); relative_pick: a pick-up
+    rule that copies the `--scene-relative` line's numbers into its replies (what a small model can
+    imitate; `pear_agent.policies.relative_pick`)."""
     episodes: int = Field(64, ge=1)
     mix: list[MixEntry] = Field(default_factory=list)
     successes_only: bool = True
@@ -191,6 +194,8 @@ class Recipe(Strict):
     """What the model gets each turn (`--observation`; compact: a short briefing, a few integer fields,
     bare-JSON replies)."""
     scene_facts: bool = False
+    scene_relative: bool = False
+    """`--scene-relative` (with `scene_facts`): each object's position relative to the tool point."""
     history: int | None = Field(None, ge=0)
     """`--history K`: the last K turns in full (None: every turn, one sequence per episode)."""
     history_older: Literal["line", "drop"] = "line"
@@ -217,6 +222,7 @@ class Recipe(Strict):
         EpisodeConfig(
             observation=self.observation,
             scene_facts=self.scene_facts,
+            scene_relative=self.scene_relative,
             max_turns=self.grpo.max_turns,
             mode=self.grpo.mode,
         )

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.bench.report import end_reasons
 from pear_agent.bench.runner import episode_key
 from pear_agent.loop.registry import family_of
 from pear_agent.train.config import MixEntry, Recipe
@@ -102,6 +103,8 @@ def evaluate(
                 "success": rec["success"],
                 "reward": rec["shaped_reward"] if rec["shaped_reward"] is not None else rec["reward"],
                 "end_reason": rec["end_reason"],
+                "invalid_replies": rec["invalid_replies"],
+                "robot": rec["robot"],
                 "turns": rec["turns"],
                 "latencies_s": rec["latencies_s"],
                 "completion_tokens": rec["completion_tokens"],
@@ -130,13 +133,27 @@ def evaluate(
 
 
 def summarize(lines: list[dict[str, Any]]) -> dict[str, Any]:
+    """Success, mean reward, how the episodes ended (`end_reasons`, most frequent first), and the
+    same success among the episodes in which every reply parsed (`all_valid`: control, not format;
+    a line without `invalid_replies`, written before it was recorded, counts as unknown)."""
     if not lines:
         return {"episodes": 0}
+    valid = [x for x in lines if x.get("invalid_replies") == 0]
+    ok = int(sum(bool(x["success"]) for x in valid))
     return {
         "episodes": len(lines),
         "successes": int(sum(bool(x["success"]) for x in lines)),
         "success_rate": float(np.mean([bool(x["success"]) for x in lines])),
         "mean_reward": float(np.mean([x["reward"] for x in lines])),
+        "end_reasons": end_reasons(lines),
+        "all_valid": {
+            "episodes": len(valid),
+            "successes": ok,
+            "success_rate": ok / len(valid) if valid else None,
+            "unknown": sum(1 for x in lines if x.get("invalid_replies") is None),
+        },
+        "invalid_replies": int(sum(int(x.get("invalid_replies") or 0) for x in lines)),
+        "mean_turns": float(np.mean([x["turns"] for x in lines])),
     }
 
 

@@ -37,7 +37,8 @@ def event_writer(logdir: Path) -> Any:
         except ImportError:
             raise ValueError(
                 "logging.report_to tensorboard needs the tensorboard package (bash scripts/setup.sh "
-                "--train installs it), or set logging.report_to=[]"
+                "--train installs it, and bash scripts/setup_libero.sh --train in .venv-libero), or set "
+                "logging.report_to=[]"
             ) from None
     return SummaryWriter(log_dir=str(logdir))
 

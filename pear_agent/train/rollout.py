@@ -42,6 +42,7 @@ class LoopOptions:
     max_turns: int | None = None
     observation: str = "state"
     scene_facts: bool = False
+    scene_relative: bool = False
     max_context_tokens: int = 64000
     history: int | None = None
     history_older: str = "line"
@@ -54,6 +55,7 @@ class LoopOptions:
             max_turns=recipe.grpo.max_turns,
             observation=recipe.observation,
             scene_facts=recipe.scene_facts,
+            scene_relative=recipe.scene_relative,
             history=recipe.history,
             history_older=recipe.history_older,
         )
@@ -73,6 +75,7 @@ def _record(job: TrainJob, out: Any) -> dict[str, Any]:
         "wall_time_s": out.wall_time_s,
         "turn_tokens": out.turn_tokens,
         "completion_tokens": out.result.completion_tokens,
+        "invalid_replies": out.result.invalid_replies,
         "history": out.result.history,
         "history_older": out.result.history_older,
     }
@@ -99,6 +102,7 @@ def run_episodes(
         mode=opts.mode,  # type: ignore[arg-type]
         observation=opts.observation,
         scene_facts=opts.scene_facts,
+        scene_relative=opts.scene_relative,
         max_context_tokens=opts.max_context_tokens,
         history=opts.history,
         history_older=opts.history_older,

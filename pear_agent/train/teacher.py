@@ -17,14 +17,18 @@ from typing import Any
 from pear_agent.loop.registry import PolicyAsk, family_of
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy
+from pear_agent.policies.relative_pick import RelativePickPolicy
 from pear_agent.rl.trajectories import TrajectoryWriter
 from pear_agent.train.config import Recipe
 from pear_agent.train.mix import TaskMix
 from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
-def teacher_policy(task: str) -> Any:
-    """The task's family's scripted policy, without jitter."""
+def teacher_policy(task: str, kind: str = "scripted") -> Any:
+    """The task's family's scripted policy, without jitter; `relative_pick`: the rule that copies
+    the relative line (`RelativePickPolicy`)."""
+    if kind == "relative_pick":
+        return RelativePickPolicy()
     return family_of(task).default_policy(task, ask=PolicyAsk(seed=0))
 
 
@@ -63,13 +67,14 @@ def collect_teacher(
         n = episodes or t.episodes
 
         def make(job: TrainJob) -> Any:
-            return teacher_policy(job.task)
+            return teacher_policy(job.task, t.policy)
 
     successes_only = t.successes_only or base_url is not None
     draws = [mix.draw() for _ in range(n)]
     opts = LoopOptions(
         observation=recipe.observation,
         scene_facts=recipe.scene_facts,
+        scene_relative=recipe.scene_relative,
         history=recipe.history,
         history_older=recipe.history_older,
     )
@@ -97,7 +102,7 @@ def collect_teacher(
         jobs = [TrainJob(d.task, d.seed, group_id=f"teacher{i:04d}") for i, d in enumerate(draws)]
         run_episodes(jobs, make, opts, on_record=keep)
     summary = {
-        "teacher": f"{model} at {base_url}" if base_url else "scripted",
+        "teacher": f"{model} at {base_url}" if base_url else t.policy,
         "flown": n,
         "written": written,
         "tasks": {k: {"flown": v[0], "landed": v[1]} for k, v in per_task.items()},

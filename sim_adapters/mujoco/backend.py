@@ -48,6 +48,7 @@ from sim_adapters.mujoco.scene import (  # noqa: E402
     build_scene,
     camera_name,
     compile_spec,
+    ee_site_name,
     scene_option,
 )
 from sim_adapters.mujoco.tasks.base import MujocoTask  # noqa: E402
@@ -217,6 +218,11 @@ class MujocoBackend:
         self._stopped = False
         return self.observe()
 
+    def shaped_reward(self) -> float | None:
+        """The task's dense reward for RL now (`MujocoTask.shaped_reward`), None where it has none."""
+        tool_m = {n: self.data.site(ee_site_name(n)).xpos.copy() for n in self.parts}
+        return self._task.shaped_reward(self.model, self.data, tool_m)
+
     def observe(self, render: bool = True) -> Observation:
         d = self.data
         images = {}
@@ -305,6 +311,20 @@ class MujocoBackend:
         for r in self._renderers.values():
             r.close()
         self._renderers.clear()
+
+    def set_joints(self, joints_rad: dict[str, np.ndarray], gripper: dict[str, float]) -> None:
+        """Put the arms at rest at these joints and grippers (0 closed .. 1 open), setpoints with
+        them: a twin of a real robot starts each of its actions where the real arm is."""
+        m, d = self.model, self.data
+        for name, q in joints_rad.items():
+            io = self.parts[name]
+            q = np.clip(np.asarray(q, float), io.lower, io.upper)
+            d.qpos[io.qadr], d.qvel[io.dadr], d.ctrl[io.act] = q, 0.0, q
+            if io.gripper is not None and name in gripper:
+                g = float(np.clip(gripper[name], 0.0, 1.0))
+                d.qpos[io.g_qadr], d.qvel[io.g_dadr] = io.gripper_joint_targets(g), 0.0
+                io.set_gripper(d, g)
+        mujoco.mj_forward(m, d)
 
     def execute(self, commands: dict[str, PartCommand]) -> Outcome:
         return self.execute_chunk([commands])[0]

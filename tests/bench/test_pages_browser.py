@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.wallclock
+
 webdriver = pytest.importorskip("selenium.webdriver")
 
 REPO = Path(__file__).resolve().parents[2]

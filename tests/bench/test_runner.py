@@ -14,6 +14,8 @@ import pytest
 from pear_agent.bench.runner import SPLITS, BenchConfig, parse_seeds, read_results, run_bench, split_seeds
 from tests.servers import serve_in_thread
 
+pytestmark = pytest.mark.wallclock
+
 
 def _bench(out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "pear_agent", "bench", "--out", str(out), "--quiet", "--no-video", *extra]

@@ -25,6 +25,7 @@ CASES = {
     "concurrency": ["--sizes", "3", "--decision-s", "0.2", "--turns", "2", "--waves", "1"],
     "chunk_turns": ["--tasks", "pick_cube", "--chunks", "1,4", "--seeds", "1"],
     "roadster_plans": ["--flights", "1", "--bands", "light", "--latencies", "1.0"],
+    "step_watch": ["--seeds", "0", "--rounds", "1"],
     "loop_equivalence": [
         "--seeds",
         "0",
@@ -58,7 +59,13 @@ def run_script(name: str, args: list[str], timeout: float = 240, tmp: Path | Non
     return out
 
 
-@pytest.mark.parametrize("name", sorted(CASES))
+WALLCLOCK = ("ros2_latency", "abandoned_decision")
+"""Benchmarks that time ROS 2 processes or a model server (the flake hunt runs them under load)."""
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.wallclock) if n in WALLCLOCK else n for n in sorted(CASES)]
+)
 def test_benchmark_script_prints_json(name: str, tmp_path: Path) -> None:
     if name == "ros2_latency":
         pytest.importorskip("rclpy", reason="ROS 2 wheels are not installed")

@@ -17,6 +17,8 @@ import pytest
 
 from pear_agent.policies.lerobot import lerobot_python
 
+pytestmark = pytest.mark.wallclock
+
 REPO = Path(__file__).resolve().parents[2]
 EPISODES = 20
 

@@ -7,12 +7,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from pear_agent.cli import main
 from pear_agent.loop.episode import Episode, EpisodeConfig
 from pear_agent.loop.registry import family_of, make_environment
 from pear_agent.loop.task_experts import scripted_policy
 from sim_adapters.metaworld import ENV_NAMES
 from tests.servers import serve_in_thread
+
+pytestmark = pytest.mark.wallclock
 
 EASY = [
     "metaworld/reach-v3",

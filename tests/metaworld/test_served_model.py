@@ -28,6 +28,8 @@ import pytest
 
 from tests.servers import free_port
 
+pytestmark = pytest.mark.wallclock
+
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-mw-llama-SECRET424242"
 KEY_ENV = "PEAR_MW_LLAMA_TEST_KEY"

@@ -23,6 +23,8 @@ import pytest
 
 from pear_agent.policies.lerobot import lerobot_python
 
+pytestmark = pytest.mark.wallclock
+
 REPO = Path(__file__).resolve().parents[2]
 FPS = 10
 

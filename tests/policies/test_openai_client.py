@@ -14,6 +14,8 @@ from pear_agent.policies.openai_client import OpenAIPolicy, split_reasoning, str
 from pear_agent.records.log import RunWriter
 from tests.servers import BadHandler, bad_server, serve_in_thread
 
+pytestmark = pytest.mark.wallclock
+
 KEY = "sk-test-SECRET123456"
 KEY_ENV = "PEAR_TEST_API_KEY"
 

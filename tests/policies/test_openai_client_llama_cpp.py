@@ -32,6 +32,8 @@ from pear_agent.policies import openai_client as oc
 from pear_agent.records.log import RunWriter
 from tests.servers import free_port
 
+pytestmark = pytest.mark.wallclock
+
 KEY = "sk-llama-SECRET123456"
 KEY_ENV = "PEAR_LLAMA_TEST_KEY"
 EOS_BAN = {"logit_bias": {"1": -100.0, "106": -100.0}}

@@ -19,6 +19,8 @@ from pear_agent.policies.openai_wire import (
 )
 from tests.servers import LLAMACPP_CONTEXT, VLLM_CONTEXT, BadHandler, bad_server, vllm_max_tokens_error
 
+pytestmark = pytest.mark.wallclock
+
 SCHEMA = {"type": "object", "properties": {"action": {"type": "object"}}, "required": ["action"]}
 SYSTEM = "You control a robot arm. " * 60
 

@@ -4,6 +4,8 @@ import json
 
 import pytest
 
+pytestmark = pytest.mark.wallclock
+
 ray = pytest.importorskip("ray")
 
 from pear_agent.cli import main  # noqa: E402

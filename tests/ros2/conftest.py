@@ -19,6 +19,10 @@ import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
+STARTUP_S = 120.0
+"""How long a node process may take to come up and be discovered (its first joint states, its
+subscriptions and services matched). Each wait ends at the event, so only a failing test waits it
+out: on a 2-core machine loaded by other test runs, starting sim_robot_node took over 30 s."""
 # one DDS domain per test session, discovery on this machine only: parallel runs do not cross-talk
 os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(1, 100)))
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
@@ -135,6 +139,8 @@ class Probe:
         self.truth: list[tuple[float, dict[str, float]]] = []
         """(stamp, positions) of every state the JTC stand-in read, on TRUTH_TOPIC where its
         `truth_topic` is that: the arm's motion whatever the delivery of /joint_states"""
+        self.truth_velocity: list[tuple[float, dict[str, float]]] = []
+        """(stamp, velocities) of the same states: the servos' own velocities, not differences"""
         self.status: list[dict[str, Any]] = []
         self.sim_status: dict[str, Any] = {}
         reliable = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
@@ -143,7 +149,9 @@ class Probe:
                 JointTrajectory, topic, lambda m, t=topic: self._on_traj(t, m), reliable
             )
         self.node.create_subscription(JointState, "/joint_states", self._on_js, 50)
-        self.node.create_subscription(JointState, TRUTH_TOPIC, self._on_truth, reliable)
+        # deep enough for seconds of the stand-in's states: a probe kept off the CPU loses none
+        deep = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+        self.node.create_subscription(JointState, TRUTH_TOPIC, self._on_truth, deep)
         status_qos = QoSProfile(
             depth=200, reliability=ReliabilityPolicy.RELIABLE, durability=QoSDurabilityPolicy.TRANSIENT_LOCAL
         )
@@ -199,8 +207,10 @@ class Probe:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         with self.lock:
             self.truth.append((stamp, dict(zip(msg.name, msg.position, strict=False))))
+            self.truth_velocity.append((stamp, dict(zip(msg.name, msg.velocity, strict=False))))
             if len(self.truth) > 6000:
                 del self.truth[:3000]
+                del self.truth_velocity[:3000]
 
     def _on_status(self, msg: Any) -> None:
         with self.lock:
@@ -249,7 +259,7 @@ class Probe:
 
         self.instruction_pub.publish(String(data=text))
 
-    def estop_subscribed(self, timeout_s: float = 15.0) -> None:
+    def estop_subscribed(self, timeout_s: float = STARTUP_S) -> None:
         """DDS discovery takes a moment after a node starts: an e-stop published before the agent's
         subscription has matched goes nowhere (as it would from any publisher)."""
         self.wait_for(
@@ -262,7 +272,7 @@ class Probe:
         self.estop_pub.publish(self._Bool(data=True))
 
     def estop_service(self) -> str:
-        assert self.stop_client.wait_for_service(timeout_sec=10), "/pear/stop service not available"
+        assert self.stop_client.wait_for_service(timeout_sec=STARTUP_S), "/pear/stop service not available"
         future = self.stop_client.call_async(self._Trigger.Request())
         self.wait_for(future.done, 10, "the /pear/stop reply")
         return future.result().message

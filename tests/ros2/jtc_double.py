@@ -14,7 +14,9 @@ controller.cpp) and ros2_control's controller_manager, not from this project's c
   accelerations neither empty nor of the joints' size, effort fields (position interface).
 - Only an *active* controller acts on a valid message (`subscriber_is_active_`); an inactive one
   (`inactive` in the config) is subscribed and ignores it.
-- A valid trajectory replaces the active one at the next update. Its first sample sets the
+- A valid trajectory replaces the active one at the next update after DDS received it (a starved
+  stand-in replays the interval it missed in 2 ms samples, taking the message no earlier than its
+  receipt, as the real-time loop it stands for would). Its first sample sets the
   state before it to the state the controller measures then (closed loop: position, and
   velocity where the hardware has a velocity state interface; with points that carry velocities
   or accelerations and a state that has none, zeros: trajectory.cpp
@@ -44,9 +46,13 @@ stamp_offset_s (joint states stamped by a clock this far off the system's), stuc
 empty `velocity` array, as the broadcaster publishes over hardware without a velocity state
 interface; "nan": NaN for every joint, as some drivers fill an interface they do not read; the
 controller's own measured state keeps its velocity unless velocity_state_interface is false),
-cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s, stop_joint_states_after_trajectory_s /
+cameras {topic: [w, h]}, image_rate_hz, stop_images_after_s / stop_images_after_trajectory_s (no
+images this long after the start / after the first accepted trajectory arrived; < 0 never),
+stop_joint_states_after_trajectory_s /
 stop_joint_states_after_trajectory_end_s (stop publishing joint states this long after the first
-accepted trajectory arrived / ended; < 0 never), log. Service /jtc_double/joint_states
+accepted trajectory arrived / ended; < 0 never), subscribe_after_s (the controllers' nodes are up
+from the start but subscribe to their command topics only this long after it: controllers still
+being configured by a spawner; event `subscribed`), log. Service /jtc_double/joint_states
 (std_srvs/SetBool): publish joint states or not.
 
 Delivery of /joint_states (a driver on another computer, over a network; header stamps stay the
@@ -60,7 +66,8 @@ DDS reader delivers one writer's samples in order):
 - joint_state_every: publish only every n-th state read (a driver publishing at rate_hz / n): a
   velocity from the stamped positions then spans n / rate_hz and lags by half of it.
 - truth_topic: every state read, published at once on this topic as well (sensor_msgs/JointState,
-  position and velocity): the tests measure the arm from it, whatever /joint_states suffers.
+  position and velocity), at least every 10 ms of the arm's time also when this process woke up
+  late: the tests measure the arm from it, whatever /joint_states suffers.
 """
 
 from __future__ import annotations
@@ -75,6 +82,9 @@ from typing import Any
 import numpy as np
 
 FLOAT_EPS = float(np.finfo(np.float32).eps)
+TRUTH_STEP_S = 0.01
+"""the truth topic carries the arm's state at least every 10 ms of its time, also across a late
+wake-up of this process (the interval is replayed in steps this long)"""
 GAP_S = 0.1
 """a pause between two joint-state messages longer than this is logged (`js_gap`): the stand-in
 itself was late (a starved process), so a refusal then is for a real reason"""
@@ -160,8 +170,12 @@ class Trajectory:
     """trajectory.cpp `Trajectory`: the state before the message (set at its first sample), then
     the message's points at start + time_from_start."""
 
-    def __init__(self, stamp_s: float, times: np.ndarray, points: list[Point]) -> None:
+    def __init__(
+        self, stamp_s: float, times: np.ndarray, points: list[Point], received_s: float = 0.0
+    ) -> None:
         self.stamp_s, self.times, self.points = stamp_s, times, points
+        self.received_s = received_s
+        """when DDS received the message (system time): no update before that takes it"""
         self.start_s: float | None = None
         self.before: Point | None = None
         self.before_s = 0.0
@@ -231,11 +245,13 @@ class Controller:
     def update(self, now_s: float, dt: float) -> None:
         """Advance to `now_s`: the controller samples its trajectory every 2 ms in between (as a
         real-time loop would, so a late wake-up of this process is not a jump of the reference),
-        a new trajectory from the first of those samples on."""
+        a new trajectory from the first of those samples at or after DDS received it (a starved
+        stand-in replays the interval; the real-time loop it stands for could not have taken the
+        message before it arrived)."""
         n = max(1, int(np.ceil(dt / 0.002)))
         for k in range(1, n + 1):
             t = now_s - dt + dt * k / n
-            if self.pending is not None:
+            if self.pending is not None and t >= self.pending.received_s:
                 self.trajectory, self.pending = self.pending, None
                 self.trajectory.first_sample(t, self.measured())
             if self.trajectory is not None:
@@ -262,9 +278,11 @@ class Double:
             q = np.array([float(init.get(j, 0.0)) for j in joints])
             c = Controller(name, list(joints), q, float(cfg.get("vmax", {}).get(name, 1.5)), cfg)
             self.controllers[name] = c
-            nodes[name].create_subscription(
-                JointTrajectory, "~/joint_trajectory", lambda m, c=c: self._on_traj(c, m), reliable
-            )
+        self._subscribe_args = (JointTrajectory, reliable)
+        self.subscribe_at = time.monotonic() + float(cfg.get("subscribe_after_s", 0.0))
+        self.subscribed = False
+        if float(cfg.get("subscribe_after_s", 0.0)) <= 0.0:
+            self.subscribe()
         self.js_pub = nodes["joint_state_broadcaster"].create_publisher(
             JointState, cfg.get("joint_states_topic", "/joint_states"), reliable
         )
@@ -287,6 +305,16 @@ class Double:
         """(release time (monotonic), message): joint states held by the link, in order"""
         self.n_read = 0
 
+    def subscribe(self) -> None:
+        """Each controller subscribes to its command topic (as on_configure does)."""
+        msg_type, qos = self._subscribe_args
+        for name, c in self.controllers.items():
+            self.nodes[name].create_subscription(
+                msg_type, "~/joint_trajectory", lambda m, info, c=c: self._on_traj(c, m, info), qos
+            )
+        self.subscribed = True
+        self.write({"event": "subscribed", "t": time.monotonic()})
+
     def write(self, event: dict[str, Any]) -> None:
         self.log_file.write(json.dumps(event) + "\n")
         self.log_file.flush()
@@ -297,8 +325,9 @@ class Double:
         res.success = True
         return res
 
-    def _on_traj(self, c: Controller, msg: Any) -> None:
+    def _on_traj(self, c: Controller, msg: Any, info: Any) -> None:
         now = time.monotonic()
+        received_s = info["received_timestamp"] * 1e-9  # DDS's receipt, system time as ROS time here
         with self.lock:
             q = c.servo.q.copy()
         event: dict[str, Any] = {
@@ -350,7 +379,7 @@ class Double:
             "stamp_s": _secs(msg.header.stamp),
         }
         with self.lock:
-            c.pending = Trajectory(_secs(msg.header.stamp), times, points)
+            c.pending = Trajectory(_secs(msg.header.stamp), times, points, received_s)
             if self.first_accepted is None:
                 self.first_accepted, self.first_end = now, now + float(times[-1])
         self.write(event)
@@ -360,16 +389,23 @@ class Double:
         then the broadcaster publishes the state it read."""
         now = time.monotonic()
         ros_now = self.nodes["controller_manager"].get_clock().now().nanoseconds * 1e-9
+        truths = []
         with self.lock:
             dt = min(1.0, now - self.t_update)
             self.t_update = now
-            for c in self.controllers.values():
-                c.update(ros_now, dt)  # the controllers' time is ROS time, as header stamps are
-            state = {
-                j: (float(q), float(v))
-                for c in self.controllers.values()
-                for j, q, v in zip(c.joints, c.servo.q, c.servo.v, strict=True)
-            }
+            # a late wake-up replays the interval in steps of at most TRUTH_STEP_S, each state on the
+            # truth topic: the arm's motion stays densely measured whenever this process runs
+            n = max(1, int(np.ceil(dt / TRUTH_STEP_S - 1e-9)))
+            for k in range(1, n + 1):
+                t_k = ros_now - dt + dt * k / n
+                for c in self.controllers.values():
+                    c.update(t_k, dt / n)  # the controllers' time is ROS time, as header stamps are
+                state = {
+                    j: (float(q), float(v))
+                    for c in self.controllers.values()
+                    for j, q, v in zip(c.joints, c.servo.q, c.servo.v, strict=True)
+                }
+                truths.append((t_k, state))
         cfg = self.cfg
         stop_after = float(cfg.get("stop_joint_states_after_trajectory_s", -1))
         started = self.first_accepted
@@ -382,10 +418,11 @@ class Double:
             self.publish_js = False
             self.write({"event": "joint_states", "t": now, "publishing": False})
         ns = round((ros_now + float(cfg.get("stamp_offset_s", 0.0))) * 1e9)  # when the state was read
-        if self.truth_pub is not None:
-            truth = self._JointState(name=list(state), position=[x[0] for x in state.values()])
-            truth.velocity = [x[1] for x in state.values()]
-            truth.header.stamp.sec, truth.header.stamp.nanosec = ns // 1_000_000_000, ns % 1_000_000_000
+        for t_k, st in truths if self.truth_pub is not None else ():
+            truth = self._JointState(name=list(st), position=[x[0] for x in st.values()])
+            truth.velocity = [x[1] for x in st.values()]
+            ns_k = round((t_k + float(cfg.get("stamp_offset_s", 0.0))) * 1e9)
+            truth.header.stamp.sec, truth.header.stamp.nanosec = ns_k // 1_000_000_000, ns_k % 1_000_000_000
             self.truth_pub.publish(truth)
         if not self.publish_js:
             return
@@ -451,6 +488,10 @@ class Double:
         stop = float(self.cfg.get("stop_images_after_s", -1))
         if stop >= 0 and time.monotonic() - self.t_start > stop:
             return
+        after = float(self.cfg.get("stop_images_after_trajectory_s", -1))
+        started = self.first_accepted
+        if after >= 0 and started is not None and time.monotonic() - started > after:
+            return
         for topic, (pub, (w, h)) in self.cams.items():
             img = self._Image()
             img.header.stamp = self.nodes["jtc_double"].get_clock().now().to_msg()
@@ -485,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         while rclpy.ok():
             now = time.monotonic()
+            if not double.subscribed and now >= double.subscribe_at:
+                double.subscribe()
             if now >= next_js:
                 double.update()
                 next_js += period

@@ -18,6 +18,8 @@ import pytest
 from tests.ros2.conftest import double_config
 from tests.ros2.doc_commands import exit_table, summary_fields
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 AGENT = "pear_agent.ros2.agent_node"

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 
 from pear_agent.robot.backend import PartCommand
-from tests.ros2.conftest import Probe, double_config, home_joints
+from tests.ros2.conftest import STARTUP_S, Probe, double_config, home_joints
 from tests.ros2.test_stops import DECEL_SLACK, agent, motion, stamped_series  # noqa: F401  (fixture)
+
+pytestmark = pytest.mark.wallclock
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
@@ -39,7 +41,9 @@ def test_a_chunk_is_one_accepted_trajectory_followed_without_stopping(start_doub
     a = agent()
     assert a.backend.check_stack() is None
     joints, steps = _chunk(a, yam)
-    probe.wait_for(lambda: stamped_series(probe, joints, time.time() - 0.5)[0].size, 30, "joint states")
+    probe.wait_for(
+        lambda: stamped_series(probe, joints, time.time() - 0.5)[0].size, STARTUP_S, "joint states"
+    )
     t_go, mono_go = time.time(), time.monotonic()
     outcome, reached = a.backend.execute_chunk(steps)
     assert outcome.status == "reached" and reached == 3, outcome
@@ -62,7 +66,9 @@ def test_an_estop_mid_chunk_brakes_within_the_stop_deceleration(start_double, pr
     a = agent(stop_deceleration_rad_s2=8.0, stop_jerk_rad_s3=100.0)
     assert a.backend.check_stack() is None
     joints, steps = _chunk(a, yam)
-    probe.wait_for(lambda: stamped_series(probe, joints, time.time() - 0.5)[0].size, 30, "joint states")
+    probe.wait_for(
+        lambda: stamped_series(probe, joints, time.time() - 0.5)[0].size, STARTUP_S, "joint states"
+    )
     result: list[Any] = []
     mover = threading.Thread(target=lambda: result.append(a.backend.execute_chunk(steps)), daemon=True)
     t_go = time.time()

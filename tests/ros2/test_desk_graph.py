@@ -29,6 +29,8 @@ from tests.ros2.doc_commands import (
     wait_for,
 )
 
+pytestmark = pytest.mark.wallclock
+
 CONFIG = REPO / "launch" / "config"
 RUNS = REPO / "runs"
 

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from tests.ros2.conftest import NodeProcess
+from tests.ros2.conftest import STARTUP_S, NodeProcess
+
+pytestmark = pytest.mark.wallclock
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 pytest.importorskip("i2rt.robots.get_robot", reason="I2RT driver deps missing (pip install -e '.[yam]')")
@@ -54,7 +56,10 @@ def test_a_driver_latched_mid_episode_ends_it_stopped_by_name(tmp_path: Path, pr
             "go_home_on_reset": True,
             "confirm_home": False,
             "operator_terminal": False,
-            "joint_state_max_age_s": 0.25,
+            # how fresh the joint states are is not this test's question (test_stops.py and
+            # test_safety.py ask it): a loaded 2-core machine delivered them 0.72 s late, past
+            # 0.25 s, and the home move was refused before the latch
+            "joint_state_max_age_s": 2.0,
             "wait_for_joint_states_s": 60.0,
             "wait_for_controllers_s": 30.0,
             "runs_dir": str(tmp_path / "runs"),
@@ -65,7 +70,7 @@ def test_a_driver_latched_mid_episode_ends_it_stopped_by_name(tmp_path: Path, pr
             lambda: len([e for e in probe.status if e.get("event") == "turn"]) >= 2, 120, "two turns"
         )
         client = probe.node.create_client(Trigger, "/yam_right_driver/estop")
-        assert client.wait_for_service(timeout_sec=20)
+        assert client.wait_for_service(timeout_sec=STARTUP_S)
         future = client.call_async(Trigger.Request())
         probe.wait_for(future.done, 10, "the driver's e-stop reply")
         assert agent.wait(60) == 3, agent.log()[-3000:]

@@ -25,8 +25,10 @@ from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records.log import RunWriter
 from pear_agent.robot.backend import EpisodeAborted
 from pear_agent.robot.kinematics import Kinematics
-from tests.ros2.conftest import Probe, double_config
+from tests.ros2.conftest import STARTUP_S, Probe, double_config
 from tests.ros2.test_stops import InProcessAgent
+
+pytestmark = pytest.mark.wallclock
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
@@ -135,7 +137,7 @@ def test_twenty_episodes_under_full_cpu_load_end_only_for_real_reasons(
         from std_srvs.srv import SetBool
 
         client = probe.node.create_client(SetBool, "/jtc_double/joint_states")
-        assert client.wait_for_service(timeout_sec=10)
+        assert client.wait_for_service(timeout_sec=STARTUP_S)
         future = client.call_async(SetBool.Request(data=False))
         probe.wait_for(future.done, 10, "the joint-state switch")
         time.sleep(0.5)

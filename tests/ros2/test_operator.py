@@ -9,6 +9,9 @@ import time
 import pytest
 
 from pear_agent.ros2.operator import parse_answer
+from tests.ros2.conftest import STARTUP_S
+
+pytestmark = pytest.mark.wallclock
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
@@ -28,7 +31,7 @@ def test_service_answers_only_an_open_question() -> None:
     try:
         op = Operator(node, "/pear_test/judge", terminal=False)
         client = node.create_client(SetBool, "/pear_test/judge")
-        assert client.wait_for_service(timeout_sec=10)
+        assert client.wait_for_service(timeout_sec=STARTUP_S)
 
         def call(value: bool):
             future = client.call_async(SetBool.Request(data=value))

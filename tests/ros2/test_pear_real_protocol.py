@@ -20,6 +20,8 @@ from pear_agent.bench.compare import compare
 from pear_agent.cli import main
 from tests.ros2.test_desk_graph import _needs_the_yam_driver
 
+pytestmark = pytest.mark.wallclock
+
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = REPO / "launch" / "config" / "yam_driver.yaml"
 AGENT = REPO / "launch" / "config" / "agent_i2rt_sim.yaml"

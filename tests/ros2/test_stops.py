@@ -17,11 +17,13 @@ import pytest
 from pear_agent.robot.backend import PartCommand, TaskInfo
 from tests.ros2.conftest import TRUTH_TOPIC, Probe, double_config, home_joints
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 LEFT = "left_arm_controller"
 DECEL_SLACK = 1.25
-"""the issue's bound: measured deceleration within the configured stop deceleration + 25 %"""
+"""test_chunks_ros' bound on a chunk's brake: the configured stop deceleration + 25 %"""
 REVERSAL_LIMIT_RAD = 0.005
 WINDOW_S = 0.02
 """velocity and deceleration are finite differences over this span of joint-state stamps"""
@@ -97,8 +99,10 @@ def motion(t: np.ndarray, q: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.nda
 def run_to_full_speed_then_stop(
     agent: Any, probe: Probe, joints: list[str], target: np.ndarray, stop: Any, clock_offset_s: float = 0.0
 ) -> tuple[float, float]:
-    """Start a move to `target` in a thread; once some joint moves at >= 95 % of the cap (from
-    /joint_states), call `stop`. Returns (time of the stop, the speed then)."""
+    """Start a move to `target` in a thread; once some joint moves at >= 99 % of the cap, in cruise
+    (from the stand-in's servo velocities), call `stop`. Returns (time of the stop, the speed then).
+    In cruise, not while the arm still accelerates: a stop plans from the speed and zero
+    acceleration, so an arm still gaining speed would stop short of the profile's distance."""
     be = agent.backend
     cap = be.parts["left_arm"].vmax
     outcome: list[Any] = []
@@ -108,17 +112,14 @@ def run_to_full_speed_then_stop(
     probe.wait_for(
         lambda: stamped_series(probe, joints, time.time() - 0.5)[0].size, 30, "joint states at the probe"
     )
-    t_go = time.time()
     mover.start()
 
     def fast() -> float | None:
         assert mover.is_alive() or not outcome, f"the move ended before full speed: {outcome}"
-        t, q = stamped_series(probe, joints, t_go)
-        if len(t) < 4:
-            return None
-        _, v, _ = motion(t[-6:], q[-6:])
-        speed = float(np.max(np.abs(v[-1]))) if len(v) else 0.0
-        return speed if speed >= 0.95 * cap else None
+        with probe.lock:
+            last = probe.truth_velocity[-1][1] if probe.truth_velocity else {}
+        speed = max((abs(last[j]) for j in joints if j in last), default=0.0)
+        return speed if speed >= 0.99 * cap else None
 
     speed = probe.wait_for(fast, 30, "the left arm at full speed")
     t_stop = time.time() + clock_offset_s
@@ -166,51 +167,119 @@ REPORTS = {
 then braked from (`stop_sources`)."""
 
 
-def brake_figures(probe: Probe, joints: list[str], t_stop: float) -> dict[str, Any]:
-    """From the arm's measured motion (the stand-in's states, by their stamps) around a stop at
-    `t_stop`: the velocity then, the peak deceleration against it, how far any moving joint came
-    back, the stopping distance along the motion, and the last velocities and positions."""
-    t, q = stamped_series(probe, joints, t_stop - 0.2)
-    tv, v, acc = motion(t, q)
-    k0 = int(np.searchsorted(tv, t_stop))
-    v_at_stop = v[max(0, k0 - 1)]
-    moving = np.abs(v_at_stop) > 0.2
-    s = np.sign(v_at_stop)
-    opposing = -acc[k0:] * s[None, :]  # deceleration against the direction of motion, per joint
+JERK_PHASE_S = 0.15
+"""The stop's profile (docs/ros2.md): its jerk is capped so that the jerk phase starting the brake
+lasts at least 0.15 s."""
+DROP = 0.02
+"""The brake's onset is measured where the fastest joint's speed has dropped 2 % below its peak
+(a threshold on the servo's own velocity, exact; the 0.15 s jerk ramp leaves no sharper mark)."""
+DECEL_WINDOW_S = 0.03
+"""Decelerations are velocity differences over 30 ms of stamps (3 states of the 100 Hz stand-in)."""
+DECEL_TOLERANCE = 0.25
+"""How far above the configured deceleration (4 rad/s2 in these tests) a measured peak may be, and
+what it is made of: the servo under the controller (critically damped, 50 rad/s, with velocity
+feedforward) answers the profile's jerk ramp j = decel / 0.15 s with an overshoot of
+j / (omega e) = 0.2 rad/s2 (5 %); a state stamped up to 1 ms away from when it was read shifts a
+30 ms difference by 3 %; the controller's first cubic joins the profile from the state it measures
+when the stop takes effect, a few mm off the predicted state: up to 0.6 rad/s2 (15 %) there.
+Measured: 4.24-4.57 rad/s2 for the 4 limit; 1.5x harder 6.2-6.3, 1.5x softer 2.9-3.8."""
+DISTANCE_TOLERANCE_RAD = 0.05
+"""How far the stopping distance of the fastest joint (from the onset to rest) may differ from the
+configured profile's: the stop brakes from the speed and position it predicts (published,
+estimated or the trajectory's): a 3 % speed error moves the rest point by 0.45 s x 0.045 rad/s =
+20 mm; a stop the controller takes 20 ms late (a loaded machine) leaves the arm 30 mm less room.
+From 1.5 rad/s at 4 rad/s2 a profile 1.5x softer stops 90-140 mm further, one 1.5x harder 73-97
+mm shorter (measured); 8 rad/s2 would halve those and not the errors."""
+
+
+def ideal_brake(v0: float, decel: float, jerk: float) -> tuple[float, float]:
+    """The configured profile from speed `v0` at zero acceleration to rest: (duration, distance).
+    Jerk j = min(jerk, decel / JERK_PHASE_S); the speed falls point-symmetrically about half the
+    duration T, so the distance is v0 T / 2: v0^2 / (2 decel) + v0 decel / (2 j) when the
+    deceleration reaches its limit (v0 >= decel^2 / j, T = v0 / decel + decel / j), else T =
+    2 sqrt(v0 / j). Written from the documented profile, not from the braking code."""
+    j = min(jerk, decel / JERK_PHASE_S)
+    duration = v0 / decel + decel / j if v0 >= decel * decel / j else 2.0 * np.sqrt(v0 / j)
+    return duration, v0 * duration / 2.0
+
+
+def profile_figures(
+    probe: Probe, joints: list[str], t_stop: float, decel: float, jerk: float
+) -> dict[str, Any]:
+    """The brake measured against the configured profile, from the stand-in's own states (truth
+    topic: positions and servo velocities by their stamps): per moving joint the peak deceleration
+    (velocity differences over DECEL_WINDOW_S); for the fastest joint the onset (its speed DROP below
+    its peak), the distance from there to rest and the profile's for the same peak speed."""
+    with probe.lock:
+        rows = [(t, [js[j] for j in joints]) for t, js in probe.truth if t >= t_stop - 0.2]
+        vrows = [[js[j] for j in joints] for t, js in probe.truth_velocity if t >= t_stop - 0.2]
+    t = np.array([r[0] for r in rows])
+    q = np.array([r[1] for r in rows])
+    v = np.array(vrows[: len(t)])
     k_stop = int(np.searchsorted(t, t_stop))
-    along = q[k_stop:] * s[None, :]
+    v_at_stop = v[max(0, k_stop - 1)]
+    moving = np.abs(v_at_stop) > 0.2
+    sign = np.sign(v_at_stop)
+    f = int(np.argmax(np.abs(v_at_stop)))
+    speed = v[:, f] * sign[f]
+    k_peak = k_stop + int(np.argmax(speed[k_stop:]))
+    v_peak = float(speed[k_peak])
+    k1 = k_peak + int(np.argmax(speed[k_peak:] < (1 - DROP) * v_peak))
+    w = (speed[k1 - 1] - (1 - DROP) * v_peak) / (speed[k1 - 1] - speed[k1])
+    q_onset = q[k1 - 1, f] + w * (q[k1, f] - q[k1 - 1, f])
+    j_eff = min(jerk, decel / JERK_PHASE_S)
+    t_drop = np.sqrt(2 * DROP * v_peak / j_eff)  # in the first jerk phase: v = v0 - j t^2 / 2
+    _, whole = ideal_brake(v_peak, decel, jerk)
+    ideal = whole - (v_peak * t_drop - j_eff * t_drop**3 / 6)
+    peaks = np.zeros(len(joints))
+    for k in range(k_stop, len(t)):
+        m = int(np.searchsorted(t, t[k] + DECEL_WINDOW_S - 1e-4))
+        if m >= len(t):
+            break
+        acc = (v[m] - v[k]) / (t[m] - t[k])
+        peaks = np.maximum(peaks, -acc * sign)
+    along = q[k_stop:] * sign[None, :]
     back = np.maximum.accumulate(along, axis=0) - along
     return {
         "v_at_stop": v_at_stop,
         "moving": moving,
-        "peak": float(np.max(opposing[:, moving])) if np.any(moving) else 0.0,
+        "fastest": f,
+        "v_peak": v_peak,
+        "peaks": peaks,
+        "distance": float((q[-1, f] - q_onset) * sign[f]),
+        "ideal_distance": float(ideal),
         "reversal": float(np.max(back[:, moving])) if np.any(moving) else 0.0,
-        "distance": (q[-1] - q[k_stop]) * s,
         "v_end": v[-5:],
         "q_end": q[-1],
     }
 
 
-def check_brake(f: dict[str, Any], decel: float, what: str) -> None:
-    """Within the stop deceleration (+ 25 %) and braking for real, not back by more than 5 mrad,
-    at rest, and stopped in about speed x T / 2 (T = the fastest joint's speed / deceleration + the
-    0.15 s jerk ramp; every joint comes to rest at the same time, braking along the path)."""
-    v0, moving, dist = f["v_at_stop"], f["moving"], f["distance"]
+def check_profile(f: dict[str, Any], decel: float, what: str) -> None:
+    """Along the configured profile, in both directions: the fastest joint stops within
+    DISTANCE_TOLERANCE_RAD of the profile's distance from its onset (a softer brake stops further,
+    a harder one shorter); no moving joint decelerates harder than `decel` x (1 + DECEL_TOLERANCE),
+    and the fastest reaches `decel` x (1 - DECEL_TOLERANCE) (from >= 1.2 rad/s the profile holds
+    its limit for a while: decel^2 / j = decel x 0.15 s); not back by more than 5 mrad; at rest."""
+    moving, peaks, fastest = f["moving"], f["peaks"], f["fastest"]
     print(
-        f"{what}: peak {f['peak']:.2f} rad/s2 (limit {decel} + 25 %), back {1000 * f['reversal']:.2f} mrad, "
-        f"stopping distance {np.round(dist[moving], 3)} from {np.round(v0[moving], 2)} rad/s"
+        f"{what}: peak decelerations {np.round(peaks[moving], 2)} rad/s2 (limit {decel}), stopping distance "
+        f"{f['distance']:.4f} rad from {f['v_peak']:.3f} rad/s (profile {f['ideal_distance']:.4f}), "
+        f"back {1000 * f['reversal']:.2f} mrad"
     )
-    assert np.any(moving), v0
-    limit = DECEL_SLACK * decel
-    assert f["peak"] <= limit, f"{what}: peak deceleration {f['peak']:.2f} rad/s2 over {limit}"
-    assert f["peak"] > 0.5 * decel, f"{what}: peak deceleration {f['peak']:.2f}: it did not brake"
+    assert np.any(moving), f["v_at_stop"]
+    gap = f["distance"] - f["ideal_distance"]
+    assert abs(gap) <= DISTANCE_TOLERANCE_RAD, (
+        f"{what}: stopping distance {f['distance']:.3f} rad, the profile's {f['ideal_distance']:.3f} "
+        f"(from {f['v_peak']:.2f} rad/s): {'longer' if gap > 0 else 'shorter'} by {abs(gap):.3f}"
+    )
+    limit = decel * (1 + DECEL_TOLERANCE)
+    assert np.all(peaks[moving] <= limit), (
+        f"{what}: peak deceleration {np.round(peaks[moving], 2)} over {limit}"
+    )
+    floor = decel * (1 - DECEL_TOLERANCE)
+    assert peaks[fastest] >= floor, f"{what}: peak deceleration {peaks[fastest]:.2f} under {floor}"
     assert f["reversal"] <= REVERSAL_LIMIT_RAD, f"{what}: came back {1000 * f['reversal']:.1f} mrad"
     assert np.max(np.abs(f["v_end"])) < 0.01, f"{what}: not at rest: {f['v_end']}"
-    brake_s = float(np.max(np.abs(v0))) / decel + 0.15
-    longest = DECEL_SLACK * np.abs(v0[moving]) * brake_s / 2 + 0.01
-    assert np.all(dist[moving] > 0), f"{what}: stopped behind where it was: {dist}"
-    too_far = f"{what}: stopping distance {np.round(dist[moving], 3)} over {np.round(longest, 3)}"
-    assert np.all(dist[moving] < longest), too_far
 
 
 @pytest.mark.parametrize("case", list(VELOCITY_CASES))
@@ -218,25 +287,41 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     start_double, probe: Probe, agent, yam, case: str
 ) -> None:
     """An e-stop at full speed, in every way /joint_states may carry velocities (VELOCITY_CASES),
-    the first three over a jittery link with bursts (LINK): within the stop deceleration (+ 25 %),
-    no come-back, the stopping distance of a brake from the arm's real speed, one braking
-    trajectory; the stack check's velocity report and what the stop braked from are the case's.
+    the first three over a jittery link with bursts (LINK), brakes along the configured profile in
+    both directions (`check_profile`): the stopping distance from the onset within 50 mm of the
+    profile's for the measured speed (not softer, not harder), every joint's peak deceleration at
+    most 4 rad/s2 + 25 % and the fastest's at least 4 - 25 % (the tolerances' budgets are at
+    DECEL_TOLERANCE and DISTANCE_TOLERANCE_RAD); no come-back, one braking trajectory; the stack
+    check's velocity report and what the stop braked from are the case's. Measured from the
+    stand-in's own states: positions and servo velocities by their stamps (a second difference of
+    positions over 20 ms, as this test used to take, turns one stamp 1 ms off into 7 rad/s2).
 
+    Mutations of pear_agent/ros2/braking.py `_stop_msg` tried by hand, each failing every case
+    (and the 50 ms planning test below), with the stop deceleration of these tests, 4 rad/s2:
+    - `decel = 1.5 * s.stop_deceleration_rad_s2 if arm else ...` (1.5x harder): [published]
+      "stopping distance 0.244 rad, the profile's 0.325 (from 1.51 rad/s): shorter by 0.082"
+      (peak 6.22 rad/s2 over 5.0 too), [none] "shorter by 0.097", [nan] "shorter by 0.084",
+      [stale] "shorter by 0.073", 50 ms "shorter by 0.094".
+    - `decel = s.stop_deceleration_rad_s2 / 1.5 if arm else ...` (1.5x softer): [published]
+      "stopping distance 0.457 rad, the profile's 0.318 (from 1.49 rad/s): longer by 0.140"
+      (peak 2.90 rad/s2), [none] "longer by 0.127", [nan] "longer by 0.107", [stale] "longer by
+      0.091", 50 ms "longer by 0.113".
+    The upper bound on a peak alone (what this test checked before) let the softer stop pass.
     Read as zero (issue 30), the velocity made the stop a hold where the arm was: 32.5 rad/s2 and
-    14 mrad back. Mutations tried once by hand (issue 42), each failing here:
+    14 mrad back. Mutations tried by hand with the earlier bound (peak <= 8 + 25 %, issue 42):
     - pear_agent/ros2/backend.py `_on_joint_state`: `t_est = now` (the velocity estimate from
-      receipt times, not the header stamps): [none] fails "peak deceleration 20.04 rad/s2 over
+      receipt times, not the header stamps): [none] failed "peak deceleration 20.04 rad/s2 over
       10.0" (it braked from 1.7x the speed: 0.49 rad to stop), [nan] "peak deceleration 16.65
       rad/s2 over 10.0" (from 0.6x). Without LINK, [none] passed (8.14 rad/s2): on a local link
       the two clocks agree.
     - pear_agent/ros2/braking.py `_stop_msg`: the trajectory fallback removed (the lines setting
-      `planned` deleted): [stale] fails "peak deceleration 35.98 rad/s2 over 10.0" (a hold at the
+      `planned` deleted): [stale] failed "peak deceleration 35.98 rad/s2 over 10.0" (a hold at the
       last position: 277 mrad back). Only `choose_velocity(..., planned=None)` passes: the stop then
       brakes from the trajectory's own state instead, which the arm cannot tell apart (equivalent).
     - `velocity_report` saying "estimated" whenever velocities are not published: [stale] fails on
       the report ({'stop_velocity_source': 'estimated'} != {'stop_velocity_source': 'trajectory'})."""
     double = start_double(double_config(yam, cameras={}, **TRUTH, **VELOCITY_CASES[case]))
-    decel = 8.0
+    decel = 4.0
     a = agent(
         stop_deceleration_rad_s2=decel, stop_jerk_rad_s3=100.0, **BRAKING_ONLY, **CASE_SETTINGS.get(case, {})
     )
@@ -250,7 +335,9 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     joints = list(yam.parts["left_arm"].joints)
     start = np.array([home_joints(yam)[j] for j in joints])
     part = a.backend.parts["left_arm"]
-    target = np.clip(start + np.array([1.2, 0.9, -0.9, 0.8, 0.0, 0.0]), part.lower + 0.05, part.upper - 0.05)
+    # 2.4 rad on the fastest joint: 1 s at the cap, so a test process late to call the stop on a
+    # loaded machine still stops the arm in cruise (the profile starts at zero acceleration)
+    target = np.clip(start + np.array([2.4, 0.9, -0.9, 0.8, 0.0, 0.0]), part.lower + 0.05, part.upper - 0.05)
     marks: list[float] = []
 
     def estop() -> None:
@@ -260,14 +347,52 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
     t_stop, speed = run_to_full_speed_then_stop(a, probe, joints, target, estop)
     time.sleep(1.5)
     assert speed > 1.4, speed
-    f = brake_figures(probe, joints, t_stop)
-    check_brake(f, decel, f"{case}: e-stop at {speed:.2f} rad/s")
+    f = profile_figures(probe, joints, t_stop, decel, 100.0)
+    check_profile(f, decel, f"{case}: e-stop at {speed:.2f} rad/s")
     assert a.backend.stop_sources[part.topic] == braked_from, a.backend.stop_sources
     # one braking trajectory per controller, multi-point on the moving arm, ending at rest, accepted
     stops = [e for e in double.trajectories(LEFT) if e["t"] > marks[0]]
     assert len(stops) == 1 and stops[0]["accepted"] and stops[0]["points"] >= 2, stops  # a brake, not a hold
     assert stops[0]["kind"] == "cubic", stops[0]
     np.testing.assert_allclose(stops[0]["last"], f["q_end"], atol=0.01)
+
+
+def test_a_stop_that_takes_50_ms_to_plan_still_brakes_along_the_profile(
+    start_double, probe: Probe, agent, yam, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The braking profile takes 50 ms to plan (the agent's process kept off the CPU on a loaded
+    machine, as the repeat runs under load saw): the profile starts where the arm is when the
+    planning ends, stamped then, so it still stops along the configured profile (`check_profile`).
+
+    Mutation tried by hand (at the 8 rad/s2 this test first used): the profile planned from where
+    the arm was when its state was read (no shift by the planning time): the arm, still at speed
+    while it was planned, had that much less room to the rest point: "stopping distance 0.127 rad,
+    the profile's 0.206 (from 1.52 rad/s): shorter by 0.079" (peak 13.62 rad/s2). The mutations of
+    the deceleration in the test above fail here too ("shorter by 0.094", "longer by 0.113")."""
+    from pear_agent.ros2 import conversions as cv
+
+    plan = cv.brake_plan
+
+    def slow_plan(names: list[str], q: np.ndarray, v: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+        if float(np.max(np.abs(np.nan_to_num(v)))) > 0.1:  # the moving arm's profile
+            time.sleep(0.05)
+        return plan(names, q, v, *args, **kwargs)
+
+    monkeypatch.setattr(cv, "brake_plan", slow_plan)
+    start_double(double_config(yam, cameras={}, **TRUTH))
+    decel = 4.0
+    a = agent(stop_deceleration_rad_s2=decel, stop_jerk_rad_s3=100.0, **BRAKING_ONLY)
+    assert a.backend.check_stack() is None
+    joints = list(yam.parts["left_arm"].joints)
+    start = np.array([home_joints(yam)[j] for j in joints])
+    part = a.backend.parts["left_arm"]
+    target = np.clip(start + np.array([2.4, 0.9, -0.9, 0.8, 0.0, 0.0]), part.lower + 0.05, part.upper - 0.05)
+    t_stop, speed = run_to_full_speed_then_stop(
+        a, probe, joints, target, lambda: a.backend.emergency_stop("test")
+    )
+    time.sleep(1.5)
+    f = profile_figures(probe, joints, t_stop, decel, 100.0)
+    check_profile(f, decel, f"planned in 50 ms: e-stop at {speed:.2f} rad/s")
 
 
 def test_where_the_robot_clock_disagrees_the_stop_starts_on_receipt_and_still_brakes(

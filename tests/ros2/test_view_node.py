@@ -14,6 +14,8 @@ pytest.importorskip("rerun")
 from tests.ros2.conftest import Probe
 from tests.test_view import read_log, read_rrd
 
+pytestmark = pytest.mark.wallclock
+
 
 def test_agent_node_view_records_the_episode(tmp_path: Path, start_node, probe: Probe) -> None:
     start_node(

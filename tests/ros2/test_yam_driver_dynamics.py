@@ -22,7 +22,10 @@ pytest.importorskip(
 pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs missing (pip install -e '.[yam]')")
 
 from pear_agent.ros2 import yam_driver_node as drv
+from tests.ros2.conftest import STARTUP_S
 from tests.ros2.test_yam_driver_node import ARMS, DRIVER, Probe, _traj, probe, procs  # noqa: F401
+
+pytestmark = pytest.mark.wallclock
 
 LEFT = ARMS["left_arm"]
 STOP = {"stop_deceleration_rad_s2": 20.0, "stop_jerk_rad_s3": 400.0}
@@ -39,7 +42,7 @@ def _speeds(t: np.ndarray, q: np.ndarray, window_s: float = 0.03) -> tuple[np.nd
 
 def test_motion_and_the_estop_are_physical(procs, probe: Probe) -> None:  # noqa: F811
     procs(DRIVER, "yam_left_driver", {"arm": "left_arm", "sim": True, "sim_physics": True, **STOP})
-    probe.wait_for(lambda: probe.latest(LEFT) is not None, 60, "left joint states")
+    probe.wait_for(lambda: probe.latest(LEFT) is not None, STARTUP_S, "left joint states")
     probe.wait_for(
         lambda: probe.traj_pubs["left_arm_controller"].get_subscription_count() > 0, 20, "the subscription"
     )

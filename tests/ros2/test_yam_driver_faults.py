@@ -19,6 +19,8 @@ pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs missing (pip inst
 
 from pear_agent.ros2 import yam_driver_node as drv
 
+pytestmark = pytest.mark.wallclock
+
 
 class FailingSimRobot:
     """I2RT's SimRobot, except that after `ok_reads` reads the bus "goes away"."""

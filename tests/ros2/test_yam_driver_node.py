@@ -25,7 +25,9 @@ pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs missing (pip inst
 
 from pear_agent.robot.loader import load_robot
 from pear_agent.ros2 import agent_node
-from tests.ros2.conftest import NodeProcess
+from tests.ros2.conftest import STARTUP_S, NodeProcess
+
+pytestmark = pytest.mark.wallclock
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = "pear_agent.ros2.yam_driver_node"
@@ -186,7 +188,7 @@ class Probe:
         from std_srvs.srv import Trigger
 
         client = self.node.create_client(Trigger, service)
-        assert client.wait_for_service(timeout_sec=10), f"{service} not available"
+        assert client.wait_for_service(timeout_sec=STARTUP_S), f"{service} not available"
         future = client.call_async(Trigger.Request())
         self.wait_for(future.done, 10, f"the {service} reply")
         return future.result()
@@ -307,7 +309,9 @@ def all_joints() -> list[str]:
 
 
 def wait_for_drivers(probe: Probe) -> None:
-    probe.wait_for(lambda: probe.latest(all_joints()) is not None, 60, "joint states from both drivers")
+    probe.wait_for(
+        lambda: probe.latest(all_joints()) is not None, STARTUP_S, "joint states from both drivers"
+    )
 
 
 # -- the agent replays a recorded episode against both drivers ----------------------------------
@@ -476,7 +480,7 @@ def _traj(names: list[str], times: list[float], positions: list[list[float]], ve
 @pytest.fixture
 def left_driver(procs, probe: Probe) -> NodeProcess:
     driver = procs(DRIVER, "yam_left_driver", {"arm": "left_arm", "sim": True})
-    probe.wait_for(lambda: probe.latest(ARMS["left_arm"]) is not None, 60, "left joint states")
+    probe.wait_for(lambda: probe.latest(ARMS["left_arm"]) is not None, STARTUP_S, "left joint states")
     probe.wait_for(
         lambda: probe.traj_pubs["left_arm_controller"].get_subscription_count() > 0,
         20,
@@ -547,7 +551,7 @@ def test_without_a_can_device_it_exits_with_one_line_naming_the_channel(tmp_path
 def test_command_timeout_ramps_to_rest_and_holds_when_the_client_goes_quiet(procs, probe: Probe) -> None:
     driver = procs(DRIVER, "yam_left_driver", {"arm": "left_arm", "sim": True, "command_timeout_s": 0.3})
     joints = ARMS["left_arm"]
-    probe.wait_for(lambda: probe.latest(joints) is not None, 60, "left joint states")
+    probe.wait_for(lambda: probe.latest(joints) is not None, STARTUP_S, "left joint states")
     probe.wait_for(
         lambda: probe.traj_pubs["left_arm_controller"].get_subscription_count() > 0, 20, "the subscription"
     )
@@ -587,7 +591,7 @@ def test_driver_estop_service_latches_and_release_accepts_again(
 def test_zero_gravity_mode_floats_until_the_first_trajectory(procs, probe: Probe) -> None:
     driver = procs(DRIVER, "yam_left_driver", {"arm": "left_arm", "sim": True, "zero_gravity_mode": True})
     joints = ARMS["left_arm"]
-    probe.wait_for(lambda: probe.latest(joints) is not None, 60, "left joint states")
+    probe.wait_for(lambda: probe.latest(joints) is not None, STARTUP_S, "left joint states")
     st = probe.wait_for(lambda: probe.driver_status.get("left_arm"), 10, "status")
     assert st["state"] == "floating"
     probe.wait_for(

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 
-from tests.ros2.conftest import NodeProcess
+from tests.ros2.conftest import STARTUP_S, NodeProcess
+
+pytestmark = pytest.mark.wallclock
 
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 pytest.importorskip("i2rt.robots.get_robot", reason="I2RT driver deps missing (pip install -e '.[yam]')")
@@ -32,7 +34,7 @@ def test_ctrl_c_mid_move_rests_holds_closes_and_says_so(tmp_path: Path, probe: A
         probe.wait_for(
             lambda: all(j in probe.latest_joints() for j in JOINTS), 60, "the driver's joint states"
         )
-        probe.wait_for(lambda: pub.get_subscription_count() > 0, 20, "the driver's subscription")
+        probe.wait_for(lambda: pub.get_subscription_count() > 0, STARTUP_S, "the driver's subscription")
         start = probe.latest_joints()["left_joint1"]
         target = [start + 1.2] + [probe.latest_joints()[j] for j in JOINTS[1:]]
         pub.publish(

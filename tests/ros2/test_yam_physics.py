@@ -15,6 +15,8 @@ pytest.importorskip(
 
 from pear_agent.ros2.yam_physics import make_physics_yam
 
+pytestmark = pytest.mark.wallclock
+
 HOME = np.array([-0.427, 1.458, 1.291, -1.404, 0.0, 1.144])
 
 

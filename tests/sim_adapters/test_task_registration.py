@@ -95,6 +95,7 @@ def site(tmp_path: Path) -> Path:
     return site
 
 
+@pytest.mark.wallclock  # bench spreads its episodes over worker processes
 def test_a_task_from_a_module_runs_through_run_and_bench_with_its_expert(site: Path, tmp_path: Path) -> None:
     p = _cli(site, "blue_tasks", "run", "--task", "lift_blue_cube", "--policy", "scripted", "--no-video",
              "--json", "--runs-dir", str(tmp_path / "runs"))  # fmt: skip

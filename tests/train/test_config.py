@@ -80,3 +80,14 @@ def test_a_recipes_loop_settings_are_checked_by_the_loops_own_definition():
     with pytest.raises(ValueError, match=message):
         load_recipe("roadster_study", sets=["grpo.max_turns=0"])
     assert load_recipe("roadster_study", sets=["grpo.max_turns=3"]).grpo.max_turns == 3
+
+
+def test_the_arm_recipe_flies_pick_cube_from_text_with_positions_relative_to_the_tool():
+    cpu = load_recipe("arm_pick", "cpu")
+    assert cpu.model.name == "smollm2" and cpu.observation == "compact"
+    assert cpu.scene_facts and cpu.scene_relative and cpu.grpo.reward == "shaped"
+    tasks = [e.task for s in cpu.grpo.stages for e in s.mix]
+    assert tasks == ["pick_cube"] == [e.task for e in cpu.teacher.mix]
+    message = r"^recipe arm_pick.yaml: Value error, --scene-relative needs --scene-facts"
+    with pytest.raises(ValueError, match=message):
+        load_recipe("arm_pick", "cpu", sets=["scene_facts=false"])

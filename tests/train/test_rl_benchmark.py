@@ -105,3 +105,57 @@ def test_a_whole_run_pairs_the_test_seeds_and_logs_its_steps_to_tensorboard(tiny
     events = read_events(tmp_path / "run" / "grpo" / "tensorboard")
     assert [s for s, _ in events["mean_reward"]] == [1]
     assert events["generated_tokens"][0][1] == float(report["grpo"][0]["generated_tokens"])
+
+
+def test_an_arm_pilot_flies_base_and_warm_start_greedy_and_sampled(tiny_model_dir, tmp_path):
+    """The arm recipe's pilot (`--recipe arm_pick --task pick_cube --base --eval-temperatures 0,1
+    --stop-after warm`): both models on the same seeds at both temperatures, each flight's end reason
+    and invalid replies counted, the all-valid episodes' success beside the overall one, the warm
+    start paired with the base; no GRPO."""
+    env = os.environ | {"PEAR_BENCH_SAVE": "0", "PYTHONPATH": str(REPO), "MUJOCO_GL": "egl"}
+    args = ["--out", str(tmp_path / "run"), "--model", tiny_model_dir, "--recipe", "arm_pick"]
+    args += ["--task", "pick_cube", "--teacher", "1", "--test-seeds", "10000-10001", "--max-turns", "2"]
+    args += [
+        "--base",
+        "--eval-temperatures",
+        "0,1",
+        "--stop-after",
+        "warm",
+        "--set",
+        "model.max_new_tokens=4",
+    ]
+    cmd = [sys.executable, str(REPO / "benchmarks" / "rl_beats_warm_start.py"), *args]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads((tmp_path / "run" / "rl_beats_warm_start.json").read_text())
+    assert report["recipe"]["scene_relative"] and report["recipe"]["observation"] == "compact"
+    assert report["teacher"]["written"] == 1  # the scripted expert picked its cube
+    for key in ("test_base", "test_base_T1", "test_warm", "test_warm_T1"):
+        r = report[key]
+        assert r["episodes"] == 2 and sum(r["end_reasons"].values()) == 2, (key, r)
+        assert r["all_valid"]["unknown"] == 0 and r["all_valid"]["episodes"] <= 2
+        lines = [json.loads(x) for x in (tmp_path / "run" / f"{key}.jsonl").read_text().splitlines()]
+        assert sorted(x["seed"] for x in lines) == [10000, 10001] and {x["robot"] for x in lines} == {"panda"}
+        assert all(isinstance(x["invalid_replies"], int) for x in lines)
+    assert report["test_warm"]["temperature"] == 0 and report["test_warm_T1"]["temperature"] == 1
+    assert report["warm_vs_base"]["shared"] == 2 and report["warm_vs_base_T1"]["shared"] == 2
+    assert "grpo" not in report and "warm start T1 on test" in report["how_far"]
+
+
+def test_eval_temperatures_parse(monkeypatch):
+    import argparse
+    import importlib.util
+
+    import pytest
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec = importlib.util.spec_from_file_location("rl_bench", REPO / "benchmarks" / "rl_beats_warm_start.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.temperatures("0,1") == [0.0, 1.0] and mod.temperatures("0.7") == [0.7]
+    assert (
+        mod.flight_key("warm", 0.0, 0.0) == "test_warm" and mod.flight_key("warm", 1.0, 0.0) == "test_warm_T1"
+    )
+    for bad in ("", "a", "0,0", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            mod.temperatures(bad)

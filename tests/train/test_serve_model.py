@@ -10,6 +10,8 @@ from pear_agent.policies.server_logprobs import trace_from_logprobs
 from sim_adapters.roadster.environment import RoadsterEnvironment
 from tests.servers import serve_app
 
+pytestmark = pytest.mark.wallclock
+
 
 def test_vllm_token_id_entries_make_a_trace():
     # vLLM with return_tokens_as_token_ids: each entry's token is "token_id:<id>"

@@ -10,6 +10,8 @@ import pytest
 
 from tests.servers import post_json, serve_app
 
+pytestmark = pytest.mark.wallclock
+
 
 def _jpeg(seed: int) -> bytes:
     from pear_agent.robot.images import encode_jpeg

@@ -19,6 +19,8 @@ import pytest
 from pear_agent.train.config import load_recipe
 from pear_agent.train.mix import TaskMix
 
+pytestmark = pytest.mark.wallclock
+
 
 def _band(task: str) -> str:
     return task.rsplit(":", 1)[1]

@@ -19,6 +19,8 @@ from pear_agent.train.config import load_recipe
 from pear_agent.train.rollout import run_episodes
 from tests.servers import free_port
 
+pytestmark = pytest.mark.wallclock
+
 
 def _start(cmd: list[str], url: str, log: Path, timeout_s: float = 240) -> subprocess.Popen:
     proc = subprocess.Popen(cmd, stdout=log.open("wb"), stderr=subprocess.STDOUT)

@@ -7,6 +7,8 @@ import pytest
 
 from tests.servers import serve_app
 
+pytestmark = pytest.mark.wallclock
+
 
 @pytest.fixture()
 def vllm_standin():

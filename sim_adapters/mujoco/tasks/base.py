@@ -95,6 +95,13 @@ class MujocoTask(ABC):
     @abstractmethod
     def privileged(self, model: mujoco.MjModel, data: mujoco.MjData) -> dict[str, Any]: ...
 
+    def shaped_reward(
+        self, model: mujoco.MjModel, data: mujoco.MjData, tool_m: dict[str, np.ndarray]
+    ) -> float | None:
+        """A dense reward in [0, 1] for RL (1 on success), from the scene now and each part's tool
+        point (`tool_m`, world frame, m); None: the task has none (binary success only)."""
+        return None
+
 
 def add_free_box(
     spec: mujoco.MjSpec,

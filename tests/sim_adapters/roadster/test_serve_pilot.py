@@ -8,6 +8,8 @@ import pytest
 from pear_agent.cli import main
 from tests.servers import serve_in_thread
 
+pytestmark = pytest.mark.wallclock
+
 pytest.importorskip("mujoco")
 
 
