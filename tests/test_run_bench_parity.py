@@ -38,6 +38,7 @@ SAMPLES: dict[str, tuple[str, list[str]]] = {
     "wind": ("roadster_kickflip", ["--wind", "gale"]),
     "robot": ("pick_cube", ["--robot", "ur5e_2f85", "--observation", "state"]),
     "perturb": ("pick_cube", ["--perturb", "layout", "--observation", "state"]),
+    "scene_relative": ("pick_cube", ["--scene-facts", "--scene-relative", "--observation", "compact"]),
     "record_fps": ("pick_cube", ["--record-fps", "10", "--observation", "state"]),
 }
 """Option (its field's name) -> (task, the options given to both commands)."""
