@@ -37,11 +37,13 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.robot.backend import PartCommand
+from sim_adapters.metaworld import PREFIX
 from sim_adapters.metaworld.backend import (
     SIM_STATE,
-    make_env,
+    MetaWorldBackend,
+    load_metaworld_robot,
     restore_state,
-    sampled_task,
     to_ours,
 )
 
@@ -66,6 +68,16 @@ PRESS_STEPS = 3
 `PRESS_MIN_CM`): this many make the turn a press (the hand is held back by contact)."""
 PRESS_RATIO = 0.15
 PRESS_MIN_CM = 0.3
+BEND_CM = 1.0
+"""A turn is a straight move: where the policy's path (averaged over `WINDOW_STEPS`, so a dither
+cancels) strays more than this from the straight line to the waypoint, the turn ends at the bend."""
+OBJECT_MOVED_CM = 0.5
+"""An object that moves more than this in the look-ahead makes the turn one to check in the copy."""
+MATCH_CM = 1.5
+"""A checked turn, run through the protocol's own move in the copy, must leave every object within
+this of where the policy's own steps leave it; else the turn is shortened (halved) and checked again."""
+MIN_CHECKED_STEPS = 4
+"""A turn is not shortened below this many of the policy's steps."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -77,23 +89,23 @@ def native_policy(name: str) -> Any:
 
 
 class _Copies:
-    """One private environment per task, set to an episode's variation when it changes (the
-    variation also moves bodies in the model, so the copy is reset with the same task)."""
+    """One private backend (its own environment) per task, reset to an episode's variation when it
+    changes (the variation also moves bodies in the model, so the copy is reset with the same task):
+    the look-ahead steps its environment, the check runs the protocol's own move on it."""
 
     def __init__(self) -> None:
-        self._envs: dict[str, tuple[Any, int]] = {}
+        self._backends: dict[str, tuple[MetaWorldBackend, int]] = {}
         self.lock = threading.Lock()
         """One look-ahead at a time (`pear-agent serve` answers requests on several threads)."""
 
-    def get(self, name: str, seed: int) -> Any:
-        env, loaded = self._envs.get(name, (None, -1))
-        if env is None:
-            env = make_env(name)
+    def get(self, name: str, seed: int) -> MetaWorldBackend:
+        be, loaded = self._backends.get(name, (None, -1))
+        if be is None:
+            be = MetaWorldBackend(load_metaworld_robot(), PREFIX + name, render=False)
         if loaded != seed:
-            env.set_task(sampled_task(name, seed))
-            env.reset()
-        self._envs[name] = (env, seed)
-        return env
+            be.reset(seed)
+        self._backends[name] = (be, seed)
+        return be
 
 
 _COPIES = _Copies()
@@ -111,6 +123,8 @@ class Rollout:
     tool_m: np.ndarray
     success: np.ndarray
     mocap_m: np.ndarray
+    objects_m: np.ndarray | None = None
+    """Per step boundary Meta-World's two object positions (observation 4:7 and 11:14), m."""
 
 
 def rollout(name: str, sim: dict[str, Any], steps: int) -> Rollout:
@@ -125,12 +139,36 @@ def plan(name: str, sim: dict[str, Any]) -> tuple[Rollout, int, str]:
     `WINDOW_STEPS + CONFIRM_STEPS` or more steps before the rollout's end is the one the whole
     rollout gives (every window and confirmation it rests on is complete)."""
     r, found = _run(name, sim, LOOKAHEAD_STEPS + WINDOW_STEPS, check=True)
-    return (r, *found) if found else (r, *waypoint(r, LOOKAHEAD_STEPS))
+    k, why = found if found else waypoint(r, LOOKAHEAD_STEPS)
+    bend = unbent(r, k)
+    return (r, bend, "the path bends") if bend < k else (r, k, why)
+
+
+def unbent(r: Rollout, k: int) -> int:
+    """The first `k` steps cut where the policy's path (its mocap, averaged over `WINDOW_STEPS` so
+    that a dither cancels) strays more than `BEND_CM` from the straight line to where it ends, at
+    the farthest point, until the rest is straight: a turn is one straight move."""
+    path = r.mocap_m
+    while k > 1:
+        lo = np.maximum(np.arange(k + 1) - WINDOW_STEPS // 2, 0)
+        hi = np.minimum(np.arange(k + 1) + WINDOW_STEPS // 2, k) + 1
+        c = np.cumsum(np.vstack([np.zeros(3), path[: k + 1]]), axis=0)
+        smooth = (c[hi] - c[lo]) / (hi - lo)[:, None]
+        a, b = path[0], path[k]
+        ab = b - a
+        t = np.clip((smooth - a) @ ab / max(float(ab @ ab), 1e-12), 0.0, 1.0)
+        dev = np.linalg.norm(smooth - (a + t[:, None] * ab), axis=1)
+        dev[0] = dev[k] = 0.0
+        j = int(np.argmax(dev))
+        if dev[j] * 100 <= BEND_CM:
+            break
+        k = j
+    return k
 
 
 def _run(name: str, sim: dict[str, Any], steps: int, check: bool) -> tuple[Rollout, tuple[int, str] | None]:
     with _COPIES.lock:
-        return _steps(_COPIES.get(name, int(sim["seed"])), name, sim, steps, check)
+        return _steps(_COPIES.get(name, int(sim["seed"])).env, name, sim, steps, check)
 
 
 def _steps(
@@ -142,9 +180,10 @@ def _steps(
     lead = np.asarray(env.data.mocap_pos[0], float) - np.asarray(env.tcp_center, float)
     cmds, efforts, tools, success = [], [], [np.asarray(env.tcp_center, float).copy()], [False]
     mocaps = [np.asarray(env.data.mocap_pos[0], float) - lead]
+    objects = [_objects(obs)]
 
     def pack() -> Rollout:
-        arrays = (cmds, efforts, tools, success, mocaps)
+        arrays = (cmds, efforts, tools, success, mocaps, objects)
         return Rollout(*(np.array(a) for a in arrays))
 
     for n in range(1, steps + 1):
@@ -159,12 +198,18 @@ def _steps(
         tools.append(np.asarray(env.tcp_center, float).copy())
         mocaps.append(np.asarray(env.data.mocap_pos[0], float) - lead)
         success.append(bool(info.get("success")))
+        objects.append(_objects(obs))
         sure = n - WINDOW_STEPS - CONFIRM_STEPS
         if check and n < steps and n % CHECK_EVERY == 0 and sure >= 1:
             k, why = waypoint(pack(), sure)
             if why != "the step budget":
                 return pack(), (k, why)
     return pack(), None
+
+
+def _objects(obs: np.ndarray) -> np.ndarray:
+    """Meta-World's two object positions from its observation, (2, 3) m."""
+    return np.array([obs[4:7], obs[11:14]], dtype=float)
 
 
 def _persists(flags: np.ndarray, k: int) -> bool:
@@ -231,20 +276,70 @@ def metaworld_expert(state: dict[str, Any], priv: dict[str, Any]) -> tuple[str, 
         )
     r, k, why = plan(name, sim)
     effort = float(r.efforts[0])
-    held = float(sim.get("effort", effort))
-    if why == "a turn's reach" and abs(effort - held) > EFFORT_CHANGE:
-        effort = held  # the leg goes on past this turn: its grip change rides with the leg's end
-
+    held = sim.get("effort")
+    if held is not None and why == "a turn's reach" and abs(effort - float(held)) > EFFORT_CHANGE:
+        effort = float(held)  # the leg goes on past this turn: its grip change rides with the leg's end
+    k, checked = _checked(name, sim, r, k, effort)
+    if checked:
+        why += f", shortened to {k} steps to match the policy's effect on the objects"
     move = to_ours(r.mocap_m[k] - r.tool_m[0]) * 100.0
-    act: dict[str, Any] = {"gripper": round(float(np.clip((1.0 - effort) / 2.0, 0.0, 1.0)), 3)}
-    press = pressed(r, k)
-    if float(np.linalg.norm(move)) >= 0.05:
-        act["position"] = [round(float(v), 2) for v in move]
-        if press:
-            act["press"] = True
+    act = _action(move, effort, pressed(r, k))
     text = (
         f"Meta-World's {name} policy, looked ahead {k} control steps until {why}: move "
         f"{np.linalg.norm(move):.1f} cm with grip effort {effort:+.2f}"
         + (", pressing through contact." if "press" in act else ".")
     )
     return text, {"arm": act}
+
+
+def _action(move_cm: np.ndarray, effort: float, press: bool) -> dict[str, Any]:
+    """The protocol's action for a move (cm, our frame), a grip effort and whether it presses."""
+    act: dict[str, Any] = {"gripper": round(float(np.clip((1.0 - effort) / 2.0, 0.0, 1.0)), 3)}
+    if float(np.linalg.norm(move_cm)) >= 0.05:
+        act["position"] = [round(float(v), 2) for v in move_cm]
+        if press:
+            act["press"] = True
+    return act
+
+
+def outcome(name: str, sim: dict[str, Any], act: dict[str, Any]) -> np.ndarray:
+    """Where the objects are, (2, 3) m, after the protocol's own move (`MetaWorldBackend.execute`:
+    move until reached and still, blocked, pressed or timed out) runs `act` from the state `sim`, in
+    the private copy of the task."""
+    with _COPIES.lock:
+        be = _COPIES.get(name, int(sim["seed"]))
+        restore_state(be.env, sim)
+        be._obs = np.asarray(sim["obs"], dtype=float).copy()
+        held = sim.get("effort")
+        be._effort = -1.0 if held is None else float(held)
+        be._driving, be._goal = False, be.tcp()
+        target = None
+        if "position" in act:
+            target = to_ours(be.tcp()) + np.asarray(act["position"], dtype=float) / 100.0
+        press = bool(act.get("press"))
+        be.execute({"arm": PartCommand(joints_rad=target, gripper=act["gripper"], press=press)})
+        return _objects(be._obs)
+
+
+def _checked(name: str, sim: dict[str, Any], r: Rollout, k: int, effort: float) -> tuple[int, bool]:
+    """(steps, shortened): a turn that moves an object in the look-ahead is run through the
+    protocol's own move in the copy; where that leaves an object more than `MATCH_CM` from where
+    the policy's steps leave it (a ball kicked at the move's speed where the policy nudges it, an
+    object knocked), the turn is halved until it matches, down to `MIN_CHECKED_STEPS` (the closest
+    then)."""
+    if r.objects_m is None or k < 2 * MIN_CHECKED_STEPS:
+        return k, False
+    moved = np.linalg.norm(r.objects_m[: k + 1] - r.objects_m[0], axis=2).max()
+    if moved * 100 <= OBJECT_MOVED_CM:
+        return k, False
+    best, best_err, kk = k, np.inf, k
+    while kk >= MIN_CHECKED_STEPS:
+        move = to_ours(r.mocap_m[kk] - r.tool_m[0]) * 100.0
+        got = outcome(name, sim, _action(move, effort, pressed(r, kk)))
+        err = float(np.linalg.norm(got - r.objects_m[kk], axis=1).max()) * 100
+        if err < best_err:
+            best, best_err = kk, err
+        if err <= MATCH_CM:
+            break
+        kk //= 2
+    return best, best < k
