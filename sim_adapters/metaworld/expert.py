@@ -73,6 +73,8 @@ BEND_CM = 1.0
 cancels) strays more than this from the straight line to the waypoint, the turn ends at the bend."""
 OBJECT_MOVED_CM = 0.5
 """An object that moves more than this in the look-ahead makes the turn one to check in the copy."""
+NEAR_CM = 5.0
+"""So does a hand that comes this close to an object in the look-ahead (it may knock it)."""
 MATCH_CM = 1.5
 """A checked turn, run through the protocol's own move in the copy, must leave every object within
 this of where the policy's own steps leave it; else the turn is shortened (halved) and checked again."""
@@ -329,8 +331,11 @@ def _checked(name: str, sim: dict[str, Any], r: Rollout, k: int, effort: float) 
     then)."""
     if r.objects_m is None or k < 2 * MIN_CHECKED_STEPS:
         return k, False
-    moved = np.linalg.norm(r.objects_m[: k + 1] - r.objects_m[0], axis=2).max()
-    if moved * 100 <= OBJECT_MOVED_CM:
+    objs = r.objects_m[: k + 1]
+    moved = np.linalg.norm(objs - objs[0], axis=2).max()
+    real = np.any(objs[0] != 0.0, axis=1)  # a task with one object leaves the second at zero
+    near = np.linalg.norm(r.tool_m[: k + 1, None, :] - objs, axis=2)[:, real].min(initial=np.inf)
+    if moved * 100 <= OBJECT_MOVED_CM and near * 100 > NEAR_CM:
         return k, False
     best, best_err, kk = k, np.inf, k
     while kk >= MIN_CHECKED_STEPS:
