@@ -328,9 +328,13 @@ def _checked(name: str, sim: dict[str, Any], r: Rollout, k: int, effort: float) 
     protocol's own move in the copy; where that leaves an object more than `MATCH_CM` from where
     the policy's steps leave it (a ball kicked at the move's speed where the policy nudges it, an
     object knocked), the turn is halved until it matches, down to `MIN_CHECKED_STEPS` (the closest
-    then)."""
+    then). A turn that changes the grip is left whole: its fingers close (or open) over the move,
+    and a shorter move would only close them higher up."""
+    held = sim.get("effort")
     if r.objects_m is None or k < 2 * MIN_CHECKED_STEPS:
         return k, False
+    if abs(effort - (-1.0 if held is None else float(held))) > EFFORT_CHANGE:
+        return k, False  # the grip changes: the fingers close over the whole move, however long
     objs = r.objects_m[: k + 1]
     moved = np.linalg.norm(objs - objs[0], axis=2).max()
     real = np.any(objs[0] != 0.0, axis=1)  # a task with one object leaves the second at zero
