@@ -80,6 +80,9 @@ MATCH_CM = 1.5
 this of where the policy's own steps leave it; else the turn is shortened (halved) and checked again."""
 MIN_CHECKED_STEPS = 4
 """A turn is not shortened below this many of the policy's steps."""
+IMPROVES = 0.5
+"""Where no shorter turn matches, the closest stands only if it misses by at most this part of
+what the whole turn misses by (else the whole turn: shortening that does not help costs turns)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -324,12 +327,13 @@ def outcome(name: str, sim: dict[str, Any], act: dict[str, Any]) -> np.ndarray:
 
 
 def _checked(name: str, sim: dict[str, Any], r: Rollout, k: int, effort: float) -> tuple[int, bool]:
-    """(steps, shortened): a turn that moves an object in the look-ahead is run through the
-    protocol's own move in the copy; where that leaves an object more than `MATCH_CM` from where
-    the policy's steps leave it (a ball kicked at the move's speed where the policy nudges it, an
-    object knocked), the turn is halved until it matches, down to `MIN_CHECKED_STEPS` (the closest
-    then). A turn that changes the grip is left whole: its fingers close (or open) over the move,
-    and a shorter move would only close them higher up."""
+    """(steps, shortened): a turn that moves an object in the look-ahead (or passes near one) is
+    run through the protocol's own move in the copy; where that leaves an object more than
+    `MATCH_CM` from where the policy's own steps leave it (a ball kicked at the move's speed where
+    the policy nudges it, an object knocked), the turn is halved until it matches, down to
+    `MIN_CHECKED_STEPS` (the closest then, if it misses by `IMPROVES` of what the whole turn
+    misses by or less). A turn that changes the grip is left whole: its fingers close (or open)
+    over the move, and a shorter move would close them higher."""
     held = sim.get("effort")
     if r.objects_m is None or k < 2 * MIN_CHECKED_STEPS:
         return k, False
@@ -341,14 +345,17 @@ def _checked(name: str, sim: dict[str, Any], r: Rollout, k: int, effort: float) 
     near = np.linalg.norm(r.tool_m[: k + 1, None, :] - objs, axis=2)[:, real].min(initial=np.inf)
     if moved * 100 <= OBJECT_MOVED_CM and near * 100 > NEAR_CM:
         return k, False
-    best, best_err, kk = k, np.inf, k
+    best, best_err, whole, kk = k, np.inf, np.inf, k
     while kk >= MIN_CHECKED_STEPS:
         move = to_ours(r.mocap_m[kk] - r.tool_m[0]) * 100.0
         got = outcome(name, sim, _action(move, effort, pressed(r, kk)))
         err = float(np.linalg.norm(got - r.objects_m[kk], axis=1).max()) * 100
+        whole = err if kk == k else whole
         if err < best_err:
             best, best_err = kk, err
         if err <= MATCH_CM:
             break
         kk //= 2
+    if best_err > MATCH_CM and best_err > IMPROVES * whole:
+        return k, False  # shorter turns miss as well: the whole one
     return best, best < k
