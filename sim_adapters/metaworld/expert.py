@@ -69,8 +69,11 @@ PRESS_STEPS = 3
 PRESS_RATIO = 0.15
 PRESS_MIN_CM = 0.3
 BEND_CM = 1.0
-"""A turn is a straight move: where the policy's path (averaged over `WINDOW_STEPS`, so a dither
-cancels) strays more than this from the straight line to the waypoint, the turn ends at the bend."""
+"""A turn is a straight move: where the policy's path (averaged over `BEND_WINDOW_STEPS`, so a
+dither shrinks) strays more than this from a straight line, the turn ends at the bend."""
+BEND_WINDOW_STEPS = 4
+"""The path's points are averaged over this many steps before the bend test (a dither's flips
+shrink to a fraction of a cm; a corner of a few steps' descent stays)."""
 OBJECT_MOVED_CM = 0.5
 """An object that moves more than this in the look-ahead makes the turn one to check in the copy."""
 NEAR_CM = 5.0
@@ -150,24 +153,23 @@ def plan(name: str, sim: dict[str, Any]) -> tuple[Rollout, int, str]:
 
 
 def unbent(r: Rollout, k: int) -> int:
-    """The first `k` steps cut where the policy's path (its mocap, averaged over `WINDOW_STEPS` so
-    that a dither cancels) strays more than `BEND_CM` from the straight line to where it ends, at
-    the farthest point, until the rest is straight: a turn is one straight move."""
-    path = r.mocap_m
-    while k > 1:
-        lo = np.maximum(np.arange(k + 1) - WINDOW_STEPS // 2, 0)
-        hi = np.minimum(np.arange(k + 1) + WINDOW_STEPS // 2, k) + 1
-        c = np.cumsum(np.vstack([np.zeros(3), path[: k + 1]]), axis=0)
-        smooth = (c[hi] - c[lo]) / (hi - lo)[:, None]
-        a, b = path[0], path[k]
-        ab = b - a
+    """The first `k` steps cut where the policy's path (its mocap, each point the mean of the
+    `BEND_WINDOW_STEPS` around it, so that a dither shrinks; only points with a whole window) strays more
+    than `BEND_CM` from the straight line between that averaged path's ends, at the farthest point,
+    until the rest is straight: a turn is one straight move."""
+    w = BEND_WINDOW_STEPS
+    half = w // 2
+    while k >= w + 2:
+        c = np.cumsum(np.vstack([np.zeros(3), r.mocap_m[: k + 1]]), axis=0)
+        mid = np.arange(half, k + 1 - (w - half))  # points with a whole window
+        smooth = (c[mid + w - half] - c[mid - half]) / w
+        a, ab = smooth[0], smooth[-1] - smooth[0]  # the averaged path's own ends: a dither's offset cancels
         t = np.clip((smooth - a) @ ab / max(float(ab @ ab), 1e-12), 0.0, 1.0)
         dev = np.linalg.norm(smooth - (a + t[:, None] * ab), axis=1)
-        dev[0] = dev[k] = 0.0
         j = int(np.argmax(dev))
         if dev[j] * 100 <= BEND_CM:
             break
-        k = j
+        k = int(mid[j])
     return k
 
 

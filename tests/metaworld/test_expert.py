@@ -8,13 +8,16 @@ import numpy as np
 from pear_agent.robot.backend import PartCommand
 from sim_adapters.metaworld.backend import MetaWorldBackend
 from sim_adapters.metaworld.expert import (
+    BEND_CM,
     LOOKAHEAD_STEPS,
     WINDOW_STEPS,
     Rollout,
     metaworld_expert,
     native_policy,
+    outcome,
     plan,
     rollout,
+    unbent,
     waypoint,
 )
 
@@ -124,3 +127,68 @@ def test_stopping_the_look_ahead_early_decides_the_same_waypoint(mw_robot):
                 obs = be.observe(render=False)
         finally:
             be.close()
+
+
+def test_a_turn_is_one_straight_move_cut_at_the_bend():
+    """A path that goes 3 cm down and then 5 cm sideways (the peg policy closing on the peg, then
+    carrying it off) ends the turn at the corner, not on a straight line through the peg; a
+    straight path and a dither (door-close: y and z flipping every 4 steps) are left whole.
+    Mutations seen to fail: `BEND_CM = 100` (the L-path was one diagonal move) and dropping the
+    averaging over `WINDOW_STEPS` (the dither was cut at its first flip)."""
+    ell = _rollout([[0, 0, -0.6]] * 5 + [[0.5, 0, 0]] * 10)
+    k = unbent(ell, 15)
+    assert 4 <= k <= 6, k
+    straight = _rollout([[0.4, 0.3, -0.2]] * 20)
+    assert unbent(straight, 20) == 20
+    dither = _rollout([[0.6, 0.6 * (-1) ** (i // 4), -0.6 * (-1) ** (i // 4)] for i in range(32)])
+    assert unbent(dither, 32) == 32
+    assert BEND_CM < 3.0  # the L's corner strays ~2.6 cm from the diagonal
+
+
+def test_the_first_turn_grips_as_the_policy_does(mw_robot):
+    """Before any move has set the grip the backend reports none held (the reset's open fingers
+    were nobody's choice), so the lever-pull policy, which keeps its fingers closed from the start,
+    gets them closed on its first turn, though that turn is cut by the per-turn reach; once a move
+    set the grip, the fact says which. Mutation seen to fail: the fact reporting the reset's -1 (the
+    first turns ran with open fingers and pushed the lever aside: lever-pull seed 0 failed)."""
+    be = MetaWorldBackend(mw_robot, "metaworld/lever-pull-v3", render=False)
+    try:
+        obs = be.reset(0)
+        assert obs.privileged["metaworld_sim"]["effort"] is None
+        state = {"arm": {"position": list(obs.joints_rad["arm"] * 100), "gripper": obs.gripper["arm"]}}
+        why, act = metaworld_expert(state, obs.privileged)
+        assert "a turn's reach" in why and act["arm"]["gripper"] == 0.0, (why, act)
+        be.execute({"arm": PartCommand(gripper=act["arm"]["gripper"])})
+        assert be.observe(render=False).privileged["metaworld_sim"]["effort"] == 1.0
+    finally:
+        be.close()
+
+
+def test_the_check_runs_the_protocols_own_move_in_the_copy(mw_robot):
+    """`outcome` (the copy running a turn's action through the backend's own move) leaves the
+    objects exactly where the real backend's move then leaves them, and the real simulation is not
+    touched by it. Mutations seen to fail: restoring the copy without its grip (`be._effort = -1`
+    always: the pushed puck ended elsewhere) and a target taken from the hand body instead of the
+    tool point (the move ended 1-2 cm off)."""
+    be = MetaWorldBackend(mw_robot, "metaworld/push-v3", render=False)
+    try:
+        obs = be.reset(1)
+        for _ in range(4):  # down to the puck and into it: the last turns move it
+            state = {"arm": {"position": list(obs.joints_rad["arm"] * 100), "gripper": obs.gripper["arm"]}}
+            _, act = metaworld_expert(state, obs.privileged)
+            sim = obs.privileged["metaworld_sim"]
+            before = _mj_state(be.env)
+            predicted = outcome("push-v3", sim, act["arm"])
+            assert np.array_equal(_mj_state(be.env), before)
+            arm = act["arm"]
+            target = obs.joints_rad["arm"] + np.asarray(arm.get("position", [0, 0, 0])) / 100
+            cmd = PartCommand(
+                joints_rad=target if "position" in arm else None,
+                gripper=arm["gripper"],
+                press=bool(arm.get("press")),
+            )
+            be.execute({"arm": cmd})
+            obs = be.observe(render=False)
+            assert np.allclose(predicted[0], be._obs[4:7], atol=1e-9)
+    finally:
+        be.close()
