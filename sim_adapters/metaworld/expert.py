@@ -21,7 +21,17 @@ gripper command (effort e -> (1 - e) / 2), with `press` where the copy's hand wa
 contact while the policy drove it on (a press into a handle, a plate dragged): the runtime then
 keeps pushing instead of reporting `blocked`. A grip change at the start of a leg that the
 per-turn cap cuts waits for the leg's last turn (a policy that closes the fingers while
-descending times the close by its own speed, which one capped turn cannot keep).
+descending times the close by its own speed, which one capped turn cannot keep); the grip a policy
+starts with is sent at once (the reset's open fingers were nobody's choice).
+
+A turn is one straight move: where the policy's path bends (its mocap averaged over
+`BEND_WINDOW_STEPS`, off the straight line by more than `BEND_CM`: a descent onto a peg, then
+away with it) the turn ends at the bend. And a turn that moves an object, or brings the hand near
+one, is checked: the copy runs the turn's action through the protocol's own move (the backend's
+`execute`, reached and still) and compares where the objects end with where the policy's own steps
+put them; where they differ by more than `MATCH_CM` (a ball kicked at the move's speed where the
+policy nudges it), the turn is halved until they agree, as a model that predicts its move's effect
+would shorten it.
 
 The real simulation is never touched: the copy is a separate environment. Without the state (an
 old record, a server told only the observation) the expert cannot plan and says so.
