@@ -25,7 +25,7 @@ SINGLE_EPISODE = {
     "pear_agent.loop.arm_environment": "`arm_episode` builds the arm's environment for an Episode; it "
     "runs none",
     "pear_agent.cli": "`pear-agent run`: one episode, its own environment, no pool",
-    "pear_agent.robots_check": "a robot's self-check on a bare backend",
+    "pear_agent.cli.robots_check": "a robot's self-check on a bare backend",
     "pear_agent.ros2.agent_node": "one live episode on a ROS 2 robot",
     "pear_agent.ros2.twin_replay": "`pear-agent ros replay`: one recorded robot episode in its twin, no pool",
     "pear_agent.rl.skyrl_env": "SkyRL's gym interface steps one episode turn by turn (SkyRL owns the loop)",

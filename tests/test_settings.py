@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from pear_agent.cli import build_parser
-from pear_agent.loop.episode import EpisodeConfig, clock_from_args
+from pear_agent.cli.loop_options import clock_from_args
+from pear_agent.loop.episode import EpisodeConfig
 from pear_agent.policies.model_settings import ModelSettings, settings_from_args
 from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.settings import (
@@ -51,10 +52,10 @@ def _hand_declared_flags() -> dict[str, list[str]]:
 
 
 OTHER_MEANINGS = {
-    ("--model", "pear_agent/train/cli.py"): "train eval: a local checkpoint folder, not an endpoint's model",
-    ("--temperature", "pear_agent/train/cli.py"): "train eval: the local model's sampling",
+    ("--model", "pear_agent/cli/train.py"): "train eval: a local checkpoint folder, not an endpoint's model",
+    ("--temperature", "pear_agent/cli/train.py"): "train eval: the local model's sampling",
     ("--timeout-s", "pear_agent/ros2/operator_cli.py"): "ros health: how long to wait for the graph",
-    ("--latency", "pear_agent/bench/commands.py"): "serve: the reply delay the test server injects",
+    ("--latency", "pear_agent/cli/bench.py"): "serve: the reply delay the test server injects",
 }
 """Flags that share a setting's name but mean something else in another command."""
 

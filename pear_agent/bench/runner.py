@@ -86,7 +86,7 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0, config: EpisodeC
 
         return OpenAIPolicy(ModelSettings(**spec["settings"]))
     if kind == "lerobot":
-        from pear_agent.policies.lerobot import LeRobotPolicy, LeRobotSettings  # heavy: cv2
+        from pear_agent.policies.lerobot.client import LeRobotPolicy, LeRobotSettings  # heavy: cv2
 
         return LeRobotPolicy(str(spec["checkpoint"]), LeRobotSettings(**(spec.get("settings") or {})))
     if kind == "replay":

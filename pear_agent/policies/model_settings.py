@@ -145,12 +145,10 @@ def settings_from_args(args: Any, *, realtime: bool | None = None) -> ModelSetti
     """The model settings `args` holds (its command's `ModelSettings` options, checked), or None
     without --model. Unless told, a timed-out decision is retried when the clock is paused, not
     when it is `realtime` (the world has moved on); `realtime` None: the clock `args` holds."""
-    from pear_agent.loop.episode import EpisodeConfig  # cycle: the loop imports the policies
-
     values = values_from_args(ModelSettings, args)
     values["extra_body"] = values.get("extra_body") or {}
     if realtime is None:
-        realtime = values_from_args(EpisodeConfig, args).get("mode") == "realtime"
+        realtime = getattr(args, "mode", None) == "realtime"  # the loop's clock: `--realtime`
     if values.get("retry_timeouts") is None:
         values["retry_timeouts"] = not realtime
     settings = ModelSettings(**values)

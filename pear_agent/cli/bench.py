@@ -47,9 +47,9 @@ def _seeds(args: argparse.Namespace, defaults: list[int]) -> list[int]:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     from pear_agent.loop.arm_family import ArmOptions  # heavy: cv2
-    from pear_agent.loop.episode import clock_from_args, loop_options_from_args  # heavy: cv2
+    from pear_agent.cli.loop_options import clock_from_args, loop_options_from_args
     from pear_agent.loop.registry import family_of  # heavy: cv2
-    from pear_agent.policies.lerobot import (  # heavy: cv2
+    from pear_agent.policies.lerobot.client import (  # heavy: cv2
         LeRobotError,
         LeRobotSettings,
         checkpoint_of,
@@ -164,7 +164,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from pear_agent.expert_server import serve  # heavy: cv2
+    from pear_agent.policies.expert_server import serve  # heavy: cv2
 
     if args.latency < 0:
         raise ValueError("--latency must be >= 0")
@@ -202,7 +202,7 @@ def add_bench_commands(sub: Any) -> None:
     add_arguments(b, WorkerOptions)
     b.add_argument("--out", default="runs/bench", help="folder for results.jsonl, episodes/ and index.html")
     b.add_argument("--action-noise-cm", type=float, default=0.0, help="scripted expert's position noise")
-    from pear_agent.policies.lerobot import LeRobotSettings, policy_kind  # heavy: cv2
+    from pear_agent.policies.lerobot.client import LeRobotSettings, policy_kind  # heavy: cv2
 
     b.add_argument(
         "--policy",
@@ -232,7 +232,7 @@ def add_bench_commands(sub: Any) -> None:
 
     add_family_arguments(b.add_argument_group("environment family options"), "bench")
     add_model_args(b)
-    from pear_agent.loop.episode import add_clock_args, add_loop_args  # heavy: cv2
+    from pear_agent.cli.loop_options import add_clock_args, add_loop_args
 
     add_clock_args(b.add_argument_group("clock and context"))
     add_loop_args(b.add_argument_group("turn loop"))

@@ -21,7 +21,7 @@ from pear_agent.loop import family_parts
 from pear_agent.loop.arm_environment import arm_episode
 from pear_agent.loop.registry import arm_tasks, family_of, make_backend, task_entry
 from pear_agent.loop.task_experts import scripted_policy
-from pear_agent.robot.config import RobotConfig, RobotConfigError
+from pear_agent.robot.config import RobotConfig, RobotConfigError, task_point_cm
 from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
 from pear_agent.robot.loader import load_robot
 
@@ -122,14 +122,6 @@ def _check_sim(robot: RobotConfig, task: str, report: CheckReport) -> None:
     problems, notes = family_parts.check_robot(family_of(task), task, robot)
     report.problems += problems
     report.notes += notes
-
-
-def task_point_cm(robot: RobotConfig, part: str) -> tuple[float, float] | None:
-    """The middle of the task area's part inside the part's workspace box (None: they miss)."""
-    table, box = robot.table_or_default(), robot.parts[part].limits.workspace_cm
-    x0, x1 = max(table.task_area_cm["x"][0], box["x"][0]), min(table.task_area_cm["x"][1], box["x"][1])
-    y0, y1 = max(table.task_area_cm["y"][0], box["y"][0]), min(table.task_area_cm["y"][1], box["y"][1])
-    return None if x0 >= x1 or y0 >= y1 else ((x0 + x1) / 2, (y0 + y1) / 2)
 
 
 def _check_tasks(robot: RobotConfig, report: CheckReport, seeds: int, min_success: float) -> None:

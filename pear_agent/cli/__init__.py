@@ -16,17 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pear_agent.bench.commands import add_bench_commands
+from pear_agent.cli.bench import add_bench_commands
 from pear_agent.loop import family_parts
 from pear_agent.loop.workers import ExecutorError, run_coroutine
 from pear_agent.records.log import RunWriter, new_run_dir
 from pear_agent.records.view import RRD_NAME, EpisodeView, view_run
-from pear_agent.rl.cli import add_parser as add_rollouts_parser
+from pear_agent.cli.rollouts import add_parser as add_rollouts_parser
 from pear_agent.robot.config import RobotConfigError
 from pear_agent.robot.loader import list_robots, load_robot
 from pear_agent.ros2.operator_cli import add_parser as add_ros_parser  # `pear-agent ros ...`
 from pear_agent.settings import add_arguments, from_args
-from pear_agent.train.cli import add_parser as add_train_parser  # `pear-agent train ...`
+from pear_agent.cli.train import add_parser as add_train_parser  # `pear-agent train ...`
 
 if TYPE_CHECKING:
     from pear_agent.loop.episode import EpisodeConfig, EpisodeResult
@@ -50,7 +50,7 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
     if args.policy == "scripted":
         ask = PolicyAsk(seed=args.seed, action_noise_cm=args.action_noise_cm, config=config)
         return family_of(task).default_policy(task, ask=ask)
-    from pear_agent.policies.lerobot import (  # heavy: cv2
+    from pear_agent.policies.lerobot.client import (  # heavy: cv2
         LeRobotError,
         LeRobotPolicy,
         LeRobotSettings,
@@ -77,9 +77,10 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
 def cmd_run(args: argparse.Namespace) -> int:
     """One episode of any family's task: a thin wrapper over the bench's coroutine loop."""
     # heavy: cv2
-    from pear_agent.loop.episode import Episode, EpisodeConfig, clock_from_args, loop_options_from_args
+    from pear_agent.cli.loop_options import clock_from_args, loop_options_from_args
+    from pear_agent.loop.episode import Episode, EpisodeConfig
     from pear_agent.loop.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
-    from pear_agent.policies.lerobot import checkpoint_of, lerobot_loop  # heavy: cv2
+    from pear_agent.policies.lerobot.client import checkpoint_of, lerobot_loop  # heavy: cv2
     from pear_agent.policies.model_settings import secrets_from_args  # heavy: cv2
 
     options = family_options(args, args.task)
@@ -222,7 +223,7 @@ def cmd_robots(args: argparse.Namespace) -> int:
 
     paths = [Path(f) for f in args.files] if args.files else list_robots()
     if args.suggest_home is not None:
-        from pear_agent.robots_check import suggest_home_lines  # heavy: cv2
+        from pear_agent.cli.robots_check import suggest_home_lines  # heavy: cv2
 
         if len(paths) != 1:
             raise CliError("--suggest-home needs exactly one robot FILE")
@@ -236,7 +237,7 @@ def cmd_robots(args: argparse.Namespace) -> int:
         print("\n".join(lines))
         return 0 if ok else 1
     if args.check:
-        from pear_agent.robots_check import check_robot  # heavy: cv2
+        from pear_agent.cli.robots_check import check_robot  # heavy: cv2
 
         if args.seeds < 1 or not 0.0 <= args.min_success <= 1.0:
             raise CliError("--seeds must be >= 1 and --min-success in [0, 1]")
@@ -303,7 +304,7 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """Run the LeRobot writer (pear_agent.records.export_lerobot) where lerobot is installed: its pins
     (torch<2.11, ...) keep it out of the core environment."""
-    from pear_agent.policies.lerobot import lerobot_python  # heavy: cv2
+    from pear_agent.policies.lerobot.client import lerobot_python  # heavy: cv2
 
     py = lerobot_python()
     if py is None:
@@ -328,7 +329,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one episode (default: panda / pick_cube / scripted / seed 0)")
     run.add_argument("--task", default="pick_cube", help="any registered task (see docs: Commands and tasks)")
     run.add_argument("--seed", type=int, default=0)
-    from pear_agent.policies.lerobot import policy_kind  # heavy: cv2
+    from pear_agent.policies.lerobot.client import policy_kind  # heavy: cv2
 
     run.add_argument(
         "--policy",
@@ -353,11 +354,11 @@ def build_parser() -> argparse.ArgumentParser:
     from pear_agent.policies.model_settings import add_model_args  # heavy: cv2
 
     add_model_args(run)
-    from pear_agent.loop.episode import add_clock_args, add_loop_args  # heavy: cv2
+    from pear_agent.cli.loop_options import add_clock_args, add_loop_args
 
     add_clock_args(run.add_argument_group("clock and context"))
     add_loop_args(run.add_argument_group("turn loop"))
-    from pear_agent.policies.lerobot import LeRobotSettings  # heavy: cv2
+    from pear_agent.policies.lerobot.client import LeRobotSettings  # heavy: cv2
 
     add_arguments(run.add_argument_group("LeRobot policy (--policy lerobot:CHECKPOINT)"), LeRobotSettings)
     add_view_args(run)
