@@ -177,9 +177,7 @@ def structure() -> dict:
     # Imports of one function-level site are counted once per statement (a `from x import a, b`
     # is one import).
     sites = {(f["file"], f["line"]) for f in function_imports}
-    reasons = Counter(
-        {(f["file"], f["line"]): f["reason"] for f in function_imports}.values()
-    )
+    reasons = Counter({(f["file"], f["line"]): f["reason"] for f in function_imports}.values())
     return {
         "parts": sorted({p for e in edges for p in (e, *edges[e])}),
         "part_edges": {a: sorted(b) for a, b in sorted(edges.items())},
@@ -196,17 +194,15 @@ def structure() -> dict:
 
 
 def largest_files(n: int) -> list[dict]:
-    sizes = [
-        (len(p.read_text(encoding="utf-8").splitlines()), str(p.relative_to(REPO)))
-        for p in sources()
-    ]
+    sizes = [(len(p.read_text(encoding="utf-8").splitlines()), str(p.relative_to(REPO))) for p in sources()]
     sizes.sort(reverse=True)
     return [{"file": f, "lines": lines} for lines, f in sizes[:n]]
 
 
-def importtime_us(module: str, python: str) -> tuple[int, list[str]]:
-    """Total microseconds of `import module` (sum of the top-level rows' cumulative times) and
-    the project modules it loaded."""
+def importtime_us(module: str, python: str) -> tuple[int, int, list[str]]:
+    """`python -X importtime -c "import module"`: the microseconds of the project's top-level rows
+    (`pear_agent`, then `module`: cumulative, what the import itself costs), of every top-level row
+    (the interpreter's start included), and the modules loaded."""
     run = subprocess.run(
         [python, "-X", "importtime", "-c", f"import {module}"],
         cwd=REPO,
@@ -214,20 +210,25 @@ def importtime_us(module: str, python: str) -> tuple[int, list[str]]:
         text=True,
         check=True,
     )
-    total = 0
+    own = every = 0
     loaded = []
     for row in run.stderr.splitlines():
         if not row.startswith("import time:") or "cumulative" in row:
             continue
-        _, self_us, cumulative, name = (s.strip() for s in row.split("|", 3)[:1] + row.split("|")[1:])
-        if not name.startswith(" "):
-            total += int(cumulative)
-        loaded.append(name.strip())
-    return total, loaded
+        _, cumulative, raw = row[len("import time:") :].split("|", 2)
+        name = raw.strip()
+        if len(raw) - len(raw.lstrip(" ")) == 1:  # a top-level row: one space, no nesting
+            every += int(cumulative)
+            if name.split(".")[0] == module.split(".")[0]:
+                own += int(cumulative)
+        loaded.append(name)
+    return own, every, loaded
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", type=Path, help="write the JSON here (else stdout)")
     parser.add_argument("--largest", type=int, default=10, help="how many of the largest files to list")
     parser.add_argument("--importtime-runs", type=int, default=5, help="0 skips the import-time measure")
@@ -245,10 +246,11 @@ def main() -> int:
     result["files_over_700_lines"] = [f for f in largest_files(10_000) if f["lines"] > 700]
     if args.importtime_runs:
         runs = [importtime_us("pear_agent.protocol", sys.executable) for _ in range(args.importtime_runs)]
-        loaded = runs[-1][1]
+        loaded = runs[-1][2]
         result["protocol_importtime_us"] = {
             "median": int(statistics.median(r[0] for r in runs)),
             "runs": [r[0] for r in runs],
+            "with_interpreter_start_median": int(statistics.median(r[1] for r in runs)),
             "modules_loaded": len(loaded),
             "loads_cv2": any(m == "cv2" or m.startswith("cv2.") for m in loaded),
             "loads_pinocchio": any(m == "pinocchio" or m.startswith("pinocchio.") for m in loaded),

@@ -53,6 +53,18 @@ def _task_for(robot: RobotConfig) -> str | None:
     return None
 
 
+def describe(path: Path) -> str:
+    """`pear-agent robots`' line for one description: loaded, its kinematics built (RobotConfigError
+    or ValueError where either fails)."""
+    robot = load_robot(path)
+    Kinematics(robot)
+    parts = ", ".join(
+        f"{n} ({len(p.joints)} joints{' + gripper' if p.gripper else ''})" for n, p in robot.parts.items()
+    )
+    cams = ", ".join(robot.cameras) or "none"
+    return f"{robot.name}: parts: {parts}; cameras: {cams}"
+
+
 def check_robot(path: Path, tasks: bool = False, seeds: int = 5, min_success: float = 0.8) -> CheckReport:
     """Everything `run` builds, tried; with `tasks`, each task the robot can do run by its scripted
     expert on seeds 0..seeds-1 (a task below `min_success` is a problem)."""

@@ -16,9 +16,9 @@ import numpy as np
 
 from pear_agent.loop.environment import FrameSink, StepResult, TurnPrompt, environment_options
 from pear_agent.loop.episode import Episode, EpisodeConfig, TurnRecord
-from pear_agent.policies.lerobot.joint_chunks import ActionQueue, JointChunk, parse_chunk
 from pear_agent.loop.safety import clip_target
 from pear_agent.policies.base import Policy, TurnContext
+from pear_agent.policies.lerobot.joint_chunks import ActionQueue, JointChunk, parse_chunk
 from pear_agent.protocol.actions import Action, ActionError, parse_reply, response_schema
 from pear_agent.protocol.prompts import (
     OBSERVATION_MODES,
@@ -118,7 +118,8 @@ class ArmEnvironment:
         self._obs: Any = None
         self._state: dict[str, PartPose] = {}
         self._queue = ActionQueue()
-        """Joint-target actions still to run (a LeRobot policy's chunks: `pear_agent.policies.lerobot.joint_chunks`)."""
+        """Joint-target actions still to run (a LeRobot policy's chunks:
+        `pear_agent.policies.lerobot.joint_chunks`)."""
         self._chunk_fps: float | None = None
         self._next_action_t = 0.0
         self._obs_step = 0

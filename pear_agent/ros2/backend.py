@@ -42,11 +42,12 @@ from pear_agent.ros2 import conversions as cv
 from pear_agent.ros2 import joint_velocity as jv
 from pear_agent.ros2.braking import Braking
 from pear_agent.ros2.cameras import Cameras
-from pear_agent.ros2.joint_states import JointStates
 from pear_agent.ros2.graph import (
+    is_compressed_topic,
     json_object,
     spin_own_node,
 )
+from pear_agent.ros2.joint_states import JointStates
 from pear_agent.ros2.modes import ArmModeSettings, ShadowAndStep, scaled
 from pear_agent.ros2.operator import Operator
 from pear_agent.ros2.settings import (
@@ -148,7 +149,7 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep, JointStates):
             JointState, s.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
         )
         for cam_name, cam_topic in self.cameras.items():
-            compressed = cv.is_compressed_topic(cam_topic)
+            compressed = is_compressed_topic(cam_topic)
             node.create_subscription(
                 CompressedImage if compressed else Image,
                 cam_topic,

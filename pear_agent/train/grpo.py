@@ -27,7 +27,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +36,10 @@ import numpy as np
 from pear_agent.loop.episode import NO_REPLY_ENDINGS
 from pear_agent.records.log import RunWriter
 from pear_agent.rl.advantages import FilterCounts, classify_group, group_advantages
+from pear_agent.train.batched import BatchedGenerator
 from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.config import Recipe
-from pear_agent.train.local_model import make_local_policy
-from pear_agent.train.metrics_log import MetricsLog
-from pear_agent.train.mix import Draw, TaskMix
-from pear_agent.train.models import save_checkpoint, snapshot, trainable_model
-from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
-from pear_agent.train.sft import peak_rss_mb
+from pear_agent.train.evaluate import eval_draws, evaluate, summarize
 from pear_agent.train.grpo_steps import Collected, Group, StepReport, reward_of
 from pear_agent.train.grpo_update import (
     UpdateContext,
@@ -56,10 +52,15 @@ from pear_agent.train.grpo_update import (
     optimizer_step,
     step_sequences,
 )
-from pear_agent.train.token_server import TokenServerPolicy
+from pear_agent.train.local_model import make_local_policy
+from pear_agent.train.metrics_log import MetricsLog
+from pear_agent.train.mix import Draw, TaskMix
+from pear_agent.train.models import load_snapshot, save_checkpoint, snapshot, trainable_model
+from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
+from pear_agent.train.sft import peak_rss_mb
+from pear_agent.train.token_server import TokenServerPolicy, check_processed_logprobs
 from pear_agent.train.vision import text_tokenizer
 from pear_agent.train.vllm_sync import VLLMAdapterSync, cap_trainer_memory
-
 
 TRAINER_STATE = "trainer_state.pt"
 """In each GRPO checkpoint: what `train grpo --resume` restores (not needed to fly the checkpoint)."""
@@ -168,8 +169,6 @@ class GRPOTrainer:
         if self.cfg.generator == "vllm":
             self._start_server_generator()
         else:
-            from pear_agent.train.batched import BatchedGenerator  # optional: transformers
-
             if self.cfg.rollout_lag > 0:
                 # the producer samples with its own copy of the weights while the trainer updates
                 self.sampler_model = copy.deepcopy(self.accelerator.unwrap_model(self.model))
@@ -186,7 +185,6 @@ class GRPOTrainer:
         self.sync = VLLMAdapterSync(g.vllm_url, keep=g.rollout_lag + g.max_staleness + 1)
         self.sync.check_server(lora.r)
         self._publish()
-        from pear_agent.train.token_server import check_processed_logprobs  # heavy: cv2
 
         check_processed_logprobs(g.vllm_url, self.sync.name(self.version), text_tokenizer(self.tokenizer))
 
@@ -410,7 +408,6 @@ class GRPOTrainer:
     def validate(self, step: int) -> dict[str, float]:
         """The current weights on the validation seeds (`train pick`'s), greedy, every flight in
         flight at once through the batched generator; success rate per task."""
-        from pear_agent.train.evaluate import eval_draws, evaluate, summarize  # heavy: cv2
 
         draws = eval_draws(self.recipe, "val", self.cfg.eval_episodes)
         model = self.accelerator.unwrap_model(self.model)
@@ -451,7 +448,9 @@ class GRPOTrainer:
         for k in range(0, len(items), g.micro_batch):
             mb = micro_batch(items[k : k + g.micro_batch], ctx.pad, device)
             # the sampling policies' hidden states first (their weights swapped in, no graph)
-            behaviours = behaviour_hiddens(self.model, model, self.snapshots, self.version, g.max_staleness, mb)
+            behaviours = behaviour_hiddens(
+                self.model, model, self.snapshots, self.version, g.max_staleness, mb
+            )
             ref_hidden = None
             if self.version > 0:  # at version 0 the trained policy is the initial one: KL 0
                 ref_hidden = hidden_under(self.model, self.initial, model, mb)

@@ -305,7 +305,9 @@ def _drift(
 
 
 # -- the step ---------------------------------------------------------------------------------
-def optimizer_step(accelerator: Any, model: Any, optimizer: Any, scheduler: Any, max_grad_norm: float | None) -> tuple[float, float]:
+def optimizer_step(
+    accelerator: Any, model: Any, optimizer: Any, scheduler: Any, max_grad_norm: float | None
+) -> tuple[float, float]:
     """Clip, step the optimizer and the schedule: (the gradient norm before clipping, the learning
     rate the step used)."""
     trainable = [p for p in model.parameters() if p.requires_grad]

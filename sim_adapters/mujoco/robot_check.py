@@ -14,9 +14,8 @@ import numpy as np
 
 from pear_agent.loop.registry import make_backend
 from pear_agent.robot.backend import PartCommand
-from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.config import RobotConfig, task_point_cm
 from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
-from pear_agent.robot.config import task_point_cm
 from sim_adapters.mujoco.scene import camera_name, ee_site_name
 from sim_adapters.mujoco.tasks.base import finger_geoms, set_free_pose
 from sim_adapters.mujoco.tasks.pick_place import CUBE_HALF_M

@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.policies.lerobot.joint_chunks import AGGREGATES
 from pear_agent.policies.base import PolicyReply, TurnContext
+from pear_agent.policies.lerobot.joint_chunks import AGGREGATES
 from pear_agent.protocol.prompts import Message
 from pear_agent.records.export_lerobot import arrays_layout, control_vectors, jpeg_bytes
 from pear_agent.settings import setting

@@ -41,6 +41,8 @@ import time
 from pathlib import Path
 from typing import Any, TextIO
 
+from pear_agent.records.export_lerobot import decode_jpeg
+
 
 def _shape(feature: Any) -> list[int]:
     return [int(x) for x in getattr(feature, "shape", ())]
@@ -95,8 +97,6 @@ class Server:
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         import numpy as np  # optional: numpy (the server's side)
         import torch  # optional: torch
-
-        from pear_agent.records.export_lerobot import decode_jpeg  # heavy: cv2
 
         t0 = time.perf_counter()
         obs: dict[str, Any] = {}
