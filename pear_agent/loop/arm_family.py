@@ -17,6 +17,7 @@ from pear_agent.loop.environment import environment_options
 from pear_agent.loop.family_parts import PromptSchema, RlRewards
 from pear_agent.loop.registry import NO_ASK, EnvSpec, Family, PolicyAsk, UnknownNameError
 from pear_agent.policies.scripted import ScriptedPolicy
+from pear_agent.robot.backend import ShapedReward
 from pear_agent.robot.config import Requirement, RobotConfig
 from pear_agent.robot.kinematics import Kinematics
 from pear_agent.robot.loader import load_robot
@@ -117,8 +118,8 @@ class ArmFamily(Family, RlRewards, PromptSchema):
         )
 
     def rewards(self, env: Environment, result: EpisodeResult) -> tuple[float, float | None]:
-        shaped = getattr(getattr(env, "backend", None), "shaped_reward", None)
-        value = shaped() if callable(shaped) else None  # a backend or task may define none
+        backend = getattr(env, "backend", None)  # an arm environment's
+        value = backend.shaped_reward() if isinstance(backend, ShapedReward) else None  # or none defined
         return (1.0 if result.success else 0.0), (None if value is None else float(value))
 
     def prompt_schema(self, env: Environment) -> tuple[str, dict[str, Any]]:
