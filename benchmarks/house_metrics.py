@@ -29,8 +29,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 TREES = ("pear_agent", "sim_adapters")
 OWN = ("pear_agent", "sim_adapters")
-# Lower parts first: a part may import the parts listed before it. `cli` and the ROS operator
-# commands sit at the top; `settings` (the run settings every command reads) at the bottom.
+# Lower parts first: a part may import the parts listed before it. `cli` (the commands) sits
+# at the top (`python -m pear_agent` above it); `settings` (the run settings every
+# command reads) at the bottom.
 LAYERS = (
     "pear_agent.settings",
     "pear_agent.robot",
@@ -43,6 +44,7 @@ LAYERS = (
     "pear_agent.train",
     "pear_agent.ros2",
     "pear_agent.cli",
+    "pear_agent.__main__",
 )
 REASON = re.compile(r"#\s*(optional|heavy|cycle):")
 
@@ -73,11 +75,12 @@ def _is_type_checking(node: ast.If) -> bool:
     )
 
 
-def imports(path: Path) -> list[tuple[str, bool, int]]:
-    """(imported module, inside a function, line) for each import in `path`, relative imports
-    resolved; `from a import b` yields `a.b` (a submodule or a name, `part_of` cuts it)."""
+def imports(path: Path, name: str | None = None) -> list[tuple[str, bool, int]]:
+    """(imported module, inside a function, line) for each import in `path` (the module `name`,
+    else its place in the repository), relative imports resolved; `from a import b` yields `a.b`
+    (a submodule or a name, `part_of` cuts it)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    here = module_name(path).split(".")
+    here = (name or module_name(path)).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
     out: list[tuple[str, bool, int]] = []
 

@@ -21,7 +21,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tqdm import tqdm
 
@@ -37,9 +37,6 @@ from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records.log import SECRET_PATTERNS, RunWriter
 from pear_agent.records.view import RRD_NAME, EpisodeView
-
-if TYPE_CHECKING:
-    from pear_agent.loop.episode import EpisodeConfig
 
 SPLITS: dict[str, tuple[int, int]] = {"train": (0, 10_000), "val": (10_000, 11_000), "test": (20_000, 21_000)}
 """Named seed splits (half-open ranges, disjoint): tune on train, choose on val, report on test."""

@@ -55,8 +55,7 @@ from pear_agent.ros2.operator_cli import add_parser as add_ros_parser  # `pear-a
 from pear_agent.settings import add_arguments, from_args
 
 if TYPE_CHECKING:
-    from pear_agent.loop.episode import EpisodeConfig, EpisodeResult
-    from pear_agent.records.log import RunWriter
+    from pear_agent.loop.episode import EpisodeResult
 
 
 class CliError(Exception):
