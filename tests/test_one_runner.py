@@ -280,6 +280,7 @@ def test_the_scan_leaves_other_things_alone(how: str) -> None:
 
 
 def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkeypatch) -> None:
+    import pear_agent.bench.runner as bench_runner
     import pear_agent.loop.runner as episodes
     from pear_agent.bench.runner import run_job
     from pear_agent.rl import rollouts
@@ -297,6 +298,7 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
 
     monkeypatch.setattr(episodes, "arun_episode", counting)
     monkeypatch.setattr(rollouts, "arun_episode", counting)  # imported by name there
+    monkeypatch.setattr(bench_runner, "arun_episode", counting)  # and there
     task = "roadster_ramp_flip:light"
     line = run_job({"task": task, "seed": 3, "out_dir": str(tmp_path), "policy": {"kind": "scripted"},
                     "video": False, "render": False})  # fmt: skip

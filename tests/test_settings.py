@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from pear_agent.cli import build_parser
-from pear_agent.cli.loop_options import clock_from_args
+from pear_agent.cli.loop_options import clock_from_args, model_settings_from_args
 from pear_agent.loop.episode import EpisodeConfig
-from pear_agent.policies.model_settings import ModelSettings, settings_from_args
+from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.settings import (
     add_arguments,
@@ -116,7 +116,7 @@ def test_command_line_values_reach_the_dataclasses_and_their_checks() -> None:
             "state",
         ]
     )
-    s = settings_from_args(args)
+    s = model_settings_from_args(args)
     assert s is not None and s.max_tokens is None and s.stream is False and s.retry_timeouts is False
     clock = clock_from_args(args)
     assert clock == {"mode": "realtime", "latency_s": 0.5, "max_context_tokens": 900}

@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from pear_agent.loop.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
-from pear_agent.policies.model_settings import settings_from_args
+from pear_agent.policies.model_settings import ModelSettings, settings_from_args
 from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.settings import add_arguments, values_from_args
 
@@ -43,7 +43,7 @@ def clock_from_args(args: Any) -> dict[str, Any]:
     clock = {k: values.get(k) for k in CLOCK_OPTIONS}
     clock["mode"] = clock["mode"] or "paused"
     if clock["max_context_tokens"] is None:
-        settings = settings_from_args(args)
+        settings = model_settings_from_args(args)
         window = OpenAIPolicy(settings).context_window() if settings is not None else None
         clock["max_context_tokens"] = window or DEFAULT_CONTEXT_TOKENS
     EpisodeConfig(**clock)  # the checks, before any worker starts
@@ -64,3 +64,9 @@ def loop_options_from_args(args: Any) -> dict[str, Any]:
         out.pop("history", None)
         out.pop("history_older", None)
     return out
+
+
+def model_settings_from_args(args: Any) -> ModelSettings | None:
+    """The model settings of a command's options (None without --model), a timed-out decision
+    retried or not as the clock those options hold (`--realtime`: not)."""
+    return settings_from_args(args, realtime=values_from_args(EpisodeConfig, args).get("mode") == "realtime")
