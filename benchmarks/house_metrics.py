@@ -6,8 +6,8 @@
   listed after it in LAYERS);
 - the largest files of `pear_agent/` and `sim_adapters/` (lines);
 - the imports of the project's own modules made inside a function (count, and per reason word);
-- optionally the total import time of `pear_agent.protocol` (`python -X importtime`, microseconds;
-  median of --importtime-runs fresh interpreters).
+- the import time of `pear_agent.protocol` and `pear_agent.cli` (`python -X importtime`,
+  microseconds, median of --importtime-runs fresh interpreters) and the heavy packages each loads.
 
     python benchmarks/house_metrics.py --out benchmarks/results/house-after.json
 """
@@ -47,6 +47,8 @@ LAYERS = (
     "pear_agent.__main__",
 )
 REASON = re.compile(r"#\s*(optional|heavy|cycle):")
+HEAVY = ("cv2", "pinocchio", "mujoco", "torch", "transformers", "fastapi", "openai", "rclpy", "lerobot")
+"""Third-party packages an import-time row names when a module loads them."""
 
 
 def sources() -> list[Path]:
@@ -235,6 +237,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, help="write the JSON here (else stdout)")
     parser.add_argument("--largest", type=int, default=10, help="how many of the largest files to list")
     parser.add_argument("--importtime-runs", type=int, default=5, help="0 skips the import-time measure")
+    parser.add_argument(
+        "--importtime",
+        nargs="*",
+        default=["pear_agent.protocol", "pear_agent.cli"],
+        help="the modules whose import is timed (the text protocol; the command line, what every "
+        "`pear-agent` call loads)",
+    )
     args = parser.parse_args()
     result: dict = {
         "command": " ".join(["python", *sys.argv]),
@@ -247,16 +256,15 @@ def main() -> int:
         "largest_files": largest_files(args.largest),
     }
     result["files_over_700_lines"] = [f for f in largest_files(10_000) if f["lines"] > 700]
-    if args.importtime_runs:
-        runs = [importtime_us("pear_agent.protocol", sys.executable) for _ in range(args.importtime_runs)]
+    for module in args.importtime if args.importtime_runs else ():
+        runs = [importtime_us(module, sys.executable) for _ in range(args.importtime_runs)]
         loaded = runs[-1][2]
-        result["protocol_importtime_us"] = {
+        result.setdefault("importtime_us", {})[module] = {
             "median": int(statistics.median(r[0] for r in runs)),
             "runs": [r[0] for r in runs],
             "with_interpreter_start_median": int(statistics.median(r[1] for r in runs)),
             "modules_loaded": len(loaded),
-            "loads_cv2": any(m == "cv2" or m.startswith("cv2.") for m in loaded),
-            "loads_pinocchio": any(m == "pinocchio" or m.startswith("pinocchio.") for m in loaded),
+            "loads": sorted({m.split(".")[0] for m in loaded} & set(HEAVY)),
         }
     text = json.dumps(result, indent=2) + "\n"
     if args.out:
