@@ -15,7 +15,7 @@ import pytest
 
 from pear_agent.robot.backend import PartCommand
 from tests.ros2.conftest import STARTUP_S, Probe, double_config, home_joints
-from tests.ros2.test_stops import DECEL_SLACK, agent, motion, stamped_series  # noqa: F401  (fixture)
+from tests.ros2.test_stops import DECEL_SLACK, motion, stamped_series
 
 pytestmark = pytest.mark.wallclock
 
@@ -36,7 +36,7 @@ def _chunk(a: Any, yam: Any) -> tuple[list[str], list[dict[str, PartCommand]]]:
     return joints, [{"left_arm": PartCommand(joints_rad=w)} for w in wps]
 
 
-def test_a_chunk_is_one_accepted_trajectory_followed_without_stopping(start_double, probe: Probe, agent, yam):  # noqa: F811
+def test_a_chunk_is_one_accepted_trajectory_followed_without_stopping(start_double, probe: Probe, agent, yam):
     double = start_double(double_config(yam, cameras={}))
     a = agent()
     assert a.backend.check_stack() is None
@@ -61,7 +61,7 @@ def test_a_chunk_is_one_accepted_trajectory_followed_without_stopping(start_doub
     np.testing.assert_allclose(q[-1], steps[-1]["left_arm"].joints_rad, atol=0.02)
 
 
-def test_an_estop_mid_chunk_brakes_within_the_stop_deceleration(start_double, probe: Probe, agent, yam):  # noqa: F811
+def test_an_estop_mid_chunk_brakes_within_the_stop_deceleration(start_double, probe: Probe, agent, yam):
     start_double(double_config(yam, cameras={}))
     a = agent(stop_deceleration_rad_s2=8.0, stop_jerk_rad_s3=100.0)
     assert a.backend.check_stack() is None

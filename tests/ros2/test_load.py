@@ -25,8 +25,7 @@ from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records.log import RunWriter
 from pear_agent.robot.backend import EpisodeAborted
 from pear_agent.robot.kinematics import Kinematics
-from tests.ros2.conftest import STARTUP_S, Probe, double_config
-from tests.ros2.test_stops import InProcessAgent
+from tests.ros2.conftest import STARTUP_S, InProcessAgent, Probe, double_config
 
 pytestmark = pytest.mark.wallclock
 
