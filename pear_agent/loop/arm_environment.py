@@ -94,6 +94,7 @@ class ArmEnvironment:
         tokens_per_image_patch_px: int = 28,
         max_invalid: int = 3,
         max_chunk: int | None = None,
+        max_turns: int | None = None,
     ) -> None:
         if observation not in OBSERVATION_MODES:
             raise ValueError(f"observation must be one of {list(OBSERVATION_MODES)}, not {observation!r}")
@@ -111,6 +112,8 @@ class ArmEnvironment:
         """The most steps one reply may carry (`--max-chunk`, else the robot YAML's, else 1)."""
         if self.max_chunk < 1:
             raise ValueError(f"max_chunk must be >= 1, not {self.max_chunk}")
+        self.max_turns = max_turns
+        """The episode's turn limit where it overrides the task's: the briefing states the one flown."""
         self.press = bool(getattr(backend, "honours_press", False))
         """Whether a move may carry `press` (the backend honours it); refused by the parser otherwise."""
         self._schema = response_schema(self.robot, self.max_chunk, self.press)
@@ -142,6 +145,7 @@ class ArmEnvironment:
             max_invalid=self.max_invalid,
             max_chunk=self.max_chunk,
             press=self.press,
+            max_turns=self.max_turns,
         )
 
     def header(self) -> dict[str, Any]:

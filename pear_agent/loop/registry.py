@@ -73,6 +73,8 @@ class EnvSpec:
     max_invalid: int = 3
     max_chunk: int | None = None
     """The most steps one reply may carry (None: the robot's or environment's default)."""
+    max_turns: int | None = None
+    """The episode's turn limit where it overrides the task's (the briefing states it)."""
 
     @classmethod
     def of(
