@@ -243,7 +243,7 @@ def test_shadow_sends_nothing_to_the_controllers_and_records_one_twin_outcome_pe
         real = [home_joints(yam)[j] for j in yam.parts["left_arm"].joints]
         np.testing.assert_allclose(rec["twin_start"]["joints_rad"]["left_arm"], real, atol=1e-3)
     # the live view (episode.rrd) has the twin's arm beside the real one, once per action
-    from tests.test_view import read_rrd
+    from tests.records.test_view import read_rrd
 
     rrd = read_rrd(Path(summary["run_dir"]) / "episode.rrd")
     assert len(rrd["/world/twin/skeleton"]["turn"]) == 3 and len(rrd["/twin/outcome"]["turn"]) == 3

@@ -14,7 +14,7 @@ from pear_agent.loop.workers import run_local
 
 pytestmark = pytest.mark.wallclock
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _square(x: int) -> int:
@@ -52,7 +52,7 @@ def _runner_with_two_parked_workers(tmp_path: Path, ray: bool = False) -> tuple[
         if ray
         else f"run_local(_park, {jobs}, workers=2)"
     )
-    code = f"from pear_agent.loop.workers import *; from tests.test_executors import _park; list({run})"
+    code = f"from pear_agent.loop.workers import *; from tests.loop.test_executors import _park; list({run})"
     runner = subprocess.Popen(
         [sys.executable, "-c", code], cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}
     )
@@ -178,7 +178,7 @@ async def _apark(job: dict) -> int:
 def test_async_workers_exit_when_their_runner_is_killed(tmp_path) -> None:
     jobs = f"[{{'dir': {json.dumps(str(tmp_path))}}}] * 4"
     code = (
-        "from pear_agent.loop.workers import run_local; from tests.test_executors import _apark; "
+        "from pear_agent.loop.workers import run_local; from tests.loop.test_executors import _apark; "
         f"list(run_local(_apark, {jobs}, workers=2, concurrency=2))"
     )
     runner = subprocess.Popen(

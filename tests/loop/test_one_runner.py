@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("pear_agent", "sim_adapters")
 RUNNER = "pear_agent.loop.runner"
 EPISODE = "pear_agent.loop.episode.Episode"
