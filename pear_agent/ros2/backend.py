@@ -544,7 +544,9 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep, JointStates):
                 stale_since = now if stale_since is None else stale_since
                 if now - stale_since < s.wait_for_fresh_state_s:
                     continue
-                self._hold_all(plans, gplans)
+                unheard = self._hold_all(plans, gplans)
+                if unheard is not None:  # the driver kept its trajectory: never claim a stop
+                    return Outcome("stopped", f"{why} during the motion; {unheard}", t)
                 return Outcome(
                     "refused",
                     f"{why} during the motion; braked to rest along the trajectory, sending nothing more",
@@ -585,20 +587,26 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep, JointStates):
                     return False
         return True
 
-    def _hold_all(self, plans: dict[str, cv.TrajectoryPlan], gplans: dict[str, cv.TrajectoryPlan]) -> None:
+    def _hold_all(
+        self, plans: dict[str, cv.TrajectoryPlan], gplans: dict[str, cv.TrajectoryPlan]
+    ) -> str | None:
         """Brake every part in motion to rest (from the trajectory it follows when the joint
-        states are stale: see `_stop_msg`)."""
+        states are stale: see `_stop_msg`). None once every driver that reports what it takes has
+        taken its stop, else what `_stops_heard` did instead."""
+        sent: dict[str, int] = {}
         with self._pub_lock:
             if self._estop_reason is not None:
-                return
+                return None
+            before = self._driver_counts()
             for name in plans:
                 p = self.parts[name]
-                self._stop_part(p, p.topic, p.joints)
+                sent[name] = sent.get(name, 0) + self._stop_part(p, p.topic, p.joints)
             for name in gplans:
                 p = self.parts[name]
                 self._gripper_target.pop(name, None)
                 if p.gripper_topic:
-                    self._stop_part(p, p.gripper_topic, [p.g_joint])
+                    sent[name] = sent.get(name, 0) + self._stop_part(p, p.gripper_topic, [p.g_joint])
+        return self._stops_heard(sent, before)
 
     def _blocked(self, name: str, plan: cv.TrajectoryPlan, t: float, why: str) -> Outcome:
         latched = self.driver_check()
@@ -608,10 +616,15 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep, JointStates):
         q, _ = self._read(p.joints)
         err = plan.positions[-1] - q
         bad = [p.joints[i] for i in np.flatnonzero(np.abs(err) >= self.settings.reach_tolerance_rad)]
+        sent: dict[str, int] = {}
         with self._pub_lock:
+            before = self._driver_counts()
             if self._estop_reason is None:
-                self._stop_part(p, p.topic, p.joints)  # to rest where it is
+                sent[name] = int(self._stop_part(p, p.topic, p.joints))  # to rest where it is
         detail = f"{name} {why}; joints short of target: {', '.join(bad)} (max {np.max(np.abs(err)):.3f} rad)"
+        unheard = self._stops_heard(sent, before)
+        if unheard is not None:  # the driver kept its trajectory: never claim a stop
+            return Outcome("stopped", f"{detail}; {unheard}", t, bad)
         return Outcome("blocked", detail, t, bad)
 
     def advance(self, duration_s: float) -> None:

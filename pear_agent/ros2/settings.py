@@ -215,6 +215,11 @@ DRIVER_STATUS_MAX_AGE_S = 3.0
 """A driver republishes its status every second; an older one tells nothing (the joint-state check
 speaks for a driver that is gone)."""
 
+STOP_CONFIRM_S = 1.0
+"""A driver that reports the trajectories it takes and rejects (its status: yam_driver_node) says
+within milliseconds (its next control tick, then DDS) whether it took a stop; one that has said
+nothing after this long is treated as one that rejected it."""
+
 
 class _PartSpec:
     def __init__(self, robot: RobotConfig, kin: Kinematics, name: str) -> None:
