@@ -27,6 +27,19 @@ TARGET_S = 1.0
 """Streamed: the next request is answered within 1 s of the abandoned decision's end."""
 EOS_BAN = {"logit_bias": {"1": -100.0, "106": -100.0}}
 STORY = [{"role": "user", "content": "Write a long story about a robot arm."}]
+START_TIMEOUT_S = 180.0
+"""the server must answer /models within this long (loading the model; minutes on a loaded machine)"""
+REQUEST_TIMEOUT_S = 300.0
+"""the short request's bound: unstreamed, it waits behind the whole abandoned reply (max_tokens)"""
+STOP_TIMEOUT_S = 30.0
+"""the server must exit within this long of SIGTERM"""
+
+
+def worst_case_s(reps: int, timeout_s: float) -> float:
+    """The longest a run may take by the bounds above (a hang guard for whoever runs it, e.g. the
+    smoke test): the start, the warm-up, per mode and rep an abandoned decision and the short
+    request, the stop. A run never waits longer unless something hangs outside these bounds."""
+    return START_TIMEOUT_S + REQUEST_TIMEOUT_S + 2 * reps * (timeout_s + REQUEST_TIMEOUT_S) + STOP_TIMEOUT_S
 
 
 def start_server(log: Path) -> tuple[subprocess.Popen, str]:
@@ -47,7 +60,7 @@ def start_server(log: Path) -> tuple[subprocess.Popen, str]:
     cmd += ["--chat_format", "gemma", "--n_ctx", "2048", "--n_threads", "2", "--port", str(port)]
     proc = subprocess.Popen([*cmd, "--verbose", "False"], stdout=log.open("wb"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 180
+    deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline and proc.poll() is None:
         try:
             with urllib.request.urlopen(f"{url}/models", timeout=2):
@@ -74,7 +87,7 @@ def main() -> None:
     rows = []
     try:
         base = {"model": "gemma", "base_url": url, "temperature": 0.0, "max_retries": 0}
-        quick = OpenAIPolicy(ModelSettings(**base, max_tokens=3, timeout_s=600))
+        quick = OpenAIPolicy(ModelSettings(**base, max_tokens=3, timeout_s=REQUEST_TIMEOUT_S))
         quick.act([{"role": "user", "content": "Yes?"}], ctx)  # warm-up
         for stream in (True, False):
             slow = OpenAIPolicy(
@@ -104,7 +117,7 @@ def main() -> None:
         rows.append(["target (streamed)", "", f"<= {TARGET_S * 1000:.0f} -> {verdict(ok)}"])
     finally:
         proc.terminate()
-        proc.wait(timeout=30)
+        proc.wait(timeout=STOP_TIMEOUT_S)
     emit(
         "abandoned_decision", result, rows, ["mode", "abandoned at (ms, median)", "next request (ms, median)"]
     )

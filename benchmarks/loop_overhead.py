@@ -54,7 +54,7 @@ except ImportError:  # an older tree: the modules side by side in pear_agent/
         from pear_agent.robot_loader import load_robot
     except ImportError:
         from pear_agent.robot_config import load_robot
-from tests.test_environment import Line, Replies
+from tests.loop.test_environment import Line, Replies
 
 episodes, rounds, mode = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 HOLD = '{"action": {"step": 0}}'

@@ -75,7 +75,7 @@ def serve(latency_s: float) -> Iterator[str]:
     """`pear-agent serve` (its real app under uvicorn) on a free port, in a thread."""
     import uvicorn
 
-    from pear_agent.expert_server import create_app
+    from pear_agent.loop.expert_server import create_app
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

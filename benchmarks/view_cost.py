@@ -5,7 +5,7 @@ recording's size; plus whole scripted episodes' wall time per turn with and with
 
     .venv/bin/python benchmarks/view_cost.py [--episodes 6] [--task pick_cube]
 
-Without --view the runtime creates no observer and imports no Rerun (tests/test_view.py checks
+Without --view the runtime creates no observer and imports no Rerun (tests/records/test_view.py checks
 that); `benchmarks/turn_overhead.py` times a turn without any writer, so it is unchanged.
 """
 

@@ -19,7 +19,7 @@ PAGE = ROOT / "docs" / "settings-reference.md"
 
 from pear_agent.loop.episode import EpisodeConfig  # noqa: E402
 from pear_agent.loop.workers import WorkerOptions  # noqa: E402
-from pear_agent.policies.lerobot import LeRobotSettings  # noqa: E402
+from pear_agent.policies.lerobot.client import LeRobotSettings  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
 from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402

@@ -103,7 +103,7 @@ class FaultInjector:
 def main(argv: list[str] | None = None) -> int:
     import uvicorn
 
-    from pear_agent.expert_server import create_app
+    from pear_agent.loop.expert_server import create_app
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--port", type=int, required=True)

@@ -77,7 +77,7 @@ def serve_in_thread(
 ) -> Iterator[str]:
     """`pear-agent serve`'s app under uvicorn on a free port; yields the base URL. With `counter`
     (an `InFlight` whose app is None), requests pass through it and it counts them."""
-    from pear_agent.expert_server import create_app
+    from pear_agent.loop.expert_server import create_app
 
     app = create_app(latency_s, reasoning_field=reasoning_field)
     if counter is not None:

@@ -77,8 +77,8 @@ def test_the_marker_is_registered_and_selects_the_ros_tests() -> None:
 FAILED = '<failure message="AssertionError: the move ended before full speed&#10;more">trace</failure>'
 JUNIT = f"""<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest" tests="3">
 <testcase classname="tests.ros2.test_stops" name="test_a[none]" time="1.0">{FAILED}</testcase>
-<testcase classname="tests.test_view_web.TestPage" name="test_b" time="1.0"/>
-<testcase classname="tests.test_serve" name="test_c" time="0.1"><skipped message="no"/></testcase>
+<testcase classname="tests.records.test_view_web.TestPage" name="test_b" time="1.0"/>
+<testcase classname="tests.policies.test_serve" name="test_c" time="0.1"><skipped message="no"/></testcase>
 </testsuite></testsuites>"""
 CLEAN = JUNIT.replace(FAILED, "")
 
@@ -102,7 +102,8 @@ def test_a_clean_hunt_passes_and_a_run_without_a_report_fails(tmp_path: Path) ->
     (tmp_path / "run1.xml").write_text(CLEAN)
     assert flake_report.report(tmp_path)[1] == 0
     (tmp_path / "run2.log").write_text(
-        "tests/test_serve.py::test_c PASSED [ 50%]\ntests/ros2/test_stops.py::test_a[none] FAILED [100%]\n"
+        "tests/policies/test_serve.py::test_c PASSED [ 50%]\n"
+        "tests/ros2/test_stops.py::test_a[none] FAILED [100%]\n"
         "Segmentation fault\n"
     )
     text, rc = flake_report.report(tmp_path)

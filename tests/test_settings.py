@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from pear_agent.cli import build_parser
-from pear_agent.loop.episode import EpisodeConfig, clock_from_args
-from pear_agent.policies.model_settings import ModelSettings, settings_from_args
+from pear_agent.cli.loop_options import clock_from_args, model_settings_from_args
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.settings import (
     add_arguments,
@@ -51,10 +52,10 @@ def _hand_declared_flags() -> dict[str, list[str]]:
 
 
 OTHER_MEANINGS = {
-    ("--model", "pear_agent/train/cli.py"): "train eval: a local checkpoint folder, not an endpoint's model",
-    ("--temperature", "pear_agent/train/cli.py"): "train eval: the local model's sampling",
+    ("--model", "pear_agent/cli/train.py"): "train eval: a local checkpoint folder, not an endpoint's model",
+    ("--temperature", "pear_agent/cli/train.py"): "train eval: the local model's sampling",
     ("--timeout-s", "pear_agent/ros2/operator_cli.py"): "ros health: how long to wait for the graph",
-    ("--latency", "pear_agent/bench/commands.py"): "serve: the reply delay the test server injects",
+    ("--latency", "pear_agent/cli/bench.py"): "serve: the reply delay the test server injects",
 }
 """Flags that share a setting's name but mean something else in another command."""
 
@@ -115,7 +116,7 @@ def test_command_line_values_reach_the_dataclasses_and_their_checks() -> None:
             "state",
         ]
     )
-    s = settings_from_args(args)
+    s = model_settings_from_args(args)
     assert s is not None and s.max_tokens is None and s.stream is False and s.retry_timeouts is False
     clock = clock_from_args(args)
     assert clock == {"mode": "realtime", "latency_s": 0.5, "max_context_tokens": 900}

@@ -11,6 +11,7 @@ from typing import Any
 
 from pear_agent.bench import charts
 from pear_agent.bench.stats import latency_stats, wilson
+from pear_agent.loop.registry import report_html
 
 INFRA_ENDINGS: tuple[str, ...] = ("endpoint_error", "env_hang")
 """= pear_agent.loop.episode.INFRA_ENDINGS (not imported: reading a bench needs no simulator): the
@@ -216,8 +217,6 @@ def _episode_page(out: Path, r: dict[str, Any]) -> str | None:
     ]
     if (run_dir / "episode.mp4").exists():
         parts.append('<video controls src="episode.mp4"></video>')
-    # heavy: cv2
-    from pear_agent.loop.registry import report_html  # e.g. a roadster flight's telemetry plot (inline SVG)
 
     extra = report_html(str(r.get("task", "")), lines)
     if extra:

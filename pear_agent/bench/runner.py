@@ -21,18 +21,22 @@ import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from tqdm import tqdm
 
 from pear_agent.bench.report import INFRA_ENDINGS
+from pear_agent.loop.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
+from pear_agent.loop.registry import EnvSpec, PolicyAsk, family_of
+from pear_agent.loop.runner import POOL, EpisodeJob, arun_episode
 from pear_agent.loop.step_watch import Hang
 from pear_agent.loop.workers import run_coroutine, run_local
+from pear_agent.policies.lerobot.client import LeRobotPolicy, LeRobotSettings
+from pear_agent.policies.model_settings import ModelSettings
+from pear_agent.policies.openai_client import OpenAIPolicy
+from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records.log import SECRET_PATTERNS, RunWriter
 from pear_agent.records.view import RRD_NAME, EpisodeView
-
-if TYPE_CHECKING:
-    from pear_agent.loop.episode import EpisodeConfig
 
 SPLITS: dict[str, tuple[int, int]] = {"train": (0, 10_000), "val": (10_000, 11_000), "test": (20_000, 21_000)}
 """Named seed splits (half-open ranges, disjoint): tune on train, choose on val, report on test."""
@@ -74,24 +78,15 @@ def make_policy(spec: dict[str, Any], task: str, seed: int = 0, config: EpisodeC
     (the arm experts, the roadster's pilot)."""
     kind = spec.get("kind", "scripted")
     if kind == "scripted":
-        from pear_agent.loop.registry import PolicyAsk, family_of  # heavy: cv2
-
         noise = float(spec.get("action_noise_cm", 0.0))
         return family_of(task).default_policy(
             task, ask=PolicyAsk(seed=seed, action_noise_cm=noise, config=config)
         )
     if kind == "openai":
-        from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
-        from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
-
         return OpenAIPolicy(ModelSettings(**spec["settings"]))
     if kind == "lerobot":
-        from pear_agent.policies.lerobot import LeRobotPolicy, LeRobotSettings  # heavy: cv2
-
         return LeRobotPolicy(str(spec["checkpoint"]), LeRobotSettings(**(spec.get("settings") or {})))
     if kind == "replay":
-        from pear_agent.policies.replay import ReplayPolicy  # heavy: cv2
-
         return ReplayPolicy(Path(spec["path"]))
     raise ValueError(f"unknown policy kind {kind!r}")
 
@@ -121,14 +116,11 @@ scene holds its own simulator): `pear_agent.loop.runner.POOL`."""
 
 def close_sims() -> None:
     """Close this process's idle environments."""
-    from pear_agent.loop.runner import POOL  # heavy: cv2
 
     POOL.close()
 
 
 def _env_spec(job: dict[str, Any]) -> Any:
-    from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
-    from pear_agent.loop.registry import EnvSpec  # heavy: cv2
 
     options = dict(job.get("options") or {})
     if job.get("robot"):
@@ -185,8 +177,6 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
     return its result line. Never raises: a crash becomes end_reason "error" with a one-line
     detail, so one bad episode does not stop the bench."""
     os.environ.setdefault("MUJOCO_GL", "egl")
-    from pear_agent.loop.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig  # heavy: cv2
-    from pear_agent.loop.runner import POOL, EpisodeJob, arun_episode  # heavy: cv2
 
     task, seed = job["task"], int(job["seed"])
     run_dir = Path(job["out_dir"]) / episode_dir(task, seed)

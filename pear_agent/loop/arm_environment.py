@@ -16,9 +16,9 @@ import numpy as np
 
 from pear_agent.loop.environment import FrameSink, StepResult, TurnPrompt, environment_options
 from pear_agent.loop.episode import Episode, EpisodeConfig, TurnRecord
-from pear_agent.loop.joint_chunks import ActionQueue, JointChunk, parse_chunk
 from pear_agent.loop.safety import clip_target
 from pear_agent.policies.base import Policy, TurnContext
+from pear_agent.policies.lerobot.joint_chunks import ActionQueue, JointChunk, parse_chunk
 from pear_agent.protocol.actions import Action, ActionError, parse_reply, response_schema
 from pear_agent.protocol.prompts import (
     OBSERVATION_MODES,
@@ -40,7 +40,22 @@ from pear_agent.protocol.state import (
 )
 from pear_agent.records.export_lerobot import action_size, split_action
 from pear_agent.records.log import RunWriter
-from pear_agent.robot.backend import Backend, Observation, Outcome, PartCommand, TaskInfo
+from pear_agent.robot.backend import (
+    ActionPreview,
+    Backend,
+    ChunkExecution,
+    ControlRecording,
+    Observation,
+    Outcome,
+    PartCommand,
+    Perturbed,
+    PressAware,
+    RunHeaderSource,
+    SetpointControl,
+    SimulationClock,
+    SuccessJudge,
+    TaskInfo,
+)
 from pear_agent.robot.images import encode_jpeg
 from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
 
@@ -94,6 +109,7 @@ class ArmEnvironment:
         tokens_per_image_patch_px: int = 28,
         max_invalid: int = 3,
         max_chunk: int | None = None,
+        max_turns: int | None = None,
     ) -> None:
         if observation not in OBSERVATION_MODES:
             raise ValueError(f"observation must be one of {list(OBSERVATION_MODES)}, not {observation!r}")
@@ -111,14 +127,17 @@ class ArmEnvironment:
         """The most steps one reply may carry (`--max-chunk`, else the robot YAML's, else 1)."""
         if self.max_chunk < 1:
             raise ValueError(f"max_chunk must be >= 1, not {self.max_chunk}")
-        self.press = bool(getattr(backend, "honours_press", False))
+        self.max_turns = max_turns
+        """The episode's turn limit where it overrides the task's: the briefing states the one flown."""
+        self.press = isinstance(backend, PressAware) and bool(backend.honours_press)
         """Whether a move may carry `press` (the backend honours it); refused by the parser otherwise."""
         self._schema = response_schema(self.robot, self.max_chunk, self.press)
         self._press_moves = 0
         self._obs: Any = None
         self._state: dict[str, PartPose] = {}
         self._queue = ActionQueue()
-        """Joint-target actions still to run (a LeRobot policy's chunks: `pear_agent.loop.joint_chunks`)."""
+        """Joint-target actions still to run (a LeRobot policy's chunks:
+        `pear_agent.policies.lerobot.joint_chunks`)."""
         self._chunk_fps: float | None = None
         self._next_action_t = 0.0
         self._obs_step = 0
@@ -142,27 +161,27 @@ class ArmEnvironment:
             max_invalid=self.max_invalid,
             max_chunk=self.max_chunk,
             press=self.press,
+            max_turns=self.max_turns,
         )
 
     def header(self) -> dict[str, Any]:
-        run_header = getattr(self.backend, "run_header", None)  # a real robot's arm mode and speed
-        extra = run_header() if callable(run_header) else {}
+        # a real robot's arm mode and speed
+        extra = self.backend.run_header() if isinstance(self.backend, RunHeaderSource) else {}
         header = {"observation": self.observation, "scene_facts": self.scene_facts}
         return header | extra | self.result_fields()
 
     def _preview(self, steps: list[dict[str, Any]], executed: list[dict[str, Any]], notes: list[str]) -> None:
         """Tell a backend that shows each motion before it moves (a real robot's step mode) what
         the model asked and what is left of it after clipping."""
-        preview = getattr(self.backend, "preview_action", None)
-        if not callable(preview):
+        if not isinstance(self.backend, ActionPreview):
             return
         asked = [{n: pa.to_json() for n, pa in st.items()} for st in steps]
         clipped = " | ".join(describe_executed(e) for e in executed)
-        preview(json.dumps(asked[0] if len(asked) == 1 else asked), clipped, notes)
+        self.backend.preview_action(json.dumps(asked[0] if len(asked) == 1 else asked), clipped, notes)
 
     def result_fields(self) -> dict[str, Any]:
         """The episode's perturbation and its drawn values, where the backend applied one."""
-        drawn = getattr(self.backend, "perturbation", None)
+        drawn = self.backend.perturbation if isinstance(self.backend, Perturbed) else None
         relative = {"scene_relative": True} if self.scene_relative else {}  # privileged, like scene_facts
         out = ({"perturbation": drawn} if drawn else {}) | {"max_chunk": self.max_chunk} | relative
         if self.press:  # where a move may press: how many did (0: the episode never pressed)
@@ -211,9 +230,7 @@ class ArmEnvironment:
         if relative is not None:
             record["scene_relative"] = relative
         self._obs_step = self._queue.executed
-        takes_setpoints = callable(getattr(self.backend, "control_frame", None)) and callable(
-            getattr(self.backend, "execute_setpoint", None)
-        )
+        takes_setpoints = isinstance(self.backend, SetpointControl)
         ctx = TurnContext(
             turn,
             self.task.name,
@@ -378,9 +395,8 @@ class ArmEnvironment:
         else:
             notes = [x for inf in infos for x in inf["notes"]]
             self._preview(action.chunk, [inf.get("executed", {}) for inf in infos], notes)
-            run_chunk = getattr(self.backend, "execute_chunk", None)
-            if callable(run_chunk):
-                outcome, reached = run_chunk(commands)
+            if isinstance(self.backend, ChunkExecution):
+                outcome, reached = self.backend.execute_chunk(commands)
             else:  # a backend without it: the steps one after another, stopping at the first miss
                 outcome = Outcome("reached")
                 for cmds in commands:
@@ -532,18 +548,17 @@ class ArmEnvironment:
 
     def time_s_now(self) -> float:
         """The simulation's clock now (the last observation's may be older)."""
-        data = getattr(self.backend, "data", None)
+        data = self.backend.data if isinstance(self.backend, SimulationClock) else None
         return float(data.time) if data is not None else self.time_s()
 
     def start_recording(self, fps: float | None) -> None:
         """Record the simulation at `fps` during every move (`--record-fps`); None stops."""
-        start = getattr(self.backend, "start_recording", None)
-        if start is None:
+        if not isinstance(self.backend, ControlRecording):
             raise ValueError(
                 f"--record-fps: the {type(self.backend).__name__} backend does not record at the control "
                 "rate (the MuJoCo backend does)"
             )
-        start(fps)
+        self.backend.start_recording(fps)
 
     def take_recording(self) -> dict[str, np.ndarray]:
         """The frames recorded since the last call as arrays (`RunWriter.save_control`'s layout):
@@ -585,10 +600,9 @@ class ArmEnvironment:
             sink(next(iter(self._obs.images.values())))
 
     def judge_success(self, end_reason: str, detail: str) -> bool | None:
-        judge = getattr(self.backend, "judge_success", None)
-        if judge is None:
+        if not isinstance(self.backend, SuccessJudge):
             return None
-        verdict = judge(end_reason, detail)
+        verdict = self.backend.judge_success(end_reason, detail)
         return None if verdict is None else bool(verdict)
 
     def close(self) -> None:

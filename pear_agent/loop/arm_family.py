@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pear_agent.loop.arm_environment import ArmEnvironment
+from pear_agent.loop.arm_options import ArmOptions
 from pear_agent.loop.environment import environment_options
 from pear_agent.loop.family_parts import PromptSchema, RlRewards
 from pear_agent.loop.registry import NO_ASK, EnvSpec, Family, PolicyAsk, UnknownNameError
 from pear_agent.policies.scripted import ScriptedPolicy
+from pear_agent.robot.backend import ShapedReward
 from pear_agent.robot.config import Requirement, RobotConfig
 from pear_agent.robot.kinematics import Kinematics
 from pear_agent.robot.loader import load_robot
-from pear_agent.settings import setting
 
 if TYPE_CHECKING:
     from pear_agent.loop.environment import Environment
@@ -27,25 +28,6 @@ if TYPE_CHECKING:
     from pear_agent.policies.base import Policy
     from pear_agent.policies.experts import Expert
     from pear_agent.robot.backend import Backend
-
-ROBOT_HELP = "robot name in robots/ or a path to a robot YAML anywhere (default: the task's robot)"
-
-
-@dataclass
-class ArmOptions:
-    """The options every arm family takes: `--robot` (every command), `--preset` (bench)."""
-
-    robot: str | None = setting(None, help=ROBOT_HELP)
-    preset: str | None = setting(
-        None,
-        commands=("bench",),
-        help="the PEAR paper's protocols: pear_real (its 30 real-robot trials, in simulation); "
-        "(.venv-libero only) libero (40 tasks x 50 init states), libero_pro[/TYPE], "
-        "libero_plus[/DIMENSION]; (.venv-metaworld only) metaworld_mt10, metaworld_mt50; NAME@K runs K "
-        "episodes per task and perturbation. Prints and writes "
-        "(libero_summary.json) success per suite and perturbation, Wilson intervals and the paired "
-        "drop against LIBERO",
-    )
 
 
 @dataclass(frozen=True)
@@ -136,8 +118,8 @@ class ArmFamily(Family, RlRewards, PromptSchema):
         )
 
     def rewards(self, env: Environment, result: EpisodeResult) -> tuple[float, float | None]:
-        shaped = getattr(getattr(env, "backend", None), "shaped_reward", None)
-        value = shaped() if callable(shaped) else None  # a backend or task may define none
+        backend = getattr(env, "backend", None)  # an arm environment's
+        value = backend.shaped_reward() if isinstance(backend, ShapedReward) else None  # or none defined
         return (1.0 if result.success else 0.0), (None if value is None else float(value))
 
     def prompt_schema(self, env: Environment) -> tuple[str, dict[str, Any]]:

@@ -30,6 +30,7 @@ ENVIRONMENT_OPTIONS = (
     "tokens_per_image_patch_px",
     "max_invalid",
     "max_chunk",
+    "max_turns",
 )
 """The loop options (`EpisodeConfig` fields) an environment is built with: an `EnvSpec` carries
 them to workers and `ArmEnvironment` takes them as keywords of the same names."""

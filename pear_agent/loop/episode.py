@@ -19,7 +19,6 @@ check, or the backend's `judge_success` on hardware).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import time
@@ -32,14 +31,12 @@ import numpy as np
 from pear_agent.loop.environment import Environment, TurnPrompt
 from pear_agent.loop.step_watch import env_step
 from pear_agent.policies.base import Policy, PolicyReply, decide_async
-from pear_agent.policies.model_settings import settings_from_args
-from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.protocol.actions import PROTOCOL_VERSION, ActionError
 from pear_agent.protocol.history import HISTORY_OLDER, LINE_KEY, check_history, window
 from pear_agent.protocol.prompts import OBSERVATION_MODES, Message
 from pear_agent.records.log import RunWriter
 from pear_agent.robot.backend import EpisodeAborted
-from pear_agent.settings import add_arguments, setting, values_from_args
+from pear_agent.settings import setting
 
 EndReason = Literal[
     "success",
@@ -74,7 +71,7 @@ DEFAULT_CONTEXT_TOKENS = 64000
 
 @dataclass
 class EpisodeConfig:
-    """The turn loop's settings; `add_loop_args` and `add_clock_args` make the command line from
+    """The turn loop's settings; `pear_agent.cli.loop_options` makes the command line from
     these fields (`EnvSpec.of` carries them to workers)."""
 
     max_turns: int | None = setting(None, ros="max_turns", help="override the task's turn limit")
@@ -680,59 +677,3 @@ class Episode:
     def _report(self, turn: int, summary: str, outcome: str, sim_time_s: float, success: bool) -> None:
         if self.on_turn is not None:
             self.on_turn(TurnRecord(turn, summary, outcome, sim_time_s, success))
-
-
-# -- command-line options of the loop, shared by `run` and `bench` -----------------------------
-LOOP_OPTIONS = (
-    "max_turns",
-    "max_invalid",
-    "observation",
-    "scene_facts",
-    "scene_relative",
-    "max_chunk",
-    "history",
-    "history_older",
-    "record_fps",
-)
-CLOCK_OPTIONS = ("mode", "latency_s", "max_context_tokens")
-
-
-def add_loop_args(parser: argparse.ArgumentParser | Any) -> None:
-    """`--max-turns`, `--max-invalid`, `--observation`, `--scene-facts`, `--max-chunk`, `--history`,
-    `--history-older`, `--record-fps` (EpisodeConfig fields)."""
-    add_arguments(parser, EpisodeConfig, only=LOOP_OPTIONS)
-
-
-def add_clock_args(parser: argparse.ArgumentParser | Any) -> None:
-    """`--realtime`, `--latency`, `--max-context-tokens` (EpisodeConfig fields)."""
-    add_arguments(parser, EpisodeConfig, only=CLOCK_OPTIONS)
-
-
-def clock_from_args(args: Any) -> dict[str, Any]:
-    """EpisodeConfig keyword arguments for the clock and the context budget, checked. Without
-    --max-context-tokens the budget is the server's window where it reports one (asked once)."""
-    values = values_from_args(EpisodeConfig, args)
-    clock = {k: values.get(k) for k in CLOCK_OPTIONS}
-    clock["mode"] = clock["mode"] or "paused"
-    if clock["max_context_tokens"] is None:
-        settings = settings_from_args(args)
-        window = OpenAIPolicy(settings).context_window() if settings is not None else None
-        clock["max_context_tokens"] = window or DEFAULT_CONTEXT_TOKENS
-    EpisodeConfig(**clock)  # the checks, before any worker starts
-    return clock
-
-
-def loop_options_from_args(args: Any) -> dict[str, Any]:
-    """EpisodeConfig keyword arguments from `add_loop_args` options (defaults when absent); checked
-    by `EpisodeConfig` itself."""
-    values = values_from_args(EpisodeConfig, args)
-    out = {k: values[k] for k in LOOP_OPTIONS if k in values}
-    for key in ("max_chunk", "record_fps"):  # only when given: benches recorded before stay resumable
-        if out.get(key) is None:
-            out.pop(key, None)
-    if not out.get("scene_relative"):  # likewise the relative positions: off in every older bench
-        out.pop("scene_relative", None)
-    if out.get("history") is None:  # likewise the window: no window is what every older bench ran
-        out.pop("history", None)
-        out.pop("history_older", None)
-    return out

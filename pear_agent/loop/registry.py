@@ -16,7 +16,7 @@ class), so one can live outside this repository:
 The four in this repository are registered the same way (setup.cfg) and are also known here by
 name, so an install whose metadata predates them still finds them. Adapter modules are imported
 only through this registry, lazily: nothing in `pear_agent/` imports `sim_adapters` by name, not even
-inside a function (`tests/test_registry.py` scans every import statement); what only an adapter can
+inside a function (`tests/loop/test_registry.py` scans every import statement); what only an adapter can
 do for a command is an optional part of its family (`pear_agent.loop.family_parts`).
 """
 
@@ -73,6 +73,8 @@ class EnvSpec:
     max_invalid: int = 3
     max_chunk: int | None = None
     """The most steps one reply may carry (None: the robot's or environment's default)."""
+    max_turns: int | None = None
+    """The episode's turn limit where it overrides the task's (the briefing states it)."""
 
     @classmethod
     def of(

@@ -141,16 +141,13 @@ def add_model_args(p: Any) -> None:
     add_arguments(p.add_argument_group("model (any OpenAI-compatible endpoint)"), ModelSettings)
 
 
-def settings_from_args(args: Any, *, realtime: bool | None = None) -> ModelSettings | None:
+def settings_from_args(args: Any, *, realtime: bool = False) -> ModelSettings | None:
     """The model settings `args` holds (its command's `ModelSettings` options, checked), or None
-    without --model. Unless told, a timed-out decision is retried when the clock is paused, not
-    when it is `realtime` (the world has moved on); `realtime` None: the clock `args` holds."""
-    from pear_agent.loop.episode import EpisodeConfig  # cycle: the loop imports the policies
-
+    without --model. Unless told, a timed-out decision is retried when the loop's clock is paused,
+    not when it is `realtime` (the world has moved on; `pear_agent.cli.loop_options.
+    model_settings_from_args` reads the clock from the same options)."""
     values = values_from_args(ModelSettings, args)
     values["extra_body"] = values.get("extra_body") or {}
-    if realtime is None:
-        realtime = values_from_args(EpisodeConfig, args).get("mode") == "realtime"
     if values.get("retry_timeouts") is None:
         values["retry_timeouts"] = not realtime
     settings = ModelSettings(**values)

@@ -88,7 +88,9 @@ def system_prompt(
     max_invalid: int = 3,
     max_chunk: int = 1,
     press: bool = False,
+    max_turns: int | None = None,
 ) -> str:
+    """`max_turns`: the episode's turn limit where it overrides the task's."""
     if observation not in OBSERVATION_MODES:
         raise ValueError(f"observation must be one of {OBSERVATION_MODES}, not {observation!r}")
     if observation == "compact":
@@ -101,6 +103,7 @@ def system_prompt(
             max_invalid=max_invalid,
             max_chunk=max_chunk,
             press=press,
+            max_turns=max_turns,
         )
     parts, example = [], {}
     for name, part in robot.parts.items():
@@ -132,7 +135,7 @@ def system_prompt(
         chunk=chunk_rules(first_name, max_chunk, first.gripper is not None)
         + (f"\n{PRESS_RULE}" if press else ""),
         instruction=task.instruction,
-        max_turns=task.max_turns,
+        max_turns=max_turns or task.max_turns,
     )
 
 
@@ -146,6 +149,7 @@ def compact_system_prompt(
     max_invalid: int = 3,
     max_chunk: int = 1,
     press: bool = False,
+    max_turns: int | None = None,
 ) -> str:
     """The short briefing of `--observation compact` (`prompts/system_compact.md`)."""
     first_name, first = next(iter(robot.parts.items()))
@@ -163,7 +167,7 @@ def compact_system_prompt(
     return _template("system_compact", prompts_dir).substitute(
         robot_name=robot.name,
         instruction=task.instruction.strip(),
-        max_turns=task.max_turns,
+        max_turns=max_turns or task.max_turns,
         frame_x=robot.frame.x,
         frame_y=robot.frame.y,
         frame_z=robot.frame.z,

@@ -256,7 +256,7 @@ def jpeg_bytes(arrays: dict[str, np.ndarray], cam: str, i: int) -> bytes:
 
 def decode_jpeg(data: bytes) -> np.ndarray:
     """A recorded JPEG as H x W x 3 uint8 RGB (what the dataset's frames hold): the export and the
-    LeRobot policy server (`pear_agent.lerobot_server`) decode alike. ValueError if unreadable."""
+    LeRobot policy server (`pear_agent.policies.lerobot.server`) decode alike. ValueError if unreadable."""
     import cv2  # heavy: cv2
 
     bgr = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
@@ -273,7 +273,7 @@ def control_vectors(arrays: dict[str, np.ndarray], layout: dict[str, Any], i: in
     """The vector features of recorded frame i: `observation.state` (per part the joints, then the
     gripper opening), `observation.velocity`, `observation.tool_pose` and `action` (the setpoint:
     joint targets, then the gripper command). One mapping for the export and for a LeRobot policy
-    run through pear-agent's tasks (`pear_agent.policies.lerobot`), so a policy is fed what it was
+    run through pear-agent's tasks (`pear_agent.policies.lerobot.client`), so a policy is fed what it was
     trained on; `split_action` is its inverse for `action`."""
     state, vel, act, pose = [], [], [], []
     for p in layout["parts"]:

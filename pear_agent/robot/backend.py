@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -114,3 +114,82 @@ class Backend(Protocol):
     def stop(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+# -- optional abilities: a backend that has one offers it; the arm environment asks with isinstance.
+# (Python 3.11 finds a member as getattr does, so a wrapper delegating by __getattr__, such as the
+# twin replay's StartedAt, offers what it wraps; from 3.12 isinstance reads members statically.)
+@runtime_checkable
+class PressAware(Protocol):
+    """A move may carry `press` (the gripper keeps squeezing, ending `blocked` on a stall) when
+    `honours_press` is true; the parser refuses it otherwise."""
+
+    honours_press: bool
+
+
+@runtime_checkable
+class RunHeaderSource(Protocol):
+    """Adds to a run's header (a real robot: its arm mode and speed scale)."""
+
+    def run_header(self) -> dict[str, Any]: ...
+
+
+@runtime_checkable
+class ActionPreview(Protocol):
+    """Shown each motion before it moves (a real robot's step mode): what the model asked, what is
+    left of it after clipping, and the clipping's notes."""
+
+    def preview_action(self, asked: str, clipped: str, notes: list[str]) -> None: ...
+
+
+@runtime_checkable
+class Perturbed(Protocol):
+    """The perturbation the episode's reset drew (None or empty: none), recorded in its results."""
+
+    perturbation: dict[str, Any] | None
+
+
+@runtime_checkable
+class SetpointControl(Protocol):
+    """Runs joint setpoints at the control rate (a LeRobot policy's actions) and reports the frame
+    a policy sees between them."""
+
+    def control_frame(self) -> ControlFrame: ...
+
+    def execute_setpoint(self, commands: dict[str, PartCommand], duration_s: float) -> Outcome: ...
+
+
+@runtime_checkable
+class ChunkExecution(Protocol):
+    """Runs a reply's steps as one motion: (the outcome, the steps reached). Without it the loop
+    runs them one `execute` after another, stopping at the first miss."""
+
+    def execute_chunk(self, steps: list[dict[str, PartCommand]]) -> tuple[Outcome, int]: ...
+
+
+@runtime_checkable
+class SimulationClock(Protocol):
+    """A simulator's state whose `time` is the simulation's clock now (MuJoCo's `MjData`)."""
+
+    data: Any
+
+
+@runtime_checkable
+class ControlRecording(Protocol):
+    """Records the simulation at `fps` during every move (`--record-fps`); None stops."""
+
+    def start_recording(self, fps: float | None) -> None: ...
+
+
+@runtime_checkable
+class SuccessJudge(Protocol):
+    """Judges an ended episode itself (hardware: the operator); None: no verdict."""
+
+    def judge_success(self, end_reason: str, detail: str) -> bool | None: ...
+
+
+@runtime_checkable
+class ShapedReward(Protocol):
+    """A dense reward beside success (None: the task defines none)."""
+
+    def shaped_reward(self) -> float | None: ...

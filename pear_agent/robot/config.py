@@ -662,3 +662,11 @@ class Requirement(NamedTuple):
 
 ONE_ARM = Requirement(1)
 TWO_ARMS = Requirement(2)
+
+
+def task_point_cm(robot: RobotConfig, part: str) -> tuple[float, float] | None:
+    """The middle of the task area's part inside the part's workspace box (None: they miss)."""
+    table, box = robot.table_or_default(), robot.parts[part].limits.workspace_cm
+    x0, x1 = max(table.task_area_cm["x"][0], box["x"][0]), min(table.task_area_cm["x"][1], box["x"][1])
+    y0, y1 = max(table.task_area_cm["y"][0], box["y"][0]), min(table.task_area_cm["y"][1], box["y"][1])
+    return None if x0 >= x1 or y0 >= y1 else ((x0 + x1) / 2, (y0 + y1) / 2)

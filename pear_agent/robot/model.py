@@ -27,6 +27,16 @@ if TYPE_CHECKING:
 RUNTIME_PREFIX = "pear/"
 
 
+def ee_site_name(part: str) -> str:
+    return f"{RUNTIME_PREFIX}{part}_ee"
+
+
+def camera_name(camera: str) -> str:
+    """The MuJoCo name of a description's camera: the runtime's namespace, so a model's own
+    camera of the same name never clashes with it."""
+    return f"{RUNTIME_PREFIX}{camera}"
+
+
 def one_line(exc: BaseException) -> str:
     """MuJoCo's multi-line error text on one line."""
     return " ".join(str(exc).replace("Error:", "").split())

@@ -39,6 +39,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pear_agent.loop.episode import JUDGED_ENDINGS, EpisodeConfig
+from pear_agent.loop.registry import make_backend
+from pear_agent.loop.task_experts import scripted_policy
+from pear_agent.policies.bringup import BringupPolicy
+from pear_agent.policies.model_settings import ModelSettings
+from pear_agent.policies.openai_client import OpenAIPolicy
+from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.protocol.prompts import OBSERVATION_MODES
 from pear_agent.records.log import RunWriter, new_run_dir
 from pear_agent.records.view import RRD_NAME, EpisodeView
@@ -107,22 +114,16 @@ class _Paced:
 def make_policy(p: dict[str, Any], task: str) -> Any:
     kind = p["policy"]
     if kind == "scripted":
-        from pear_agent.loop.task_experts import scripted_policy  # heavy: cv2
-
         try:
             return scripted_policy(task, action_noise_cm=float(p["action_noise_cm"]), seed=int(p["seed"]))
         except ValueError as exc:
             raise ConfigError(f"policy scripted: {exc}") from None
     if kind == "bringup":
-        from pear_agent.policies.bringup import BringupPolicy  # heavy: cv2
-
         try:
             return BringupPolicy(float(p["bringup_height_cm"]))
         except ValueError as exc:
             raise ConfigError(f"policy bringup: {exc}") from None
     if kind == "replay":
-        from pear_agent.policies.replay import ReplayPolicy  # heavy: cv2
-
         if not p["replay_path"]:
             raise ConfigError(
                 "policy replay needs the `replay_path` parameter: an episode.jsonl recorded with "
@@ -134,9 +135,6 @@ def make_policy(p: dict[str, Any], task: str) -> Any:
         policy = ReplayPolicy(path)
         return _Paced(policy, float(p["replay_delay_s"])) if p["replay_delay_s"] > 0 else policy
     if kind == "openai":
-        from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
-        from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
-
         if not p["model"]:
             raise ConfigError("policy openai needs the `model` parameter")
         return OpenAIPolicy(ModelSettings(**shared_values(p, "ModelSettings")))
@@ -236,7 +234,6 @@ def _interrupted(signal_name: str, settings: RosSettings) -> str:
 
 def _twin(modes: ArmModeSettings, robot: Any, seed: int) -> Any:
     """The shadow's simulated twin: the robot YAML's MuJoCo model in `twin_task`'s scene."""
-    from pear_agent.loop.registry import make_backend  # heavy: mujoco
 
     try:
         twin = make_backend(modes.twin_task, robot, render=False)
@@ -261,7 +258,6 @@ def run(node: Any, p: dict[str, Any]) -> int:
     from std_msgs.msg import String  # optional: rclpy
 
     from pear_agent.loop.arm_environment import arm_episode  # heavy: cv2
-    from pear_agent.loop.episode import JUDGED_ENDINGS, EpisodeConfig  # heavy: cv2
     from pear_agent.ros2.backend import RosBackend  # heavy: cv2
 
     try:

@@ -43,9 +43,11 @@ from pear_agent.ros2 import joint_velocity as jv
 from pear_agent.ros2.braking import Braking
 from pear_agent.ros2.cameras import Cameras
 from pear_agent.ros2.graph import (
+    is_compressed_topic,
     json_object,
     spin_own_node,
 )
+from pear_agent.ros2.joint_states import JointStates
 from pear_agent.ros2.modes import ArmModeSettings, ShadowAndStep, scaled
 from pear_agent.ros2.operator import Operator
 from pear_agent.ros2.settings import (
@@ -56,7 +58,7 @@ from pear_agent.ros2.settings import (
 from pear_agent.ros2.stack_check import StackCheck
 
 
-class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep):
+class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep, JointStates):
     """Backend over a live ROS 2 graph. `node` must be spun by the caller (in another thread).
     `modes`: free, shadow or step, and the speed scale (`pear_agent.ros2.modes`); `twin`: the
     simulated backend a shadow runs each action in (needs `set_joints` and `execute_chunk`)."""
@@ -147,7 +149,7 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep):
             JointState, s.joint_states_topic, self._on_joint_state, qos_profile_sensor_data
         )
         for cam_name, cam_topic in self.cameras.items():
-            compressed = cv.is_compressed_topic(cam_topic)
+            compressed = is_compressed_topic(cam_topic)
             node.create_subscription(
                 CompressedImage if compressed else Image,
                 cam_topic,
@@ -172,41 +174,6 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep):
         self.operator.abort = lambda: self._estop_reason
 
     # -- callbacks (executor thread) ----------------------------------------------------
-    def _on_joint_state(self, msg: Any) -> None:
-        now = time.monotonic()
-        stamp_s = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
-        transit = self._transit_s(stamp_s)
-        raw = time.time() - stamp_s if stamp_s > 0 else None
-        t_est = stamp_s if stamp_s > 0 else now  # the broadcaster's stamps: free of delivery jitter
-        with self._lock:
-            for i, name in enumerate(msg.name):
-                pos = float(msg.position[i]) if i < len(msg.position) else float("nan")
-                vel = float(msg.velocity[i]) if i < len(msg.velocity) else float("nan")
-                if np.isfinite(vel):
-                    self._velocity_from[name] = (jv.PUBLISHED, 0.0)
-                else:  # no velocity state interface (empty array) or a driver's NaN: from the motion
-                    self._estimator.add(name, t_est, pos)
-                    est = self._estimator.estimate(name)
-                    vel = est.velocity if est is not None else float("nan")
-                    self._velocity_from[name] = (jv.ESTIMATED, est.lag_s) if est else ("", float("inf"))
-                self._joints[name] = (pos, vel, now, transit, raw)
-
-    def _transit_s(self, stamp_s: float) -> float:
-        """How old a message already was when it arrived: receipt (system clock) - header stamp.
-        0 for an unstamped message; a stamp more than 1 s off is a clock not shared with the
-        robot (noted once in the log) and counts from receipt."""
-        if stamp_s <= 0.0:
-            return 0.0
-        transit = time.time() - stamp_s
-        if -0.05 <= transit <= 1.0:
-            return max(0.0, transit)
-        if not self._clock_note:
-            self._clock_note = f"joint state stamps are {transit:+.2f} s off this computer's clock"
-            self.node.get_logger().warning(
-                f"{self._clock_note}: synchronise the clocks (chrony/PTP); ages count from receipt"
-            )
-        return 0.0
-
     def _on_image(self, camera: str, msg: Any, compressed: bool) -> None:
         with self._lock:
             self._images[camera] = (msg, compressed, time.monotonic())
@@ -241,19 +208,6 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep):
         with self._lock:
             return dict(self._status)
 
-    def _read_aged(self, names: list[str]) -> tuple[np.ndarray, np.ndarray, float]:
-        """Positions, velocities and the age of the oldest of them (inf when one is missing): the
-        time since its header stamp (since receipt where the clocks disagree), so a message that
-        arrived late counts as old as it is."""
-        now = time.monotonic()
-        with self._lock:
-            rows = [self._joints.get(n) for n in names]
-        if any(r is None for r in rows):
-            return np.full(len(names), np.nan), np.full(len(names), np.nan), float("inf")
-        pos = np.array([r[0] for r in rows])
-        vel = np.array([r[1] for r in rows])
-        return pos, vel, max(now - r[2] + r[3] for r in rows)
-
     def _arm_limits(self, p: _PartSpec) -> cv.MoveLimits:
         """What every arm move of part `p` is planned within (slowed by `speed_scale`; a stop never is)."""
         s = self.settings
@@ -261,52 +215,6 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep):
             p.vmax, s.joint_acceleration_rad_s2, s.joint_jerk_rad_s3, p.lower, p.upper, s.trajectory_dt_s
         )
         return scaled(limits, self.modes.speed_scale)
-
-    def _read(self, names: list[str]) -> tuple[np.ndarray, np.ndarray]:
-        pos, vel, _ = self._read_aged(names)
-        return pos, vel
-
-    def joint_check(self, names: list[str]) -> str | None:
-        """Why commanding is unsafe now (missing or stale joint states), or None."""
-        topic = self.settings.joint_states_topic
-        now = time.monotonic()
-        with self._lock:
-            missing = [n for n in names if n not in self._joints]
-            ages = [now - self._joints[n][2] + self._joints[n][3] for n in names if n in self._joints]
-        if len(missing) == len(names):
-            return f"no joint states on {topic}"
-        if missing:
-            return f"joint states on {topic} lack {', '.join(missing)}"
-        age = max(ages)
-        if age > self.settings.joint_state_max_age_s:
-            limit = self.settings.joint_state_max_age_s
-            return f"joint states on {topic} are {age:.2f} s old (limit {limit:g} s)"
-        return None
-
-    def fresh_check(self, names: list[str]) -> str | None:
-        """joint_check after waiting up to `wait_for_fresh_state_s` for a fresh message."""
-        deadline = time.monotonic() + self.settings.wait_for_fresh_state_s
-        why = self.joint_check(names)
-        while why is not None and time.monotonic() < deadline:
-            time.sleep(0.005)
-            why = self.joint_check(names)
-        return why
-
-    def _required_joints(self) -> list[str]:
-        out = []
-        for p in self.parts.values():
-            out += p.joints
-            if p.gripper is not None:
-                out.append(p.g_joint)
-        return out
-
-    def wait_for_joint_states(self, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self.joint_check(self._required_joints()) is None:
-                return True
-            time.sleep(0.02)
-        return self.joint_check(self._required_joints()) is None
 
     # -- Backend protocol ---------------------------------------------------------------
     def reset(self, seed: int) -> Observation:
@@ -636,7 +544,9 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep):
                 stale_since = now if stale_since is None else stale_since
                 if now - stale_since < s.wait_for_fresh_state_s:
                     continue
-                self._hold_all(plans, gplans)
+                unheard = self._hold_all(plans, gplans)
+                if unheard is not None:  # the driver kept its trajectory: never claim a stop
+                    return Outcome("stopped", f"{why} during the motion; {unheard}", t)
                 return Outcome(
                     "refused",
                     f"{why} during the motion; braked to rest along the trajectory, sending nothing more",
@@ -677,20 +587,26 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep):
                     return False
         return True
 
-    def _hold_all(self, plans: dict[str, cv.TrajectoryPlan], gplans: dict[str, cv.TrajectoryPlan]) -> None:
+    def _hold_all(
+        self, plans: dict[str, cv.TrajectoryPlan], gplans: dict[str, cv.TrajectoryPlan]
+    ) -> str | None:
         """Brake every part in motion to rest (from the trajectory it follows when the joint
-        states are stale: see `_stop_msg`)."""
+        states are stale: see `_stop_msg`). None once every driver that reports what it takes has
+        taken its stop, else what `_stops_heard` did instead."""
+        sent: dict[str, int] = {}
         with self._pub_lock:
             if self._estop_reason is not None:
-                return
+                return None
+            before = self._driver_counts()
             for name in plans:
                 p = self.parts[name]
-                self._stop_part(p, p.topic, p.joints)
+                sent[name] = sent.get(name, 0) + self._stop_part(p, p.topic, p.joints)
             for name in gplans:
                 p = self.parts[name]
                 self._gripper_target.pop(name, None)
                 if p.gripper_topic:
-                    self._stop_part(p, p.gripper_topic, [p.g_joint])
+                    sent[name] = sent.get(name, 0) + self._stop_part(p, p.gripper_topic, [p.g_joint])
+        return self._stops_heard(sent, before)
 
     def _blocked(self, name: str, plan: cv.TrajectoryPlan, t: float, why: str) -> Outcome:
         latched = self.driver_check()
@@ -700,10 +616,15 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep):
         q, _ = self._read(p.joints)
         err = plan.positions[-1] - q
         bad = [p.joints[i] for i in np.flatnonzero(np.abs(err) >= self.settings.reach_tolerance_rad)]
+        sent: dict[str, int] = {}
         with self._pub_lock:
+            before = self._driver_counts()
             if self._estop_reason is None:
-                self._stop_part(p, p.topic, p.joints)  # to rest where it is
+                sent[name] = int(self._stop_part(p, p.topic, p.joints))  # to rest where it is
         detail = f"{name} {why}; joints short of target: {', '.join(bad)} (max {np.max(np.abs(err)):.3f} rad)"
+        unheard = self._stops_heard(sent, before)
+        if unheard is not None:  # the driver kept its trajectory: never claim a stop
+            return Outcome("stopped", f"{detail}; {unheard}", t, bad)
         return Outcome("blocked", detail, t, bad)
 
     def advance(self, duration_s: float) -> None:

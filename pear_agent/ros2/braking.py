@@ -10,6 +10,7 @@ import numpy as np
 from pear_agent.ros2 import conversions as cv
 from pear_agent.ros2 import joint_velocity as jv
 from pear_agent.ros2.settings import (
+    STOP_CONFIRM_S,
     _PartSpec,
 )
 
@@ -180,6 +181,48 @@ class Braking:
         if msg is not None:
             self._publish_msg(topic, msg)
         return msg is not None
+
+    def _driver_counts(self) -> dict[str, tuple[int, int]]:
+        """Per part whose driver reports a status: (trajectories accepted, rejected) so far."""
+        return {
+            part: (int(st.get("accepted", 0)), int(st.get("rejected", 0)))
+            for part, st in self.driver_states().items()
+        }
+
+    def _stops_heard(self, sent: dict[str, int], before: dict[str, tuple[int, int]]) -> str | None:
+        """After stops were sent (`sent`: how many messages per part), where a part's driver
+        reports what it takes (`before`: its counts then), wait up to STOP_CONFIRM_S for it to
+        take them. A driver that rejects a stop (yam_driver_node rejects a brake that would move
+        the arm faster than its cap from where the driver measures it: one planned from a stale
+        state) keeps following its trajectory, and one that says nothing may too: then the
+        e-stop latches every driver, which brakes from its own reference, and the line returned
+        says so. None when every such driver took its stop (or none reports: a ros2_control
+        stack, whose controllers take any valid trajectory)."""
+        watched = {part: n for part, n in sent.items() if n and part in before}
+        deadline = time.monotonic() + STOP_CONFIRM_S
+        why = ""
+        while watched:
+            states = self.driver_states()
+            counts = self._driver_counts()
+            rejected = [p for p in watched if p in counts and counts[p][1] > before[p][1]]
+            if rejected:
+                why = "; ".join(
+                    f"the {p} driver rejected the stop ({states[p].get('last_rejection') or 'no reason'})"
+                    for p in rejected
+                )
+                break
+            watched = {p: n for p, n in watched.items() if p not in counts or counts[p][0] < before[p][0] + n}
+            if watched and time.monotonic() >= deadline:
+                names = ", ".join(watched)
+                why = f"no word from the {names} driver that it took the stop within {STOP_CONFIRM_S:g} s"
+                break
+            if watched:
+                time.sleep(0.005)
+        if not why:
+            return None
+        self.node.get_logger().error(f"{why}: e-stop")
+        self.emergency_stop(why)
+        return f"{why}: e-stop latched, every driver brakes to rest by itself"
 
     @property
     def stopped_reason(self) -> str | None:

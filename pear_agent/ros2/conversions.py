@@ -14,6 +14,8 @@ from typing import Any
 import cv2
 import numpy as np
 
+from pear_agent.ros2.graph import is_compressed_topic as is_compressed_topic  # read here too
+
 MIN_SEGMENT_S = 0.1
 """Shortest trajectory we send: a zero-length move still becomes one point 0.1 s ahead."""
 
@@ -94,11 +96,6 @@ def fit_image(rgb: np.ndarray, width: int, height: int) -> np.ndarray:
         y0 = (h - ch) // 2
         rgb = rgb[y0 : y0 + ch]
     return np.ascontiguousarray(cv2.resize(rgb, (width, height), interpolation=cv2.INTER_AREA))
-
-
-def is_compressed_topic(topic: str) -> bool:
-    """image_transport's convention: a CompressedImage topic ends with /compressed."""
-    return topic.rstrip("/").endswith("/compressed")
 
 
 @dataclass

@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.loop.episode import EpisodeResult, latency_summary
+
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_CONFIG, EXIT_STOPPED = 0, 1, 2, 3
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
 """128 + the signal's number, as a shell reports a process ended by it."""
@@ -53,7 +55,6 @@ def result_from_log(log_path: Path, end_reason: str, detail: str, **fields: Any)
     """An EpisodeResult for an episode the loop did not finish: turns, decision times, invalid
     replies, policy failures and tokens counted from the turns logged so far (a turn in flight when
     the episode ended is not in the log and is not counted)."""
-    from pear_agent.loop.episode import EpisodeResult  # heavy: cv2
 
     result = EpisodeResult(False, 0, end_reason, detail, **fields)  # type: ignore[arg-type]
     for rec in _records(log_path):
@@ -81,7 +82,6 @@ def result_from_log(log_path: Path, end_reason: str, detail: str, **fields: Any)
 
 def summary_fields(result: Any) -> dict[str, Any]:
     """The loop's summary: the EpisodeResult's fields and the decision-time figures."""
-    from pear_agent.loop.episode import latency_summary  # heavy: cv2
 
     return result.to_json() | latency_summary(result)
 

@@ -132,3 +132,8 @@ def controller_states(node: Any, controller_manager: str, timeout_s: float = 2.0
 
 def trajectory_topic(controller: str) -> str:
     return f"/{controller.strip('/')}/joint_trajectory"
+
+
+def is_compressed_topic(topic: str) -> bool:
+    """image_transport's convention: a CompressedImage topic ends with /compressed."""
+    return topic.rstrip("/").endswith("/compressed")

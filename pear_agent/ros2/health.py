@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pear_agent.robot.loader import load_robot
-from pear_agent.ros2.graph import controller_states, trajectory_topic
+from pear_agent.ros2.graph import controller_states, is_compressed_topic, trajectory_topic
 from pear_agent.ros2.ros_session import (
     AgentStatus,
     DriverStatus,
@@ -54,8 +54,6 @@ def _listen(
     """Subscriptions to the joint states and every camera; (the streams, their lock)."""
     from rclpy.qos import qos_profile_sensor_data  # optional: rclpy
     from sensor_msgs.msg import CompressedImage, Image, JointState  # optional: rclpy
-
-    from pear_agent.ros2.conversions import is_compressed_topic  # heavy: cv2
 
     streams: dict[str, _Stream] = {}
     lock = threading.Lock()

@@ -29,6 +29,7 @@ import numpy as np
 
 from pear_agent.bench import pear_real
 from pear_agent.bench.runner import RESULTS, append_result, episode_key, read_results
+from pear_agent.loop.registry import make_backend
 from pear_agent.robot.loader import load_robot
 from pear_agent.ros2.ros_session import AgentStatus, Session, agent_params, describe_event, domain, wait_until
 
@@ -65,7 +66,6 @@ def body_yaw(data: Any, name: str) -> float:
 def scene(trial: pear_real.Trial, picture: Path | None) -> dict[str, Any]:
     """The trial's scene from the simulator: its instruction, what goes where (one line per item,
     base frame of the robot) and, when `picture` is given, the top camera's image written there."""
-    from pear_agent.loop.registry import make_backend  # heavy: cv2
 
     robot = load_robot(pear_real.ROBOT)
     backend = make_backend(trial.task, robot, render=picture is not None)

@@ -13,9 +13,12 @@ from typing import Any, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.robot.config import RobotConfig
 from pear_agent.robot.kinematics import Kinematics
 from pear_agent.ros2.graph import trajectory_topic
+from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.settings import type_of
 
 START_LATENESS_S = 0.25
@@ -153,9 +156,6 @@ class Parameter(NamedTuple):
 
 
 def _definitions() -> dict[str, type]:
-    from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
-    from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
-    from pear_agent.ros2.modes import ArmModeSettings  # heavy: cv2
 
     return {
         "EpisodeConfig": EpisodeConfig,
@@ -214,6 +214,11 @@ def shared_values(params: dict[str, Any], definition: str) -> dict[str, Any]:
 DRIVER_STATUS_MAX_AGE_S = 3.0
 """A driver republishes its status every second; an older one tells nothing (the joint-state check
 speaks for a driver that is gone)."""
+
+STOP_CONFIRM_S = 1.0
+"""A driver that reports the trajectories it takes and rejects (its status: yam_driver_node) says
+within milliseconds (its next control tick, then DDS) whether it took a stop; one that has said
+nothing after this long is treated as one that rejected it."""
 
 
 class _PartSpec:

@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.loop.registry import make_backend
 from pear_agent.robot.config import RobotConfigError
 from pear_agent.robot.loader import load_robot
-from pear_agent.ros2.graph import declare_params, spin_in_background, trajectory_topic
+from pear_agent.ros2.graph import declare_params, is_compressed_topic, spin_in_background, trajectory_topic
 from pear_agent.ros2.yam_trajectory import Spline
 
 PARAMS: dict[str, Any] = {
@@ -93,9 +94,6 @@ class SimRobot:
         from sensor_msgs.msg import CompressedImage, Image, JointState  # optional: rclpy
         from std_msgs.msg import String  # optional: rclpy
         from trajectory_msgs.msg import JointTrajectory  # optional: rclpy
-
-        from pear_agent.loop.registry import make_backend  # heavy: cv2
-        from pear_agent.ros2.conversions import is_compressed_topic  # heavy: cv2
 
         self.node, self.p = node, params
         self.robot = load_robot(params["robot"])

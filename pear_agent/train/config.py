@@ -11,6 +11,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from pear_agent.loop.episode import EpisodeConfig
+
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 
 
@@ -217,7 +219,6 @@ class Recipe(Strict):
     def _loop_settings(self) -> Recipe:
         """The turn-loop settings a recipe gives are `EpisodeConfig`'s, checked by its own lines (one
         definition, whether a setting comes from the command line, a ROS parameter or a recipe)."""
-        from pear_agent.loop.episode import EpisodeConfig  # heavy: pinocchio
 
         EpisodeConfig(
             observation=self.observation,

@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pear_agent.protocol.actions import ACTION, DONE, reply_text
+from pear_agent.rl.trajectories import load_trajectories
+
 
 @dataclass
 class Example:
@@ -25,7 +28,6 @@ class Example:
 def executed_reply(reply: str, executed: dict[str, Any], done: bool) -> str:
     """The reply with its action replaced by what was executed after clipping (within the per-turn
     caps and the workspace): the expert's reasoning, then that action, as the prompt asks."""
-    from pear_agent.protocol.actions import ACTION, DONE, reply_text  # heavy: pinocchio
 
     reasoning = reply.split("```", 1)[0].strip()
     wire: dict[str, Any] = {ACTION: executed}
@@ -87,7 +89,6 @@ def from_run_folder(folder: Path, executed_actions: bool = False) -> Example:
 
 def load_examples(paths: list[str | Path], executed_actions: bool = False) -> list[Example]:
     """Every episode under the given folders (or trajectories.jsonl files)."""
-    from pear_agent.rl.trajectories import load_trajectories  # heavy: cv2
 
     out: list[Example] = []
     for raw in paths:

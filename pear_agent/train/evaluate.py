@@ -14,6 +14,7 @@ import numpy as np
 from pear_agent.bench.report import end_reasons
 from pear_agent.bench.runner import episode_key
 from pear_agent.loop.registry import family_of
+from pear_agent.train.batched import BatchedGenerator
 from pear_agent.train.config import MixEntry, Recipe
 from pear_agent.train.local_model import make_local_policy
 from pear_agent.train.mix import Draw, TaskMix
@@ -60,7 +61,6 @@ def evaluate(
     `sampling_seed`: at a temperature above 0, every flight samples from (this seed, its episode
     seed, the turn), so two models, or two runs over ranges that share a seed, draw that seed's
     flight from the same stream; None: the seed is the flight's index in `draws`."""
-    from pear_agent.train.batched import BatchedGenerator  # optional: torch
 
     model, tok = loaded or load_model(model_name, dtype=recipe.model.dtype)
     model.eval()

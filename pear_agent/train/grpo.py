@@ -27,9 +27,8 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -37,98 +36,31 @@ import numpy as np
 from pear_agent.loop.episode import NO_REPLY_ENDINGS
 from pear_agent.records.log import RunWriter
 from pear_agent.rl.advantages import FilterCounts, classify_group, group_advantages
+from pear_agent.train.batched import BatchedGenerator
 from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.config import Recipe
+from pear_agent.train.evaluate import eval_draws, evaluate, summarize
+from pear_agent.train.grpo_steps import Collected, StepReport, TrainingGroup, reward_of
+from pear_agent.train.grpo_update import (
+    UpdateContext,
+    UpdateSums,
+    behaviour_hiddens,
+    hidden_under,
+    keep_snapshots,
+    micro_batch,
+    micro_batch_loss,
+    optimizer_step,
+    step_sequences,
+)
 from pear_agent.train.local_model import make_local_policy
-from pear_agent.train.loss import causal_parts, chunked_terms, clipped_surrogate, k3_kl, reply_hidden
 from pear_agent.train.metrics_log import MetricsLog
 from pear_agent.train.mix import Draw, TaskMix
 from pear_agent.train.models import load_snapshot, save_checkpoint, snapshot, trainable_model
 from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
-from pear_agent.train.sequences import episode_sequences
 from pear_agent.train.sft import peak_rss_mb
-from pear_agent.train.token_server import TokenServerPolicy
-from pear_agent.train.vision import reply_banned_ids, text_tokenizer
+from pear_agent.train.token_server import TokenServerPolicy, check_processed_logprobs
+from pear_agent.train.vision import text_tokenizer
 from pear_agent.train.vllm_sync import VLLMAdapterSync, cap_trainer_memory
-
-
-@dataclass
-class Group:
-    draw: Draw
-    records: list[dict[str, Any]]
-    rewards: list[float]
-    verdict: str
-    advantages: list[float] = field(default_factory=list)
-
-
-@dataclass
-class Collected:
-    """One step's rollouts: which weights sampled them and when they flew."""
-
-    step: int
-    version: int
-    kept: list[Group]
-    sampled: list[Group]
-    t0: float
-    t1: float
-
-
-@dataclass
-class StepReport:
-    step: int
-    version: int
-    stage: str
-    groups_sampled: int
-    groups_kept: int
-    dropped: dict[str, int]
-    mean_reward: float
-    """Over every episode the step flew (kept and dropped groups): the policy's own groups."""
-    success_rate: float
-    loss: float
-    generated_tokens: int
-    trained_tokens: int
-    logprob_drift: float | None
-    """max |log p - log mu| over every generated token with a recorded log mu (on-policy ones
-    against the trained weights, stale ones against the snapshot that sampled them): float noise
-    when the trainer sees exactly the tokens and distribution that sampled them; None when no token
-    could be compared."""
-    drift_tokens: int
-    rollout_s: float
-    update_s: float
-    step_s: float
-    tokens_per_s: float
-    """Generated tokens per second of rollout."""
-    peak_rss_mb: float
-    sampler_version: int = 0
-    """The weights that sampled this step's rollouts (version - rollout_lag or newer)."""
-    overlapped_s: float = 0.0
-    """Seconds of this step's rollouts that ran while an update trained (rollout_lag > 0)."""
-    grad_norm: float | None = None
-    """The gradient's norm before clipping (`grpo.max_grad_norm`); None when nothing was trained."""
-    learning_rate: float | None = None
-    """The rate this step's update used (the schedule after its warmup)."""
-    entropy: float | None = None
-    """Mean entropy of the trained policy at the generated tokens (nats)."""
-    kl: float | None = None
-    """Mean k3 estimate of KL(pi || initial policy) at the generated tokens, before the update."""
-    clipped_fraction: float | None = None
-    """Generated tokens whose ratio pi/mu left [1 - clip_eps, 1 + clip_eps] (`grpo.clip_eps` set)."""
-    reply_tokens_mean: float = 0.0
-    reply_tokens_max: int = 0
-    task_success: dict[str, float] = field(default_factory=dict)
-    """Success rate per task over every episode the step flew."""
-    val_success: dict[str, float] | None = None
-    """Validation success per task (`grpo.eval_every` steps), greedy, every flight in flight at once."""
-    episodes: str | None = None
-    """The folder holding the episodes this step kept (`grpo.keep_episodes`)."""
-    checkpoint: str | None = None
-
-
-def reward_of(record: dict[str, Any], kind: str) -> float:
-    if kind == "shaped" and record.get("shaped_reward") is not None:
-        return float(record["shaped_reward"])
-    return 1.0 if record["success"] else 0.0
-
 
 TRAINER_STATE = "trainer_state.pt"
 """In each GRPO checkpoint: what `train grpo --resume` restores (not needed to fly the checkpoint)."""
@@ -237,8 +169,6 @@ class GRPOTrainer:
         if self.cfg.generator == "vllm":
             self._start_server_generator()
         else:
-            from pear_agent.train.batched import BatchedGenerator  # optional: transformers
-
             if self.cfg.rollout_lag > 0:
                 # the producer samples with its own copy of the weights while the trainer updates
                 self.sampler_model = copy.deepcopy(self.accelerator.unwrap_model(self.model))
@@ -255,7 +185,6 @@ class GRPOTrainer:
         self.sync = VLLMAdapterSync(g.vllm_url, keep=g.rollout_lag + g.max_staleness + 1)
         self.sync.check_server(lora.r)
         self._publish()
-        from pear_agent.train.token_server import check_processed_logprobs  # heavy: cv2
 
         check_processed_logprobs(g.vllm_url, self.sync.name(self.version), text_tokenizer(self.tokenizer))
 
@@ -351,7 +280,7 @@ class GRPOTrainer:
 
     def rollouts(
         self, draws: list[Draw], step: int, first_group: int, version: int | None = None
-    ) -> list[Group]:
+    ) -> list[TrainingGroup]:
         """Fly every draw `group_size` times, all in flight at once (up to `episodes_in_flight`),
         sampling with the weights of `version` (default: the current ones)."""
         g = self.cfg
@@ -415,10 +344,12 @@ class GRPOTrainer:
                     if r["end_reason"] in NO_REPLY_ENDINGS
                 )
                 self.log(f"step {step}: group {d.task} s{d.seed} dropped: {why}")
-            groups.append(Group(d, recs, rewards, verdict))
+            groups.append(TrainingGroup(d, recs, rewards, verdict))
         return groups
 
-    def collect(self, step: int, version: int | None = None) -> tuple[list[Group], list[Group]]:
+    def collect(
+        self, step: int, version: int | None = None
+    ) -> tuple[list[TrainingGroup], list[TrainingGroup]]:
         """(kept groups, every group sampled): all-equal groups are dropped and new ones drawn."""
         g = self.cfg
         mix = self.mixes[self.stage(step)]
@@ -427,8 +358,8 @@ class GRPOTrainer:
         if gen is not None and hasattr(gen, "new_weights") and v != self._prefix_version:
             gen.new_weights()  # its prompt starts were prefilled with other weights
             self._prefix_version = v
-        kept: list[Group] = []
-        sampled: list[Group] = []
+        kept: list[TrainingGroup] = []
+        sampled: list[TrainingGroup] = []
         limit = g.max_attempts_factor * g.groups_per_step
         while len(kept) < g.groups_per_step and len(sampled) < limit:
             need = min(g.groups_per_step - len(kept), limit - len(sampled))
@@ -479,7 +410,6 @@ class GRPOTrainer:
     def validate(self, step: int) -> dict[str, float]:
         """The current weights on the validation seeds (`train pick`'s), greedy, every flight in
         flight at once through the batched generator; success rate per task."""
-        from pear_agent.train.evaluate import eval_draws, evaluate, summarize  # heavy: cv2
 
         draws = eval_draws(self.recipe, "val", self.cfg.eval_episodes)
         model = self.accelerator.unwrap_model(self.model)
@@ -498,43 +428,15 @@ class GRPOTrainer:
         self.log(f"validation after step {step}: " + ", ".join(f"{t} {v:.2f}" for t, v in out.items()))
         return out
 
-    # -- the update ---------------------------------------------------------------------------
-    def _sequences(self, groups: list[Group]) -> list[tuple[Any, float]]:
-        items = []
-        for grp in groups:
-            for rec, adv in zip(grp.records, grp.advantages, strict=True):
-                traces = rec.get("turn_tokens") or []
-                replies = sum(1 for m in rec["messages"] if m["role"] == "assistant")
-                missing = [k for k in range(replies) if k >= len(traces) or not (traces[k] or {}).get("ids")]
-                if missing:
-                    raise ValueError(
-                        f"episode {rec.get('id')}: reply {missing[0] + 1} of {replies} came back without its "
-                        "sampled token ids, so the update cannot train on what was sampled; the generator "
-                        "must return them (grpo.generator vllm: a vLLM server answering /v1/completions "
-                        "with logprobs and return_tokens_as_token_ids; grpo.generator local records them)"
-                    )
-                # with a history window, one sequence per stretch the model saw append-only
-                for seq in episode_sequences(
-                    self.tokenizer,
-                    rec["messages"],
-                    traces,
-                    rec.get("history"),
-                    rec.get("history_older", "line"),
-                ):
-                    if seq.reply_tokens:
-                        items.append((seq, adv))
-        return items
-
-    def update(self, groups: list[Group]) -> tuple[float, int, float | None, int]:
+    # -- the update (its pieces: `pear_agent.train.grpo_update`) ----------------------------------
+    def update(self, groups: list[TrainingGroup]) -> tuple[float, int, float | None, int]:
         """One optimizer step on the kept groups: (loss, trained tokens, logprob drift, tokens the
         drift compared). The drift is max |log p - log mu| over every generated token that has a
         recorded log mu: on-policy ones against the weights being trained, stale ones against the
         snapshot that sampled them; None when no token could be compared (never a 0.0 that means
         nothing was looked at)."""
-        import torch  # optional: torch
-
         g = self.cfg
-        items = self._sequences(groups)
+        items = step_sequences(self.tokenizer, groups)
         n_tokens = sum(s.reply_tokens for s, _ in items)
         self.last_update = {}
         if not items or n_tokens == 0:
@@ -542,164 +444,39 @@ class GRPOTrainer:
         device = self.accelerator.device
         self.model.train()
         self.optimizer.zero_grad()
-        total, drift, compared = 0.0, 0.0, 0
-        ent_sum, kl_sum, clipped = 0.0, 0.0, 0
-        pad = text_tokenizer(self.tokenizer).pad_token_id or 0
         model = self.accelerator.unwrap_model(self.model)
-        _, head, softcap = causal_parts(model)
-        # a trainable head (full fine-tuning) differs between versions: the snapshot holds its weight
-        head_name = next(
-            (n for n, p in model.named_parameters() if p is head.weight and p.requires_grad), None
-        )
-        banned_ids = reply_banned_ids(self.tokenizer)  # no policy samples these (its samplers ban them)
-        banned = torch.tensor(banned_ids, dtype=torch.long, device=device) if banned_ids else None
+        ctx = UpdateContext.of(g, model, self.tokenizer, device, n_tokens, self.snapshots, self.initial)
+        sums = UpdateSums()
         for k in range(0, len(items), g.micro_batch):
-            batch = items[k : k + g.micro_batch]
-            width = max(len(s.input_ids) for s, _ in batch)
-            ids = torch.full((len(batch), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(batch), width))
-            vers = torch.full((len(batch), width), -1, dtype=torch.long)
-            old = torch.zeros((len(batch), width))
-            has_old = torch.zeros((len(batch), width), dtype=torch.bool)
-            for b, (s, _) in enumerate(batch):
-                n = len(s.input_ids)
-                ids[b, :n] = torch.tensor(s.input_ids)
-                mask[b, :n] = torch.tensor(s.mask, dtype=torch.float)
-                vers[b, :n] = torch.tensor(s.versions or [-1] * n)
-                if s.old_logprobs is not None:
-                    old[b, :n] = torch.tensor(s.old_logprobs)
-                    has_old[b, :n] = torch.tensor(s.mask, dtype=torch.bool)
-            adv = torch.tensor([a for _, a in batch], dtype=torch.float, device=device)
-            ids, mask, vers, old = ids.to(device), mask.to(device), vers.to(device), old.to(device)
-            has_old = has_old.to(device)
-            attn = torch.ones_like(ids)
-            for b, (s, _) in enumerate(batch):
-                attn[b, len(s.input_ids) :] = 0
-            fwd = {"input_ids": ids, "attention_mask": attn}
-            pixels = [s.vision for s, _ in batch if s.vision]  # a vision-language model's images
-            if pixels:
-                fwd |= {k: torch.cat([p[k] for p in pixels]).to(device) for k in pixels[0]}
-            # the model's body over the sequence; the head, the log-softmax and the estimator only at
-            # the positions that predict a generated token, in chunks (`loss.chunked_terms`)
-            sel = mask[:, 1:] > 0
-            tvers, told, thas = vers[:, 1:][sel], old[:, 1:][sel], has_old[:, 1:][sel]
-            tadv = adv.unsqueeze(-1).expand_as(mask[:, 1:])[sel]
-            versions = sorted({int(x) for x in torch.unique(tvers).tolist()})
-            # the sampling policies' hidden states first (their weights swapped in, no graph): the
-            # swap writes the live weights in place, so it must not happen once the graph of the
-            # trained forward pass holds them (without gradient checkpointing backward would fail)
-            behaviours: dict[int, Any] = {}
-            for v in versions:
-                if v == self.version:
-                    continue
-                if v not in self.snapshots:
-                    raise ValueError(
-                        f"tokens sampled by policy version {v} are more than grpo.max_staleness="
-                        f"{g.max_staleness} versions behind the trained version {self.version}"
-                    )
-                with torch.no_grad():
-                    current = load_snapshot(self.model, self.snapshots[v])
-                    behaviours[v] = reply_hidden(model, fwd, mask)[0][tvers == v]
-                    load_snapshot(self.model, current)
+            mb = micro_batch(items[k : k + g.micro_batch], ctx.pad, device)
+            # the sampling policies' hidden states first (their weights swapped in, no graph)
+            behaviours = behaviour_hiddens(
+                self.model, model, self.snapshots, self.version, g.max_staleness, mb
+            )
             ref_hidden = None
             if self.version > 0:  # at version 0 the trained policy is the initial one: KL 0
-                with torch.no_grad():
-                    current = load_snapshot(self.model, self.initial)
-                    ref_hidden = reply_hidden(model, fwd, mask)[0]
-                    load_snapshot(self.model, current)
-            hidden, targets = reply_hidden(model, fwd, mask)
-            loss = hidden.new_zeros((), dtype=torch.float32)
-            for v in versions:
-                rows = tvers == v
-                # PPO clipping corrects for the lag with the ratio pi / mu (no score-centring)
-                behaviour = behaviours.get(v) if g.clip_eps is None else None
-                weight = self.snapshots[v].get(head_name) if head_name and v in behaviours else None
-                ents: list[Any] = []
-                score, lp_g = chunked_terms(
-                    head,
-                    hidden[rows],
-                    targets[rows],
-                    g.temperature,
-                    softcap,
-                    behaviour_hidden=behaviour,
-                    behaviour_weight=weight,
-                    chunk=g.reply_chunk,
-                    banned=banned,
-                    entropy=ents,
-                )
-                lp = lp_g.detach()
-                seen = thas[rows]
-                if g.clip_eps is not None:
-                    old_lp = torch.where(seen, told[rows], lp)  # no recorded log mu: ratio 1
-                    obj = clipped_surrogate(lp_g, old_lp, tadv[rows], g.clip_eps)
-                    ratio = torch.exp(lp - old_lp)
-                    clipped += int(((ratio - 1).abs() > g.clip_eps).sum().item())
-                else:
-                    obj = tadv[rows] * score
-                part = -obj.sum() / n_tokens
-                if ref_hidden is not None:
-                    ref_weight = self.initial.get(head_name) if head_name else None
-                    ref_head = (
-                        head if ref_weight is None else SimpleNamespace(weight=ref_weight, bias=head.bias)
-                    )
-                    with torch.no_grad():
-                        _, ref_lp = chunked_terms(
-                            ref_head, ref_hidden[rows], targets[rows], g.temperature, softcap,
-                            chunk=g.reply_chunk, banned=banned,
-                        )  # fmt: skip
-                    kl = k3_kl(lp_g, ref_lp)
-                    kl_sum += float(kl.detach().sum().item())
-                    if g.kl_coef > 0:
-                        part = part + g.kl_coef * kl.sum() / n_tokens
-                ent_sum += float(ents[0].sum().item()) if ents else 0.0
-                loss = loss + part
-                # the drift: every token with a recorded log mu, stale ones against the snapshot
-                # that sampled them (its hidden states and head), on-policy ones against pi
-                if bool(seen.any()):
-                    ref = lp
-                    if v in behaviours:
-                        with torch.no_grad():
-                            mu_head = (
-                                head if weight is None else SimpleNamespace(weight=weight, bias=head.bias)
-                            )
-                            _, ref = chunked_terms(
-                                mu_head,
-                                behaviours[v],
-                                targets[rows],
-                                g.temperature,
-                                softcap,
-                                chunk=g.reply_chunk,
-                                banned=banned,
-                            )
-                    drift = max(drift, float((ref - told[rows])[seen].abs().max().item()))
-                    compared += int(seen.sum().item())
+                ref_hidden = hidden_under(self.model, self.initial, model, mb)
+            loss = micro_batch_loss(ctx, mb, behaviours, ref_hidden, sums)
             self.accelerator.backward(loss)
-            total += float(loss.item())
-        trainable = [p for p in self.model.parameters() if p.requires_grad]
-        grad_norm = float(
-            self.accelerator.clip_grad_norm_(trainable, g.max_grad_norm or float("inf"))
-        )  # before clipping
-        lr = float(self.optimizer.param_groups[0]["lr"])
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad()
+            sums.loss += float(loss.item())
+        grad_norm, lr = optimizer_step(
+            self.accelerator, self.model, self.optimizer, self.scheduler, g.max_grad_norm
+        )
         self.last_update = {
             "grad_norm": grad_norm,
             "learning_rate": lr,
-            "entropy": ent_sum / n_tokens,
-            "kl": kl_sum / n_tokens,
-            "clipped_fraction": clipped / n_tokens if g.clip_eps is not None else None,
+            "entropy": sums.entropy / n_tokens,
+            "kl": sums.kl / n_tokens,
+            "clipped_fraction": sums.clipped / n_tokens if g.clip_eps is not None else None,
         }
         with self._lock:
             self.version += 1
             self.snapshots[self.version] = snapshot(self.model)
-            keep_n = g.rollout_lag + g.max_staleness
-            for v in [v for v in self.snapshots if v < self.version - keep_n]:
-                del self.snapshots[v]
+            keep_snapshots(self.snapshots, self.version, g.rollout_lag + g.max_staleness)
             self._lock.notify_all()
         if self.sync is not None:
             self._publish()
-        return total, n_tokens, (drift if compared else None), compared
+        return sums.loss, n_tokens, (sums.drift if sums.compared else None), sums.compared
 
     # -- the run ------------------------------------------------------------------------------
     def checkpoint(self, step: int, merge: bool = False) -> Path:

@@ -21,6 +21,7 @@ from typing import Any
 
 from pear_agent.policies.base import PolicyReply, TokenTrace, TurnContext
 from pear_agent.protocol.prompts import Message
+from pear_agent.train.batched import GenRequest, _common_prefix, _cut, generate_batch
 from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.loss import BANNED_LOGIT
 from pear_agent.train.sequences import ChatSequence
@@ -105,11 +106,6 @@ class LocalModelPolicy:
         """The token ids the cache holds (a history window keeps only the start they share)."""
 
     def _request(self, ids: list[int]) -> Any:
-        from pear_agent.train.batched import (
-            GenRequest,  # optional: transformers
-            _common_prefix,
-            _cut,
-        )
 
         kv = self._kv if self.reuse_cache else None
         start = self._cache_len if kv is not None else 0
@@ -135,7 +131,6 @@ class LocalModelPolicy:
         return sampled_reply(self, ids, out_ids, logprobs, t0)
 
     def act(self, messages: list[Message], ctx: TurnContext) -> PolicyReply:
-        from pear_agent.train.batched import generate_batch  # optional: transformers
 
         t0 = time.perf_counter()
         ids = open_turn(self, messages)
@@ -162,7 +157,6 @@ class LocalModelPolicy:
 
     def sample(self, ids: list[int]) -> tuple[list[int], list[float]]:
         """Sample up to max_new_tokens after `ids` (no cache kept); (new ids, log mu of each)."""
-        from pear_agent.train.batched import GenRequest, generate_batch  # optional: transformers
 
         self._turn += 1
         req = GenRequest(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pear_agent.loop import family_parts
+from pear_agent.loop.registry import arm_tasks, family_of, task_names
 from pear_agent.rl.curriculum import SuccessTracker
 from pear_agent.train.config import MixEntry
 
@@ -19,7 +20,6 @@ def expand_tasks(pattern: str) -> list[str]:
     """`libero_goal/*` -> every task of that suite; any other name as it is."""
     if not pattern.endswith("/*"):
         return [pattern]
-    from pear_agent.loop.registry import arm_tasks, task_names  # heavy: cv2
 
     prefix = pattern[:-1]
     names = set(arm_tasks()) | {t for t in task_names() if t.startswith(prefix)}  # `pick_up_object/*` too
@@ -79,8 +79,6 @@ class TaskMix:
         if e.filter is None:
             seed = self._next[i]
         else:
-            from pear_agent.loop.registry import family_of  # heavy: cv2
-
             found = family_parts.filtered_seeds(family_of(e.task), e.task, e.filter, self._next[i], hi, 1)
             if not found:
                 raise ValueError(f"no more {self.split} seeds pass filter {e.filter!r} for {e.task}")

@@ -39,6 +39,8 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, StreamingResponse
 
+from pear_agent.train.batched import GenRequest, generate_batch
+from pear_agent.train.local_model import make_local_policy
 from pear_agent.train.model_files import load_model
 from pear_agent.train.sequences import text_messages
 from pear_agent.train.vision import is_processor, text_tokenizer
@@ -55,9 +57,6 @@ def create_app(
     (vLLM's default) those of the raw logits, so the tests can stand in for a vLLM started without it."""
     if logprobs_mode not in ("processed_logprobs", "raw_logprobs"):
         raise ValueError(f"logprobs_mode must be processed_logprobs or raw_logprobs, not {logprobs_mode!r}")
-    from pear_agent.train.batched import GenRequest, generate_batch  # optional: torch
-    from pear_agent.train.local_model import make_local_policy  # heavy: cv2
-
     model, loaded = load_model(model_name)
     vision = is_processor(loaded)
     """A vision-language model: `loaded` is its processor; the chat path keeps the messages' images."""

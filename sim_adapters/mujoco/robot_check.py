@@ -2,7 +2,7 @@
 
 The MuJoCo family's `RobotCheck` part (`pear_agent.loop.family_parts`): the gripper closes and opens,
 each gripper part grasps the task's 4 cm cube and carries it, every camera renders something
-sensible. `pear_agent.robots_check` asks for it through the registry (it imports no adapter).
+sensible. `pear_agent.cli.robots_check` asks for it through the registry (it imports no adapter).
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ import numpy as np
 
 from pear_agent.loop.registry import make_backend
 from pear_agent.robot.backend import PartCommand
-from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.config import RobotConfig, task_point_cm
 from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
-from pear_agent.robots_check import task_point_cm
 from sim_adapters.mujoco.scene import camera_name, ee_site_name
 from sim_adapters.mujoco.tasks.base import finger_geoms, set_free_pose
 from sim_adapters.mujoco.tasks.pick_place import CUBE_HALF_M

@@ -20,6 +20,8 @@ from pear_agent.robot.model import (
     CONTACT_OPTIONS,
     RUNTIME_PREFIX,
     apply_joint_overrides,
+    camera_name,
+    ee_site_name,
     find_actuator,
     load_robot_spec,
     one_line,
@@ -43,16 +45,6 @@ def look_at_quat(pos: np.ndarray, target: np.ndarray) -> np.ndarray:
     quat = np.zeros(4)
     mujoco.mju_mat2Quat(quat, mat.flatten())
     return quat
-
-
-def ee_site_name(part: str) -> str:
-    return f"{RUNTIME_PREFIX}{part}_ee"
-
-
-def camera_name(camera: str) -> str:
-    """The MuJoCo name of a description's camera: the runtime's namespace, so a model's own
-    camera of the same name never clashes with it."""
-    return f"{RUNTIME_PREFIX}{camera}"
 
 
 @dataclass(frozen=True)

@@ -78,6 +78,11 @@ def test_benchmark_script_prints_json(name: str, tmp_path: Path) -> None:
             pytest.skip("the commit it compares against is not in this clone (shallow?)")
     if name == "loop_equivalence":
         out = run_script(name, CASES[name], timeout=600, tmp=tmp_path)
+    elif name == "abandoned_decision":  # a model server: minutes under load, bounded by the script
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        import abandoned_decision
+
+        out = run_script(name, CASES[name], timeout=abandoned_decision.worst_case_s(1, 1.5) + 60)
     else:
         out = run_script(name, CASES[name])
     if name == "ik":

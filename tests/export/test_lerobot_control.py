@@ -18,7 +18,7 @@ import cv2
 import numpy as np
 import pytest
 
-from pear_agent.policies.lerobot import lerobot_python
+from pear_agent.policies.lerobot.client import lerobot_python
 from pear_agent.records.export_lerobot import reasoning_of
 
 REPO = Path(__file__).resolve().parents[2]

@@ -15,7 +15,7 @@ import cv2
 import numpy as np
 import pytest
 
-from pear_agent.policies.lerobot import lerobot_python
+from pear_agent.policies.lerobot.client import lerobot_python
 
 pytestmark = pytest.mark.wallclock
 

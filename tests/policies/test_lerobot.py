@@ -1,6 +1,6 @@
 """`--policy lerobot:<checkpoint>` against the real parts: a tiny ACT trained here by LeRobot's own
 `lerobot-train` (in .venv-lerobot, no pretrained backbone) on a control-rate export of two expert
-pick_cube episodes, served by `pear_agent.lerobot_server` and run through `bench`, `run` and
+pick_cube episodes, served by `pear_agent.policies.lerobot.server` and run through `bench`, `run` and
 `compare`. What is checked: the server answers a chunk of the asked shape with the dataset's rate;
 each turn runs the configured number of actions, each held 1/fps simulated seconds, and the
 controller's recorded setpoints are the chunk's targets; latency is recorded; `compare` pairs the
@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pear_agent.policies.lerobot import lerobot_python
+from pear_agent.policies.lerobot.client import lerobot_python
 
 pytestmark = pytest.mark.wallclock
 
@@ -86,7 +86,7 @@ def _environment(robot: str | None = None) -> Any:
 
 def test_the_server_answers_a_chunk_of_the_asked_shape_at_the_datasets_rate(trained: dict[str, Path]) -> None:
     from pear_agent.loop.registry import close_environment
-    from pear_agent.policies.lerobot import LeRobotPolicy, LeRobotSettings, server_for
+    from pear_agent.policies.lerobot.client import LeRobotPolicy, LeRobotSettings, server_for
 
     settings = LeRobotSettings(actions_per_chunk=5)
     policy = LeRobotPolicy(str(trained["checkpoint"]), settings)
@@ -169,7 +169,7 @@ def test_a_bad_checkpoint_or_a_missing_lerobot_environment_is_one_line(trained: 
 def test_features_that_do_not_fit_the_robot_end_the_episode_in_one_line(trained: dict[str, Path]) -> None:
     from pear_agent.loop.episode import Episode, EpisodeConfig
     from pear_agent.loop.registry import close_environment
-    from pear_agent.policies.lerobot import LeRobotPolicy
+    from pear_agent.policies.lerobot.client import LeRobotPolicy
 
     env = _environment("ur5e")  # 6 joints: the panda-trained policy's state has 7 + the gripper
     try:
@@ -186,7 +186,7 @@ def test_a_server_killed_mid_episode_ends_it_in_one_line_with_the_robot_held(
 ) -> None:
     from pear_agent.loop.episode import Episode, EpisodeConfig
     from pear_agent.loop.registry import close_environment
-    from pear_agent.policies.lerobot import LeRobotPolicy, LeRobotSettings, server_for
+    from pear_agent.policies.lerobot.client import LeRobotPolicy, LeRobotSettings, server_for
 
     settings = LeRobotSettings(actions_per_chunk=4, lerobot_timeout_s=60)
     server = server_for(str(trained["checkpoint"]), settings)
@@ -217,7 +217,7 @@ def test_realtime_runs_the_queue_while_a_request_is_in_flight(trained: dict[str,
     each request, and the new chunk's actions for those steps are dropped."""
     from pear_agent.loop.episode import Episode, EpisodeConfig
     from pear_agent.loop.registry import close_environment
-    from pear_agent.policies.lerobot import LeRobotPolicy, LeRobotSettings
+    from pear_agent.policies.lerobot.client import LeRobotPolicy, LeRobotSettings
 
     settings = LeRobotSettings(actions_per_chunk=6, chunk_size_threshold=0.5)
     seen: list[tuple[str, float]] = []
@@ -242,7 +242,7 @@ def test_realtime_runs_the_queue_while_a_request_is_in_flight(trained: dict[str,
 
 def test_the_core_side_imports_neither_lerobot_nor_torch() -> None:
     code = (
-        "import sys, pear_agent.cli, pear_agent.policies.lerobot, pear_agent.loop.episode, "
+        "import sys, pear_agent.cli, pear_agent.policies.lerobot.client, pear_agent.loop.episode, "
         "pear_agent.loop.arm_environment, pear_agent.bench.runner; "
         "bad = [m for m in ('lerobot', 'torch') if m in sys.modules]; print(bad); sys.exit(1 if bad else 0)"
     )

@@ -233,13 +233,14 @@ def test_dropped_prompt_is_warned_in_log_and_console(capsys) -> None:
 def test_settings_from_args_realtime_does_not_retry_timeouts() -> None:
     import argparse
 
-    from pear_agent.loop.episode import add_clock_args
+    from pear_agent.cli.loop_options import add_clock_args, model_settings_from_args
 
     p = argparse.ArgumentParser()
     ms.add_model_args(p)
     add_clock_args(p)
     args = p.parse_args(["--model", "m", "--realtime", "--structured-output", "auto"])
-    s = ms.settings_from_args(args)
+    s = model_settings_from_args(args)
+    assert ms.settings_from_args(args, realtime=True) == s
     assert not s.retry_timeouts and s.structured_output == "auto" and s.max_tokens == ms.DEFAULT_MAX_TOKENS
     assert ms.settings_from_args(p.parse_args(["--model", "m"])).retry_timeouts
     with pytest.raises(ValueError, match="needs --model"):
@@ -255,7 +256,7 @@ def test_settings_from_args_realtime_does_not_retry_timeouts() -> None:
 def test_context_budget_defaults_to_the_servers_window() -> None:
     import argparse
 
-    from pear_agent.loop.episode import DEFAULT_CONTEXT_TOKENS, add_clock_args, clock_from_args
+    from pear_agent.cli.loop_options import DEFAULT_CONTEXT_TOKENS, add_clock_args, clock_from_args
 
     p = argparse.ArgumentParser()
     ms.add_model_args(p)

@@ -67,7 +67,7 @@ def test_convert_log_refuses_a_missing_file(tmp_path) -> None:
 
 
 def test_invalid_and_empty_replies_replay_in_their_turns(backend, panda_kin, tmp_path) -> None:
-    from tests.test_episode import ListPolicy
+    from tests.loop.test_episode import ListPolicy
 
     script = [
         "",

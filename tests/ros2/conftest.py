@@ -107,6 +107,12 @@ def start_node(tmp_path: Path) -> Iterator[Callable[[str, str, dict[str, Any]], 
         p.stop()
 
 
+LOADED = {"wait_for_fresh_state_s": 2.0}
+"""On a loaded machine the stand-in's joint-state stream can pause for a few hundred ms (seen: 0.29 s
+at a load of 30 on 2 cores): the agent then waits up to this long for a fresh state instead of
+ending the episode `refused` (freshness has its own tests, test_safety.py and test_load.py; the
+tests that use this ask something else)."""
+
 TRUTH_TOPIC = "/jtc_double/true_joint_states"
 
 
@@ -379,3 +385,40 @@ def start_double(tmp_path: Path) -> Iterator[Callable[..., DoubleProcess]]:
     yield start
     for d in procs:
         d.stop()
+
+
+class InProcessAgent:
+    """RosBackend on a node spun exactly as agent_node spins its own (spin_in_background)."""
+
+    def __init__(self, robot: Any, **settings: Any) -> None:
+        import rclpy
+
+        from pear_agent.robot.backend import TaskInfo
+        from pear_agent.ros2.backend import RosBackend
+        from pear_agent.ros2.graph import spin_in_background
+        from pear_agent.ros2.settings import RosSettings
+
+        rclpy.init()
+        self.node = rclpy.create_node("pear_agent")
+        defaults = {"disabled_cameras": "all", "operator_terminal": False, "wait_for_joint_states_s": 20.0}
+        self.settings = RosSettings(**(defaults | settings))
+        self.backend = RosBackend(robot, self.node, TaskInfo("stop_test", "", 30), self.settings)
+        self._shutdown = spin_in_background(self.node)
+
+    def close(self) -> None:
+        self._shutdown()
+
+
+@pytest.fixture
+def agent(yam: Any) -> Iterator[Callable[..., InProcessAgent]]:
+    """`agent(**settings)`: an InProcessAgent on the YAM with these RosSettings, closed after the test."""
+    made: list[InProcessAgent] = []
+
+    def make(**settings: Any) -> InProcessAgent:
+        a = InProcessAgent(yam, **settings)
+        made.append(a)
+        return a
+
+    yield make
+    for a in made:
+        a.close()

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,14 +17,13 @@ import numpy as np
 import pytest
 
 from pear_agent.robot.backend import PartCommand
-from tests.ros2.conftest import REPO, Probe, double_config, home_joints
+from tests.ros2.conftest import LOADED, REPO, Probe, double_config, home_joints
 from tests.ros2.test_agent_endings import DOWN, UP, _agent, _summary
 from tests.ros2.test_stops import (
     BRAKING_ONLY,
     DECEL_SLACK,
     REVERSAL_LIMIT_RAD,
     TRUTH,
-    InProcessAgent,
     motion,
     stamped_series,
 )
@@ -35,26 +33,8 @@ pytestmark = pytest.mark.wallclock
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 
 LEFT_TOPIC = "/left_arm_controller/joint_trajectory"
-LOADED = {"wait_for_fresh_state_s": 2.0}
-"""On a loaded machine the stand-in's joint-state stream can pause for a few hundred ms (seen: 0.29 s
-at a load of 30 on 2 cores): the agent then waits up to this long for a fresh state instead of
-ending the episode `refused` (freshness has its own tests; these test the modes)."""
 RATE_HZ = 100.0
 """the stand-in's joint-state rate: a crossing measured from its states is late by up to 1/RATE_HZ"""
-
-
-@pytest.fixture
-def agent(yam) -> Iterator[Any]:
-    made: list[InProcessAgent] = []
-
-    def make(**settings: Any) -> InProcessAgent:
-        a = InProcessAgent(yam, **settings)
-        made.append(a)
-        return a
-
-    yield make
-    for a in made:
-        a.close()
 
 
 def _plan_of(msg: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -263,7 +243,7 @@ def test_shadow_sends_nothing_to_the_controllers_and_records_one_twin_outcome_pe
         real = [home_joints(yam)[j] for j in yam.parts["left_arm"].joints]
         np.testing.assert_allclose(rec["twin_start"]["joints_rad"]["left_arm"], real, atol=1e-3)
     # the live view (episode.rrd) has the twin's arm beside the real one, once per action
-    from tests.test_view import read_rrd
+    from tests.records.test_view import read_rrd
 
     rrd = read_rrd(Path(summary["run_dir"]) / "episode.rrd")
     assert len(rrd["/world/twin/skeleton"]["turn"]) == 3 and len(rrd["/twin/outcome"]["turn"]) == 3

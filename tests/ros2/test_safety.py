@@ -5,6 +5,7 @@ operator's judgement. The double checks every message it receives against the sp
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,33 @@ pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/se
 
 AGENT = "pear_agent.ros2.agent_node"
 LEFT = "left_arm_controller"
+EPISODE_S = 30.0
+"""How long one of these short episodes may take once the agent is up. A wait that also spans the
+agent's start-up (imports, DDS discovery: tens of seconds on a loaded machine) adds STARTUP_S; each
+wait ends at its event, so only a failing test waits it out."""
+
+
+def _stack_check_bound_s() -> float:
+    """The longest the stack check may take by its configured waits (RosSettings' defaults, which
+    these agents run with): joint states, the drivers' status (2 s), the controllers' subscriptions
+    and their activity (each `wait_for_controllers_s`), the cameras."""
+    from pear_agent.ros2.settings import RosSettings
+
+    s = RosSettings()
+    return s.wait_for_joint_states_s + 2.0 + 2 * s.wait_for_controllers_s + s.wait_for_images_s
+
+
+def _check_took_s(log: str) -> float:
+    """From the start of the stack check (the agent's `arm mode` line, logged just before it) to the
+    end of the episode it refused (`episode done`), by the stamps of the agent's own log lines: the
+    time the process took to start is not the check's."""
+    stamps: dict[str, float] = {}
+    for line in log.splitlines():
+        m = re.match(r"\[\w+\] \[(\d+\.\d+)\] \[pear_agent\]: (arm mode|episode done)", line)
+        if m:
+            stamps.setdefault(m.group(2), float(m.group(1)))
+    assert set(stamps) == {"arm mode", "episode done"}, log
+    return stamps["episode done"] - stamps["arm mode"]
 
 
 def _replay(tmp_path: Path, moves: list[dict[str, Any]]) -> Path:
@@ -106,11 +134,11 @@ def test_estop_mid_motion_brakes_every_controller_to_rest(
     def moving():
         return next((e for e in double.trajectories(LEFT) if e["accepted"] and e["points"] > 1), None)
 
-    move = probe.wait_for(moving, 30, "the left arm's move")
+    move = probe.wait_for(moving, STARTUP_S + EPISODE_S, "the left arm's move")
     time.sleep(max(0.0, move["t"] + 0.4 * move["duration_s"] - time.monotonic()))
     t_estop = time.monotonic()
     probe.estop_topic()
-    assert agent.wait(20) == 3, agent.log()
+    assert agent.wait(EPISODE_S) == 3, agent.log()
     time.sleep(1.0)
     summary = _summary(tmp_path)
     assert summary["end_reason"] == "stopped" and "e-stop" in summary["detail"], summary
@@ -150,7 +178,7 @@ def test_joint_states_stopping_mid_motion_hold_within_the_cap_and_refuse(
 ):
     double = start_double(double_config(yam, stop_joint_states_after_trajectory_s=0.2))
     agent = _agent(start_node, tmp_path, [DOWN, DOWN])
-    assert agent.wait(30) == 3, agent.log()
+    assert agent.wait(STARTUP_S + EPISODE_S) == 3, agent.log()
     summary = _summary(tmp_path)
     assert summary["end_reason"] == "refused", summary
     assert "joint states on /joint_states are" in summary["detail"] and "s old" in summary["detail"], summary
@@ -167,7 +195,7 @@ def test_joint_states_stopping_between_turns_refuse_the_next_turn(
     turn 2 sends nothing and the episode ends refused, naming the topic and the age."""
     double = start_double(double_config(yam, stop_joint_states_after_trajectory_end_s=0.15))
     agent = _agent(start_node, tmp_path, [DOWN, DOWN], replay_delay_s=0.6)
-    assert agent.wait(30) == 3, agent.log()
+    assert agent.wait(STARTUP_S + EPISODE_S) == 3, agent.log()
     summary = _summary(tmp_path)
     assert summary["end_reason"] == "refused" and summary["turns"] == 2, summary
     assert "joint states on /joint_states are" in summary["detail"], summary
@@ -187,11 +215,11 @@ def test_joint_states_stopping_while_the_operator_is_asked_send_nothing(
     start["left_joint1"] += 0.3
     double = start_double(double_config(yam, initial=start))
     agent = _agent(start_node, tmp_path, [DOWN], go_home_on_reset=True, confirm_home=True)
-    probe.wait_for(lambda: probe.event("start"), 30, "the agent's start")
+    probe.wait_for(lambda: probe.event("start"), STARTUP_S, "the agent's start")
     _call_set_bool(probe, "/jtc_double/joint_states", False, 5)
     time.sleep(0.3)
     _call_set_bool(probe, "/pear/operator/judge", True, 20)
-    assert agent.wait(20) == 3, agent.log()
+    assert agent.wait(EPISODE_S) == 3, agent.log()
     summary = _summary(tmp_path)
     assert summary["end_reason"] == "refused", summary
     assert "/joint_states are" in summary["detail"] and "s old" in summary["detail"], summary
@@ -209,10 +237,10 @@ def test_estop_during_the_home_move_ends_before_the_first_policy_call(
     agent = _agent(start_node, tmp_path, [DOWN], go_home_on_reset=True, confirm_home=True)
     probe.estop_subscribed()
     _call_set_bool(probe, "/pear/operator/judge", True, 20)
-    probe.wait_for(lambda: double.trajectories(LEFT), 30, "the home move")
+    probe.wait_for(lambda: double.trajectories(LEFT), EPISODE_S, "the home move")
     time.sleep(0.2)
     probe.estop_topic()
-    assert agent.wait(20) == 3, agent.log()
+    assert agent.wait(EPISODE_S) == 3, agent.log()
     summary = _summary(tmp_path)
     assert summary["end_reason"] == "stopped" and "home move" in summary["detail"], summary
     assert _turns_logged(tmp_path) == []
@@ -254,12 +282,14 @@ def test_incomplete_stack_is_refused_with_one_line(case: str, tmp_path: Path, st
     elif case == "dead_camera":
         cfg["cameras"].pop("/cameras/top/image_raw")
     double = None if case == "no_robot" else start_double(cfg)
-    t0 = time.monotonic()
     agent = _agent(start_node, tmp_path, [DOWN])
-    code = agent.wait(30)
-    elapsed = time.monotonic() - t0
+    bound = _stack_check_bound_s()
+    code = agent.wait(STARTUP_S + bound + EPISODE_S)
     assert code == 3, agent.log()
-    assert elapsed < 15.0, f"{case}: {elapsed:.1f} s"
+    # refused within the check's own waits (1 s for its work between them), long before the
+    # instruction's wait (`instruction_timeout_s`, 30 s) would have ended the episode otherwise
+    took = _check_took_s(agent.log())
+    assert took < bound + 1.0, f"{case}: the stack check took {took:.1f} s (its waits: {bound:g} s)"
     lines = [x for x in agent.log().splitlines() if x.startswith("agent_node:")]
     assert len(lines) == 1 and expect in lines[0], agent.log()
     if case == "no_robot":
@@ -278,7 +308,7 @@ def test_camera_dying_mid_episode_ends_it(tmp_path: Path, start_node, start_doub
     down = {"left_arm": {"move_cm": [0.0, 0.0, -1.0]}}
     double = start_double(double_config(yam, stop_images_after_trajectory_s=1.5))
     agent = _agent(start_node, tmp_path, [up, down] * 30)
-    assert agent.wait(40) == 3, agent.log()
+    assert agent.wait(STARTUP_S + EPISODE_S) == 3, agent.log()
     summary = _summary(tmp_path)
     assert summary["end_reason"] == "refused", summary
     assert "camera" in summary["detail"] and "s old (limit 1 s)" in summary["detail"], summary
@@ -303,11 +333,11 @@ def test_operator_judges_a_real_robot_episode(
     up = {"left_arm": {"move_cm": [0.0, 0.0, 2.0]}}
     agent = _agent(start_node, tmp_path, [up, DOWN], video_camera="top")
     try:
-        reply = _call_set_bool(probe, "/pear/operator/judge", verdict, 40)
+        reply = _call_set_bool(probe, "/pear/operator/judge", verdict, STARTUP_S + EPISODE_S)
     except AssertionError as exc:
         raise AssertionError(f"{exc}\n{agent.log()}") from None
     assert "success?" in reply.message
-    assert agent.wait(20) == (0 if verdict else 1), agent.log()
+    assert agent.wait(EPISODE_S) == (0 if verdict else 1), agent.log()
     summary = _summary(tmp_path)
     assert summary["success"] is verdict and summary["operator"]["success"] is verdict, summary
     assert summary["end_reason"] == "turn_limit", summary
@@ -320,6 +350,6 @@ def test_policy_needing_simulator_facts_is_refused_at_start(tmp_path: Path, star
     agent = start_node(
         AGENT, "pear_agent", {"policy": "scripted", "task_status_topic": "", "runs_dir": str(tmp_path)}
     )
-    assert agent.wait(30) == 2
+    assert agent.wait(STARTUP_S) == 2
     lines = [x for x in agent.log().splitlines() if x.strip()]
     assert len(lines) == 1 and "policy scripted reads simulator facts" in lines[0], lines

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from pear_agent.robot.backend import PartCommand
-from tests.ros2.conftest import Probe, double_config, home_joints
-from tests.ros2.test_stops import LEFT, InProcessAgent
+from tests.ros2.conftest import InProcessAgent, Probe, double_config, home_joints
+from tests.ros2.test_stops import LEFT
 
 pytestmark = pytest.mark.wallclock
 

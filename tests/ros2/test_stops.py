@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
 
-from pear_agent.robot.backend import PartCommand, TaskInfo
+from pear_agent.robot.backend import PartCommand
 from tests.ros2.conftest import TRUTH_TOPIC, Probe, double_config, home_joints
 
 pytestmark = pytest.mark.wallclock
@@ -27,41 +26,6 @@ DECEL_SLACK = 1.25
 REVERSAL_LIMIT_RAD = 0.005
 WINDOW_S = 0.02
 """velocity and deceleration are finite differences over this span of joint-state stamps"""
-
-
-class InProcessAgent:
-    """RosBackend on a node spun exactly as agent_node spins its own (spin_in_background)."""
-
-    def __init__(self, robot: Any, **settings: Any) -> None:
-        import rclpy
-
-        from pear_agent.ros2.backend import RosBackend
-        from pear_agent.ros2.graph import spin_in_background
-        from pear_agent.ros2.settings import RosSettings
-
-        rclpy.init()
-        self.node = rclpy.create_node("pear_agent")
-        defaults = {"disabled_cameras": "all", "operator_terminal": False, "wait_for_joint_states_s": 20.0}
-        self.settings = RosSettings(**(defaults | settings))
-        self.backend = RosBackend(robot, self.node, TaskInfo("stop_test", "", 30), self.settings)
-        self._shutdown = spin_in_background(self.node)
-
-    def close(self) -> None:
-        self._shutdown()
-
-
-@pytest.fixture
-def agent(yam) -> Iterator[Any]:
-    made: list[InProcessAgent] = []
-
-    def make(**settings: Any) -> InProcessAgent:
-        a = InProcessAgent(yam, **settings)
-        made.append(a)
-        return a
-
-    yield make
-    for a in made:
-        a.close()
 
 
 TRUTH = {"truth_topic": TRUTH_TOPIC}

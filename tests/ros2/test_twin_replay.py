@@ -13,9 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.ros2.conftest import REPO, double_config, home_joints
+from tests.ros2.conftest import LOADED, REPO, double_config, home_joints
 from tests.ros2.test_agent_endings import DOWN, UP, _agent, _summary
-from tests.ros2.test_modes import LOADED
 
 pytestmark = pytest.mark.wallclock
 

@@ -11,8 +11,8 @@ import pytest
 pytest.importorskip("rclpy", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev installs them)")
 pytest.importorskip("rerun")
 
+from tests.records.test_view import read_log, read_rrd
 from tests.ros2.conftest import Probe
-from tests.test_view import read_log, read_rrd
 
 pytestmark = pytest.mark.wallclock
 

@@ -205,7 +205,7 @@ def test_the_growing_cache_layer_holds_what_concatenation_holds():
     import torch
     from transformers.cache_utils import DynamicLayer
 
-    from pear_agent.train.batched import GrowingLayer
+    from pear_agent.train.growing_cache import GrowingLayer
 
     grow, cat = GrowingLayer(reserve=2), DynamicLayer()
     for n in (3, 1, 1, 4, 1):  # a prefill, decode steps, a longer feed past the room left

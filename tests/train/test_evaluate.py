@@ -8,6 +8,7 @@ from pear_agent.train.config import load_recipe
 
 def test_evaluation_flies_every_flight_in_flight_in_lockstep(tiny, tiny_model_dir, tmp_path, monkeypatch):
     from pear_agent.train import batched
+    from pear_agent.train import evaluate as evaluation
     from pear_agent.train.evaluate import eval_draws, evaluate
 
     made = []
@@ -17,7 +18,7 @@ def test_evaluation_flies_every_flight_in_flight_in_lockstep(tiny, tiny_model_di
             super().__init__(*a, **kw)
             made.append(self)
 
-    monkeypatch.setattr(batched, "BatchedGenerator", Counting)
+    monkeypatch.setattr(evaluation, "BatchedGenerator", Counting)  # the name `evaluate` builds
     recipe = load_recipe(
         "roadster_study",
         "cpu",

@@ -236,7 +236,7 @@ def test_every_step_is_logged_to_tensorboard_and_its_episodes_kept(tiny_model_di
 def test_resume_of_a_folder_that_is_not_a_run_is_one_line(tmp_path):
     import argparse
 
-    from pear_agent.train.cli import _resumed_recipe
+    from pear_agent.cli.train import _resumed_recipe
     from pear_agent.train.grpo import GRPOTrainer
 
     with pytest.raises(ValueError, match=r"no recipe\.json there \(not a pear-agent training run\)"):

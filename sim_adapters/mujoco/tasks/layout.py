@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.model import ee_site_name
 from sim_adapters.mujoco.lazy_mujoco import mujoco
 
 Box = tuple[tuple[float, float], tuple[float, float]]
@@ -68,8 +69,6 @@ class ArmPlace:
 def arm_places(model: mujoco.MjModel, data: mujoco.MjData, robot: RobotConfig) -> dict[str, ArmPlace]:
     """Every arm part's place, from the model at the pose `data` holds (the backend sets home
     before a task's reset). Runs the forward kinematics itself."""
-    from sim_adapters.mujoco.scene import ee_site_name  # heavy: mujoco
-
     mujoco.mj_kinematics(model, data)
     out = {}
     for name, part in robot.parts.items():

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from pear_agent.robot.config import RobotConfig
+from pear_agent.robot.model import ee_site_name
 from sim_adapters.mujoco.lazy_mujoco import mujoco
 from sim_adapters.mujoco.tasks.base import (
     BLOCK_NAMES,
@@ -183,8 +184,6 @@ class AlignWithRuler(MujocoTask):
         return not geoms_touch(model, data, self.ruler_geoms(model), self.fingers(model))
 
     def arms_home(self, data: mujoco.MjData) -> bool:
-        from sim_adapters.mujoco.scene import ee_site_name  # heavy: mujoco
-
         return all(
             np.linalg.norm(data.site(ee_site_name(p)).xpos - home) <= HOME_TOL_M
             for p, home in self._home.items()

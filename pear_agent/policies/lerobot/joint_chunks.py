@@ -1,6 +1,6 @@
 """Action chunks of absolute joint targets, run as LeRobot's `RobotClient` runs them.
 
-A LeRobot policy (`pear_agent.policies.lerobot`) answers an observation with a chunk of actions,
+A LeRobot policy (`pear_agent.policies.lerobot.client`) answers an observation with a chunk of actions,
 each the controller's setpoint (per part the joint targets and the gripper command) for one step of
 its control rate. The chunk of the observation taken at step t holds the actions for steps t, t+1,
 ...; it goes into the episode's `ActionQueue`: an action for a step already executed is dropped, one

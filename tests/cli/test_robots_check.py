@@ -276,7 +276,7 @@ def test_task_refused_only_for_what_the_robot_lacks(tmp_path: Path) -> None:
 
 # -- makers' files as they ship (issue 18): each failure a new user met, now working or one keyed line
 
-KINOVA3 = Path(__file__).resolve().parent / "robots" / "kinova3_continuous.yaml"
+KINOVA3 = Path(__file__).resolve().parents[1] / "robots" / "kinova3_continuous.yaml"
 PANDA_DIR = "pkg://dm-robotics-panda/dm_robotics/panda/assets/panda"
 
 
@@ -414,7 +414,7 @@ def test_includes_and_two_top_level_arms_list_ok(tmp_path: Path) -> None:
     """A dual-arm file with `<include>`s and two top-level arm bodies: the kinematics read all of
     what MuJoCo compiles (they read the first top-level body only: `joints [...] are not in the
     model file`)."""
-    from tests.test_kinematics import (
+    from tests.robot.test_kinematics import (
         INCLUDE_DEFAULTS,
         INCLUDE_LEFT,
         INCLUDE_MAIN,
@@ -432,7 +432,7 @@ def test_includes_and_two_top_level_arms_list_ok(tmp_path: Path) -> None:
     assert f"{path}  ok  two_arms: parts: left (2 joints), right (2 joints)" in p.stdout
 
 
-ROBOTIQ140 = Path(__file__).resolve().parent / "robots" / "ur5e_robotiq140.yaml"
+ROBOTIQ140 = Path(__file__).resolve().parents[1] / "robots" / "ur5e_robotiq140.yaml"
 
 
 def _weak_grip(tmp_path: Path) -> Path:
@@ -645,7 +645,7 @@ def test_gym_alohas_own_red_cube_removed_and_its_finger_friction_overridden() ->
     from pear_agent.loop.registry import make_backend
     from pear_agent.robot.loader import load_robot
 
-    aloha = Path(__file__).resolve().parent / "robots" / "aloha.yaml"
+    aloha = Path(__file__).resolve().parents[1] / "robots" / "aloha.yaml"
     robot = load_robot(aloha)
     for task in ("pick_cube", "align_blocks"):
         backend = make_backend(task, robot, render=False)

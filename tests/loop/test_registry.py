@@ -15,7 +15,7 @@ import pytest
 from pear_agent.loop import registry
 from pear_agent.loop.registry import EnvSpec, UnknownNameError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 TINY_FAMILY = '''
 """A family outside the repository: reach x = goal on a line, one step a turn."""

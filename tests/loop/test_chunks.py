@@ -192,8 +192,8 @@ def test_scripted_expert_sends_chunks_and_succeeds(backend, panda_kin) -> None:
 
 
 def test_served_expert_answers_with_a_chunk_when_told_k(backend, panda_kin) -> None:
-    from pear_agent.expert_server import expert_reply
     from pear_agent.loop.arm_environment import ArmEnvironment
+    from pear_agent.loop.expert_server import expert_reply
 
     env = ArmEnvironment(backend, panda_kin, max_chunk=4)
     env.reset(0)

@@ -1,4 +1,4 @@
-"""The action queue of joint-target chunks (`pear_agent.loop.joint_chunks`): LeRobot's RobotClient
+"""The action queue of joint-target chunks (`pear_agent.policies.lerobot.joint_chunks`): LeRobot's RobotClient
 rules for merging chunks, dropping actions already run, and when the next observation goes out."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pear_agent.loop.joint_chunks import ActionQueue, JointChunk, parse_chunk
+from pear_agent.policies.lerobot.joint_chunks import ActionQueue, JointChunk, parse_chunk
 
 
 def _chunk(values: list[float], timestep: int, aggregate: str = "latest_only") -> JointChunk:

@@ -2,7 +2,7 @@
 `get_policy_class` loads) run through pear-agent's MuJoCo arm tasks at the control rate.
 
 LeRobot lives in its own environment (`.venv-lerobot`: its pins do not fit the core one), so the
-checkpoint runs in a server process there (`pear_agent.lerobot_server`, JSON lines over its stdin
+checkpoint runs in a server process there (`pear_agent.policies.lerobot.server`, JSON lines over its stdin
 and stdout) and this policy, on the core side, imports neither lerobot nor torch. Each turn is one
 request: the simulation now (`TurnContext.control`, a control recording's layout), mapped to the
 policy's features by the export's own function (`pear_agent.records.export_lerobot.
@@ -10,7 +10,7 @@ control_vectors`: a policy trained on `export --format lerobot` is fed what it w
 images as the recording's JPEGs, the instruction as the task; the answer is a chunk of actions
 (absolute joint targets + gripper commands, the dataset's `action`), handed to the environment as
 `PolicyReply.command` and run as LeRobot's `RobotClient` runs chunks
-(`pear_agent.loop.joint_chunks`). The decision latency is the request's round trip.
+(`pear_agent.policies.lerobot.joint_chunks`). The decision latency is the request's round trip.
 
 One server per checkpoint per process, started at the first request and shared by the episodes
 in flight there (it is stateless: `predict_action_chunk` on each observation); it ends when this
@@ -39,8 +39,8 @@ from typing import Any
 
 import numpy as np
 
-from pear_agent.loop.joint_chunks import AGGREGATES
 from pear_agent.policies.base import PolicyReply, TurnContext
+from pear_agent.policies.lerobot.joint_chunks import AGGREGATES
 from pear_agent.protocol.prompts import Message
 from pear_agent.records.export_lerobot import arrays_layout, control_vectors, jpeg_bytes
 from pear_agent.settings import setting
@@ -197,7 +197,7 @@ def preflight(checkpoint: str, settings: LeRobotSettings) -> str:
 
 
 class PolicyServer:
-    """One `pear_agent.lerobot_server` process: its hello, then one answer per request (a lock
+    """One `pear_agent.policies.lerobot.server` process: its hello, then one answer per request (a lock
     keeps the episodes in flight from interleaving lines)."""
 
     def __init__(self, checkpoint: str, python: str, device: str, timeout_s: float) -> None:
@@ -209,7 +209,7 @@ class PolicyServer:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
         try:
             self.proc = subprocess.Popen(
-                [python, "-m", "pear_agent.lerobot_server", checkpoint, "--device", device],
+                [python, "-m", "pear_agent.policies.lerobot.server", checkpoint, "--device", device],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=self.log,

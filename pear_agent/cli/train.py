@@ -11,9 +11,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.settings import add_arguments
 from pear_agent.train.config import Recipe, _set, load_recipe, recipe_names
+from pear_agent.train.evaluate import eval_draws, evaluate, pick_checkpoint, summarize
+from pear_agent.train.grpo import GRPOTrainer
 from pear_agent.train.sft import run_sft
+from pear_agent.train.teacher import collect_teacher
 
 
 def _recipe_args(p: argparse.ArgumentParser) -> None:
@@ -103,7 +107,6 @@ def _resumed_recipe(args: argparse.Namespace) -> Any:
 
 def cmd_grpo(args: argparse.Namespace) -> int:
     _need_train_extra()
-    from pear_agent.train.grpo import GRPOTrainer  # heavy: cv2
 
     if args.resume:
         if args.init:
@@ -120,7 +123,6 @@ def cmd_grpo(args: argparse.Namespace) -> int:
 def cmd_collect(args: argparse.Namespace) -> int:
     """Teacher flights for the warm start: temperature 0 (the scripted teacher without jitter), every
     flight kept (no group filter), the mix's bands, weights and scenario filters."""
-    from pear_agent.train.teacher import collect_teacher  # heavy: cv2
 
     recipe = _recipe(args)
     out = _out(args, "teacher")
@@ -142,7 +144,6 @@ def cmd_collect(args: argparse.Namespace) -> int:
 
 def cmd_pick(args: argparse.Namespace) -> int:
     _need_train_extra()
-    from pear_agent.train.evaluate import pick_checkpoint  # heavy: cv2
 
     pick = pick_checkpoint(Path(args.run), _recipe(args))
     print(f"picked {pick['picked']} (validation: {json.dumps(pick['scores'][Path(pick['picked']).name])})")
@@ -151,7 +152,6 @@ def cmd_pick(args: argparse.Namespace) -> int:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     _need_train_extra()
-    from pear_agent.train.evaluate import eval_draws, evaluate, summarize  # heavy: cv2
 
     recipe = _recipe(args)
     draws = eval_draws(recipe, args.split, args.episodes)
@@ -205,7 +205,6 @@ def add_parser(sub: Any) -> None:
     c = tsub.add_parser("collect", help="teacher flights for the warm start (temperature 0, no group filter)")
     _recipe_args(c)
     c.add_argument("--episodes", type=int, default=None, help="override teacher.episodes")
-    from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
 
     add_arguments(  # a second teacher: the served model flies teacher.served_mix, its landings are kept
         c.add_argument_group("second teacher (the study: gale and storm kickflips a served model landed)"),

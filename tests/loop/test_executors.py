@@ -14,7 +14,7 @@ from pear_agent.loop.workers import run_local
 
 pytestmark = pytest.mark.wallclock
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _square(x: int) -> int:
@@ -52,7 +52,7 @@ def _runner_with_two_parked_workers(tmp_path: Path, ray: bool = False) -> tuple[
         if ray
         else f"run_local(_park, {jobs}, workers=2)"
     )
-    code = f"from pear_agent.loop.workers import *; from tests.test_executors import _park; list({run})"
+    code = f"from pear_agent.loop.workers import *; from tests.loop.test_executors import _park; list({run})"
     runner = subprocess.Popen(
         [sys.executable, "-c", code], cwd=REPO, env=os.environ | {"PYTHONPATH": str(REPO)}
     )
@@ -111,15 +111,27 @@ def test_ray_reclaims_its_workers_when_the_driver_is_killed(tmp_path) -> None:
 _FLIGHT = {"now": 0, "peak": 0}
 
 
-async def _overlap(job: int) -> tuple[int, int, int]:
-    """(job squared, this worker's pid, the most jobs this worker had in flight so far)."""
+async def _overlap(job: int | tuple[int, str]) -> tuple[int, int, int]:
+    """(job squared, this worker's pid, the most jobs this worker had in flight so far).
+
+    A job `(n, folder)` does not end before two workers have each started a job (a pid file each
+    in `folder`): without that, a worker that comes up late (spawn and imports take seconds on a
+    loaded machine) could find every job already done by the other, and the two-worker run would
+    prove nothing about two workers. The wait is for an event; its deadline only fails the test."""
     import asyncio
 
+    n, folder = job if isinstance(job, tuple) else (job, None)
     _FLIGHT["now"] += 1
     _FLIGHT["peak"] = max(_FLIGHT["peak"], _FLIGHT["now"])
+    if folder is not None:
+        Path(folder, f"{os.getpid()}.pid").touch()
+        deadline = time.monotonic() + 120
+        while len(list(Path(folder).glob("*.pid"))) < 2:
+            assert time.monotonic() < deadline, "the second worker never took a job"
+            await asyncio.sleep(0.01)
     await asyncio.sleep(0.05)
     _FLIGHT["now"] -= 1
-    return job * job, os.getpid(), _FLIGHT["peak"]
+    return n * n, os.getpid(), _FLIGHT["peak"]
 
 
 async def _crash(job: int) -> int:
@@ -132,16 +144,18 @@ async def _raises(job: int) -> int:
     raise ValueError(f"bad job {job}")
 
 
-def test_coroutine_jobs_run_concurrency_at_a_time_per_worker() -> None:
+def test_coroutine_jobs_run_concurrency_at_a_time_per_worker(tmp_path) -> None:
     _FLIGHT.update(now=0, peak=0)
     got = dict(run_local(_overlap, range(9), workers=1, concurrency=3))
     assert {j: r[0] for j, r in got.items()} == {i: i * i for i in range(9)}
     assert max(r[2] for r in got.values()) == 3 and {r[1] for r in got.values()} == {os.getpid()}
-    got = dict(run_local(_overlap, range(12), workers=2, concurrency=3))
-    assert {j: r[0] for j, r in got.items()} == {i: i * i for i in range(12)}  # every job once
+    jobs = [(i, str(tmp_path)) for i in range(12)]
+    got = dict(run_local(_overlap, jobs, workers=2, concurrency=3))
+    assert {j[0]: r[0] for j, r in got.items()} == {i: i * i for i in range(12)}  # every job once
     pids = {r[1] for r in got.values()}
     assert len(pids) == 2 and os.getpid() not in pids
-    assert all(r[2] <= 3 for r in got.values()) and max(r[2] for r in got.values()) >= 2
+    # the first worker holds its 3 jobs until the second starts one: 3 in flight, never more
+    assert all(r[2] <= 3 for r in got.values()) and max(r[2] for r in got.values()) == 3
 
 
 def test_a_dead_async_worker_or_a_raising_job_stops_the_run_with_one_error() -> None:
@@ -164,7 +178,7 @@ async def _apark(job: dict) -> int:
 def test_async_workers_exit_when_their_runner_is_killed(tmp_path) -> None:
     jobs = f"[{{'dir': {json.dumps(str(tmp_path))}}}] * 4"
     code = (
-        "from pear_agent.loop.workers import run_local; from tests.test_executors import _apark; "
+        "from pear_agent.loop.workers import run_local; from tests.loop.test_executors import _apark; "
         f"list(run_local(_apark, {jobs}, workers=2, concurrency=2))"
     )
     runner = subprocess.Popen(

@@ -16,7 +16,7 @@ import pytest
 rerun = pytest.importorskip("rerun")
 from rerun.chunk import RrdReader  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:

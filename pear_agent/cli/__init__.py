@@ -16,21 +16,46 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from pear_agent.bench.commands import add_bench_commands
+from pear_agent.cli.bench import add_bench_commands
+from pear_agent.cli.loop_options import add_clock_args, add_loop_args, clock_from_args, loop_options_from_args
+from pear_agent.cli.rollouts import add_parser as add_rollouts_parser
+from pear_agent.cli.train import add_parser as add_train_parser  # `pear-agent train ...`
 from pear_agent.loop import family_parts
+from pear_agent.loop.episode import Episode, EpisodeConfig
+from pear_agent.loop.registry import (
+    EnvSpec,
+    PolicyAsk,
+    UnknownNameError,
+    add_family_arguments,
+    close_environment,
+    families,
+    family_of,
+    family_options,
+    resolve,
+)
 from pear_agent.loop.workers import ExecutorError, run_coroutine
+from pear_agent.policies.lerobot.client import (
+    LeRobotError,
+    LeRobotPolicy,
+    LeRobotSettings,
+    checkpoint_of,
+    lerobot_loop,
+    lerobot_python,
+    policy_kind,
+    preflight,
+)
+from pear_agent.policies.model_settings import add_model_args, secrets_from_args, settings_from_args
+from pear_agent.policies.openai_client import OpenAIPolicy
+from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records.log import RunWriter, new_run_dir
 from pear_agent.records.view import RRD_NAME, EpisodeView, view_run
-from pear_agent.rl.cli import add_parser as add_rollouts_parser
 from pear_agent.robot.config import RobotConfigError
 from pear_agent.robot.loader import list_robots, load_robot
 from pear_agent.ros2.operator_cli import add_parser as add_ros_parser  # `pear-agent ros ...`
 from pear_agent.settings import add_arguments, from_args
-from pear_agent.train.cli import add_parser as add_train_parser  # `pear-agent train ...`
 
 if TYPE_CHECKING:
-    from pear_agent.loop.episode import EpisodeConfig, EpisodeResult
-    from pear_agent.records.log import RunWriter
+    from pear_agent.loop.episode import EpisodeResult
 
 
 class CliError(Exception):
@@ -40,9 +65,6 @@ class CliError(Exception):
 def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa: ANN202
     """The model (with --model), a replay, or the task's scripted policy from its family (given the
     loop's settings, as `bench` gives them: a planning pilot plans for `--latency`)."""
-    from pear_agent.loop.registry import PolicyAsk, family_of  # heavy: cv2
-    from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
-    from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
 
     settings = settings_from_args(args, realtime=config.mode == "realtime")
     if settings is not None:
@@ -50,13 +72,6 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
     if args.policy == "scripted":
         ask = PolicyAsk(seed=args.seed, action_noise_cm=args.action_noise_cm, config=config)
         return family_of(task).default_policy(task, ask=ask)
-    from pear_agent.policies.lerobot import (  # heavy: cv2
-        LeRobotError,
-        LeRobotPolicy,
-        LeRobotSettings,
-        checkpoint_of,
-        preflight,
-    )
 
     checkpoint = checkpoint_of(args.policy)
     if checkpoint is not None:
@@ -66,8 +81,6 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
         except LeRobotError as exc:
             raise CliError(str(exc)) from None
     if args.policy == "replay":
-        from pear_agent.policies.replay import ReplayPolicy  # heavy: cv2
-
         if not args.replay:
             raise CliError("--policy replay needs --replay PATH/episode.jsonl")
         return ReplayPolicy(Path(args.replay))
@@ -76,11 +89,6 @@ def _policy(args: argparse.Namespace, task: str, config: EpisodeConfig):  # noqa
 
 def cmd_run(args: argparse.Namespace) -> int:
     """One episode of any family's task: a thin wrapper over the bench's coroutine loop."""
-    # heavy: cv2
-    from pear_agent.loop.episode import Episode, EpisodeConfig, clock_from_args, loop_options_from_args
-    from pear_agent.loop.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
-    from pear_agent.policies.lerobot import checkpoint_of, lerobot_loop  # heavy: cv2
-    from pear_agent.policies.model_settings import secrets_from_args  # heavy: cv2
 
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
@@ -218,12 +226,11 @@ def print_result(
 def cmd_robots(args: argparse.Namespace) -> int:
     """List the descriptions (one line per file, with its path); with --check, build and try each.
     Exit 2 if a file cannot be loaded or built, 1 if a check fails, else 0."""
-    from pear_agent.robot.kinematics import Kinematics  # heavy: pinocchio
+    # heavy: pinocchio, cv2 (the robot's kinematics, the simulator check)
+    from pear_agent.cli.robots_check import check_robot, describe, suggest_home_lines
 
     paths = [Path(f) for f in args.files] if args.files else list_robots()
     if args.suggest_home is not None:
-        from pear_agent.robots_check import suggest_home_lines  # heavy: cv2
-
         if len(paths) != 1:
             raise CliError("--suggest-home needs exactly one robot FILE")
         if len(args.suggest_home) not in (0, 3):
@@ -236,8 +243,6 @@ def cmd_robots(args: argparse.Namespace) -> int:
         print("\n".join(lines))
         return 0 if ok else 1
     if args.check:
-        from pear_agent.robots_check import check_robot  # heavy: cv2
-
         if args.seeds < 1 or not 0.0 <= args.min_success <= 1.0:
             raise CliError("--seeds must be >= 1 and --min-success in [0, 1]")
         reports = [
@@ -251,14 +256,7 @@ def cmd_robots(args: argparse.Namespace) -> int:
     bad = 0
     for path in paths:
         try:
-            robot = load_robot(path)
-            Kinematics(robot)
-            parts = ", ".join(
-                f"{n} ({len(p.joints)} joints{' + gripper' if p.gripper else ''})"
-                for n, p in robot.parts.items()
-            )
-            cams = ", ".join(robot.cameras) or "none"
-            print(f"{path}  ok  {robot.name}: parts: {parts}; cameras: {cams}")
+            print(f"{path}  ok  {describe(path)}")
         except (RobotConfigError, ValueError) as exc:
             bad += 1
             print(f"{path}  ERROR  {' | '.join(str(exc).splitlines())}")
@@ -268,9 +266,6 @@ def cmd_robots(args: argparse.Namespace) -> int:
 def cmd_prompt(args: argparse.Namespace) -> int:
     """What a model gets: the system prompt, the first turn (images described) and the schema."""
     import cv2  # heavy: cv2
-
-    from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
-    from pear_agent.loop.registry import EnvSpec, close_environment, family_options, resolve  # heavy: cv2
 
     options = family_options(args, args.task)
     family, task = resolve(args.task, options)
@@ -303,7 +298,6 @@ def cmd_prompt(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     """Run the LeRobot writer (pear_agent.records.export_lerobot) where lerobot is installed: its pins
     (torch<2.11, ...) keep it out of the core environment."""
-    from pear_agent.policies.lerobot import lerobot_python  # heavy: cv2
 
     py = lerobot_python()
     if py is None:
@@ -328,7 +322,6 @@ def build_parser() -> argparse.ArgumentParser:
     run = sub.add_parser("run", help="run one episode (default: panda / pick_cube / scripted / seed 0)")
     run.add_argument("--task", default="pick_cube", help="any registered task (see docs: Commands and tasks)")
     run.add_argument("--seed", type=int, default=0)
-    from pear_agent.policies.lerobot import policy_kind  # heavy: cv2
 
     run.add_argument(
         "--policy",
@@ -347,17 +340,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--runs-dir", default="runs")
     run.add_argument("--no-video", action="store_true", help="skip the mp4 (faster)")
     run.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    from pear_agent.loop.registry import add_family_arguments  # heavy: cv2
 
     add_family_arguments(run.add_argument_group("environment family options"), "run")
-    from pear_agent.policies.model_settings import add_model_args  # heavy: cv2
 
     add_model_args(run)
-    from pear_agent.loop.episode import add_clock_args, add_loop_args  # heavy: cv2
 
     add_clock_args(run.add_argument_group("clock and context"))
     add_loop_args(run.add_argument_group("turn loop"))
-    from pear_agent.policies.lerobot import LeRobotSettings  # heavy: cv2
 
     add_arguments(run.add_argument_group("LeRobot policy (--policy lerobot:CHECKPOINT)"), LeRobotSettings)
     add_view_args(run)
@@ -444,7 +433,6 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also print the reply's JSON Schema (sent with structured output)",
     )
-    from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
 
     add_arguments(prompt, EpisodeConfig, only=("observation", "scene_facts", "scene_relative", "max_chunk"))
     add_family_arguments(prompt.add_argument_group("environment family options"), "prompt")
@@ -469,7 +457,6 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_tasks(args: argparse.Namespace) -> int:
     """Every task name `run`, `bench` and `rollouts` accept (a family may also accept decorated
     names: `pick_cube~camera`, `roadster_kickflip:storm`; see docs/tasks.md)."""
-    from pear_agent.loop.registry import UnknownNameError, families  # heavy: cv2
 
     fams = families()
     if args.family is not None and args.family not in fams:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGES = ("pear_agent", "sim_adapters")
 RUNNER = "pear_agent.loop.runner"
 EPISODE = "pear_agent.loop.episode.Episode"
@@ -25,7 +25,7 @@ SINGLE_EPISODE = {
     "pear_agent.loop.arm_environment": "`arm_episode` builds the arm's environment for an Episode; it "
     "runs none",
     "pear_agent.cli": "`pear-agent run`: one episode, its own environment, no pool",
-    "pear_agent.robots_check": "a robot's self-check on a bare backend",
+    "pear_agent.cli.robots_check": "a robot's self-check on a bare backend",
     "pear_agent.ros2.agent_node": "one live episode on a ROS 2 robot",
     "pear_agent.ros2.twin_replay": "`pear-agent ros replay`: one recorded robot episode in its twin, no pool",
     "pear_agent.rl.skyrl_env": "SkyRL's gym interface steps one episode turn by turn (SkyRL owns the loop)",
@@ -280,6 +280,7 @@ def test_the_scan_leaves_other_things_alone(how: str) -> None:
 
 
 def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkeypatch) -> None:
+    import pear_agent.bench.runner as bench_runner
     import pear_agent.loop.runner as episodes
     from pear_agent.bench.runner import run_job
     from pear_agent.rl import rollouts
@@ -297,6 +298,7 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
 
     monkeypatch.setattr(episodes, "arun_episode", counting)
     monkeypatch.setattr(rollouts, "arun_episode", counting)  # imported by name there
+    monkeypatch.setattr(bench_runner, "arun_episode", counting)  # and there
     task = "roadster_ramp_flip:light"
     line = run_job({"task": task, "seed": 3, "out_dir": str(tmp_path), "policy": {"kind": "scripted"},
                     "video": False, "render": False})  # fmt: skip

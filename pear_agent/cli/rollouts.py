@@ -10,7 +10,20 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from pear_agent.loop.arm_options import ArmOptions
+from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.registry import add_family_arguments, resolve
 from pear_agent.loop.workers import WorkerOptions, run_local, run_ray
+from pear_agent.policies.model_settings import ModelSettings
+from pear_agent.rl.rollouts import (
+    PolicySpec,
+    RolloutGroup,
+    arun_rollout,
+    collect_groups,
+    run_rollout,
+    sequential,
+)
+from pear_agent.rl.trajectories import TrajectoryWriter, export_sft
 from pear_agent.settings import add_arguments, from_args
 
 
@@ -36,8 +49,6 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--no-render", action="store_true", help="no camera images (text-only records)")
     p.add_argument("--sft", default=None, help="also export successful episodes as SFT chat JSONL here")
     add_arguments(p, WorkerOptions)
-    from pear_agent.loop.episode import EpisodeConfig  # heavy: cv2
-    from pear_agent.policies.model_settings import ModelSettings  # heavy: cv2
 
     add_arguments(p, EpisodeConfig, only=("max_turns",))
     add_arguments(
@@ -46,7 +57,6 @@ def add_parser(sub: Any) -> None:
         only=("model", "base_url", "api_key_env", "temperature", "max_in_flight"),
         defaults={"temperature": 1.0},  # rollouts sample
     )
-    from pear_agent.loop.registry import add_family_arguments  # heavy: cv2
 
     add_family_arguments(p.add_argument_group("environment family options"), "rollouts")
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
@@ -54,7 +64,6 @@ def add_parser(sub: Any) -> None:
 
 
 def _policy_spec(args: argparse.Namespace, workers: int) -> Any:
-    from pear_agent.rl.rollouts import PolicySpec  # heavy: cv2
 
     if args.policy == "scripted":
         return PolicySpec("scripted", action_noise_cm=args.action_noise_cm, pilot_noise=args.pilot_noise)
@@ -71,12 +80,6 @@ def _policy_spec(args: argparse.Namespace, workers: int) -> Any:
 
 
 def cmd_rollouts(args: argparse.Namespace) -> int:
-    from pear_agent.loop.arm_family import ArmOptions  # heavy: cv2
-    from pear_agent.loop.registry import resolve  # heavy: cv2
-
-    # heavy: cv2
-    from pear_agent.rl.rollouts import Group, arun_rollout, collect_groups, run_rollout, sequential
-    from pear_agent.rl.trajectories import TrajectoryWriter, export_sft  # heavy: cv2
 
     tasks = [t.strip() for t in args.task.split(",") if t.strip()]
     if not tasks:
@@ -102,7 +105,7 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise RolloutsError(f"cannot write records to --out {out}: {exc.strerror or exc}") from None
 
-    def on_group(g: Group) -> None:
+    def on_group(g: RolloutGroup) -> None:
         if g.kept or args.keep_dropped:
             for rec in g.records:
                 writer.write(rec)

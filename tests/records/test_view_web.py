@@ -22,7 +22,7 @@ pytestmark = pytest.mark.wallclock
 pytest.importorskip("rerun")
 webdriver = pytest.importorskip("selenium.webdriver")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _free_port() -> int:

@@ -101,7 +101,7 @@ def test_loop_settings_are_typed_and_checked():
 def test_bench_loop_options_carry_the_window_only_when_set():
     """A bench's identity gains the window only when one is set: benches recorded before it resume."""
     from pear_agent.cli import build_parser
-    from pear_agent.loop.episode import loop_options_from_args
+    from pear_agent.cli.loop_options import loop_options_from_args
 
     parser = build_parser()
     plain = loop_options_from_args(parser.parse_args(["bench", "--tasks", "pick_cube"]))

@@ -3,7 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:

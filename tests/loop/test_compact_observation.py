@@ -76,3 +76,17 @@ def test_a_compact_episode_succeeds_with_bare_json_and_replays(backend, panda_ki
     again = arm_episode(backend, panda_kin, ReplayPolicy(log), cfg).run(3)
     assert again.success and again.turns == first.turns
     assert again.sim_time_s == pytest.approx(first.sim_time_s, abs=1e-6)
+
+
+@pytest.mark.parametrize("observation", ["compact", "state"])
+def test_the_briefing_states_the_turn_limit_the_episode_flies(backend, panda_kin, observation):
+    """An episode flown with fewer turns than its task's limit (a training recipe's `max_turns`)
+    says that limit in its briefing (and the full observation's turn header), not the task's."""
+    assert backend.task.max_turns != 7
+    cfg = EpisodeConfig(observation=observation, scene_facts=True, max_turns=7)
+    episode = arm_episode(backend, panda_kin, scripted_policy("pick_cube"), cfg)
+    episode.run(0)
+    briefing = episode.messages[0]["content"]
+    assert "7 turns" in briefing and f"{backend.task.max_turns} turns" not in briefing
+    if observation == "state":
+        assert episode.messages[1]["content"].startswith("Turn 1 of 7.")

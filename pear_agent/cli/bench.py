@@ -13,15 +13,28 @@ from pear_agent.bench import pear_real
 from pear_agent.bench.compare import compare, format_comparison, write_compare_page
 from pear_agent.bench.report import format_table, summarize, write_report
 from pear_agent.bench.runner import SPLITS, BenchConfig, parse_seeds, run_bench, split_seeds
+from pear_agent.cli.loop_options import add_clock_args, add_loop_args, clock_from_args, loop_options_from_args
 from pear_agent.loop import family_parts
+from pear_agent.loop.arm_options import ArmOptions
+from pear_agent.loop.registry import add_family_arguments, families, family_of
 from pear_agent.loop.workers import WorkerOptions, ray_executor
+from pear_agent.policies.lerobot.client import (
+    LeRobotError,
+    LeRobotSettings,
+    checkpoint_of,
+    close_servers,
+    lerobot_loop,
+    policy_kind,
+    preflight,
+)
+from pear_agent.policies.model_settings import add_model_args, settings_from_args
+from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.settings import add_arguments, from_args
 
 
 def _tasks_and_seeds(args: argparse.Namespace, model: bool) -> tuple[list[str], list[int], Any]:
     """The bench's tasks (a family's own selection such as LIBERO's `--suite`, else `--tasks`, each
     expanded by its family: the roadster's wind bands) and seeds; the selection, if any."""
-    from pear_agent.loop.registry import families, family_of  # heavy: cv2
 
     for fam in families().values():
         sel = family_parts.select(fam, args, model=model)
@@ -46,19 +59,6 @@ def _seeds(args: argparse.Namespace, defaults: list[int]) -> list[int]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from pear_agent.loop.arm_family import ArmOptions  # heavy: cv2
-    from pear_agent.loop.episode import clock_from_args, loop_options_from_args  # heavy: cv2
-    from pear_agent.loop.registry import family_of  # heavy: cv2
-    from pear_agent.policies.lerobot import (  # heavy: cv2
-        LeRobotError,
-        LeRobotSettings,
-        checkpoint_of,
-        close_servers,
-        lerobot_loop,
-        preflight,
-    )
-    from pear_agent.policies.model_settings import settings_from_args  # heavy: cv2
-    from pear_agent.policies.openai_client import OpenAIPolicy  # heavy: cv2
 
     spread = from_args(WorkerOptions, args)
     settings = settings_from_args(args, realtime=args.mode == "realtime")
@@ -164,7 +164,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from pear_agent.expert_server import serve  # heavy: cv2
+    from pear_agent.loop.expert_server import serve  # heavy: fastapi
 
     if args.latency < 0:
         raise ValueError("--latency must be >= 0")
@@ -173,7 +173,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def add_bench_commands(sub: Any) -> None:
-    from pear_agent.policies.model_settings import add_model_args  # heavy: cv2
 
     b = sub.add_parser("bench", help="many episodes over tasks x seeds, in parallel, resumable")
     b.add_argument("--tasks", default="pick_cube", help="comma-separated task names (any family's)")
@@ -202,7 +201,6 @@ def add_bench_commands(sub: Any) -> None:
     add_arguments(b, WorkerOptions)
     b.add_argument("--out", default="runs/bench", help="folder for results.jsonl, episodes/ and index.html")
     b.add_argument("--action-noise-cm", type=float, default=0.0, help="scripted expert's position noise")
-    from pear_agent.policies.lerobot import LeRobotSettings, policy_kind  # heavy: cv2
 
     b.add_argument(
         "--policy",
@@ -228,11 +226,9 @@ def add_bench_commands(sub: Any) -> None:
         metavar="all|TASK/sSEED,...",
         help="write a Rerun recording (episode.rrd) beside each chosen episode's log (default: all)",
     )
-    from pear_agent.loop.registry import add_family_arguments  # heavy: cv2
 
     add_family_arguments(b.add_argument_group("environment family options"), "bench")
     add_model_args(b)
-    from pear_agent.loop.episode import add_clock_args, add_loop_args  # heavy: cv2
 
     add_clock_args(b.add_argument_group("clock and context"))
     add_loop_args(b.add_argument_group("turn loop"))

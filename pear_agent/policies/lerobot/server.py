@@ -2,7 +2,7 @@
 
 Runs in LeRobot's own environment (`.venv-lerobot`, `scripts/setup_lerobot.sh`):
 
-    .venv-lerobot/bin/python -m pear_agent.lerobot_server CHECKPOINT [--device cpu]
+    .venv-lerobot/bin/python -m pear_agent.policies.lerobot.server CHECKPOINT [--device cpu]
 
 It loads the checkpoint as LeRobot's own policy server does (`get_policy_class(type).
 from_pretrained`, then `make_pre_post_processors` with the processors saved beside the weights, so
@@ -23,7 +23,7 @@ Images travel as JPEG because the recordings the policy was trained on hold JPEG
 before the dataset's video: the policy sees the same compression, and a frame is a small part of
 its raw size (256 x 256 x 3 = 196 KB). LeRobot's own async server
 (`lerobot.async_inference.policy_server`) speaks gRPC with pickled LeRobot objects both ways, so its
-client must import lerobot; this one's client (`pear_agent.policies.lerobot`) needs only the
+client must import lerobot; this one's client (`pear_agent.policies.lerobot.client`) needs only the
 standard library and numpy.
 
 Imports: the standard library, numpy, torch, lerobot and `pear_agent.records.export_lerobot`'s JPEG
@@ -40,6 +40,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any, TextIO
+
+from pear_agent.records.export_lerobot import decode_jpeg
 
 
 def _shape(feature: Any) -> list[int]:
@@ -96,8 +98,6 @@ class Server:
         import numpy as np  # optional: numpy (the server's side)
         import torch  # optional: torch
 
-        from pear_agent.records.export_lerobot import decode_jpeg  # heavy: cv2
-
         t0 = time.perf_counter()
         obs: dict[str, Any] = {}
         vectors = request.get("vectors") or {}
@@ -139,7 +139,7 @@ def _say(out: TextIO, obj: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m pear_agent.lerobot_server", description=__doc__.split("\n")[0]
+        prog="python -m pear_agent.policies.lerobot.server", description=__doc__.split("\n")[0]
     )
     p.add_argument("checkpoint", help="a LeRobot pretrained_model folder (config.json, weights, processors)")
     p.add_argument("--device", default="cpu", help="torch device (cpu, cuda)")

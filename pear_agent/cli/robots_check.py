@@ -21,7 +21,7 @@ from pear_agent.loop import family_parts
 from pear_agent.loop.arm_environment import arm_episode
 from pear_agent.loop.registry import arm_tasks, family_of, make_backend, task_entry
 from pear_agent.loop.task_experts import scripted_policy
-from pear_agent.robot.config import RobotConfig, RobotConfigError
+from pear_agent.robot.config import RobotConfig, RobotConfigError, task_point_cm
 from pear_agent.robot.kinematics import Kinematics, rpy_to_matrix
 from pear_agent.robot.loader import load_robot
 
@@ -51,6 +51,18 @@ def _task_for(robot: RobotConfig) -> str | None:
         if task_entry(task).refusal(task, robot) is None:
             return task
     return None
+
+
+def describe(path: Path) -> str:
+    """`pear-agent robots`' line for one description: loaded, its kinematics built (RobotConfigError
+    or ValueError where either fails)."""
+    robot = load_robot(path)
+    Kinematics(robot)
+    parts = ", ".join(
+        f"{n} ({len(p.joints)} joints{' + gripper' if p.gripper else ''})" for n, p in robot.parts.items()
+    )
+    cams = ", ".join(robot.cameras) or "none"
+    return f"{robot.name}: parts: {parts}; cameras: {cams}"
 
 
 def check_robot(path: Path, tasks: bool = False, seeds: int = 5, min_success: float = 0.8) -> CheckReport:
@@ -122,14 +134,6 @@ def _check_sim(robot: RobotConfig, task: str, report: CheckReport) -> None:
     problems, notes = family_parts.check_robot(family_of(task), task, robot)
     report.problems += problems
     report.notes += notes
-
-
-def task_point_cm(robot: RobotConfig, part: str) -> tuple[float, float] | None:
-    """The middle of the task area's part inside the part's workspace box (None: they miss)."""
-    table, box = robot.table_or_default(), robot.parts[part].limits.workspace_cm
-    x0, x1 = max(table.task_area_cm["x"][0], box["x"][0]), min(table.task_area_cm["x"][1], box["x"][1])
-    y0, y1 = max(table.task_area_cm["y"][0], box["y"][0]), min(table.task_area_cm["y"][1], box["y"][1])
-    return None if x0 >= x1 or y0 >= y1 else ((x0 + x1) / 2, (y0 + y1) / 2)
 
 
 def _check_tasks(robot: RobotConfig, report: CheckReport, seeds: int, min_success: float) -> None:

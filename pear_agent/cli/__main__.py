@@ -1,0 +1,3 @@
+from pear_agent.cli import main
+
+raise SystemExit(main())
