@@ -18,7 +18,7 @@ import numpy as np
 from _common import emit, machine
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import arm_tasks, make_backend
 from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.robot.kinematics import Kinematics

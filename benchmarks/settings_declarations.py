@@ -41,9 +41,9 @@ def main() -> int:
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, ast.ClassDef):
                 for item in node.body:
-                    if isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name):
-                        if item.target.id in fields:
-                            fields[item.target.id].append(f"{rel}:{item.lineno} {node.name}")
+                    named = isinstance(item, ast.AnnAssign) and isinstance(item.target, ast.Name)
+                    if named and item.target.id in fields:  # type: ignore[union-attr]
+                        fields[item.target.id].append(f"{rel}:{item.lineno} {node.name}")  # type: ignore[union-attr]
             if isinstance(node, ast.Constant) and node.value == 64000 and not isinstance(node.value, bool):
                 literals.append(f"{rel}:{node.lineno}")
         for i, line in enumerate(text.splitlines(), 1):

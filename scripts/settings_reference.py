@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 PAGE = ROOT / "docs" / "settings-reference.md"
 
-from pear_agent.loop.episode import EpisodeConfig  # noqa: E402
+from pear_agent.loop.config import EpisodeConfig  # noqa: E402
 from pear_agent.loop.workers import WorkerOptions  # noqa: E402
 from pear_agent.policies.lerobot.client import LeRobotSettings  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402

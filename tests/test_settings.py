@@ -13,7 +13,7 @@ import pytest
 
 from pear_agent.cli import build_parser
 from pear_agent.cli.loop_options import clock_from_args, model_settings_from_args
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.settings import (

@@ -26,7 +26,7 @@ from typing import Any
 from tqdm import tqdm
 
 from pear_agent.bench.report import INFRA_ENDINGS
-from pear_agent.loop.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
+from pear_agent.loop.config import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
 from pear_agent.loop.registry import EnvSpec, PolicyAsk, family_of
 from pear_agent.loop.runner import POOL, EpisodeJob, arun_episode
 from pear_agent.loop.step_watch import Hang

@@ -35,8 +35,8 @@ from pear_agent.loop.environment import environment_options
 from pear_agent.settings import add_arguments, from_args
 
 if TYPE_CHECKING:
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.loop.environment import Environment
-    from pear_agent.loop.episode import EpisodeConfig
     from pear_agent.policies.base import Policy
     from pear_agent.robot.backend import Backend
     from pear_agent.robot.config import RobotConfig

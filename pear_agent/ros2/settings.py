@@ -13,7 +13,7 @@ from typing import Any, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.robot.config import RobotConfig
 from pear_agent.robot.kinematics import Kinematics

@@ -11,7 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 

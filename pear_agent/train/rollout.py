@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import EnvSpec, resolve
 from pear_agent.loop.runner import EpisodeJob, arun_episodes
 from pear_agent.loop.workers import run_coroutine

@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import family_of
 from pear_agent.robot.kinematics import Kinematics
 from sim_adapters.libero.backend import LiberoBackend

@@ -261,7 +261,7 @@ INNOCENT = {
     "the runner called with the pool": (
         "from pear_agent.loop.runner import POOL, arun_episode\nPOOL.in_flight(4)\narun_episode(job, POOL)"
     ),
-    "a config built": "from pear_agent.loop.episode import EpisodeConfig as C\nC()",
+    "a config built": "from pear_agent.loop.config import EpisodeConfig as C\nC()",
 }
 """What the scan must not flag: other things named like the runner's parts."""
 
@@ -316,7 +316,7 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
 def test_rewards_are_read_before_the_environment_goes_back_to_the_pool() -> None:
     """The runner reads the family's rewards while the episode still holds its environment: a pool
     that resets an environment the moment it is released changes nothing in the outcome."""
-    from pear_agent.loop.episode import EpisodeConfig
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.loop.registry import EnvSpec
     from pear_agent.loop.runner import EnvironmentPool, EpisodeJob, run_episodes
     from sim_adapters.roadster.pilot import PilotPolicy

@@ -220,7 +220,7 @@ def test_the_roadster_family_names_the_environments_tasks() -> None:
 
 
 def test_env_specs_travel_to_workers_and_key_the_pool() -> None:
-    from pear_agent.loop.episode import EpisodeConfig
+    from pear_agent.loop.config import EpisodeConfig
 
     a = EnvSpec.of("pick_cube", {"robot": "ur5e", "unused": None}, config=EpisodeConfig(observation="state"))
     b = pickle.loads(pickle.dumps(a))
@@ -377,8 +377,8 @@ def test_the_environment_options_are_the_loops_the_specs_and_the_arm_environment
     import inspect
 
     from pear_agent.loop.arm_environment import ArmEnvironment
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.loop.environment import ENVIRONMENT_OPTIONS, environment_options
-    from pear_agent.loop.episode import EpisodeConfig
 
     names = set(ENVIRONMENT_OPTIONS)
     assert names <= {f.name for f in dataclasses.fields(EnvSpec)}

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pear_agent.cli import build_parser, main
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import families
 from pear_agent.settings import cli_fields
 

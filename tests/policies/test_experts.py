@@ -295,7 +295,7 @@ def test_never_the_same_blocked_move_three_times_in_a_row_under_physics(panda, p
     """A real blocked move: an expert that presses the closed gripper down onto the bowl's wall (the
     fingers stop on it, the outcome says blocked) asks for it again every turn; the shared
     machinery lets it through twice in a row at most, then backs off, and the expert re-plans."""
-    from pear_agent.loop.episode import EpisodeConfig
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.policies.experts import within_caps
     from pear_agent.policies.scripted import ScriptedPolicy
 

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import make_backend
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy, split_reasoning, strip_images
