@@ -283,9 +283,10 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
     import pear_agent.bench.runner as bench_runner
     import pear_agent.loop.runner as episodes
     from pear_agent.bench.runner import run_job
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.rl import rollouts
     from pear_agent.rl.rollouts import PolicySpec, RolloutJob, run_rollout
-    from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
+    from pear_agent.train.rollout import TrainJob, run_episodes
     from sim_adapters.roadster.pilot import PilotPolicy
 
     seen: list[str] = []
@@ -303,7 +304,9 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
     line = run_job({"task": task, "seed": 3, "out_dir": str(tmp_path), "policy": {"kind": "scripted"},
                     "video": False, "render": False})  # fmt: skip
     rec = run_rollout(RolloutJob(task, 3, PolicySpec("scripted", pilot_noise=0.0), render=False))
-    (tr,) = run_episodes([TrainJob(task, 3)], lambda job: PilotPolicy(), LoopOptions(), policy_version=7)
+    (tr,) = run_episodes(
+        [TrainJob(task, 3)], lambda job: PilotPolicy(), EpisodeConfig(observation="state"), policy_version=7
+    )
     assert seen == [task, task, task]
     # the same initial state and deterministic pilot: the same episode through all three callers
     assert line["success"] == rec["success"] == tr["success"]
