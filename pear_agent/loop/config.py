@@ -35,10 +35,11 @@ DEFAULT_CONTEXT_TOKENS = 64000
 """The context budget when neither --max-context-tokens nor the server says."""
 
 
-@dataclass
+@dataclass(frozen=True)
 class EpisodeConfig:
     """The turn loop's settings; `pear_agent.cli.loop_options` makes the command line from
-    these fields (`EnvSpec.of` carries them to workers)."""
+    these fields. Frozen (plain values, hashable), so an `EnvSpec` carries the ones an environment
+    is built with (`EnvSpec.loop`) to workers and keys the pool of built environments by them."""
 
     max_turns: int | None = setting(None, ros="max_turns", help="override the task's turn limit")
     max_context_tokens: int = setting(
