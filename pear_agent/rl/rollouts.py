@@ -29,6 +29,7 @@ from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.rl.advantages import FilterCounts, GroupVerdict, classify_group, group_advantages
 from pear_agent.rl.curriculum import CurriculumSampler, SuccessTracker
+from pear_agent.robot.gl import configure_gl
 
 Executor = Callable[[Callable[[Any], Any], Iterable[Any]], Iterator[tuple[Any, Any]]]
 
@@ -92,7 +93,7 @@ class RolloutError(RuntimeError):
 async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
     """One episode through the one runner (`pear_agent.loop.runner.arun_episode`); returns its
     trajectory record (advantage not yet known: None)."""
-    os.environ.setdefault("MUJOCO_GL", "egl")  # before any MuJoCo import in this worker
+    configure_gl()  # before any MuJoCo import in this worker
     _, task = resolve(job.task)  # a roadster task without a band flies the light one
     spec = EnvSpec.of(task, {"robot": job.robot}, mode=job.config.mode, render=job.render, config=job.config)
     out = await arun_episode(

@@ -11,7 +11,6 @@ runs an episode itself: there is one runner.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from pear_agent.loop.registry import EnvSpec, resolve
 from pear_agent.loop.runner import EpisodeJob, arun_episodes
 from pear_agent.loop.workers import run_coroutine
 from pear_agent.policies.base import Policy
+from pear_agent.robot.gl import configure_gl
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def run_episodes(
     `on_record` sees each record as its episode ends (completion order). `writer(job)`: the
     `RunWriter` of the episodes whose full log is kept (None for the others)."""
 
-    os.environ.setdefault("MUJOCO_GL", "egl")
+    configure_gl()
     render = config.observation in (
         "both",
         "images",

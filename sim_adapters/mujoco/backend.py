@@ -6,8 +6,6 @@ is at its target and still (reached), or reports which joints stalled short of i
 
 from __future__ import annotations
 
-import ctypes.util
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,20 +21,10 @@ from pear_agent.robot.backend import (
     TaskInfo,
 )
 from pear_agent.robot.config import RobotConfig, RobotConfigError
+from pear_agent.robot.gl import configure_gl
 from pear_agent.robot.motion import SettleJudge
 
-
-def configure_gl() -> str:
-    """Headless rendering: EGL by default, OSMesa if EGL is missing. Must run before import."""
-    if "MUJOCO_GL" not in os.environ:
-        has_egl = ctypes.util.find_library("EGL") is not None
-        has_osmesa = ctypes.util.find_library("OSMesa") is not None
-        os.environ["MUJOCO_GL"] = "osmesa" if (not has_egl and has_osmesa) else "egl"
-    os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
-    return os.environ["MUJOCO_GL"]
-
-
-configure_gl()
+configure_gl()  # before MuJoCo is imported
 
 import mujoco  # noqa: E402
 
