@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def bare_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
-    monkeypatch.delenv("MUJOCO_GL", raising=False)
-    monkeypatch.delenv("PYOPENGL_PLATFORM", raising=False)
+    for name in ("MUJOCO_GL", "PYOPENGL_PLATFORM"):  # set first: the teardown then restores each as it was
+        monkeypatch.setenv(name, "unset")
+        monkeypatch.delenv(name)
     return monkeypatch
 
 
