@@ -10,6 +10,7 @@ the loop and model settings it shares with `run`).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
 from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402
 from scripts.generated_page import write_or_check  # noqa: E402
+from sim_adapters.mujoco.backend import ControllerSettings  # noqa: E402
 
 
 def _cell(text: str) -> str:
@@ -54,6 +56,16 @@ def _family_tables() -> list[str]:
     return lines
 
 
+def _plain_table(cls: type) -> list[str]:
+    """A dataclass of settings no command line takes (cli=False): field, type, default, help."""
+    rows = ["| setting | type | default | what |", "|---|---|---|---|"]
+    for f in dataclasses.fields(cls):
+        rows.append(
+            f"| `{f.name}` | {_cell(f.type)} | `{f.default!r}` | {_cell(f.metadata.get('help', ''))} |"
+        )
+    return rows
+
+
 def _ros_table() -> list[str]:
     rows = ["| parameter | type | default | defined in | what |", "|---|---|---|---|---|"]
     for p in agent_parameters():
@@ -71,7 +83,7 @@ def render() -> str:
         "written once: a dataclass or pydantic field; `tests/test_settings.py` keeps this page current and",
         "fails on a setting declared twice).",
         "",
-        "## The turn loop (`pear_agent.loop.episode.EpisodeConfig`): `run`, `bench`",
+        "## The turn loop (`pear_agent.loop.config.EpisodeConfig`): `run`, `bench`",
         "",
         *_cli_table(EpisodeConfig),
         "",
@@ -102,6 +114,13 @@ def render() -> str:
         "its type, as a ROS parameter cannot be None), then the backend's (`RosSettings`).",
         "",
         *_ros_table(),
+        "",
+        "## The MuJoCo arm's controller (`sim_adapters.mujoco.backend.ControllerSettings`)",
+        "",
+        "How a simulated move's end is judged; where a value differs from the ROS backend's counterpart",
+        "above, its help says why.",
+        "",
+        *_plain_table(ControllerSettings),
         "",
     ]
     return "\n".join(lines)

@@ -53,11 +53,26 @@ class RosSettings(BaseModel):
         "/controller_manager",
         description="list_controllers is asked here where controller_manager_msgs exists",
     )
-    reach_tolerance_rad: float = Field(0.01, gt=0)
-    still_velocity_rad_s: float = Field(0.03, gt=0)
+    reach_tolerance_rad: float = Field(
+        0.01,
+        gt=0,
+        description="a joint within this of its target has reached it (MuJoCo: 0.006; looser here, for "
+        "joint states sampled at 50 Hz from a real controller)",
+    )
+    still_velocity_rad_s: float = Field(0.03, gt=0, description="a joint slower than this is still")
     gripper_still_velocity: float = Field(0.004, gt=0, description="gripper joint units per second")
-    stall_tracking_error_rad: float = Field(0.3, gt=0, description="tracking error that means a stall")
-    settle_timeout_s: float = Field(3.0, gt=0)
+    stall_tracking_error_rad: float = Field(
+        0.3,
+        gt=0,
+        description="tracking error that means a stall (MuJoCo: 0.25; the measured state lags the command "
+        "by the transport's delay here)",
+    )
+    settle_timeout_s: float = Field(
+        3.0,
+        gt=0,
+        description="time after the planned duration to settle before the move is judged not reached "
+        "(MuJoCo: 2.0; a real controller settles more slowly)",
+    )
     gripper_speed: float = Field(0.1, gt=0, description="gripper joint units per second (m/s: YAM)")
     joint_acceleration_rad_s2: float = Field(4.0, gt=0, description="acceleration limit of every move")
     joint_jerk_rad_s3: float = Field(40.0, gt=0, description="jerk limit of every move")
