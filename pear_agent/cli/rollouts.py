@@ -15,7 +15,14 @@ from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import add_family_arguments, resolve
 from pear_agent.loop.workers import WorkerOptions, run_local, run_ray
 from pear_agent.policies.model_settings import ModelSettings
-from pear_agent.rl.rollouts import Group, PolicySpec, arun_rollout, collect_groups, run_rollout, sequential
+from pear_agent.rl.rollouts import (
+    PolicySpec,
+    RolloutGroup,
+    arun_rollout,
+    collect_groups,
+    run_rollout,
+    sequential,
+)
 from pear_agent.rl.trajectories import TrajectoryWriter, export_sft
 from pear_agent.settings import add_arguments, from_args
 
@@ -98,7 +105,7 @@ def cmd_rollouts(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise RolloutsError(f"cannot write records to --out {out}: {exc.strerror or exc}") from None
 
-    def on_group(g: Group) -> None:
+    def on_group(g: RolloutGroup) -> None:
         if g.kept or args.keep_dropped:
             for rec in g.records:
                 writer.write(rec)

@@ -126,7 +126,9 @@ def sequential(fn: Callable[[Any], Any], jobs: Iterable[Any]) -> Iterator[tuple[
 
 
 @dataclass
-class Group:
+class RolloutGroup:
+    """A group `pear-agent rollouts` collected: its records and the filter's verdict, for export."""
+
     group_id: str
     task: str
     seed: int
@@ -170,7 +172,7 @@ def collect_groups(
     base_seed: int = 0,
     max_attempts: int | None = None,
     executor: Executor = sequential,
-    on_group: Callable[[Group], None] | None = None,
+    on_group: Callable[[RolloutGroup], None] | None = None,
     robot: str | None = None,
     render: bool = True,
     max_turns: int | None = None,
@@ -223,7 +225,7 @@ def collect_groups(
                 r["advantage"] = float(a)
                 r["group_kept"] = verdict == "kept"
             if on_group is not None:
-                on_group(Group(gid, task, gseed, recs, verdict))
+                on_group(RolloutGroup(gid, task, gseed, recs, verdict))
     report.attempts_exhausted = report.counts.kept < n_groups
     report.wall_s = time.perf_counter() - t0
     return report

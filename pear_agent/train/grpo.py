@@ -40,7 +40,7 @@ from pear_agent.train.batched import BatchedGenerator
 from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.config import Recipe
 from pear_agent.train.evaluate import eval_draws, evaluate, summarize
-from pear_agent.train.grpo_steps import Collected, Group, StepReport, reward_of
+from pear_agent.train.grpo_steps import Collected, StepReport, TrainingGroup, reward_of
 from pear_agent.train.grpo_update import (
     UpdateContext,
     UpdateSums,
@@ -280,7 +280,7 @@ class GRPOTrainer:
 
     def rollouts(
         self, draws: list[Draw], step: int, first_group: int, version: int | None = None
-    ) -> list[Group]:
+    ) -> list[TrainingGroup]:
         """Fly every draw `group_size` times, all in flight at once (up to `episodes_in_flight`),
         sampling with the weights of `version` (default: the current ones)."""
         g = self.cfg
@@ -344,10 +344,12 @@ class GRPOTrainer:
                     if r["end_reason"] in NO_REPLY_ENDINGS
                 )
                 self.log(f"step {step}: group {d.task} s{d.seed} dropped: {why}")
-            groups.append(Group(d, recs, rewards, verdict))
+            groups.append(TrainingGroup(d, recs, rewards, verdict))
         return groups
 
-    def collect(self, step: int, version: int | None = None) -> tuple[list[Group], list[Group]]:
+    def collect(
+        self, step: int, version: int | None = None
+    ) -> tuple[list[TrainingGroup], list[TrainingGroup]]:
         """(kept groups, every group sampled): all-equal groups are dropped and new ones drawn."""
         g = self.cfg
         mix = self.mixes[self.stage(step)]
@@ -356,8 +358,8 @@ class GRPOTrainer:
         if gen is not None and hasattr(gen, "new_weights") and v != self._prefix_version:
             gen.new_weights()  # its prompt starts were prefilled with other weights
             self._prefix_version = v
-        kept: list[Group] = []
-        sampled: list[Group] = []
+        kept: list[TrainingGroup] = []
+        sampled: list[TrainingGroup] = []
         limit = g.max_attempts_factor * g.groups_per_step
         while len(kept) < g.groups_per_step and len(sampled) < limit:
             need = min(g.groups_per_step - len(kept), limit - len(sampled))
@@ -427,7 +429,7 @@ class GRPOTrainer:
         return out
 
     # -- the update (its pieces: `pear_agent.train.grpo_update`) ----------------------------------
-    def update(self, groups: list[Group]) -> tuple[float, int, float | None, int]:
+    def update(self, groups: list[TrainingGroup]) -> tuple[float, int, float | None, int]:
         """One optimizer step on the kept groups: (loss, trained tokens, logprob drift, tokens the
         drift compared). The drift is max |log p - log mu| over every generated token that has a
         recorded log mu: on-policy ones against the weights being trained, stale ones against the

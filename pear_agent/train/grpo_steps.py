@@ -10,7 +10,10 @@ from pear_agent.train.mix import Draw
 
 
 @dataclass
-class Group:
+class TrainingGroup:
+    """A group the trainer drew from its mix and flew: its rewards, the filter's verdict and the
+    advantages the update weighs its replies by."""
+
     draw: Draw
     records: list[dict[str, Any]]
     rewards: list[float]
@@ -24,8 +27,8 @@ class Collected:
 
     step: int
     version: int
-    kept: list[Group]
-    sampled: list[Group]
+    kept: list[TrainingGroup]
+    sampled: list[TrainingGroup]
     t0: float
     t1: float
 

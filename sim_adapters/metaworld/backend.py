@@ -147,6 +147,8 @@ class MetaWorldBackend:
         self.render = render
         self.task = TaskInfo(task, INSTRUCTIONS[self.name], MAX_TURNS)
         self.env = make_env(self.name)
+        self._gripped = False
+        """Whether a move has set the grip since the reset (until then the grip is the reset's)."""
         self.dt = float(self.env.dt)
         self._cams = {n: robot.cameras[n] for n in CAMERAS if n in robot.cameras}
         self._renderer: Any = None
@@ -184,6 +186,7 @@ class MetaWorldBackend:
         self._steps = 0
         self._success = False
         self._effort = -1.0  # Meta-World's reset leaves the gripper opened (effort -1)
+        self._gripped = False
         self._goal = self.tcp()
         self._driving = False
         self._offset = self.mocap() - self.tcp()  # mocap minus tool point at rest
@@ -258,6 +261,7 @@ class MetaWorldBackend:
             effort = 1.0 - 2.0 * float(np.clip(cmd.gripper, 0.0, 1.0))
             grip_changed = effort != self._effort
             self._effort = effort
+            self._gripped = True
         self._press = bool(cmd.press) and cmd.joints_rad is not None
         if cmd.joints_rad is not None:
             self._goal = to_metaworld(np.asarray(cmd.joints_rad, dtype=float)[:3])
@@ -351,7 +355,9 @@ class MetaWorldBackend:
             "hand_minus_tool": (hand - self.tcp()).round(6).tolist(),
             "objects": objects,
             "goal": {"position_cm": (to_ours(obs[36:39]) * 100).round(2).tolist()},
-            SIM_STATE: sim_state(self.env, obs, self._seed) | {"effort": self._effort},
+            # the grip a move set (None before any: the reset's open fingers were nobody's choice)
+            SIM_STATE: sim_state(self.env, obs, self._seed)
+            | {"effort": self._effort if self._gripped else None},
         }
 
     def project(self, name: str, point_metaworld: Any) -> tuple[float, float]:

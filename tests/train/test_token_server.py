@@ -159,7 +159,7 @@ def test_a_restarted_trainer_gets_fresh_adapter_names_and_the_rank_is_checked(
 
 
 def test_replies_without_token_ids_are_refused_by_name(tiny_model_dir, tmp_path):
-    from pear_agent.train.grpo import Group, GRPOTrainer
+    from pear_agent.train.grpo import GRPOTrainer, TrainingGroup
     from pear_agent.train.mix import Draw
     from pear_agent.train.token_server import TokenServerError, parse_completion
 
@@ -171,7 +171,7 @@ def test_replies_without_token_ids_are_refused_by_name(tiny_model_dir, tmp_path)
     trainer = GRPOTrainer(recipe, tmp_path / "g", log=lambda *_: None)
     messages = [{"role": "user", "content": "go"}, {"role": "assistant", "content": "ok"}]
     rec = {"id": "ep-x", "messages": messages, "turn_tokens": [None]}
-    grp = Group(Draw("roadster_ramp_flip:light", 0, 0), [rec, rec], [1.0, 0.0], "kept", [1.0, -1.0])
+    grp = TrainingGroup(Draw("roadster_ramp_flip:light", 0, 0), [rec, rec], [1.0, 0.0], "kept", [1.0, -1.0])
     with pytest.raises(
         ValueError, match=r"episode ep-x: reply 1 of 1 came back without its sampled token ids"
     ):
