@@ -89,8 +89,8 @@ def context(out: Path, args: argparse.Namespace) -> dict:
     it must fit the server's `--max-model-len` (else groups die mid-flight)."""
     from pear_agent.loop.config import EpisodeConfig
     from pear_agent.train.config import load_recipe
+    from pear_agent.train.episodes import TrainJob, run_episodes
     from pear_agent.train.model_files import load_model
-    from pear_agent.train.rollout import TrainJob, run_episodes
     from pear_agent.train.sequences import episode_tokens
 
     model_dir = str(out / "smollm2-135m")

@@ -39,6 +39,7 @@ from pear_agent.rl.advantages import FilterCounts, classify_group, group_advanta
 from pear_agent.train.batched import BatchedGenerator
 from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.config import Recipe
+from pear_agent.train.episodes import TrainJob, run_episodes
 from pear_agent.train.evaluate import eval_draws, evaluate, summarize
 from pear_agent.train.grpo_steps import Collected, StepReport, TrainingGroup, reward_of
 from pear_agent.train.grpo_update import (
@@ -56,7 +57,6 @@ from pear_agent.train.local_model import make_local_policy
 from pear_agent.train.metrics_log import MetricsLog
 from pear_agent.train.mix import Draw, TaskMix
 from pear_agent.train.models import load_snapshot, save_checkpoint, snapshot, trainable_model
-from pear_agent.train.rollout import TrainJob, run_episodes
 from pear_agent.train.sft import peak_rss_mb
 from pear_agent.train.token_server import TokenServerPolicy, check_processed_logprobs
 from pear_agent.train.vision import text_tokenizer

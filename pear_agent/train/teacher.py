@@ -20,8 +20,8 @@ from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.policies.relative_pick import RelativePickPolicy
 from pear_agent.rl.trajectories import TrajectoryWriter
 from pear_agent.train.config import Recipe
+from pear_agent.train.episodes import TrainJob, run_episodes
 from pear_agent.train.mix import TaskMix
-from pear_agent.train.rollout import TrainJob, run_episodes
 
 
 def teacher_policy(task: str, kind: str = "scripted") -> Any:

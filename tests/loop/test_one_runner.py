@@ -286,7 +286,7 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
     from pear_agent.loop.config import EpisodeConfig
     from pear_agent.rl import rollouts
     from pear_agent.rl.rollouts import PolicySpec, RolloutJob, run_rollout
-    from pear_agent.train.rollout import TrainJob, run_episodes
+    from pear_agent.train.episodes import TrainJob, run_episodes
     from sim_adapters.roadster.pilot import PilotPolicy
 
     seen: list[str] = []

@@ -9,7 +9,7 @@ import pytest
 
 from pear_agent.rl.advantages import group_advantages
 from pear_agent.train.config import load_recipe
-from pear_agent.train.rollout import run_episodes
+from pear_agent.train.episodes import run_episodes
 
 
 def _recipe(tiny_model_dir, *sets):

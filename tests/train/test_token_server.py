@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pear_agent.train.config import load_recipe
-from pear_agent.train.rollout import run_episodes
+from pear_agent.train.episodes import run_episodes
 from tests.servers import free_port
 
 pytestmark = pytest.mark.wallclock

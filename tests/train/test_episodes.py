@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pear_agent.loop.config import EpisodeConfig
-from pear_agent.train.rollout import TrainJob, run_episodes
+from pear_agent.train.episodes import TrainJob, run_episodes
 
 
 def test_arm_and_roadster_episodes_come_back_as_records():
