@@ -328,7 +328,7 @@ def test_no_setting_is_read_by_its_name_as_a_string() -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        'getattr(args, "latency", None)',  # the issue-37 regression: the option's field is latency_s
+        'getattr(args, "latency", None)',  # a past regression: the option's field is latency_s
         'getattr(args, "json")',
         'getattr(self.args, "seed", 0)',
         'getattr(ctx, "max_chunk", 1)',

@@ -1,4 +1,4 @@
-"""A LIBERO episode is a function of task, init state and seed (issue 30): LIBERO places its fixed
+"""A LIBERO episode is a function of task, init state and seed: LIBERO places its fixed
 fixtures (the microwave of libero_10/9) at every reset from a random stream its earlier resets have
 drawn from, so the adapter must start each episode from the same scene whatever ran before in
 that environment. Checked on the first observation (prompt text, camera JPEGs, joints, privileged

@@ -1,4 +1,4 @@
-"""Action chunks (issue 29) through the real loop in MuJoCo: the whole chunk checked before anything
+"""Action chunks through the real loop in MuJoCo: the whole chunk checked before anything
 moves, one motion through the waypoints, early stop on contact with the step reached named, the
 chunk limit refused (not truncated), records that replay."""
 

@@ -1,4 +1,4 @@
-"""Issue 26: one episode runner. `bench`, RL rollouts and the trainer run their episodes through
+"""One episode runner. `bench`, RL rollouts and the trainer run their episodes through
 `pear_agent.loop.runner.arun_episode` (pooled environment, rewards read before the environment goes
 back, token traces, policy version); a second copy of the pool-run-release code fails here."""
 
@@ -190,7 +190,7 @@ def package_sources() -> dict[str, tuple[str, bool]]:
 
 
 def test_only_the_runner_builds_episodes_and_takes_environments_from_a_pool() -> None:
-    """Mutation tried by hand (issue 42): a second runner in pear_agent/rl/rollouts.py,
+    """Mutation tried by hand: a second runner in pear_agent/rl/rollouts.py,
     `from pear_agent.loop import episode as ep; from pear_agent.loop.runner import POOL as envs;
     ep.Episode.of(envs.acquire(spec), policy)`: the former scan by names passed it; this one fails
     with "pear_agent.rl.rollouts: ['ep.Episode.of() line 244', 'envs.acquire line 244']"."""
@@ -268,7 +268,7 @@ INNOCENT = {
 
 @pytest.mark.parametrize("how", list(EVASIONS))
 def test_the_scan_sees_through_aliases_and_other_names(how: str) -> None:
-    """Issue 42: the scan by names missed `Episode as E`, `episode.Episode(` and pools whose
+    """The scan by names missed `Episode as E`, `episode.Episode(` and pools whose
     variable is not named `pool`; by the import graph each is caught."""
     found = offenders({"pear_agent.bench.sneaky": (EVASIONS[how], False)})
     assert len(found) == 1 and found[0].startswith("pear_agent.bench.sneaky:"), (how, found)

@@ -1,4 +1,4 @@
-"""Replay of recorded episodes, and of logs recorded with protocol v1 (before issue 13)."""
+"""Replay of recorded episodes, and of logs recorded with protocol v1 (an earlier wire format)."""
 
 import json
 from pathlib import Path

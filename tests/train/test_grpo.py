@@ -116,7 +116,7 @@ def test_the_second_step_samples_with_the_updated_weights_only(tiny_model_dir, t
     assert reports[1].logprob_drift < 1e-3, reports[1].logprob_drift
 
 
-# -- issue 39: the trainer's defects, resume, logging, objective, kept episodes ---------------------
+# -- the trainer's defects, resume, logging, objective, kept episodes ---------------------
 
 
 class Alternating:
