@@ -23,6 +23,8 @@ from pear_agent.loop.workers import WorkerOptions  # noqa: E402
 from pear_agent.policies.lerobot.client import LeRobotSettings  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
+from pear_agent.ros2.sim_robot_node import SimRobotSettings  # noqa: E402
+from pear_agent.ros2.yam_driver_node import YamDriverSettings  # noqa: E402
 from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402
 from scripts.generated_page import write_or_check  # noqa: E402
 from sim_adapters.mujoco.backend import ControllerSettings  # noqa: E402
@@ -75,6 +77,15 @@ def _ros_table() -> list[str]:
     return rows
 
 
+def _node_table(model: type) -> list[str]:
+    """A ROS 2 node's parameters from its pydantic settings model: name, type, default, what."""
+    rows = ["| parameter | type | default | what |", "|---|---|---|---|"]
+    for name, f in model.model_fields.items():
+        kind = f.annotation.__name__ if isinstance(f.annotation, type) else str(f.annotation)
+        rows.append(f"| `{name}` | {kind} | `{f.default!r}` | {_cell(f.description or '')} |")
+    return rows
+
+
 def render() -> str:
     lines = [
         "# Settings reference",
@@ -121,6 +132,19 @@ def render() -> str:
         "above, its help says why.",
         "",
         *_plain_table(ControllerSettings),
+        "",
+        "## The simulated robot node (`pear_agent.ros2.sim_robot_node.SimRobotSettings`)",
+        "",
+        "Its robot and joint-state topic default to the agent's (`pear_agent.ros2.stack`).",
+        "",
+        *_node_table(SimRobotSettings),
+        "",
+        "## The YAM driver node (`pear_agent.ros2.yam_driver_node.YamDriverSettings`)",
+        "",
+        "One per arm; its robot, joint-state and e-stop topics default to the agent's",
+        "(`pear_agent.ros2.stack`).",
+        "",
+        *_node_table(YamDriverSettings),
         "",
     ]
     return "\n".join(lines)

@@ -17,6 +17,7 @@ from pear_agent.loop.config import EpisodeConfig
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.robot.config import RobotConfig
 from pear_agent.robot.kinematics import Kinematics
+from pear_agent.ros2 import stack
 from pear_agent.ros2.graph import trajectory_topic
 from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.settings import type_of
@@ -35,7 +36,7 @@ class RosSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    joint_states_topic: str = "/joint_states"
+    joint_states_topic: str = stack.JOINT_STATES_TOPIC
     joint_state_max_age_s: float = Field(
         0.1, gt=0, description="plan, hold and judge only from joint states younger than this (50 Hz: 0.1)"
     )
@@ -99,7 +100,7 @@ class RosSettings(BaseModel):
     video_camera: str = Field(
         "", description="camera recorded to episode.mp4 ('' = the first, 'none' = no video)"
     )
-    estop_topic: str = "/pear/estop"
+    estop_topic: str = stack.ESTOP_TOPIC
     estop_service: str = "/pear/stop"
     operator_service: str = "/pear/operator/judge"
     operator_answer_topic: str = Field(
@@ -123,7 +124,7 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    robot: str = Field("yam_bimanual", description="robot name in robots/ or a path to a robot YAML")
+    robot: str = Field(stack.ROBOT, description="robot name in robots/ or a path to a robot YAML")
     task: str = Field("", description="task name ('' = the simulator's task status, else 'ros2')")
     instruction: str = Field("", description="the instruction ('' = the task's, else instruction_topic)")
     instruction_topic: str = Field(
