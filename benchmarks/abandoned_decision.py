@@ -1,4 +1,4 @@
-"""Abandoned decisions (issue 13): a decision past its timeout against a real llama-cpp-python
+"""Abandoned decisions: a decision past its timeout against a real llama-cpp-python
 server (Gemma 3 270M, end-of-turn banned so it writes until max_tokens), then at once a short
 request. Streamed, the client closes the stream at the timeout and the server stops generating:
 the next request is served at once. Unstreamed (`--no-stream`), the server keeps generating the

@@ -1,4 +1,4 @@
-"""The closed loop on a CPU (issue 41): expert `pick_cube` episodes recorded at the control rate,
+"""The closed loop on a CPU: expert `pick_cube` episodes recorded at the control rate,
 exported as a LeRobot dataset, a small ACT trained on it with LeRobot's own trainer (`lerobot-train`;
 a ResNet-18 from random initialisation, `--policy.pretrained_backbone_weights=null`: no weights are
 downloaded), and the trained policy benched on held-out seeds next to the expert, with `compare`.

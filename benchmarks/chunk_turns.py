@@ -1,4 +1,4 @@
-"""Action chunks (issue 29): the scripted expert at K = 1, 2, 4, 8 steps per reply on every MuJoCo
+"""Action chunks: the scripted expert at K = 1, 2, 4, 8 steps per reply on every MuJoCo
 task (one-arm tasks on the panda, two-arm tasks on the YAM pair), on the same seeds.
 
     PEAR_BENCH_TAG=issue29 nice -n 10 .venv/bin/python benchmarks/chunk_turns.py --seeds 5
@@ -18,7 +18,7 @@ import numpy as np
 from _common import emit, machine
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import arm_tasks, make_backend
 from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.robot.kinematics import Kinematics

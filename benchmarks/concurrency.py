@@ -1,4 +1,4 @@
-"""Episodes in flight against one model server (issue 17): a local OpenAI-compatible server with a
+"""Episodes in flight against one model server: a local OpenAI-compatible server with a
 fixed decision time answers every request with a valid hold-still action; `pear-agent bench
 --concurrency N` runs pick_cube episodes (`--no-video`, a fixed number of turns) against it.
 

@@ -1,5 +1,5 @@
 """The scripted experts under small physics perturbations: does each task's success keep its
-unperturbed level when the floats move a little (issue 37)?
+unperturbed level when the floats move a little?
 
     .venv/bin/python benchmarks/expert_perturbed.py [--robots panda,ur5e] [--tasks pick_cube] [--seeds 0-9]
     .venv/bin/python benchmarks/expert_perturbed.py --robots yam_bimanual --tasks place_in_bowl --seeds 0-39

@@ -87,9 +87,10 @@ def context(out: Path, args: argparse.Namespace) -> dict:
     """The longest flight the check can fly, bounded from scripted flights: the system prompt, then
     at most `max_turns` turns of the longest observation seen plus a reply at `max_new_tokens`;
     it must fit the server's `--max-model-len` (else groups die mid-flight)."""
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.train.config import load_recipe
+    from pear_agent.train.episodes import TrainJob, run_episodes
     from pear_agent.train.model_files import load_model
-    from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
     from pear_agent.train.sequences import episode_tokens
 
     model_dir = str(out / "smollm2-135m")
@@ -98,7 +99,7 @@ def context(out: Path, args: argparse.Namespace) -> dict:
     from pear_agent.train.teacher import teacher_policy  # the scripted pilot
 
     jobs = [TrainJob(TASK, seed) for seed in range(args.flights)]
-    opts = LoopOptions(mode="paused", max_turns=None, observation=recipe.observation)
+    opts = EpisodeConfig(observation=recipe.observation)
     recs = run_episodes(jobs, lambda job: teacher_policy(TASK), opts, concurrency=len(jobs))
     worst_turn, system, longest, turns = 0, 0, 0, []
     for rec in recs:

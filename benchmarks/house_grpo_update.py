@@ -11,9 +11,9 @@ import tempfile
 from pathlib import Path
 
 from pear_agent.train.config import load_recipe
+from pear_agent.train.episodes import run_episodes
 from pear_agent.train.grpo import GRPOTrainer
 from pear_agent.train.model_files import write_tiny_llama
-from pear_agent.train.rollout import run_episodes
 
 tmp = Path(tempfile.mkdtemp())
 model = write_tiny_llama(tmp / "tiny")

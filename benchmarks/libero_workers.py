@@ -1,4 +1,4 @@
-"""LIBERO results are a function of task, init state and seed (issue 30): the scripted expert through
+"""LIBERO results are a function of task, init state and seed: the scripted expert through
 `pear-agent bench`, once with `--workers 1` and once with `--workers 2`, on libero_10 task 9 (the
 microwave, a fixture LIBERO places at every reset) init states 0-5 and on one task of every other
 suite. Every episode's replies (and prompts) must be byte-identical between the two benches, and

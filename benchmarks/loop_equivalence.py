@@ -1,7 +1,7 @@
 """The loop gives the same episodes as an older commit's: the scripted experts' results, records
 (every log line, summary, image sent to the model) and replays, compared between this tree and the
-code at an older commit (default 54f184c: main with issues 28-31 merged, just before issue 26's one
-episode runner; a record field only this tree writes is listed, not a difference).
+code at an older commit (default 54f184c: main just before the one episode runner; a record field
+only this tree writes is listed, not a difference).
 
 Both sides run `pear-agent bench --no-video` over the same tasks and seeds: the old code as it ran
 (`--workers 2`, one episode per worker at a time), this tree with many episodes in flight
@@ -97,7 +97,7 @@ def episode_files(run_dir: Path) -> dict[str, Any]:
 REPLAY_SNIPPET = r"""
 import json, sys
 from pathlib import Path
-try:  # the package layout since issue 37: pear_agent/loop, robot, records
+try:  # the package layout of newer trees: pear_agent/loop, robot, records
     from pear_agent.loop import registry
     from pear_agent.loop.episode import Episode, EpisodeConfig
     from pear_agent.records.log import RunWriter
@@ -110,11 +110,11 @@ except ImportError:  # an older tree: the modules side by side in pear_agent/
     from pear_agent.episode import Episode, EpisodeConfig
     from pear_agent.records import RunWriter
     from pear_agent.kinematics import Kinematics
-    try:  # the loader's home since issue 32; an older tree has it in robot_config
+    try:  # the loader's home in newer trees; an older tree has it in robot_config
         from pear_agent.robot_loader import load_robot
     except ImportError:
         from pear_agent.robot_config import load_robot
-    try:  # one constructor since issue 37: Episode(environment, ...), the arm's built by arm_episode
+    try:  # one constructor in newer trees: Episode(environment, ...), the arm's built by arm_episode
         from pear_agent.arm_environment import arm_episode
         any_episode = Episode
     except ImportError:  # Episode(backend, kinematics, ...) and Episode.of(environment, ...)

@@ -1,4 +1,4 @@
-"""The turn loop's own CPU per turn, before and after it became a coroutine (issue 17): the same
+"""The turn loop's own CPU per turn, before and after it became a coroutine: the same
 episodes through the code at an older commit (default dc1b7be) and through this tree, `run` and
 `arun` (1 and 16 episodes in flight on one event loop).
 
@@ -27,12 +27,12 @@ import _common  # noqa: F401  (sets sys.path and MUJOCO_GL)
 from _common import REPO_ROOT, emit, machine, verdict
 
 TARGET = 0.10
-"""The loop may cost at most 10% more CPU per turn than before (issue 17)."""
+"""The loop may cost at most 10% more CPU per turn than before."""
 
 SNIPPET = r"""
 import asyncio, json, sys, tempfile, time
 from pathlib import Path
-try:  # the package layout since issue 37: pear_agent/loop, robot, records
+try:  # the package layout of newer trees: pear_agent/loop, robot, records
     from pear_agent.loop import registry
     from pear_agent.loop.arm_environment import ArmEnvironment
     from pear_agent.loop.episode import Episode, EpisodeConfig

@@ -2,7 +2,7 @@
 huge integers, NaN/Infinity, control characters, lone surrogates, unbalanced and deeply nested
 brackets, repeated "action" keys, unclosed <think> and fences), stretched to sizes up to 1 MB.
 
-Targets (issue 13): 0 exceptions other than ActionError; max parse time < 50 ms for replies up to
+Targets: 0 exceptions other than ActionError; max parse time < 50 ms for replies up to
 1 MB (1,000,000 characters, the parser's length cap; longer ones are refused at once and timed
 separately). A parse slower than 10 ms is timed again, up to 10 tries, and the fastest is kept
 (the first timings are reported too), so a scheduler preemption on a busy machine is not counted

@@ -1,4 +1,4 @@
-"""The prompt as the budget (issue 38): tokens per episode with the default and the compact
+"""The prompt as the budget: tokens per episode with the default and the compact
 observation, with and without a history window, and what each costs a real llama.cpp server in
 prefill seconds, with and without its prompt cache reusing the previous turn.
 

@@ -1,4 +1,4 @@
-"""Rollouts on Ray (issue 7): 8 scripted episodes (rendering on, as rollouts for training record
+"""Rollouts on Ray: 8 scripted episodes (rendering on, as rollouts for training record
 images) on a local Ray instance with 2 CPUs, with 2 workers against 1; results are checked against
 the in-process run for the same seeds (deterministic policy). A warm-up pass first starts the
 workers and builds their simulators, so the figures are steady state; the cold pass is reported too.

@@ -9,7 +9,7 @@ seed, the turn), so both models fly each seed from the same stream and a seed fl
 range (`--test-seeds A-B`, inclusive, outside the training seeds 0-9,999). The effect is then
 "better as sampled at T", the policy GRPO trains; all test flights fly at once (`train.evaluate`).
 
-CPU, issue 38 (SmolLM2-135M, the roadster_study recipe's cpu profile, the compact observation;
+CPU (SmolLM2-135M, the roadster_study recipe's cpu profile, the compact observation;
 6 teacher flights and 6 warm-start steps land about half of the light ramp flips as sampled at
 T = 1 on validation seeds 10000-10063, 32 of 64: room both ways). 35.1 and 33.7 minutes on 2
 cores (test seeds 20000-20063 and 20500-20563; docs/training.md has the figures):
@@ -19,7 +19,7 @@ cores (test seeds 20000-20063 and 20500-20563; docs/training.md has the figures)
         --test-seeds 20000-20063 --grpo-steps 8 --groups 2 --group-size 4 --lr 5e-4 \
         --temperature 1.0 --set observation=compact --set model.max_new_tokens=32 --budget-min 40
 
-Issue 27's CPU pass (the default observation, greedy; docs/training.md has its figures):
+CPU pass (the default observation, greedy; docs/training.md has its figures):
 
     PEAR_BENCH_TAG=issue27 nice -n 10 python benchmarks/rl_beats_warm_start.py --out runs/rl-vs-warm-ramp \
         --task roadster_ramp_flip:light --teacher 2 --test 4 --grpo-steps 3 --groups 1 --group-size 4 \

@@ -1,4 +1,4 @@
-"""Roadster plans (issue 29): the kickflip flown by the scripted pilot in realtime at 0.5 s and 1.0 s
+"""Roadster plans: the kickflip flown by the scripted pilot in realtime at 0.5 s and 1.0 s
 per decision, light / gale / storm, plans of 5 and 10 intervals against single commands, on the same
 test-split seeds (paired: exact McNemar test per band and decision time).
 

@@ -1,12 +1,12 @@
-"""ROS 2 stops (issue 22): the left arm of the JTC stand-in (tests/ros2/jtc_double.py: the
+"""ROS 2 stops: the left arm of the JTC stand-in (tests/ros2/jtc_double.py: the
 controller's own interpolation from the measured position and velocity, servos with a lag) moving at
 full speed (>= 95 % of the 1.5 rad/s cap), stopped by the agent's braking e-stop, or by the one-point
-hold at the measured pose the agent sent before issue 22. Peak deceleration, reversal and stopping
+hold at the measured pose the agent used to send. Peak deceleration, reversal and stopping
 distance are measured from the joint-state stamps the probe receives.
 
     .venv/bin/python benchmarks/ros2_brake.py [--runs 3] [--joint-state-velocity none]
 
-`--joint-state-velocity none|nan` (issue 30): the stand-in's joint_state_broadcaster publishes no
+`--joint-state-velocity none|nan`: the stand-in's joint_state_broadcaster publishes no
 velocities (hardware without a velocity state interface) or NaN; the agent brakes from velocities it
 estimates from the stamped positions.
 """

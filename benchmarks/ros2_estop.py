@@ -1,13 +1,13 @@
-"""ROS 2 e-stop (issues 10, 22): from `true` published on /pear/estop to the stop received by each
+"""ROS 2 e-stop: from `true` published on /pear/estop to the stop received by each
 controller of a strict joint_trajectory_controller stand-in (tests/ros2/jtc_double.py, its own
 process, joint states at 100 Hz), while agent_node (its own process) moves the left arm; and where
 the stop ends: its rest point must lie ahead of the arm (along its motion) when the stop arrived,
-never back (issue 22: a braking trajectory, not a hold at an older pose). All three processes
+never back (a braking trajectory, not a hold at an older pose). All three processes
 stamp with the system-wide monotonic clock.
 
     .venv/bin/python benchmarks/ros2_estop.py [--runs 5] [--joint-state-velocity none]
 
-`--joint-state-velocity none|nan` (issue 30): the stand-in publishes joint states without velocities.
+`--joint-state-velocity none|nan`: the stand-in publishes joint states without velocities.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Peak memory of a training step: the loss over the whole sequence's logits (before issue 27) vs
+"""Peak memory of a training step: the loss over the whole sequence's logits (before) vs
 the loss on reply positions only, the output head in chunks (after), per model size and sequence
 length, and the warm start end to end (`train sft`, SmolLM2-135M, the same 12 teacher flights).
 

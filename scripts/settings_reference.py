@@ -10,6 +10,7 @@ the loop and model settings it shares with `run`).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -17,13 +18,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 PAGE = ROOT / "docs" / "settings-reference.md"
 
-from pear_agent.loop.episode import EpisodeConfig  # noqa: E402
+from pear_agent.loop.config import EpisodeConfig  # noqa: E402
 from pear_agent.loop.workers import WorkerOptions  # noqa: E402
 from pear_agent.policies.lerobot.client import LeRobotSettings  # noqa: E402
 from pear_agent.policies.model_settings import ModelSettings  # noqa: E402
 from pear_agent.ros2.settings import agent_parameters  # noqa: E402
+from pear_agent.ros2.sim_robot_node import SimRobotSettings  # noqa: E402
+from pear_agent.ros2.yam_driver_node import YamDriverSettings  # noqa: E402
 from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402
 from scripts.generated_page import write_or_check  # noqa: E402
+from sim_adapters.mujoco.backend import ControllerSettings  # noqa: E402
 
 
 def _cell(text: str) -> str:
@@ -54,12 +58,31 @@ def _family_tables() -> list[str]:
     return lines
 
 
+def _plain_table(cls: type) -> list[str]:
+    """A dataclass of settings no command line takes (cli=False): field, type, default, help."""
+    rows = ["| setting | type | default | what |", "|---|---|---|---|"]
+    for f in dataclasses.fields(cls):
+        rows.append(
+            f"| `{f.name}` | {_cell(f.type)} | `{f.default!r}` | {_cell(f.metadata.get('help', ''))} |"
+        )
+    return rows
+
+
 def _ros_table() -> list[str]:
     rows = ["| parameter | type | default | defined in | what |", "|---|---|---|---|---|"]
     for p in agent_parameters():
         rows.append(
             f"| `{p.name}` | {p.type.__name__} | `{p.default!r}` | `{p.source}` | {_cell(p.description)} |"
         )
+    return rows
+
+
+def _node_table(model: type) -> list[str]:
+    """A ROS 2 node's parameters from its pydantic settings model: name, type, default, what."""
+    rows = ["| parameter | type | default | what |", "|---|---|---|---|"]
+    for name, f in model.model_fields.items():
+        kind = f.annotation.__name__ if isinstance(f.annotation, type) else str(f.annotation)
+        rows.append(f"| `{name}` | {kind} | `{f.default!r}` | {_cell(f.description or '')} |")
     return rows
 
 
@@ -71,7 +94,7 @@ def render() -> str:
         "written once: a dataclass or pydantic field; `tests/test_settings.py` keeps this page current and",
         "fails on a setting declared twice).",
         "",
-        "## The turn loop (`pear_agent.loop.episode.EpisodeConfig`): `run`, `bench`",
+        "## The turn loop (`pear_agent.loop.config.EpisodeConfig`): `run`, `bench`",
         "",
         *_cli_table(EpisodeConfig),
         "",
@@ -102,6 +125,26 @@ def render() -> str:
         "its type, as a ROS parameter cannot be None), then the backend's (`RosSettings`).",
         "",
         *_ros_table(),
+        "",
+        "## The MuJoCo arm's controller (`sim_adapters.mujoco.backend.ControllerSettings`)",
+        "",
+        "How a simulated move's end is judged; where a value differs from the ROS backend's counterpart",
+        "above, its help says why.",
+        "",
+        *_plain_table(ControllerSettings),
+        "",
+        "## The simulated robot node (`pear_agent.ros2.sim_robot_node.SimRobotSettings`)",
+        "",
+        "Its robot and joint-state topic default to the agent's (`pear_agent.ros2.stack`).",
+        "",
+        *_node_table(SimRobotSettings),
+        "",
+        "## The YAM driver node (`pear_agent.ros2.yam_driver_node.YamDriverSettings`)",
+        "",
+        "One per arm; its robot, joint-state and e-stop topics default to the agent's",
+        "(`pear_agent.ros2.stack`).",
+        "",
+        *_node_table(YamDriverSettings),
         "",
     ]
     return "\n".join(lines)

@@ -1,4 +1,4 @@
-"""A model server that misbehaves, in a process of its own (issue 30): `pear-agent serve`'s app (the
+"""A model server that misbehaves, in a process of its own: `pear-agent serve`'s app (the
 scripted expert behind an OpenAI-compatible endpoint) under uvicorn, behind a middleware that
 answers chat requests, in arrival order, with the faults of a cycled list:
 

@@ -1,4 +1,4 @@
-"""Issue 37: a house with no trapdoors, checked on the source text (nothing here imports the code).
+"""A house with no trapdoors, checked on the source text (nothing here imports the code).
 
 - An import inside a function says why in one word (`# optional: rerun`, `# heavy: mujoco`,
   `# cycle: sim_adapters.mujoco.tasks`; docs/development.md, "Imports"): every other import stands

@@ -11,7 +11,11 @@ ROOT = Path(__file__).resolve().parent.parent
 PROSE_ISSUE = re.compile(r"(?<![\w-])[Ii]ssues?[ -]#?\d+")
 """`issue 13`, `Issue 41's`, `issues 10 and 22`, `the issue-26 settings`; not a tag glued to a name."""
 
-CODE_DIRS = ("pear_agent", "sim_adapters", "scripts", "prompts", "launch", "ros2_ws/src", "robots", "objects")
+CODE_DIRS = (
+    "pear_agent", "sim_adapters", "scripts", "prompts", "launch", "ros2_ws/src", "robots", "objects", "tests",
+)  # fmt: skip
+SELF = Path(__file__).resolve()
+"""This module's own examples of what the pattern finds."""
 SUFFIXES = {".py", ".md", ".yaml", ".yml", ".sh", ".txt", ".j2"}
 
 
@@ -19,7 +23,8 @@ def user_files() -> list[Path]:
     files = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     for d in CODE_DIRS:
         files += sorted(p for p in (ROOT / d).rglob("*") if p.is_file() and p.suffix in SUFFIXES)
-    return [p for p in files if "generated" not in p.parts and "__pycache__" not in p.parts]
+    files += sorted((ROOT / "benchmarks").glob("*.py"))  # the scripts; their history is in the README
+    return [p for p in files if "generated" not in p.parts and "__pycache__" not in p.parts and p != SELF]
 
 
 def test_the_pattern_tells_prose_from_a_result_files_tag() -> None:

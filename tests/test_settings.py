@@ -13,7 +13,7 @@ import pytest
 
 from pear_agent.cli import build_parser
 from pear_agent.cli.loop_options import clock_from_args, model_settings_from_args
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.settings import (
@@ -328,7 +328,7 @@ def test_no_setting_is_read_by_its_name_as_a_string() -> None:
 @pytest.mark.parametrize(
     "line",
     [
-        'getattr(args, "latency", None)',  # the issue-37 regression: the option's field is latency_s
+        'getattr(args, "latency", None)',  # a past regression: the option's field is latency_s
         'getattr(args, "json")',
         'getattr(self.args, "seed", 0)',
         'getattr(ctx, "max_chunk", 1)',

@@ -1,10 +1,10 @@
-"""docs/settings-reference.md against what the commands themselves say (issue 42): the page is made
+"""docs/settings-reference.md against what the commands themselves say: the page is made
 from `reference()` over the settings' fields, so comparing it with that same loop proves nothing.
 Here every option row of its turn-loop and model-client tables is checked against the output of
 `pear-agent <cmd> --help` (the flag is offered, with the page's help text) and against the value the
 command's parser gives when the option is not passed (the page's default).
 
-Mutation tried by hand (issue 42): `reference()` showing the field's own default instead of its
+Mutation tried by hand: `reference()` showing the field's own default instead of its
 command-line one (`default = f.default`), the page regenerated: tests/test_settings.py passes;
 `test_every_documented_default_is_the_commands_default` fails with "`pear-agent run
 --max-context-tokens`: the page says '64000', the command ''" (and `--retry-timeouts`: True)."""

@@ -26,7 +26,7 @@ from typing import Any
 from tqdm import tqdm
 
 from pear_agent.bench.report import INFRA_ENDINGS
-from pear_agent.loop.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
+from pear_agent.loop.config import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
 from pear_agent.loop.registry import EnvSpec, PolicyAsk, family_of
 from pear_agent.loop.runner import POOL, EpisodeJob, arun_episode
 from pear_agent.loop.step_watch import Hang
@@ -37,6 +37,7 @@ from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records.log import SECRET_PATTERNS, RunWriter
 from pear_agent.records.view import RRD_NAME, EpisodeView
+from pear_agent.robot.gl import configure_gl
 
 SPLITS: dict[str, tuple[int, int]] = {"train": (0, 10_000), "val": (10_000, 11_000), "test": (20_000, 21_000)}
 """Named seed splits (half-open ranges, disjoint): tune on train, choose on val, report on test."""
@@ -176,7 +177,7 @@ async def arun_job(job: dict[str, Any]) -> dict[str, Any]:
     """Run one episode on this event loop (through the one runner, `pear_agent.loop.runner`) and
     return its result line. Never raises: a crash becomes end_reason "error" with a one-line
     detail, so one bad episode does not stop the bench."""
-    os.environ.setdefault("MUJOCO_GL", "egl")
+    configure_gl()
 
     task, seed = job["task"], int(job["seed"])
     run_dir = Path(job["out_dir"]) / episode_dir(task, seed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pear_agent.loop.episode import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
+from pear_agent.loop.config import DEFAULT_CONTEXT_TOKENS, EpisodeConfig
 from pear_agent.policies.model_settings import ModelSettings, settings_from_args
 from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.settings import add_arguments, values_from_args

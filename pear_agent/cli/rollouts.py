@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pear_agent.loop.arm_options import ArmOptions
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import add_family_arguments, resolve
 from pear_agent.loop.workers import WorkerOptions, run_local, run_ray
 from pear_agent.policies.model_settings import ModelSettings

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.loop.config import check_max_chunk, check_observation
 from pear_agent.loop.environment import FrameSink, StepResult, TurnPrompt, environment_options
 from pear_agent.loop.episode import Episode, EpisodeConfig, TurnRecord
 from pear_agent.loop.safety import clip_target
@@ -21,7 +22,6 @@ from pear_agent.policies.base import Policy, TurnContext
 from pear_agent.policies.lerobot.joint_chunks import ActionQueue, JointChunk, parse_chunk
 from pear_agent.protocol.actions import Action, ActionError, parse_reply, response_schema
 from pear_agent.protocol.prompts import (
-    OBSERVATION_MODES,
     compact_turn_text,
     system_prompt,
     turn_text,
@@ -111,8 +111,7 @@ class ArmEnvironment:
         max_chunk: int | None = None,
         max_turns: int | None = None,
     ) -> None:
-        if observation not in OBSERVATION_MODES:
-            raise ValueError(f"observation must be one of {list(OBSERVATION_MODES)}, not {observation!r}")
+        check_observation(observation)
         self.backend = backend
         self.kin = kinematics
         self.robot = kinematics.robot
@@ -125,8 +124,7 @@ class ArmEnvironment:
         self.max_invalid = max_invalid
         self.max_chunk = int(max_chunk if max_chunk is not None else self.robot.max_chunk)
         """The most steps one reply may carry (`--max-chunk`, else the robot YAML's, else 1)."""
-        if self.max_chunk < 1:
-            raise ValueError(f"max_chunk must be >= 1, not {self.max_chunk}")
+        check_max_chunk(self.max_chunk)
         self.max_turns = max_turns
         """The episode's turn limit where it overrides the task's: the briefing states the one flown."""
         self.press = isinstance(backend, PressAware) and bool(backend.honours_press)

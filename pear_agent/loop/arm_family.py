@@ -95,14 +95,14 @@ class ArmFamily(Family, RlRewards, PromptSchema):
         robot = load_robot(spec.option("robot") or self.entry(spec.task).default_robot)
         # cameras are rendered only when the model is sent images (video frames render anyway)
         backend = self.backend(
-            spec.task, robot, spec.render and spec.observation in ("both", "images"), pooled=True
+            spec.task, robot, spec.render and spec.loop.observation in ("both", "images"), pooled=True
         )
         try:
             kin = Kinematics(robot)
         except BaseException:
             backend.close()
             raise
-        return ArmEnvironment(backend, kin, **environment_options(spec))
+        return ArmEnvironment(backend, kin, **environment_options(spec.loop))
 
     def expert(self, task: str) -> Expert | None:
         """The task's scripted expert, or None: a family names its own experts (MuJoCo's task

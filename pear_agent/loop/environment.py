@@ -33,11 +33,11 @@ ENVIRONMENT_OPTIONS = (
     "max_turns",
 )
 """The loop options (`EpisodeConfig` fields) an environment is built with: an `EnvSpec` carries
-them to workers and `ArmEnvironment` takes them as keywords of the same names."""
+them to workers (`EnvSpec.loop`) and `ArmEnvironment` takes them as keywords of the same names."""
 
 
 def environment_options(source: Any) -> dict[str, Any]:
-    """The `ENVIRONMENT_OPTIONS` of an `EpisodeConfig` or an `EnvSpec`, by name."""
+    """The `ENVIRONMENT_OPTIONS` of an `EpisodeConfig` (an `EnvSpec` carries them as `spec.loop`), by name."""
     return {name: getattr(source, name) for name in ENVIRONMENT_OPTIONS}
 
 

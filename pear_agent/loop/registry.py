@@ -26,17 +26,17 @@ import argparse
 import contextlib
 import importlib
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from pear_agent.loop import family_parts
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.environment import environment_options
 from pear_agent.settings import add_arguments, from_args
 
 if TYPE_CHECKING:
     from pear_agent.loop.environment import Environment
-    from pear_agent.loop.episode import EpisodeConfig
     from pear_agent.policies.base import Policy
     from pear_agent.robot.backend import Backend
     from pear_agent.robot.config import RobotConfig
@@ -65,16 +65,10 @@ class EnvSpec:
     mode: str = "paused"
     render: bool = True
     """Camera images (arm tasks); the roadster renders only video frames."""
-    observation: str = "both"
-    scene_facts: bool = False
-    scene_relative: bool = False
-    jpeg_quality: int = 85
-    tokens_per_image_patch_px: int = 28
-    max_invalid: int = 3
-    max_chunk: int | None = None
-    """The most steps one reply may carry (None: the robot's or environment's default)."""
-    max_turns: int | None = None
-    """The episode's turn limit where it overrides the task's (the briefing states it)."""
+    loop: EpisodeConfig = field(default_factory=EpisodeConfig)
+    """The loop settings the environment is built with (`ENVIRONMENT_OPTIONS`: observation, scene
+    facts, max_chunk (None: the robot's or environment's default), max_turns, ...); the loop's
+    other settings stay at their defaults here, so they never split the pool."""
 
     @classmethod
     def of(
@@ -86,9 +80,9 @@ class EnvSpec:
         render: bool = True,
         config: EpisodeConfig | None = None,
     ) -> EnvSpec:
-        cfg = environment_options(config) if config is not None else {}
+        loop = EpisodeConfig(**environment_options(config)) if config is not None else EpisodeConfig()
         opts = tuple(sorted((k, v) for k, v in (options or {}).items() if v is not None))
-        return cls(task, opts, mode, render, **cfg)
+        return cls(task, opts, mode, render, loop)
 
     def option(self, name: str, default: Any = None) -> Any:
         return dict(self.options).get(name, default)

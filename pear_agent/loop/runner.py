@@ -17,7 +17,7 @@ From Python (e.g. a trainer's rollouts), N episodes at once:
         print(out.result.success, out.reward, len(out.messages))
 
 This is the ONE episode runner: `pear-agent bench` (`bench.runner.arun_job`), RL rollouts
-(`rl.rollouts.arun_rollout`) and the trainer (`train.rollout.run_episodes`) all run their episodes
+(`rl.rollouts.arun_rollout`) and the trainer (`train.episodes.run_episodes`) all run their episodes
 through `arun_episode` (tests/loop/test_one_runner.py fails if another copy appears).
 """
 

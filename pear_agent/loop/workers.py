@@ -44,6 +44,7 @@ from multiprocessing import connection as mp_connection
 from typing import Any, TypeVar
 
 from pear_agent.loop import step_watch
+from pear_agent.robot.gl import configure_gl
 from pear_agent.settings import setting
 
 J = TypeVar("J")
@@ -427,7 +428,7 @@ def _probe(address: str, timeout_s: float = 5.0) -> None:
 
 
 def _ray_call(fn: Callable[[Any], Any], job: Any) -> Any:
-    os.environ.setdefault("MUJOCO_GL", "egl")  # before the job imports MuJoCo in this worker
+    configure_gl()  # before the job imports MuJoCo in this worker
     if is_async(fn):
         return run_coroutine(fn(job))
     return fn(job)
@@ -438,7 +439,7 @@ class _RayWorker:
     process: its simulators, renderers and model connections are shared by the jobs in flight)."""
 
     def __init__(self) -> None:
-        os.environ.setdefault("MUJOCO_GL", "egl")
+        configure_gl()
 
     async def run(self, fn: Callable[[Any], Awaitable[Any]], job: Any) -> Any:
         return await fn(job)
@@ -458,7 +459,7 @@ def run_ray(
     "ray://host:10001" / "host:6379" joins an existing cluster. If Ray is already initialised in
     this process it is used as it is (and left running). At most `num_workers` jobs run at once,
     one CPU each; Ray reuses worker processes, so a job function that caches its simulator per
-    process gives each worker its own. `env_vars` reach every worker (MUJOCO_GL defaults to egl).
+    process gives each worker its own. `env_vars` reach every worker (MUJOCO_GL: `configure_gl`).
     With a coroutine job function and `concurrency` > 1 the workers are `num_workers` async actors
     (one CPU each) that keep `concurrency` jobs in flight each.
     """
@@ -472,7 +473,7 @@ def run_ray(
         raise ValueError(f"num_workers and concurrency must be >= 1, got {num_workers} and {concurrency}")
     if concurrency > 1 and not is_async(fn):
         raise ValueError("concurrency > 1 needs a coroutine job function (async def)")
-    env = {"MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")} | (env_vars or {})
+    env = {"MUJOCO_GL": configure_gl()} | (env_vars or {})
     started = False
     if not ray.is_initialized():
         if address in (None, "local"):

@@ -29,6 +29,7 @@ from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.rl.advantages import FilterCounts, GroupVerdict, classify_group, group_advantages
 from pear_agent.rl.curriculum import CurriculumSampler, SuccessTracker
+from pear_agent.robot.gl import configure_gl
 
 Executor = Callable[[Callable[[Any], Any], Iterable[Any]], Iterator[tuple[Any, Any]]]
 
@@ -72,8 +73,8 @@ class RolloutJob:
     render: bool = True
     group_id: str | None = None
     index_in_group: int = 0
-    max_turns: int | None = None
-    mode: str = "paused"
+    config: EpisodeConfig = field(default_factory=EpisodeConfig)
+    """The loop's settings for the episode (its mode and turn limit where a caller sets them)."""
 
     @property
     def id(self) -> str:
@@ -92,12 +93,11 @@ class RolloutError(RuntimeError):
 async def arun_rollout(job: RolloutJob) -> dict[str, Any]:
     """One episode through the one runner (`pear_agent.loop.runner.arun_episode`); returns its
     trajectory record (advantage not yet known: None)."""
-    os.environ.setdefault("MUJOCO_GL", "egl")  # before any MuJoCo import in this worker
-    config = EpisodeConfig(max_turns=job.max_turns, mode=job.mode)  # type: ignore[arg-type]
+    configure_gl()  # before any MuJoCo import in this worker
     _, task = resolve(job.task)  # a roadster task without a band flies the light one
-    spec = EnvSpec.of(task, {"robot": job.robot}, mode=job.mode, render=job.render, config=config)
+    spec = EnvSpec.of(task, {"robot": job.robot}, mode=job.config.mode, render=job.render, config=job.config)
     out = await arun_episode(
-        EpisodeJob(spec, lambda: job.policy.build(job.task, job.policy_seed), job.seed, config)
+        EpisodeJob(spec, lambda: job.policy.build(job.task, job.policy_seed), job.seed, job.config)
     )
     if out.result is None:
         raise RolloutError(f"rollout {job.id}: {out.error}")
@@ -189,6 +189,7 @@ def collect_groups(
     in flight (`functools.partial(run_local, workers=W, concurrency=N)`)."""
     if group_size < 1 or n_groups < 1:
         raise ValueError(f"need group_size >= 1 and groups >= 1, got {group_size} and {n_groups}")
+    config = EpisodeConfig(max_turns=max_turns, mode=mode)  # type: ignore[arg-type]
     tracker = SuccessTracker(tasks)
     sampler = CurriculumSampler(tracker, seed=curriculum_seed, tasks=tasks)
     max_attempts = max_attempts if max_attempts is not None else 3 * n_groups
@@ -204,9 +205,7 @@ def collect_groups(
             gid = f"g{attempts:04d}"
             meta[gid] = (task, seed)
             for i in range(group_size):
-                jobs.append(
-                    RolloutJob(task, seed, policy, i, robot, render, gid, i, max_turns=max_turns, mode=mode)
-                )
+                jobs.append(RolloutJob(task, seed, policy, i, robot, render, gid, i, config))
             attempts += 1
             seed += 1
         results: dict[str, dict[int, dict[str, Any]]] = {gid: {} for gid in meta}

@@ -13,10 +13,11 @@ from typing import Any, NamedTuple
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.robot.config import RobotConfig
 from pear_agent.robot.kinematics import Kinematics
+from pear_agent.ros2 import stack
 from pear_agent.ros2.graph import trajectory_topic
 from pear_agent.ros2.modes import ArmModeSettings
 from pear_agent.settings import type_of
@@ -35,7 +36,7 @@ class RosSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    joint_states_topic: str = "/joint_states"
+    joint_states_topic: str = stack.JOINT_STATES_TOPIC
     joint_state_max_age_s: float = Field(
         0.1, gt=0, description="plan, hold and judge only from joint states younger than this (50 Hz: 0.1)"
     )
@@ -53,11 +54,26 @@ class RosSettings(BaseModel):
         "/controller_manager",
         description="list_controllers is asked here where controller_manager_msgs exists",
     )
-    reach_tolerance_rad: float = Field(0.01, gt=0)
-    still_velocity_rad_s: float = Field(0.03, gt=0)
+    reach_tolerance_rad: float = Field(
+        0.01,
+        gt=0,
+        description="a joint within this of its target has reached it (MuJoCo: 0.006; looser here, for "
+        "joint states sampled at 50 Hz from a real controller)",
+    )
+    still_velocity_rad_s: float = Field(0.03, gt=0, description="a joint slower than this is still")
     gripper_still_velocity: float = Field(0.004, gt=0, description="gripper joint units per second")
-    stall_tracking_error_rad: float = Field(0.3, gt=0, description="tracking error that means a stall")
-    settle_timeout_s: float = Field(3.0, gt=0)
+    stall_tracking_error_rad: float = Field(
+        0.3,
+        gt=0,
+        description="tracking error that means a stall (MuJoCo: 0.25; the measured state lags the command "
+        "by the transport's delay here)",
+    )
+    settle_timeout_s: float = Field(
+        3.0,
+        gt=0,
+        description="time after the planned duration to settle before the move is judged not reached "
+        "(MuJoCo: 2.0; a real controller settles more slowly)",
+    )
     gripper_speed: float = Field(0.1, gt=0, description="gripper joint units per second (m/s: YAM)")
     joint_acceleration_rad_s2: float = Field(4.0, gt=0, description="acceleration limit of every move")
     joint_jerk_rad_s3: float = Field(40.0, gt=0, description="jerk limit of every move")
@@ -84,7 +100,7 @@ class RosSettings(BaseModel):
     video_camera: str = Field(
         "", description="camera recorded to episode.mp4 ('' = the first, 'none' = no video)"
     )
-    estop_topic: str = "/pear/estop"
+    estop_topic: str = stack.ESTOP_TOPIC
     estop_service: str = "/pear/stop"
     operator_service: str = "/pear/operator/judge"
     operator_answer_topic: str = Field(
@@ -108,7 +124,7 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    robot: str = Field("yam_bimanual", description="robot name in robots/ or a path to a robot YAML")
+    robot: str = Field(stack.ROBOT, description="robot name in robots/ or a path to a robot YAML")
     task: str = Field("", description="task name ('' = the simulator's task status, else 'ros2')")
     instruction: str = Field("", description="the instruction ('' = the task's, else instruction_topic)")
     instruction_topic: str = Field(

@@ -26,25 +26,37 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from pear_agent.loop.registry import make_backend
 from pear_agent.robot.config import RobotConfigError
 from pear_agent.robot.loader import load_robot
+from pear_agent.ros2 import stack
 from pear_agent.ros2.graph import declare_params, is_compressed_topic, spin_in_background, trajectory_topic
 from pear_agent.ros2.yam_trajectory import Spline
 
-PARAMS: dict[str, Any] = {
-    "robot": "yam_bimanual",
-    "task": "bimanual_pickup",
-    "seed": 0,
-    "joint_states_topic": "/joint_states",
-    "joint_states_rate_hz": 50.0,
-    "publish_images": True,
-    "image_rate_hz": 2.0,
-    "task_status_topic": "/pear/sim/task_status",
-    "task_status_rate_hz": 10.0,
-    "realtime_factor": 1.0,
-}
+
+class SimRobotSettings(BaseModel):
+    """The simulated robot's ROS parameters (same names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    robot: str = Field(stack.ROBOT, description="robot name in robots/ or a path to a robot YAML")
+    task: str = Field("bimanual_pickup", description="the MuJoCo task whose scene the robot stands in")
+    seed: int = Field(0, description="the task's seed (its objects' start)")
+    joint_states_topic: str = Field(stack.JOINT_STATES_TOPIC, description="joint states published here")
+    joint_states_rate_hz: float = Field(50.0, description="joint states per second")
+    publish_images: bool = Field(True, description="publish the robot YAML's cameras")
+    image_rate_hz: float = Field(2.0, description="images per second per camera")
+    task_status_topic: str = Field(
+        "/pear/sim/task_status", description="the task's status as JSON (sim-only: success, privileged facts)"
+    )
+    task_status_rate_hz: float = Field(10.0, description="task status messages per second")
+    realtime_factor: float = Field(1.0, description="simulated seconds per wall-clock second")
+
+
+PARAMS: dict[str, Any] = stack.parameter_defaults(SimRobotSettings)
+"""ROS parameters and their defaults (`SimRobotSettings`)."""
 
 
 @dataclass
@@ -323,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     rclpy.init(args=argv if argv is not None else sys.argv)
     node = rclpy.create_node("pear_sim_robot")
     try:
-        params = declare_params(node, PARAMS)
+        params = declare_params(node, PARAMS, stack.parameter_descriptions(SimRobotSettings))
         robot = SimRobot(node, params)
     except (RobotConfigError, ValueError, KeyError) as exc:
         print(f"sim_robot_node: error: {exc}", file=sys.stderr)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import make_backend
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records.log import RunWriter, new_run_dir

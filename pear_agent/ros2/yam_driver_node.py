@@ -38,8 +38,10 @@ import time
 from typing import Any
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from pear_agent.robot.config import RobotConfigError
+from pear_agent.ros2 import stack
 from pear_agent.ros2.graph import declare_params, spin_in_background
 from pear_agent.ros2.joint_velocity import ESTIMATED, PUBLISHED, VelocityEstimator
 from pear_agent.ros2.yam_arm import (
@@ -58,34 +60,52 @@ from pear_agent.ros2.yam_trajectory import (
     TrajectoryRejected,
 )
 
-PARAMS: dict[str, Any] = {
-    "robot": "yam_bimanual",
-    "arm": "left_arm",
-    "can_left": "can_follower_l",
-    "can_right": "can_follower_r",
-    "arm_type": "yam",
-    "gripper_type": "linear_4310",
-    "sim": False,
-    "sim_physics": False,
-    "zero_gravity_mode": False,
-    "rate_hz": 100.0,
-    "joint_states_topic": "/joint_states",
-    "estop_topic": "/pear/estop",
-    "status_topic": "",
-    "joint_velocity_max_rad_s": 0.0,
-    "gripper_velocity_max": 0.25,
-    "stop_deceleration_rad_s2": 20.0,
-    "stop_jerk_rad_s3": 400.0,
-    "command_timeout_s": 0.0,
-    "max_start_lateness_s": 0.1,
-    "fault_timeout_s": 0.25,
-}
-"""ROS parameters and their defaults. `status_topic` '' = /pear/driver/<arm>/status;
-`sim_physics` (with `sim`): I2RT's MotorChainRobot over a physics stand-in for the CAN bus and
-motors (pear_agent.ros2.yam_physics) instead of I2RT's kinematic SimRobot;
-`joint_velocity_max_rad_s` 0 = the YAML's `limits.joint_velocity_rad_s`; `command_timeout_s` 0 =
-finish a trajectory even when no further message comes (the stock controller's behaviour), > 0 =
-ramp to rest and hold when no trajectory arrived for that long."""
+
+class YamDriverSettings(BaseModel):
+    """One YAM driver's ROS parameters (same names)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    robot: str = Field(stack.ROBOT, description="robot name in robots/ or a path to a robot YAML")
+    arm: str = Field("left_arm", description="the robot YAML's part this driver moves")
+    can_left: str = Field("can_follower_l", description="CAN interface of the left arm")
+    can_right: str = Field("can_follower_r", description="CAN interface of the right arm")
+    arm_type: str = Field("yam", description="I2RT's arm type")
+    gripper_type: str = Field("linear_4310", description="I2RT's gripper type")
+    sim: bool = Field(False, description="no hardware: I2RT's kinematic SimRobot")
+    sim_physics: bool = Field(
+        False,
+        description="with sim: I2RT's MotorChainRobot over a physics stand-in for the CAN bus and motors "
+        "(pear_agent.ros2.yam_physics) instead of the kinematic SimRobot",
+    )
+    zero_gravity_mode: bool = Field(
+        False, description="I2RT's zero-gravity mode at start (gravity compensation only) instead of holding"
+    )
+    rate_hz: float = Field(100.0, description="control and joint-state rate")
+    joint_states_topic: str = Field(stack.JOINT_STATES_TOPIC, description="joint states published here")
+    estop_topic: str = Field(stack.ESTOP_TOPIC, description="std_msgs/Bool: true ramps to rest and latches")
+    status_topic: str = Field("", description="JSON status ('' = /pear/driver/<arm>/status)")
+    joint_velocity_max_rad_s: float = Field(
+        0.0, description="speed cap (0 = the robot YAML's limits.joint_velocity_rad_s)"
+    )
+    gripper_velocity_max: float = Field(0.25, description="gripper speed cap (its units per second)")
+    stop_deceleration_rad_s2: float = Field(20.0, description="an e-stop's ramp to rest: deceleration")
+    stop_jerk_rad_s3: float = Field(400.0, description="an e-stop's ramp to rest: jerk")
+    command_timeout_s: float = Field(
+        0.0,
+        description="0 = finish a trajectory even when no further message comes (the stock controller's "
+        "behaviour); > 0 = ramp to rest and hold when no trajectory arrived for that long",
+    )
+    max_start_lateness_s: float = Field(
+        0.1, description="a trajectory stamped more than this in the past is rejected"
+    )
+    fault_timeout_s: float = Field(
+        0.25, description="motor feedback (CAN) unchanged for this long is a fault"
+    )
+
+
+PARAMS: dict[str, Any] = stack.parameter_defaults(YamDriverSettings)
+"""ROS parameters and their defaults (`YamDriverSettings`)."""
 
 
 class YamDriver:
@@ -556,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
     code = 2
     arm = "?"
     try:
-        params = declare_params(node, PARAMS)
+        params = declare_params(node, PARAMS, stack.parameter_descriptions(YamDriverSettings))
         arm = params["arm"]
         code = run(node, params, shutdown=request)
     except (StartupError, RobotConfigError, ValueError) as exc:

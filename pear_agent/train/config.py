@@ -11,7 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
 
@@ -154,10 +154,12 @@ class GRPOConfig(Strict):
     """Episodes kept per step under RUN/episodes/step-NNNN/ (the best and the worst of the step first;
     openable with `pear-agent view`); 0: none."""
     max_turns: int | None = None
+    """The episodes' turn limit where it overrides the task's (`EpisodeConfig.max_turns`, checked there)."""
     max_grad_norm: float = 1.0
     seed: int = 0
     stages: list[Stage] = Field(default_factory=list)
-    mode: Literal["paused", "realtime"] = "paused"
+    mode: str = "paused"
+    """paused or realtime (`EpisodeConfig.mode`, checked there)."""
     generator: Literal["local", "vllm"] = "local"
     """local: transformers in this process; vllm: a vLLM server (`vllm_url`) that loads each new
     adapter at run time (`pear_agent.train.vllm_sync`; LoRA only)."""
@@ -192,15 +194,17 @@ class Recipe(Strict):
     name: str
     description: str = ""
     model: ModelConfig
-    observation: Literal["both", "images", "state", "compact"] = "state"
+    # The loop settings a recipe gives, under the YAML keys its files use: each is `EpisodeConfig`'s
+    # field of the same name, typed, documented and checked there (`episode_config`).
+    observation: str = "state"
     """What the model gets each turn (`--observation`; compact: a short briefing, a few integer fields,
     bare-JSON replies)."""
     scene_facts: bool = False
     scene_relative: bool = False
     """`--scene-relative` (with `scene_facts`): each object's position relative to the tool point."""
-    history: int | None = Field(None, ge=0)
+    history: int | None = None
     """`--history K`: the last K turns in full (None: every turn, one sequence per episode)."""
-    history_older: Literal["line", "drop"] = "line"
+    history_older: str = "line"
     """`--history-older`: the turns older than the window as one line each, or dropped."""
     sft: SFTConfig = Field(default_factory=SFTConfig)
     teacher: TeacherConfig = Field(default_factory=TeacherConfig)
@@ -220,14 +224,21 @@ class Recipe(Strict):
         """The turn-loop settings a recipe gives are `EpisodeConfig`'s, checked by its own lines (one
         definition, whether a setting comes from the command line, a ROS parameter or a recipe)."""
 
-        EpisodeConfig(
+        self.episode_config()
+        return self
+
+    def episode_config(self, *, teacher: bool = False) -> EpisodeConfig:
+        """The loop's own settings object for this recipe's episodes: its observation, scene facts
+        and history, and GRPO's mode and turn limit (`teacher`: the teacher's collection, flown
+        paused with each task's own turn limit); the rest are the loop's defaults."""
+        return EpisodeConfig(
             observation=self.observation,
             scene_facts=self.scene_facts,
             scene_relative=self.scene_relative,
-            max_turns=self.grpo.max_turns,
-            mode=self.grpo.mode,
+            history=self.history,
+            history_older=self.history_older,
+            **({} if teacher else {"max_turns": self.grpo.max_turns, "mode": self.grpo.mode}),
         )
-        return self
 
 
 def recipe_names() -> list[str]:

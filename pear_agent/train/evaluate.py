@@ -16,10 +16,10 @@ from pear_agent.bench.runner import episode_key
 from pear_agent.loop.registry import family_of
 from pear_agent.train.batched import BatchedGenerator
 from pear_agent.train.config import MixEntry, Recipe
+from pear_agent.train.episodes import TrainJob, run_episodes
 from pear_agent.train.local_model import make_local_policy
 from pear_agent.train.mix import Draw, TaskMix
 from pear_agent.train.model_files import load_model
-from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 from pear_agent.train.vision import is_processor, text_tokenizer
 
 
@@ -86,7 +86,7 @@ def evaluate(
             generator=gen,
         )
 
-    opts = LoopOptions.of(recipe)
+    opts = recipe.episode_config()
     results = Path(results)
     results.parent.mkdir(parents=True, exist_ok=True)
     lines = []

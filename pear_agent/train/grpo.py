@@ -39,6 +39,7 @@ from pear_agent.rl.advantages import FilterCounts, classify_group, group_advanta
 from pear_agent.train.batched import BatchedGenerator
 from pear_agent.train.chat_template import turn_end_ids
 from pear_agent.train.config import Recipe
+from pear_agent.train.episodes import TrainJob, run_episodes
 from pear_agent.train.evaluate import eval_draws, evaluate, summarize
 from pear_agent.train.grpo_steps import Collected, StepReport, TrainingGroup, reward_of
 from pear_agent.train.grpo_update import (
@@ -56,7 +57,6 @@ from pear_agent.train.local_model import make_local_policy
 from pear_agent.train.metrics_log import MetricsLog
 from pear_agent.train.mix import Draw, TaskMix
 from pear_agent.train.models import load_snapshot, save_checkpoint, snapshot, trainable_model
-from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 from pear_agent.train.sft import peak_rss_mb
 from pear_agent.train.token_server import TokenServerPolicy, check_processed_logprobs
 from pear_agent.train.vision import text_tokenizer
@@ -161,7 +161,7 @@ class GRPOTrainer:
         self._prefix_version = self.version
         self.stop_ids = turn_end_ids(text_tokenizer(self.tokenizer))
         self._make_local = make_local_policy  # a vision-language model: its processor, images in the sequence
-        self.opts = LoopOptions.of(recipe)
+        self.episode_config = recipe.episode_config()
         self.sync = None
         self.server = None
         self.sampler_model = self.model
@@ -322,7 +322,7 @@ class GRPOTrainer:
             records = self.run_fn(
                 jobs,
                 self._policy_factory(version),
-                self.opts,
+                self.episode_config,
                 on_record=live,
                 concurrency=in_flight,
                 policy_version=version,

@@ -20,8 +20,8 @@ from pear_agent.policies.openai_client import OpenAIPolicy
 from pear_agent.policies.relative_pick import RelativePickPolicy
 from pear_agent.rl.trajectories import TrajectoryWriter
 from pear_agent.train.config import Recipe
+from pear_agent.train.episodes import TrainJob, run_episodes
 from pear_agent.train.mix import TaskMix
-from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
 
 
 def teacher_policy(task: str, kind: str = "scripted") -> Any:
@@ -71,13 +71,7 @@ def collect_teacher(
 
     successes_only = t.successes_only or base_url is not None
     draws = [mix.draw() for _ in range(n)]
-    opts = LoopOptions(
-        observation=recipe.observation,
-        scene_facts=recipe.scene_facts,
-        scene_relative=recipe.scene_relative,
-        history=recipe.history,
-        history_older=recipe.history_older,
-    )
+    opts = recipe.episode_config(teacher=True)
     written = 0
     per_task: dict[str, list[int]] = {}
     old = Path(out) / "trajectories.jsonl"

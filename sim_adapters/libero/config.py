@@ -17,6 +17,8 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from pear_agent.robot.gl import configure_gl
+
 
 class LiberoUnavailableError(ValueError):
     """LIBERO is not installed in this Python: the message says how to set it up."""
@@ -101,7 +103,7 @@ def import_libero() -> ModuleType:
         raise LiberoUnavailableError(f"LIBERO is not installed in {sys.prefix}; {SETUP_HINT}")
     write_robot_model()
     _use_package_paths()
-    os.environ.setdefault("MUJOCO_GL", "egl")
+    configure_gl()
     import libero.libero as libero_root  # optional: libero
 
     return libero_root

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from pear_agent.robot.gl import configure_gl
 from sim_adapters.libero.config import SETUP_HINT, LiberoUnavailableError, config_dir
 from sim_adapters.libero.naming import TaskRef, libero_base_names
 
@@ -119,7 +120,7 @@ def import_liberoplus() -> ModuleType:
     _stub_wand()
     before = os.environ.get("LIBERO_CONFIG_PATH")
     os.environ["LIBERO_CONFIG_PATH"] = str(_write_plus_config(root))
-    os.environ.setdefault("MUJOCO_GL", "egl")
+    configure_gl()
     try:
         with contextlib.redirect_stdout(io.StringIO()):  # gym's notice, config chatter
             import liberoplus.liberoplus.envs as envs  # optional: liberoplus

@@ -103,8 +103,10 @@ class MetaWorldFamily(ArmFamily):
     def make(self, spec: EnvSpec) -> Any:
 
         robot = load_robot(spec.option("robot") or self.entry(spec.task).default_robot)
-        backend = self.backend(spec.task, robot, spec.render and spec.observation != "state", pooled=True)
-        return MetaWorldEnvironment(backend, ToolKinematics(robot), **environment_options(spec))  # type: ignore[arg-type]
+        backend = self.backend(
+            spec.task, robot, spec.render and spec.loop.observation != "state", pooled=True
+        )
+        return MetaWorldEnvironment(backend, ToolKinematics(robot), **environment_options(spec.loop))  # type: ignore[arg-type]
 
 
 FAMILY = MetaWorldFamily()

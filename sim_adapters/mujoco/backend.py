@@ -6,8 +6,6 @@ is at its target and still (reached), or reports which joints stalled short of i
 
 from __future__ import annotations
 
-import ctypes.util
-import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,20 +21,11 @@ from pear_agent.robot.backend import (
     TaskInfo,
 )
 from pear_agent.robot.config import RobotConfig, RobotConfigError
+from pear_agent.robot.gl import configure_gl
 from pear_agent.robot.motion import SettleJudge
+from pear_agent.settings import setting
 
-
-def configure_gl() -> str:
-    """Headless rendering: EGL by default, OSMesa if EGL is missing. Must run before import."""
-    if "MUJOCO_GL" not in os.environ:
-        has_egl = ctypes.util.find_library("EGL") is not None
-        has_osmesa = ctypes.util.find_library("OSMesa") is not None
-        os.environ["MUJOCO_GL"] = "osmesa" if (not has_egl and has_osmesa) else "egl"
-    os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
-    return os.environ["MUJOCO_GL"]
-
-
-configure_gl()
+configure_gl()  # before MuJoCo is imported
 
 import mujoco  # noqa: E402
 
@@ -68,11 +57,31 @@ def _time_at(fraction: float, duration_s: float) -> float:
 
 @dataclass(frozen=True)
 class ControllerSettings:
-    reach_tolerance_rad: float = 0.006
-    still_velocity_rad_s: float = 0.03
-    settle_timeout_s: float = 2.0
-    stall_tracking_error_rad: float = 0.25
-    control_substeps: int = 5
+    """How the simulated arm judges a move's end (`SettleJudge`). The ROS backend's counterparts
+    (`pear_agent.ros2.settings.RosSettings`) are looser where a real stack's state is coarser."""
+
+    reach_tolerance_rad: float = setting(
+        0.006,
+        cli=False,
+        help="a joint within this of its target has reached it (tighter than ROS's 0.01: the simulator's "
+        "joint state is exact, read from the simulator)",
+    )
+    still_velocity_rad_s: float = setting(
+        0.03, cli=False, help="a joint slower than this is still (the same on ROS)"
+    )
+    settle_timeout_s: float = setting(
+        2.0,
+        cli=False,
+        help="time after the planned duration to settle before the move is judged not reached (ROS: 3.0, "
+        "for a real controller's slower settling and joint states that arrive at 50 Hz)",
+    )
+    stall_tracking_error_rad: float = setting(
+        0.25,
+        cli=False,
+        help="a tracking error above this during a move is a stall (ROS: 0.3, its measured state lags the "
+        "command by the transport's delay)",
+    )
+    control_substeps: int = setting(5, cli=False, help="physics steps per control update")
 
 
 class _PartIO:

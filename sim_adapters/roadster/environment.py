@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from pear_agent.loop.config import check_max_chunk
 from pear_agent.loop.environment import StepResult, TurnPrompt
 from pear_agent.policies.base import TurnContext
 from pear_agent.protocol.actions import ActionError
@@ -211,9 +212,8 @@ class RoadsterEnvironment:
         self.compact = observation == "compact"
         if plan_rule not in PLAN_RULES:
             raise ValueError(f"unknown plan rule {plan_rule!r}; rules are: {', '.join(PLAN_RULES)}")
-        if max_chunk < 1:
-            raise ValueError(f"max_chunk must be >= 1, not {max_chunk}")
         self.max_chunk, self.plan_rule = int(max_chunk), plan_rule
+        check_max_chunk(self.max_chunk)
         self._queue: list[Any] = []
         if clock not in CLOCK_RULES:
             raise ValueError(f"unknown clock rule {clock!r}; rules are: {', '.join(CLOCK_RULES)}")

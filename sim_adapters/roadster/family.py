@@ -128,9 +128,9 @@ class RoadsterFamily(Family, TurnLines, PromptSchema, RlRewards, ScenarioFilters
             band,
             mode=spec.mode,
             render=spec.render,
-            max_chunk=spec.max_chunk or 1,
+            max_chunk=spec.loop.max_chunk or 1,
             plan_rule=spec.option("plan_rule", "first"),
-            observation=spec.observation,
+            observation=spec.loop.observation,
         )
 
     def has_default_policy(self, task: str) -> bool:

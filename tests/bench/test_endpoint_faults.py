@@ -1,4 +1,4 @@
-"""Infrastructure faults are not model failures (issue 30). Against a model server that misbehaves
+"""Infrastructure faults are not model failures. Against a model server that misbehaves
 in a process of its own (tests/fault_server.py: HTTP 500s and 429s, streams cut mid-way, stream
 events that are not JSON, hangs past the timeout) and through the real openai client: a garbage
 event is retried like a cut stream and named in plain words when retries run out; an episode that

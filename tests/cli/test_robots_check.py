@@ -274,7 +274,7 @@ def test_task_refused_only_for_what_the_robot_lacks(tmp_path: Path) -> None:
     assert p.returncode == 2 and "needs 2 arm parts with grippers" in p.stderr
 
 
-# -- makers' files as they ship (issue 18): each failure a new user met, now working or one keyed line
+# -- makers' files as they ship: each failure a new user met, now working or one keyed line
 
 KINOVA3 = Path(__file__).resolve().parents[1] / "robots" / "kinova3_continuous.yaml"
 PANDA_DIR = "pkg://dm-robotics-panda/dm_robotics/panda/assets/panda"
@@ -528,7 +528,7 @@ def test_joint_friction_the_servos_cannot_overcome_fails_the_check(tmp_path: Pat
     assert "FAIL" in p.stdout and "arm: grasp-and-carry: blocked moving above the cube" in p.stdout
 
 
-# -- what a user adding gym-aloha's ALOHA met (issue 28) ---------------------------------------------
+# -- what a user adding gym-aloha's ALOHA met ---------------------------------------------
 RED_CUBE = (
     '<body name="stand"/><body name="box" pos="0.3 -0.2 -0.55"><freejoint/>'
     '<inertial pos="0 0 0" mass="0.05" diaginertia="1e-5 1e-5 1e-5"/>'

@@ -104,7 +104,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
 
 
 def test_lerobot_dataset_matches_the_logs(exported: tuple[Path, dict[str, Any]]) -> None:
-    """Mutation tried by hand (issue 42): pear_agent/records/export_lerobot.py writing turn i + 1's images
+    """Mutation tried by hand: pear_agent/records/export_lerobot.py writing turn i + 1's images
     for turn i: fails "episode 0 turn 0 wrist: 21.0 levels from its turn's image (tolerance 12.0)"
     (the tolerance was 12 then)."""
     bench, ds = exported
@@ -191,7 +191,7 @@ def test_frames_are_matched_by_pixels_and_a_shift_by_one_turn_fails(one_episode)
     image after a lossy round trip as that turn's, and rejects the frames shifted by one turn, which
     the former check (mean brightness within 0.02 and the shape) accepted.
 
-    Mutation tried by hand (issue 42): the frames handed to the check shifted by one turn
+    Mutation tried by hand: the frames handed to the check shifted by one turn
     (`decoded[i + 1]` for turn i) fails here, as a dataset whose video lags its actions by a frame
     would fail test_lerobot_dataset_matches_the_logs."""
     for cam, images in one_episode.items():

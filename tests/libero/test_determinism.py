@@ -1,4 +1,4 @@
-"""A LIBERO episode is a function of task, init state and seed (issue 30): LIBERO places its fixed
+"""A LIBERO episode is a function of task, init state and seed: LIBERO places its fixed
 fixtures (the microwave of libero_10/9) at every reset from a random stream its earlier resets have
 drawn from, so the adapter must start each episode from the same scene whatever ran before in
 that environment. Checked on the first observation (prompt text, camera JPEGs, joints, privileged
@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import family_of
 from pear_agent.robot.kinematics import Kinematics
 from sim_adapters.libero.backend import LiberoBackend

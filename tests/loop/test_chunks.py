@@ -1,4 +1,4 @@
-"""Action chunks (issue 29) through the real loop in MuJoCo: the whole chunk checked before anything
+"""Action chunks through the real loop in MuJoCo: the whole chunk checked before anything
 moves, one motion through the waypoints, early stop on contact with the step reached named, the
 chunk limit refused (not truncated), records that replay."""
 
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import make_backend
 from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.policies.base import PolicyReply

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from pear_agent.loop.arm_environment import ArmEnvironment, arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import make_backend
 from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.policies.replay import ReplayPolicy

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import EnvSpec
 from pear_agent.loop.runner import EnvironmentPool, EpisodeJob, arun_episodes, run_episodes
 from pear_agent.loop.task_experts import EXPERTS, scripted_policy

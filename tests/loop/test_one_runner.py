@@ -1,4 +1,4 @@
-"""Issue 26: one episode runner. `bench`, RL rollouts and the trainer run their episodes through
+"""One episode runner. `bench`, RL rollouts and the trainer run their episodes through
 `pear_agent.loop.runner.arun_episode` (pooled environment, rewards read before the environment goes
 back, token traces, policy version); a second copy of the pool-run-release code fails here."""
 
@@ -190,7 +190,7 @@ def package_sources() -> dict[str, tuple[str, bool]]:
 
 
 def test_only_the_runner_builds_episodes_and_takes_environments_from_a_pool() -> None:
-    """Mutation tried by hand (issue 42): a second runner in pear_agent/rl/rollouts.py,
+    """Mutation tried by hand: a second runner in pear_agent/rl/rollouts.py,
     `from pear_agent.loop import episode as ep; from pear_agent.loop.runner import POOL as envs;
     ep.Episode.of(envs.acquire(spec), policy)`: the former scan by names passed it; this one fails
     with "pear_agent.rl.rollouts: ['ep.Episode.of() line 244', 'envs.acquire line 244']"."""
@@ -261,14 +261,14 @@ INNOCENT = {
     "the runner called with the pool": (
         "from pear_agent.loop.runner import POOL, arun_episode\nPOOL.in_flight(4)\narun_episode(job, POOL)"
     ),
-    "a config built": "from pear_agent.loop.episode import EpisodeConfig as C\nC()",
+    "a config built": "from pear_agent.loop.config import EpisodeConfig as C\nC()",
 }
 """What the scan must not flag: other things named like the runner's parts."""
 
 
 @pytest.mark.parametrize("how", list(EVASIONS))
 def test_the_scan_sees_through_aliases_and_other_names(how: str) -> None:
-    """Issue 42: the scan by names missed `Episode as E`, `episode.Episode(` and pools whose
+    """The scan by names missed `Episode as E`, `episode.Episode(` and pools whose
     variable is not named `pool`; by the import graph each is caught."""
     found = offenders({"pear_agent.bench.sneaky": (EVASIONS[how], False)})
     assert len(found) == 1 and found[0].startswith("pear_agent.bench.sneaky:"), (how, found)
@@ -283,9 +283,10 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
     import pear_agent.bench.runner as bench_runner
     import pear_agent.loop.runner as episodes
     from pear_agent.bench.runner import run_job
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.rl import rollouts
     from pear_agent.rl.rollouts import PolicySpec, RolloutJob, run_rollout
-    from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
+    from pear_agent.train.episodes import TrainJob, run_episodes
     from sim_adapters.roadster.pilot import PilotPolicy
 
     seen: list[str] = []
@@ -303,7 +304,9 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
     line = run_job({"task": task, "seed": 3, "out_dir": str(tmp_path), "policy": {"kind": "scripted"},
                     "video": False, "render": False})  # fmt: skip
     rec = run_rollout(RolloutJob(task, 3, PolicySpec("scripted", pilot_noise=0.0), render=False))
-    (tr,) = run_episodes([TrainJob(task, 3)], lambda job: PilotPolicy(), LoopOptions(), policy_version=7)
+    (tr,) = run_episodes(
+        [TrainJob(task, 3)], lambda job: PilotPolicy(), EpisodeConfig(observation="state"), policy_version=7
+    )
     assert seen == [task, task, task]
     # the same initial state and deterministic pilot: the same episode through all three callers
     assert line["success"] == rec["success"] == tr["success"]
@@ -316,7 +319,7 @@ def test_bench_rollouts_and_trainer_all_go_through_arun_episode(tmp_path, monkey
 def test_rewards_are_read_before_the_environment_goes_back_to_the_pool() -> None:
     """The runner reads the family's rewards while the episode still holds its environment: a pool
     that resets an environment the moment it is released changes nothing in the outcome."""
-    from pear_agent.loop.episode import EpisodeConfig
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.loop.registry import EnvSpec
     from pear_agent.loop.runner import EnvironmentPool, EpisodeJob, run_episodes
     from sim_adapters.roadster.pilot import PilotPolicy

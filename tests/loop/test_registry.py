@@ -220,11 +220,11 @@ def test_the_roadster_family_names_the_environments_tasks() -> None:
 
 
 def test_env_specs_travel_to_workers_and_key_the_pool() -> None:
-    from pear_agent.loop.episode import EpisodeConfig
+    from pear_agent.loop.config import EpisodeConfig
 
     a = EnvSpec.of("pick_cube", {"robot": "ur5e", "unused": None}, config=EpisodeConfig(observation="state"))
     b = pickle.loads(pickle.dumps(a))
-    assert a == b and hash(a) == hash(b) and a.option("robot") == "ur5e" and a.observation == "state"
+    assert a == b and hash(a) == hash(b) and a.option("robot") == "ur5e" and a.loop.observation == "state"
     assert a.options == (("robot", "ur5e"),)
     assert EnvSpec.of("pick_cube", render=False) != EnvSpec.of("pick_cube")
 
@@ -377,15 +377,15 @@ def test_the_environment_options_are_the_loops_the_specs_and_the_arm_environment
     import inspect
 
     from pear_agent.loop.arm_environment import ArmEnvironment
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.loop.environment import ENVIRONMENT_OPTIONS, environment_options
-    from pear_agent.loop.episode import EpisodeConfig
 
     names = set(ENVIRONMENT_OPTIONS)
-    assert names <= {f.name for f in dataclasses.fields(EnvSpec)}
     assert names <= {f.name for f in dataclasses.fields(EpisodeConfig)}
     keywords = inspect.signature(ArmEnvironment.__init__).parameters.values()
     assert names == {p.name for p in keywords if p.kind is inspect.Parameter.KEYWORD_ONLY}
     config = EpisodeConfig(observation="state", max_invalid=2, max_chunk=4)
     spec = EnvSpec.of("pick_cube", config=config)
-    assert environment_options(spec) == environment_options(config)
-    assert (spec.observation, spec.max_invalid, spec.max_chunk) == ("state", 2, 4)
+    assert environment_options(spec.loop) == environment_options(config)
+    assert (spec.loop.observation, spec.loop.max_invalid, spec.loop.max_chunk) == ("state", 2, 4)
+    assert EnvSpec.of("pick_cube", config=dataclasses.replace(config, history=3)) == spec  # not a pool key

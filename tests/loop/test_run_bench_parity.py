@@ -1,4 +1,4 @@
-"""`run` and `bench` fly the same episode for the same task, seed and options (issue 37: `run` read
+"""`run` and `bench` fly the same episode for the same task, seed and options (`run` read
 `--latency` under a name the option no longer had, so its planning pilot crashed where `bench`
 landed). The options compared are every turn-loop setting (`EpisodeConfig`) and every family
 option both commands take, found from their definitions: a new one fails
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pear_agent.cli import build_parser, main
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import families
 from pear_agent.settings import cli_fields
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import make_backend
 from pear_agent.policies.base import TurnContext
 from pear_agent.policies.bringup import BringupPolicy

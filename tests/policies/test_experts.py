@@ -137,7 +137,7 @@ def test_no_single_arm_expert_asks_beyond_the_caps(pos, obj, yaw, grip, step, tu
 @pytest.mark.parametrize("task_success", [None, False, True])
 def test_a_cube_on_the_floor_stops_the_expert_but_done_needs_the_tasks_check(task_success) -> None:
     """The expert stops (it holds still); it claims done only when the task's own success check
-    agrees (`task_success`, issue 37), else it says it cannot finish."""
+    agrees (`task_success`), else it says it cannot finish."""
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply
     from pear_agent.robot.backend import Observation
@@ -233,7 +233,7 @@ def test_the_push_turns_the_fingers_the_way_the_wrist_can() -> None:
     assert held["arm"]["orientation"][2] > 0.4  # towards 3.58, inside the wrist's room
 
 
-# -- never the same failed move more than twice in a row (issue 37) ---------------------------------
+# -- never the same failed move more than twice in a row ---------------------------------
 def _turn(move, status):
     """An assistant reply asking for `move` and the next turn's report of its outcome."""
     wire = {"action": {"arm": {"move_cm": move}}}
@@ -295,7 +295,7 @@ def test_never_the_same_blocked_move_three_times_in_a_row_under_physics(panda, p
     """A real blocked move: an expert that presses the closed gripper down onto the bowl's wall (the
     fingers stop on it, the outcome says blocked) asks for it again every turn; the shared
     machinery lets it through twice in a row at most, then backs off, and the expert re-plans."""
-    from pear_agent.loop.episode import EpisodeConfig
+    from pear_agent.loop.config import EpisodeConfig
     from pear_agent.policies.experts import within_caps
     from pear_agent.policies.scripted import ScriptedPolicy
 
@@ -331,7 +331,7 @@ def test_never_the_same_blocked_move_three_times_in_a_row_under_physics(panda, p
         assert not repeated, (i, hist[i - 2 : i + 1])
 
 
-# -- place_in_bowl: where the cube is let go (issue 37) ----------------------------------------------
+# -- place_in_bowl: where the cube is let go ----------------------------------------------
 def bowl_facts(cube, inside=False, yaw=0.0):
     return cube_facts(cube, yaw=yaw) | {
         "task": "place_in_bowl",
@@ -373,7 +373,7 @@ def test_a_cube_beside_the_bowl_is_grasped_with_the_fingers_along_the_wall() -> 
 
 def test_the_last_stretch_of_a_push_goes_part_of_the_way() -> None:
     """5 cm from the target the fingers push the block 3.5 cm (70%), not all the way: pushed all
-    the way at once, a block slid on past the target out of the YAM's reach (issue 37)."""
+    the way at once, a block slid on past the target out of the YAM's reach."""
     facts = cube_facts([45, 0, 2.5], size=5.0) | {
         "task": "push_to_target",
         "target": {"position_cm": [50, 0, 0]},

@@ -1,4 +1,4 @@
-"""Three robots added by YAML alone, their model files as their packages ship them (issue 18):
+"""Three robots added by YAML alone, their model files as their packages ship them:
 robosuite's Kinova Gen3 with continuous joints and Menagerie's Robotiq 2F-85 (`robots/kinova3.yaml`),
 robosuite's dual-arm Baxter with Rethink's parallel grippers (`robots/baxter.yaml`), and robosuite's
 Kinova Jaco with its three-finger hand (`robots/jaco.yaml`). The scripted experts solve every task

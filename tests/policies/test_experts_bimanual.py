@@ -25,7 +25,7 @@ def test_bimanual_expert_success_rate(yam, yam_kin, task: str) -> None:
 def test_yam_one_arm_tasks_as_strong_as_any_arm(yam, yam_kin, task: str) -> None:
     """The YAM's one-arm tasks (its left arm) on seeds 0-19: at least 19 of 20 each (pick 14,
     place 6, push 17 before the finger armature and stiff finger contacts of robots/yam_bimanual.yaml).
-    The margin, from `benchmarks/expert_perturbed.py` (issue 37,
+    The margin, from `benchmarks/expert_perturbed.py` (
     `benchmarks/results/expert_perturbed-issue37-yam-one-arm.json`): 20/20 each as they are and
     20/20 each under small physics perturbations. Place was 18/20 on another CPU (the cube let go
     over the rim and flung out of the bowl): it now lowers the cube into the bowl and lets go with
@@ -118,7 +118,7 @@ def arms(left, right, g=1.0, yaw=(np.pi / 2, -np.pi / 2)) -> dict:
 
 def test_a_bar_off_the_table_stops_both_arms_without_claiming_done() -> None:
     """The issue's episode: the bar fell off the table and the expert sent move_cm -293. Now both
-    arms hold still and the reply says the expert cannot finish; it is not `done` (issue 37: only
+    arms hold still and the reply says the expert cannot finish; it is not `done` (only
     the task's own check may agree to that)."""
     from pear_agent.policies.base import TurnContext
     from pear_agent.protocol.actions import parse_reply

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import make_backend
 from pear_agent.policies.model_settings import ModelSettings
 from pear_agent.policies.openai_client import OpenAIPolicy, split_reasoning, strip_images
@@ -114,7 +114,7 @@ def test_misbehaving_server_ends_episode_cleanly(
         )
         writer = RunWriter(tmp_path, video_fps=None, secrets=[KEY])
         res = arm_episode(blind_backend, panda_kin, OpenAIPolicy(settings), writer=writer).run(0)
-    # a transient fault that outlasted the retries is the endpoint's (issue 30); a reply that is not
+    # a transient fault that outlasted the retries is the endpoint's; a reply that is not
     # a reply at all (a web page, JSON without choices) is final and the policy's
     assert res.end_reason == ("endpoint_error" if retried else "policy_error") and res.turns == 0
     assert not res.success

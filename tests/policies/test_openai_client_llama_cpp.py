@@ -26,7 +26,7 @@ if not all(importlib.util.find_spec(m) for m in ("llama_cpp", "gemma3_270m_q4_k_
     )
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import make_backend
 from pear_agent.policies import openai_client as oc
 from pear_agent.records.log import RunWriter

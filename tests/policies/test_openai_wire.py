@@ -188,7 +188,7 @@ def test_error_bodies_are_kept_clean_and_4xx_not_retried(mode, expect, tries, mo
         reply = policy(root, mode, api_key_env="PEAR_TEST_KEY", max_retries=2).act(messages(), ctx())
     assert reply.error.startswith(expect) and len(reply.info["attempts"]) == tries
     assert "SECRET" not in reply.error and "/srv/venv" not in reply.error and "\n" not in reply.error
-    # a 5xx that outlasted the retries is the endpoint's failure (issue 30); a 401 ends as the policy's
+    # a 5xx that outlasted the retries is the endpoint's failure; a 401 ends as the policy's
     assert reply.info.get("end_reason") == ("endpoint_error" if tries > 1 else None)
 
 

@@ -1,4 +1,4 @@
-"""Replay of recorded episodes, and of logs recorded with protocol v1 (before issue 13)."""
+"""Replay of recorded episodes, and of logs recorded with protocol v1 (an earlier wire format)."""
 
 import json
 from pathlib import Path
@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import make_backend
 from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.policies.replay import ReplayPolicy

@@ -1,4 +1,4 @@
-"""A chunk on ROS 2 (issue 29): one multi-point JointTrajectory the stock joint_trajectory_controller
+"""A chunk on ROS 2: one multi-point JointTrajectory the stock joint_trajectory_controller
 accepts, followed through its waypoints without stopping, and an e-stop mid-chunk that brakes within
 the stop deceleration. The ROS backend in this process against the JTC stand-in over real DDS
 (tests/ros2/jtc_double.py: the controller's own interpolation, servos with a lag); speeds and

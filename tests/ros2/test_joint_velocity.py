@@ -1,4 +1,4 @@
-"""Velocities from the stamped position stream (issue 30), and the braking plan anchored on them."""
+"""Velocities from the stamped position stream, and the braking plan anchored on them."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pear_agent.loop.arm_environment import arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.policies.replay import ReplayPolicy
 from pear_agent.records.log import RunWriter
 from pear_agent.robot.backend import EpisodeAborted

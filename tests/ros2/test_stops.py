@@ -284,8 +284,8 @@ def test_an_estop_at_full_speed_brakes_within_the_stop_deceleration_without_reve
       (peak 2.90 rad/s2), [none] "longer by 0.127", [nan] "longer by 0.107", [stale] "longer by
       0.091", 50 ms "longer by 0.113".
     The upper bound on a peak alone (what this test checked before) let the softer stop pass.
-    Read as zero (issue 30), the velocity made the stop a hold where the arm was: 32.5 rad/s2 and
-    14 mrad back. Mutations tried by hand with the earlier bound (peak <= 8 + 25 %, issue 42):
+    Read as zero, the velocity made the stop a hold where the arm was: 32.5 rad/s2 and
+    14 mrad back. Mutations tried by hand with the earlier bound (peak <= 8 + 25 %):
     - pear_agent/ros2/backend.py `_on_joint_state`: `t_est = now` (the velocity estimate from
       receipt times, not the header stamps): [none] failed "peak deceleration 20.04 rad/s2 over
       10.0" (it braked from 1.7x the speed: 0.49 rad to stop), [nan] "peak deceleration 16.65

@@ -119,7 +119,7 @@ def test_either_arm_of_the_yam(yam, yam_kin) -> None:
 
 
 BALL = """\
-# one sphere primitive, written from docs/object-reference.md alone (issue 37)
+# one sphere primitive, written from docs/object-reference.md alone
 description: the orange ball
 licence: pear-agent (Apache-2.0)
 shapes:
@@ -133,7 +133,7 @@ rgba: [1.0, 0.5, 0.1, 1.0]
 def test_a_ball_is_held_and_done_is_never_claimed_without_the_task(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request, robot_name: str, seeds: range, least: int
 ) -> None:
-    """A sphere on the Panda and the YAM (issue 37: the Panda lifted it 4 of 10 and the 6 others
+    """A sphere on the Panda and the YAM (the Panda lifted it 4 of 10 and the 6 others
     ended `done` with the ball not held). The expert lifts it, and no episode ends `done` unless
     the task's own check says success."""
     (tmp_path / "ball.yaml").write_text(BALL)

@@ -140,7 +140,7 @@ def test_the_bimanual_layout_mirror_keeps_both_tasks_solvable(yam) -> None:
 
 
 def test_the_physics_perturbation_jitters_the_loose_objects_only_seeded_and_recorded(panda) -> None:
-    """`physics` (issue 37): each loose object's friction and mass within +-5% and its start
+    """`physics`: each loose object's friction and mass within +-5% and its start
     moved by at most 3 mm, drawn from the seed, recorded, restored before the next reset; the
     robot and the fixed scene (the bowl) keep theirs."""
     import mujoco

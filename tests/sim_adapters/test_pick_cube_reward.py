@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from pear_agent.loop.arm_environment import ArmEnvironment, arm_episode
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import family_of, make_backend
 from pear_agent.loop.task_experts import scripted_policy
 from pear_agent.protocol.actions import parse_reply

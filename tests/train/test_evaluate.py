@@ -1,4 +1,4 @@
-"""Validation and test flights fly all at once, their turns decoded in one batch (issue 38 item 3):
+"""Validation and test flights fly all at once, their turns decoded in one batch:
 `evaluate` (what `train pick`, `train eval` and the RL benchmark fly) through the batched generator."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 
 from pear_agent.rl.advantages import group_advantages
 from pear_agent.train.config import load_recipe
-from pear_agent.train.rollout import run_episodes
+from pear_agent.train.episodes import run_episodes
 
 
 def _recipe(tiny_model_dir, *sets):
@@ -116,7 +116,7 @@ def test_the_second_step_samples_with_the_updated_weights_only(tiny_model_dir, t
     assert reports[1].logprob_drift < 1e-3, reports[1].logprob_drift
 
 
-# -- issue 39: the trainer's defects, resume, logging, objective, kept episodes ---------------------
+# -- the trainer's defects, resume, logging, objective, kept episodes ---------------------
 
 
 class Alternating:

@@ -102,7 +102,7 @@ def test_the_chunked_loss_on_reply_positions_equals_the_full_loss(chunk, stale):
     assert torch.allclose(lp, want_lp[sel], atol=1e-6)
 
 
-# -- the study's objective (SkyRL's): PPO clipping and a k3 KL term (issue 39) ----------------------
+# -- the study's objective (SkyRL's): PPO clipping and a k3 KL term ----------------------
 
 
 @pytest.mark.parametrize(

@@ -69,7 +69,7 @@ def test_test_seed_ranges_parse_and_training_seeds_are_refused(monkeypatch):
 
 
 def test_grpo_batching_flies_the_compact_observation_when_asked(tmp_path):
-    """`benchmarks/grpo_batching.py --observation compact` (issue 38 item 4): the option reaches the
+    """`benchmarks/grpo_batching.py --observation compact`: the option reaches the
     flights (the tiny model, one turn): the compact prompt feeds far fewer prompt tokens than the
     default one, and the raw results say which prompt was measured."""
 

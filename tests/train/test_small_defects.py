@@ -1,4 +1,4 @@
-"""Issue 27's small defects, each checked where it could fail: the TRL pin, the missing --init
+"""Small defects, each checked where it could fail: the TRL pin, the missing --init
 note, and a hub model that is not in the cache."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 26: GRPO steps against a real OpenAI-compatible server in its own process, token-in and
+"""GRPO steps against a real OpenAI-compatible server in its own process, token-in and
 token-out: `pear-agent train serve` (vLLM's `/v1/completions` with a token-id prompt, `token_id:<id>`
 logprob tokens, runtime LoRA adapters as vLLM loads them) serves the tiny model; the trainer
 publishes each version's adapter to it and trains on exactly the ids the server saw and sampled.
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pear_agent.train.config import load_recipe
-from pear_agent.train.rollout import run_episodes
+from pear_agent.train.episodes import run_episodes
 from tests.servers import free_port
 
 pytestmark = pytest.mark.wallclock
@@ -213,7 +213,7 @@ def test_llama_cpp_python_server_is_refused_with_the_setting_named(tiny, tmp_pat
         _stop(proc)
 
 
-# -- issue 39: the sampler's distribution is the loss's ----------------------------------------------
+# -- the sampler's distribution is the loss's ----------------------------------------------
 
 
 def test_every_request_bans_the_special_tokens_the_loss_bans(tiny):

@@ -84,7 +84,7 @@ def test_replay_of_a_recorded_flight_flies_it_again(tmp_path, capsys):
 
 
 def test_run_flies_plans_on_an_injected_latency_and_lands_as_the_docs_say(tmp_path, capsys):
-    """docs/roadster.md's example (issue 37: `run` never told the planning pilot its decision time,
+    """docs/roadster.md's example (`run` never told the planning pilot its decision time,
     and the car hit the truck in 4 turns while `bench` landed the same flight)."""
     flight = ["--task", "roadster_kickflip", "--wind", "light", "--seed", "20000"]
     plans = ["--realtime", "--latency", "1.0", "--max-chunk", "10"]

@@ -1,4 +1,4 @@
-"""Roadster plans (issue 29): a reply may carry up to K commands, one per 0.2 s interval; realtime
+"""Roadster plans: a reply may carry up to K commands, one per 0.2 s interval; realtime
 flies the rest of the plan while the next decision is made, a new plan replaces what is left;
 paused flies the first command per turn unless told to fly the whole plan."""
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pear_agent.train.rollout import LoopOptions, TrainJob, run_episodes
+from pear_agent.loop.config import EpisodeConfig
+from pear_agent.train.episodes import TrainJob, run_episodes
 
 
 def test_arm_and_roadster_episodes_come_back_as_records():
@@ -18,7 +19,7 @@ def test_arm_and_roadster_episodes_come_back_as_records():
     ]
     seen = []
     recs = run_episodes(
-        jobs, make, LoopOptions(observation="state", scene_facts=True), lambda j, r: seen.append(j)
+        jobs, make, EpisodeConfig(observation="state", scene_facts=True), lambda j, r: seen.append(j)
     )
     assert seen == jobs and [r["task"] for r in recs] == ["pick_cube", "roadster_ramp_flip:light"]
     arm, car = recs

@@ -11,19 +11,16 @@ runs an episode itself: there is one runner.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pear_agent.loop.episode import EpisodeConfig
+from pear_agent.loop.config import EpisodeConfig
 from pear_agent.loop.registry import EnvSpec, resolve
 from pear_agent.loop.runner import EpisodeJob, arun_episodes
 from pear_agent.loop.workers import run_coroutine
 from pear_agent.policies.base import Policy
-
-if TYPE_CHECKING:
-    from pear_agent.train.config import Recipe
+from pear_agent.robot.gl import configure_gl
 
 
 @dataclass(frozen=True)
@@ -34,31 +31,6 @@ class TrainJob:
     policy_seed: int = 0
     group_id: str | None = None
     index_in_group: int = 0
-
-
-@dataclass(frozen=True)
-class LoopOptions:
-    mode: str = "paused"
-    max_turns: int | None = None
-    observation: str = "state"
-    scene_facts: bool = False
-    scene_relative: bool = False
-    max_context_tokens: int = 64000
-    history: int | None = None
-    history_older: str = "line"
-
-    @classmethod
-    def of(cls, recipe: Recipe) -> LoopOptions:
-        """The loop options a training recipe asks for (its GRPO mode and turns, its observation)."""
-        return cls(
-            mode=recipe.grpo.mode,
-            max_turns=recipe.grpo.max_turns,
-            observation=recipe.observation,
-            scene_facts=recipe.scene_facts,
-            scene_relative=recipe.scene_relative,
-            history=recipe.history,
-            history_older=recipe.history_older,
-        )
 
 
 def _record(job: TrainJob, out: Any) -> dict[str, Any]:
@@ -84,42 +56,33 @@ def _record(job: TrainJob, out: Any) -> dict[str, Any]:
 def run_episodes(
     jobs: list[TrainJob],
     make_policy: Callable[[TrainJob], Policy],
-    opts: LoopOptions,
+    config: EpisodeConfig,
     on_record: Callable[[TrainJob, dict[str, Any]], None] | None = None,
     *,
     concurrency: int = 1,
     policy_version: int | None = None,
     writer: Callable[[TrainJob], Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """One record per job, in the jobs' order, `concurrency` episodes in flight (`make_policy` is
+    """One record per job, in the jobs' order, each episode flown with the loop's own `config`
+    (a recipe's: `Recipe.episode_config`), `concurrency` episodes in flight (`make_policy` is
     called once per episode: with more than one in flight, each needs a policy of its own).
     `on_record` sees each record as its episode ends (completion order). `writer(job)`: the
     `RunWriter` of the episodes whose full log is kept (None for the others)."""
 
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    cfg = EpisodeConfig(
-        max_turns=opts.max_turns,
-        mode=opts.mode,  # type: ignore[arg-type]
-        observation=opts.observation,
-        scene_facts=opts.scene_facts,
-        scene_relative=opts.scene_relative,
-        max_context_tokens=opts.max_context_tokens,
-        history=opts.history,
-        history_older=opts.history_older,
-    )
-    render = opts.observation in (
+    configure_gl()
+    render = config.observation in (
         "both",
         "images",
     )  # arm tasks render cameras only when the model sees images
     runner_jobs = []
     for job in jobs:
-        spec = EnvSpec.of(resolve(job.task)[1], mode=opts.mode, render=render, config=cfg)
+        spec = EnvSpec.of(resolve(job.task)[1], mode=config.mode, render=render, config=config)
         runner_jobs.append(
             EpisodeJob(
                 spec,
                 lambda job=job: make_policy(job),
                 job.seed,
-                cfg,
+                config,
                 writer=(lambda job=job: writer(job)) if writer is not None else None,
                 tag=job,
                 policy_version=policy_version,
