@@ -160,6 +160,9 @@ class MetaWorldBackend:
         self._driving = False
         self._press = False
         self._offset = np.zeros(3)
+        self._rest_m = 0.0
+        """The path still to go after the current goal (a chunk's later waypoints), m: the move does
+        not slow down for a waypoint it only passes."""
         self._steps = 0
         self._success = False
         self._seed = 0
@@ -194,7 +197,12 @@ class MetaWorldBackend:
 
     def _step(self) -> None:
         err = self._goal - self.tcp() if self._driving else np.zeros(3)
-        delta = np.clip(err * GAIN, -1.0, 1.0)
+        dist = float(np.linalg.norm(err))
+        if self._rest_m > 0.0 and dist > 1e-9:  # a waypoint passed on the way: straight at it, at the
+            # speed the whole path's rest asks for (1 cm per step at most), not slowing down for it
+            delta = err / dist * min(1.0, (dist + self._rest_m) * GAIN)
+        else:
+            delta = np.clip(err * GAIN, -1.0, 1.0)
         obs, _, _, _, info = self.env.step(np.append(delta, self._effort).astype(np.float32))
         self._obs = np.asarray(obs, dtype=float)
         self._steps += 1
@@ -279,20 +287,52 @@ class MetaWorldBackend:
         return self._run(goal, final=True, grip_changed=grip_changed, inside=inside)
 
     def execute_chunk(self, steps: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
-        """A chunk as one motion: each waypoint passed within `PASS_TOLERANCE_M` (a step that works the
-        gripper waits for the fingers), the last reached and still; (outcome, steps reached)."""
+        """A chunk as one motion: each waypoint passed within `PASS_TOLERANCE_M` without slowing down
+        for it (the hand is driven at the speed the rest of the path asks for, as one move of the
+        whole length would be; a step that works the gripper waits for the fingers and ends the
+        path there), the last reached and still; (outcome, steps reached)."""
         total = 0.0
-        for i, commands in enumerate(steps):
-            cmd = commands.get("arm")
-            if cmd is None:
-                continue
-            goal, grip_changed, inside = self._command(cmd)
-            out = self._run(goal, final=i == len(steps) - 1, grip_changed=grip_changed, inside=inside)
-            total += out.duration_s
-            if out.status != "reached":
-                out.duration_s = total
-                return out, i
+        try:
+            for i, commands in enumerate(steps):
+                cmd = commands.get("arm")
+                if cmd is None:
+                    continue
+                self._rest_m = self._rest_after(steps, i)
+                goal, grip_changed, inside = self._command(cmd)
+                out = self._run(goal, final=i == len(steps) - 1, grip_changed=grip_changed, inside=inside)
+                total += out.duration_s
+                if out.status != "reached":
+                    out.duration_s = total
+                    return out, i
+        finally:
+            self._rest_m = 0.0
         return Outcome("reached", duration_s=total), len(steps)
+
+    def _rest_after(self, steps: list[dict[str, PartCommand]], i: int) -> float:
+        """The path length (m) from step `i`'s target through the later steps' targets, up to the
+        first step that works the gripper or does not move the hand (the path ends there)."""
+        cmd = steps[i]["arm"]
+        if cmd.joints_rad is None or (cmd.gripper is not None and self._grip_changes(cmd)):
+            return 0.0
+        rest, at = 0.0, np.asarray(cmd.joints_rad, float)[:3]
+        effort = self._effort_of(cmd)
+        for later in steps[i + 1 :]:
+            nxt = later.get("arm")
+            if nxt is None or nxt.joints_rad is None:
+                break
+            if nxt.gripper is not None and self._effort_of(nxt) != effort:
+                break
+            p = np.asarray(nxt.joints_rad, float)[:3]
+            rest, at = rest + float(np.linalg.norm(p - at)), p
+        return rest
+
+    def _effort_of(self, cmd: PartCommand) -> float:
+        if cmd.gripper is None:
+            return self._effort
+        return 1.0 - 2.0 * float(np.clip(cmd.gripper, 0.0, 1.0))
+
+    def _grip_changes(self, cmd: PartCommand) -> bool:
+        return self._effort_of(cmd) != self._effort
 
     def advance(self, duration_s: float) -> None:
         for _ in range(round(duration_s / self.dt)):

@@ -182,3 +182,41 @@ def test_a_press_move_that_arrives_is_reached(mw_robot):
         assert np.linalg.norm(be.observe(render=False).joints_rad["arm"] - target) < 0.006
     finally:
         be.close()
+
+
+def _speeds_cm(be: MetaWorldBackend, run) -> np.ndarray:
+    """The tool point's speed (cm per control step) at each step `run` takes."""
+    points = [be.tcp()]
+    step = be._step
+
+    def tracked() -> None:
+        step()
+        points.append(be.tcp())
+
+    be._step = tracked
+    try:
+        run()
+    finally:
+        be._step = step
+    return np.linalg.norm(np.diff(np.array(points), axis=0), axis=1) * 100
+
+
+def test_a_chunk_passes_its_waypoints_without_slowing_down(mw_robot):
+    """Two 6 cm steps along one line as a chunk: the hand passes the first waypoint at speed (no
+    step between the ends slower than half the fastest), where the same two steps as two moves come
+    to rest at it; both end at the last target."""
+    be = MetaWorldBackend(mw_robot, "metaworld/reach-v3", render=False)
+    try:
+        start = be.reset(0).joints_rad["arm"]
+        steps = [start + np.array([0.0, 0.06 * i, 0.0]) for i in (1, 2)]
+        chunk = _speeds_cm(be, lambda: be.execute_chunk([{"arm": PartCommand(joints_rad=s)} for s in steps]))
+        assert np.linalg.norm(be.observe(render=False).joints_rad["arm"] - steps[-1]) < 0.006
+        moving = np.nonzero(chunk > 0.5 * chunk.max())[0]
+        assert chunk[moving[0] : moving[-1] + 1].min() > 0.5 * chunk.max(), chunk.round(2)
+        be.reset(0)
+        apart = _speeds_cm(be, lambda: [be.execute({"arm": PartCommand(joints_rad=s)}) for s in steps])
+        moving = np.nonzero(apart > 0.5 * apart.max())[0]
+        assert apart[moving[0] : moving[-1] + 1].min() < 0.1 * apart.max(), apart.round(2)
+        assert np.linalg.norm(be.observe(render=False).joints_rad["arm"] - steps[-1]) < 0.006
+    finally:
+        be.close()
