@@ -96,17 +96,6 @@ MIN_CHECKED_STEPS = 4
 IMPROVES = 0.5
 """Where no shorter turn matches, the closest stands only if it misses by at most this part of
 what the whole turn misses by (else the whole turn: shortening that does not help costs turns)."""
-PUSHING_CM = 0.2
-"""An object that moves more than this over the last `CONFIRM_STEPS` steps of a turn the cap cuts is
-still being pushed (or carried): where the runtime takes chunks, the push goes on in the same reply."""
-PUSH_SPEED_CM = 0.75
-"""A push goes on in a chunk only where the policy drives it about as fast as a protocol move goes
-(at least this many cm per control step, the move's top speed being 1): a nudge the policy makes
-slowly (a ball rolled a few mm per step) would be a kick at the chunk's speed."""
-HELD_CM = 3.0
-"""An object this close to the tool point while the fingers close is held: it moves with the hand."""
-MAX_CONTINUED = 3
-"""Steps a chunk may add to a turn's first (the runtime's `max_chunk` bounds it too)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -293,105 +282,6 @@ def pressed(r: Rollout, k: int) -> bool:
     return int(held.sum()) >= PRESS_STEPS
 
 
-def pushing(r: Rollout, k: int) -> bool:
-    """Whether an object the hand does not hold is still moving at step `k` of the rollout (more
-    than `PUSHING_CM` over the last `CONFIRM_STEPS` steps): the policy's motion is pushing it. An
-    object within `HELD_CM` of the tool point with the fingers closing is held (carried, not pushed)."""
-    if r.objects_m is None or k < CONFIRM_STEPS:
-        return False
-    real = np.any(r.objects_m[0] != 0.0, axis=1)
-    moved = np.linalg.norm(r.objects_m[k] - r.objects_m[k - CONFIRM_STEPS], axis=1)
-    held = (np.linalg.norm(r.objects_m[k] - r.tool_m[k], axis=1) < HELD_CM / 100) & (r.efforts[k - 1] > 0)
-    pushed = moved[real & ~held]
-    return bool(pushed.size) and float(pushed.max()) * 100 > PUSHING_CM
-
-
-@dataclass
-class _Chunk:
-    """A turn whose motion goes on: where its steps end (absolute rollout steps, the first the turn's
-    own), the protocol-frame tool point (cm) each step's target is (what the chunking predicts the
-    arm's state to be when it asks for the next step), and the turn's grip effort."""
-
-    name: str
-    sim: dict[str, Any]
-    ends: list[int]
-    at_cm: list[np.ndarray]
-    effort: float
-    goes_on: list[bool]
-    """Per step: whether the push still goes on at its end (the next step continues it)."""
-
-
-_CHUNKS: dict[tuple[Any, ...], _Chunk] = {}
-"""Turns whose motion goes on, by `_key` of their state: the chunking asks the expert again on the
-state its previous step predicts, and the expert answers with the next leg of the same look-ahead."""
-_CHUNKS_KEPT = 32
-
-
-def _key(name: str, sim: dict[str, Any]) -> tuple[Any, ...]:
-    return (name, int(sim["seed"]), tuple(round(float(v), 9) for v in sim["obs"]))
-
-
-def _continued(chunk: _Chunk, from_end: int) -> tuple[Rollout, int, str, bool] | None:
-    """The next leg after the rollout's step `from_end` (a turn's end where the cap cut a push):
-    (the rollout, the leg's end, why, whether the push goes on past it), or None where the
-    motion does not go on as one push (the grip changes, the path
-    turns or stops before the leg has moved)."""
-    total = from_end + LOOKAHEAD_STEPS + WINDOW_STEPS + CONFIRM_STEPS
-    r = rollout(chunk.name, chunk.sim, total)
-    if len(r.efforts) <= from_end or abs(float(r.efforts[from_end]) - chunk.effort) > EFFORT_CHANGE:
-        return None
-    start = r.mocap_m[from_end]
-    tail = Rollout(
-        r.commands_cm[from_end:],
-        r.efforts[from_end:],
-        np.vstack([start, r.tool_m[from_end + 1 :]]),
-        r.success[from_end:],
-        r.mocap_m[from_end:],
-        None if r.objects_m is None else r.objects_m[from_end:],
-    )
-    k, why = waypoint(tail, LOOKAHEAD_STEPS)
-    k = unbent(tail, k)
-    if k < CONFIRM_STEPS or abs(float(tail.efforts[k - 1]) - chunk.effort) > EFFORT_CHANGE:
-        return None
-    if float(np.linalg.norm(tail.mocap_m[k] - start)) * 100 < PUSH_SPEED_CM * k:
-        return None  # slower than a move: a nudge, not a push to run through
-    return r, from_end + k, why, why == "a turn's reach" and pushing(tail, k)
-
-
-def _next_leg(name: str, state: dict[str, Any], sim: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
-    """Where the chunking asks on a predicted state (the arm at a turn's target, not where the
-    simulation has it): the next leg of that turn's push, or an empty action (the chunk ends there);
-    None for a fresh turn."""
-    chunk = _CHUNKS.get(_key(name, sim))
-    arm = state.get("arm") or {}
-    if chunk is None or "position" not in arm:
-        return None
-    pos = np.asarray(arm["position"], float)
-    if float(np.linalg.norm(pos - chunk.at_cm[0])) < 0.1:
-        return None  # the state the turn was planned on: plan it again
-    for i in range(1, len(chunk.at_cm)):
-        if float(np.linalg.norm(pos - chunk.at_cm[i])) >= 0.1:
-            continue
-        if i > MAX_CONTINUED or not chunk.goes_on[i - 1]:
-            break
-        nxt = _continued(chunk, chunk.ends[i - 1])
-        if nxt is None:
-            break
-        r, end, why, goes_on = nxt
-        del chunk.ends[i:], chunk.at_cm[i + 1 :], chunk.goes_on[i:]  # asked again: planned afresh
-        move = to_ours(r.mocap_m[end] - r.mocap_m[chunk.ends[i - 1]]) * 100.0
-        act = _action(move, chunk.effort, False)
-        chunk.ends.append(end)
-        chunk.goes_on.append(goes_on)
-        chunk.at_cm.append(pos + np.asarray(act.get("position", [0.0, 0.0, 0.0]), float))
-        text = (
-            f"the push goes on: the policy, looked ahead {end - chunk.ends[i - 1]} more control "
-            f"steps until {why}: move {np.linalg.norm(move):.1f} cm on without stopping"
-        )
-        return text, {"arm": act}
-    return "the motion ends here", {"arm": {}}
-
-
 def metaworld_expert(state: dict[str, Any], priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """One turn of Meta-World's own policy for `priv["task"]`, planned by looking ahead (see the module)."""
     name = priv["task"]
@@ -401,29 +291,16 @@ def metaworld_expert(state: dict[str, Any], priv: dict[str, Any]) -> tuple[str, 
             "I cannot plan: this turn's facts carry no simulation state to look ahead in.",
             {},
         )
-    leg = _next_leg(name, state, sim)
-    if leg is not None:
-        return leg
     r, k, why = plan(name, sim)
     effort = float(r.efforts[0])
     held = sim.get("effort")
     if held is not None and why == "a turn's reach" and abs(effort - float(held)) > EFFORT_CHANGE:
         effort = float(held)  # the leg goes on past this turn: its grip change rides with the leg's end
-    fast = float(np.linalg.norm(r.mocap_m[k] - r.tool_m[0])) * 100 >= PUSH_SPEED_CM * k
-    goes_on = why == "a turn's reach" and fast and pushing(r, k) and not pressed(r, k)
-    # a push the cap cuts goes on in the same chunk, without stopping: nothing to shorten
-    k, checked = (k, False) if goes_on else _checked(name, sim, r, k, effort)
+    k, checked = _checked(name, sim, r, k, effort)
     if checked:
         why += f", shortened to {k} steps to match the policy's effect on the objects"
     move = to_ours(r.mocap_m[k] - r.tool_m[0]) * 100.0
     act = _action(move, effort, pressed(r, k))
-    arm = state.get("arm") or {}
-    if "position" in arm:  # the chunking asks again on the states this turn's steps predict
-        pos = np.asarray(arm["position"], float)
-        ends_cm = [pos] + ([pos + np.asarray(act["position"], float)] if goes_on else [])
-        while len(_CHUNKS) >= _CHUNKS_KEPT:
-            _CHUNKS.pop(next(iter(_CHUNKS)))
-        _CHUNKS[_key(name, sim)] = _Chunk(name, sim, [k], ends_cm, effort, [goes_on])
     text = (
         f"Meta-World's {name} policy, looked ahead {k} control steps until {why}: move "
         f"{np.linalg.norm(move):.1f} cm with grip effort {effort:+.2f}"

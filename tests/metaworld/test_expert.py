@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from pear_agent.policies.chunking import expert_chunk
-from pear_agent.policies.experts import within_caps
 from pear_agent.robot.backend import PartCommand
 from sim_adapters.metaworld.backend import MetaWorldBackend
 from sim_adapters.metaworld.expert import (
@@ -194,61 +192,3 @@ def test_the_check_runs_the_protocols_own_move_in_the_copy(mw_robot):
             assert np.allclose(predicted[0], be._obs[4:7], atol=1e-4), (predicted[0], be._obs[4:7])
     finally:
         be.close()
-
-
-def test_a_push_the_cap_cuts_goes_on_in_one_chunk(mw_robot):
-    """stick-pull pushes its thermos with the stick ~20 cm in one continuous push, longer than a
-    turn's 10 cm: where the runtime takes chunks the expert's reply is a list that goes on with
-    the push (the later steps say so), the backend runs it through without the hand coming to rest
-    at a waypoint, and the thermos moves during it. Asked for one step (`max_chunk` 1) on the same
-    state, the expert sends the first step alone."""
-    be = MetaWorldBackend(mw_robot, "metaworld/stick-pull-v3", render=False)
-    expert = within_caps(metaworld_expert)
-    try:
-        obs = be.reset(0)
-        for _ in range(12):
-            state = {"arm": {"position": list(obs.joints_rad["arm"] * 100), "gripper": obs.gripper["arm"]}}
-            why, steps, _ = expert_chunk(expert, state, obs.privileged, 4)
-            if len(steps) > 1:
-                break
-            _run_steps(be, obs, steps)
-            obs = be.observe(render=False)
-        else:
-            raise AssertionError("no chunk in 12 turns")
-        assert "the push goes on" in why, why
-        assert all("position" in s["arm"] for s in steps), steps
-        _, one, _ = expert_chunk(expert, state, obs.privileged, 1)
-        assert len(one) == 1 and one[0] == steps[0], (one, steps)
-        thermos = be._obs[11:14].copy()
-        points = [be.tcp()]
-        step = be._step
-
-        def tracked() -> None:
-            step()
-            points.append(be.tcp())
-
-        be._step = tracked
-        reached = _run_steps(be, obs, steps)
-        be._step = step
-        assert reached == len(steps)
-        speed = np.linalg.norm(np.diff(np.array(points), axis=0), axis=1) * 100
-        moving = np.nonzero(speed > 0.5 * speed.max())[0]
-        assert speed[moving[0] : moving[-1] + 1].min() > 0.3 * speed.max(), speed.round(2)
-        assert np.linalg.norm(be._obs[11:14] - thermos) * 100 > 5.0
-    finally:
-        be.close()
-
-
-def _run_steps(be: MetaWorldBackend, obs, steps) -> int:
-    """The expert's steps (changes from the previous step's target) as the backend's chunk."""
-    at = np.asarray(obs.joints_rad["arm"], float)
-    commands = []
-    for s in steps:
-        arm = s["arm"]
-        if "position" in arm:
-            at = at + np.asarray(arm["position"], float) / 100
-        target = at.copy() if "position" in arm else None
-        commands.append(
-            {"arm": PartCommand(joints_rad=target, gripper=arm.get("gripper"), press=bool(arm.get("press")))}
-        )
-    return be.execute_chunk(commands)[1]
