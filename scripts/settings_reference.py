@@ -27,6 +27,7 @@ from pear_agent.ros2.sim_robot_node import SimRobotSettings  # noqa: E402
 from pear_agent.ros2.yam_driver_node import YamDriverSettings  # noqa: E402
 from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402
 from scripts.generated_page import write_or_check  # noqa: E402
+from sim_adapters.libero.backend import LiberoControllerSettings  # noqa: E402
 from sim_adapters.mujoco.backend import ControllerSettings  # noqa: E402
 
 
@@ -132,6 +133,12 @@ def render() -> str:
         "above, its help says why.",
         "",
         *_plain_table(ControllerSettings),
+        "",
+        "## The LIBERO arm's controller (`sim_adapters.libero.backend.LiberoControllerSettings`)",
+        "",
+        "How a LIBERO move is run and judged (LIBERO steps its controller at 20 Hz).",
+        "",
+        *_plain_table(LiberoControllerSettings),
         "",
         "## The simulated robot node (`pear_agent.ros2.sim_robot_node.SimRobotSettings`)",
         "",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import numpy as np
 from pear_agent.robot.backend import FrameSink, Observation, Outcome, PartCommand, TaskInfo
 from pear_agent.robot.config import RobotConfig
 from pear_agent.robot.loader import load_robot
+from pear_agent.settings import setting
 from sim_adapters.libero import MAX_TURNS, plus
 from sim_adapters.libero.config import LiberoUnavailableError, import_libero
 from sim_adapters.libero.naming import TaskRef, parse
@@ -29,15 +31,46 @@ ROBOT_YAML = Path(__file__).with_name("libero_panda.yaml")
 CAMERAS = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
 """Our camera name -> LIBERO's."""
 CONTROL_DT = 0.05
-"""LIBERO steps its controller at 20 Hz."""
-SETTLE_STEPS = 10
-KP = 150.0
-"""The JOINT_POSITION controller's stiffness on every arm joint."""
-POSITION_TOLERANCE_RAD = 0.004
-"""A move has `reached` when every joint is this close to its target (and the robot is still)."""
-MAX_STEPS = 200
-"""Control steps (10 s) a move may take before it ends as `timeout`."""
-"""Steps held after loading an init state, as LIBERO's own evaluation does, so objects settle."""
+"""LIBERO steps its controller at 20 Hz (LIBERO's own rate, not ours to tune)."""
+
+
+@dataclass(frozen=True)
+class LiberoControllerSettings:
+    """How the LIBERO arm runs and judges a move (its MuJoCo counterpart:
+    `sim_adapters.mujoco.backend.ControllerSettings`)."""
+
+    settle_steps: int = setting(
+        10, cli=False, help="steps held after loading an init state, as LIBERO's own evaluation does, so "
+        "objects settle"
+    )  # fmt: skip
+    joint_kp: float = setting(
+        150.0, cli=False, help="the JOINT_POSITION controller's stiffness on every arm joint"
+    )
+    reach_tolerance_rad: float = setting(
+        0.004,
+        cli=False,
+        help="a move has reached when every joint is this close to its target and the robot is still "
+        "(the MuJoCo arm's: 0.006)",
+    )
+    max_move_steps: int = setting(
+        200, cli=False, help="control steps (10 s at 20 Hz) a move may take before it ends as timeout"
+    )
+    still_velocity_rad_s: float = setting(0.05, cli=False, help="an arm joint slower than this is still")
+    fingers_still_velocity: float = setting(
+        0.01, cli=False, help="the fingers are still below this speed (their joints' units per second)"
+    )
+    grip_min_steps: int = setting(
+        8, cli=False, help="a move that changes the grip runs at least this many control steps (0.4 s)"
+    )
+    stall_steps: int = setting(
+        20,
+        cli=False,
+        help="a still arm whose error has not fallen by 1 mrad for this many control steps (1 s) is blocked",
+    )
+
+
+CONTROLLER = LiberoControllerSettings()
+"""The settings every LIBERO backend runs with."""
 BDDL_INSTRUCTION = {"task", "language"}
 """LIBERO-Pro types whose instruction is the BDDL file's own (a new task, a rewording); the others
 keep LIBERO's instruction for the task, so only the perturbation differs from the LIBERO episode."""
@@ -194,14 +227,14 @@ class LiberoBackend:
             self.sim.data.qvel[self._vi] = 0.0
             self.sim.forward()
         self._seed = seed
-        self.rb.controller.kp = np.full(7, KP)
+        self.rb.controller.kp = np.full(7, CONTROLLER.joint_kp)
         self.rb.controller.kd = 2 * np.sqrt(self.rb.controller.kp)  # critically damped
         self._steps = 0
         self._success = False
         self._target = self.joints()
         self._grip_action = -1.0
         self._grip_target = 1.0
-        for _ in range(SETTLE_STEPS):
+        for _ in range(CONTROLLER.settle_steps):
             self._step()
         self._steps = 0
         self._rest_bottom, self._rest_height = {}, {}
@@ -241,25 +274,29 @@ class LiberoBackend:
             else:
                 self._grip_action = 1.0 - 2.0 * g  # -1 opens fully, +1 closes (and keeps squeezing)
         best, since_best = np.inf, 0
-        for n in range(1, MAX_STEPS + 1):
+        for n in range(1, CONTROLLER.max_move_steps + 1):
             self._step()
             err = np.abs(self._target - self.joints())
-            still = float(np.max(np.abs(self.sim.data.qvel[self._vi]))) < 0.05
-            fingers_still = float(np.max(np.abs(self.sim.data.qvel[self._gvi]))) < 0.01
+            still = float(np.max(np.abs(self.sim.data.qvel[self._vi]))) < CONTROLLER.still_velocity_rad_s
+            fingers_still = (
+                float(np.max(np.abs(self.sim.data.qvel[self._gvi]))) < CONTROLLER.fingers_still_velocity
+            )
             if (
-                float(np.max(err)) < POSITION_TOLERANCE_RAD
+                float(np.max(err)) < CONTROLLER.reach_tolerance_rad
                 and still
                 and fingers_still
-                and (not grip_changed or n >= 8)
+                and (not grip_changed or n >= CONTROLLER.grip_min_steps)
             ):
                 return Outcome("reached", duration_s=n * CONTROL_DT)
             if float(np.max(err)) < best - 1e-3:
                 best, since_best = float(np.max(err)), 0
             else:
                 since_best += 1
-            if since_best >= 20 and still:
+            if since_best >= CONTROLLER.stall_steps and still:
                 stalled = [
-                    j for j, e in zip(self.part.joints, err, strict=True) if e >= POSITION_TOLERANCE_RAD
+                    j
+                    for j, e in zip(self.part.joints, err, strict=True)
+                    if e >= CONTROLLER.reach_tolerance_rad
                 ]
                 self._target = self.joints()  # hold where it stopped
                 return Outcome(
@@ -269,7 +306,9 @@ class LiberoBackend:
                     stalled,
                 )
         return Outcome(
-            "timeout", f"not reached within {MAX_STEPS * CONTROL_DT:.0f} s", MAX_STEPS * CONTROL_DT
+            "timeout",
+            f"not reached within {CONTROLLER.max_move_steps * CONTROL_DT:.0f} s",
+            CONTROLLER.max_move_steps * CONTROL_DT,
         )
 
     def advance(self, duration_s: float) -> None:
