@@ -444,13 +444,14 @@ def test_estop_mid_motion_stops_within_the_ramp_and_latches(
     ramp = fastest**2 / (2 * a) + fastest * a / (2 * jerk)
     assert max(moved_after.values()) < ramp + 0.005, (ramp, moved_after)
     print(f"e-stop: max joint motion after it {max(moved_after.values()):.4f} rad")
-    # ... and it really was mid-motion: some arm moved faster than 0.1 rad/s just before it (the
-    # e-stop was sent with ESTOP_RELAY_MARGIN_S of a move to run)
+    # ... and the stop was asked mid-motion: some arm moved faster than 0.1 rad/s just before it was
+    # sent (with ESTOP_RELAY_MARGIN_S of a move to run). Through the agent's service the agent brakes
+    # the arms itself before it relays the e-stop, so by the time a driver latches, the arm may
+    # already be at rest: the premise is measured where the stop was asked, not where it latched.
     speeds_before = []
-    for arm, joints_of_arm in ARMS.items():
-        t0 = probe.driver_status[arm]["estop_at"]["time_s"]
+    for joints_of_arm in ARMS.values():
         t, q = probe.matrix(joints_of_arm)
-        k = (t >= t0 - 0.06) & (t <= t0)
+        k = (t >= t_send - 0.2) & (t <= t_send)
         if k.sum() >= 2:
             tk, qk = t[k], q[k]
             speeds_before.append(float(np.max(np.abs(qk[-1] - qk[0]))) / (tk[-1] - tk[0]))
@@ -606,10 +607,12 @@ def test_command_timeout_ramps_to_rest_and_holds_when_the_client_goes_quiet(proc
     probe.wait_for(lambda: "command_timeout_s" in driver.log(), 5, "the watchdog's warning")
     time.sleep(0.3)
     t_hold = time.time()
-    time.sleep(1.0)
+    t_end = t_hold + 1.0
+    # a second of the driver's states (by their stamps), however late a loaded machine delivers them
+    probe.wait_for(lambda: bool(np.any(probe.matrix(joints)[0] >= t_end)), 10, "a second of held states")
     t, q = probe.matrix(joints)
-    held = q[t >= t_hold]
-    assert len(held) > 50
+    held = q[(t >= t_hold) & (t <= t_end)]
+    assert len(held) > 10, len(held)
     assert float(np.max(np.ptp(held, axis=0))) < 1e-9, "it kept moving after the timeout"
     assert 0.0 < held[-1][0] - start[0] < 0.1, "it should have stopped early in the 4 s move"
     assert probe.wait_for(lambda: probe.driver_status.get("left_arm"), 5, "status")["state"] == "holding"
