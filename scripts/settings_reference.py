@@ -28,6 +28,7 @@ from pear_agent.ros2.yam_driver_node import YamDriverSettings  # noqa: E402
 from pear_agent.settings import cli_fields, flag_of, reference  # noqa: E402
 from scripts.generated_page import write_or_check  # noqa: E402
 from sim_adapters.libero.backend import LiberoControllerSettings  # noqa: E402
+from sim_adapters.metaworld.backend import MetaWorldControllerSettings  # noqa: E402
 from sim_adapters.mujoco.backend import ControllerSettings  # noqa: E402
 
 
@@ -139,6 +140,12 @@ def render() -> str:
         "How a LIBERO move is run and judged (LIBERO steps its controller at 20 Hz).",
         "",
         *_plain_table(LiberoControllerSettings),
+        "",
+        "## The Meta-World arm's controller (`sim_adapters.metaworld.backend.MetaWorldControllerSettings`)",
+        "",
+        "How a move through the protocol drives Meta-World's mocap and judges its end.",
+        "",
+        *_plain_table(MetaWorldControllerSettings),
         "",
         "## The simulated robot node (`pear_agent.ros2.sim_robot_node.SimRobotSettings`)",
         "",

@@ -6,7 +6,7 @@ Meta-World moves the Sawyer's hand through a mocap body: each `step(action)` add
 physics steps (12.5 ms) with the grip effort `action[3]` (-1 opens, +1 closes). A protocol move is
 a target for the tool point (Meta-World's `tcp_center`): every control step asks `step()` for the
 bounded delta that brings the mocap to where the tool point should be, until the tool point is
-within `TOLERANCE_M` of the target and still (`reached`), or it stops making progress with the
+within `reach_tolerance_m` of the target and still (`reached`), or it stops making progress with the
 mocap already there (`blocked`: something is in the way; the mocap stays where it was driven, so
 the hand keeps pressing, as it does under Meta-World's own controller). Success is `info["success"]`
 of any control step, latched (Meta-World's evaluation counts an episode that succeeded at any
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,28 +30,51 @@ from pear_agent.robot.backend import FrameSink, Observation, Outcome, PartComman
 from pear_agent.robot.config import RobotConfig
 from pear_agent.robot.kinematics import IKResult, Pose, rpy_to_matrix
 from pear_agent.robot.loader import load_robot
+from pear_agent.settings import setting
 from sim_adapters.metaworld import INSTRUCTIONS, MAX_TURNS, env_name
 
 ROBOT_YAML = Path(__file__).with_name("metaworld_sawyer.yaml")
 CAMERAS: dict[str, tuple[str, bool]] = {"scene": ("corner2", True), "gripper": ("gripperPOV", False)}
 """Our camera -> (Meta-World's camera, turned 180 degrees): `corner2` is mounted upside down in
 Meta-World's scene (its image has the table above the robot), so it is turned right side up."""
-GAIN = 25.0
-"""Each control step asks `step()` for the delta `GAIN` x (target - tool point) in metres, clipped to
-[-1, 1] (1 = 1 cm): the proportional move Meta-World's own scripted policies make (most use p = 25;
-the rest 4-15), so the mocap leads the hand, and presses on when the hand is held, as under them."""
 TASKS_PER_BENCH_SEED = 50
 """Meta-World samples 50 variations (goal and object positions) per task and benchmark seed."""
 DOWN_RPY = np.array([math.pi, 0.0, 0.0])
 """The gripper's fixed orientation (Meta-World's mocap quaternion [1, 0, 1, 0]: pointing down)."""
-TOLERANCE_M = 0.005
-"""A move has `reached` when the tool point is this close to its target (and still)."""
-PASS_TOLERANCE_M = 0.015
-"""A chunk's waypoint (not its last) is passed this close to it."""
-MAX_STEPS = 240
-"""Control steps a move may take before it ends as `timeout` (a press move's time budget too)."""
-STALL_STEPS = 15
-"""A plain move ends `blocked` after this many control steps without progress."""
+
+
+@dataclass(frozen=True)
+class MetaWorldControllerSettings:
+    """How a move through the protocol drives Meta-World's mocap and judges its end (its MuJoCo
+    counterpart: `sim_adapters.mujoco.backend.ControllerSettings`)."""
+
+    gain: float = setting(
+        25.0,
+        cli=False,
+        help="each control step asks `step()` for gain x (target - tool point) in metres, clipped to [-1, 1] "
+        "(1 = 1 cm): the proportional move Meta-World's own scripted policies make (most use 25, the rest "
+        "4-15), so the mocap leads the hand, and presses on when the hand is held, as under them",
+    )
+    reach_tolerance_m: float = setting(
+        0.005,
+        cli=False,
+        help="a move has reached when the tool point is this close to its target (and still)",
+    )
+    pass_tolerance_m: float = setting(
+        0.015, cli=False, help="a chunk's waypoint (not its last) is passed this close"
+    )
+    max_move_steps: int = setting(
+        240,
+        cli=False,
+        help="control steps a move may take before it ends as timeout (a press move's budget too)",
+    )
+    stall_steps: int = setting(
+        15, cli=False, help="a plain move ends blocked after this many control steps without progress"
+    )
+
+
+CONTROLLER = MetaWorldControllerSettings()
+"""The settings every Meta-World backend runs with."""
 SIM_STATE = "metaworld_sim"
 """The privileged fact with the simulation's exact state (`sim_state`), for the look-ahead expert."""
 _STATE_SPEC = 0x1FFF
@@ -200,9 +224,9 @@ class MetaWorldBackend:
         dist = float(np.linalg.norm(err))
         if self._rest_m > 0.0 and dist > 1e-9:  # a waypoint passed on the way: straight at it, at the
             # speed the whole path's rest asks for (1 cm per step at most), not slowing down for it
-            delta = err / dist * min(1.0, (dist + self._rest_m) * GAIN)
+            delta = err / dist * min(1.0, (dist + self._rest_m) * CONTROLLER.gain)
         else:
-            delta = np.clip(err * GAIN, -1.0, 1.0)
+            delta = np.clip(err * CONTROLLER.gain, -1.0, 1.0)
         obs, _, _, _, info = self.env.step(np.append(delta, self._effort).astype(np.float32))
         self._obs = np.asarray(obs, dtype=float)
         self._steps += 1
@@ -219,10 +243,11 @@ class MetaWorldBackend:
 
     def _run(self, goal: np.ndarray, *, final: bool, grip_changed: bool, inside: bool) -> Outcome:
         """Control steps towards `goal` (tool point, Meta-World frame) until reached and still (or,
-        for a chunk's waypoint, passed within `PASS_TOLERANCE_M`), blocked, or `MAX_STEPS`."""
+        for a chunk's waypoint, passed within `pass_tolerance_m`), blocked, or `max_move_steps`
+        (`CONTROLLER`)."""
         best, since_best = np.inf, 0
         prev_tcp, prev_grip = self.tcp(), float(self._obs[3])
-        for n in range(1, MAX_STEPS + 1):
+        for n in range(1, CONTROLLER.max_move_steps + 1):
             self._step()
             tcp, grip = self.tcp(), float(self._obs[3])
             err = float(np.linalg.norm(goal - tcp))
@@ -232,16 +257,16 @@ class MetaWorldBackend:
             settled = fingers_still and (not grip_changed or n >= 6)
             if not self._driving and settled:  # the gripper alone: done when the fingers stop
                 return Outcome("reached", duration_s=n * self.dt)
-            if not final and err < PASS_TOLERANCE_M and settled:
+            if not final and err < CONTROLLER.pass_tolerance_m and settled:
                 return Outcome("reached", duration_s=n * self.dt)
-            if err < TOLERANCE_M and still and settled:
+            if err < CONTROLLER.reach_tolerance_m and still and settled:
                 return Outcome("reached", duration_s=n * self.dt)
             if err < best - 5e-4:
                 best, since_best = err, 0
             else:
                 since_best += 1
-            if since_best >= STALL_STEPS and still and settled and not self._press:
-                if err < TOLERANCE_M:
+            if since_best >= CONTROLLER.stall_steps and still and settled and not self._press:
+                if err < CONTROLLER.reach_tolerance_m:
                     return Outcome("reached", duration_s=n * self.dt)
                 why = (
                     "the target is outside this task's hand limits"
@@ -254,14 +279,17 @@ class MetaWorldBackend:
                     n * self.dt,
                     ["tool_x", "tool_y", "tool_z"],
                 )
+        budget_s = CONTROLLER.max_move_steps * self.dt
         if self._press:
             short = float(np.linalg.norm(goal - self.tcp())) * 100
             return Outcome(
-                "timeout",
-                f"pressed for {MAX_STEPS * self.dt:.1f} s, {short:.1f} cm short of the target",
-                MAX_STEPS * self.dt,
+                "timeout", f"pressed for {budget_s:.1f} s, {short:.1f} cm short of the target", budget_s
             )
-        return Outcome("timeout", f"not reached within {MAX_STEPS * self.dt:.1f} s", MAX_STEPS * self.dt)
+        return Outcome(
+            "timeout",
+            f"not reached within {budget_s:.1f} s",
+            budget_s,
+        )
 
     def _command(self, cmd: PartCommand) -> tuple[np.ndarray, bool, bool]:
         grip_changed = False
@@ -287,7 +315,7 @@ class MetaWorldBackend:
         return self._run(goal, final=True, grip_changed=grip_changed, inside=inside)
 
     def execute_chunk(self, steps: list[dict[str, PartCommand]]) -> tuple[Outcome, int]:
-        """A chunk as one motion: each waypoint passed within `PASS_TOLERANCE_M` without slowing down
+        """A chunk as one motion: each waypoint passed within `pass_tolerance_m` without slowing down
         for it (the hand is driven at the speed the rest of the path asks for, as one move of the
         whole length would be; a step that works the gripper waits for the fingers and ends the
         path there), the last reached and still; (outcome, steps reached)."""

@@ -153,7 +153,9 @@ def test_a_press_move_keeps_pushing_where_a_plain_move_ends_blocked(mw_robot):
     with `press` it keeps driving for the move's whole time budget and the fingers end deeper in
     contact. Mutation seen to fail: `self._press = False` in `_command` (the press move ended
     `blocked` after the stall window, as the plain one)."""
-    from sim_adapters.metaworld.backend import MAX_STEPS
+    from sim_adapters.metaworld.backend import CONTROLLER
+
+    MAX_STEPS = CONTROLLER.max_move_steps
 
     ends = {}
     for press in (False, True):
