@@ -33,6 +33,19 @@ put them; where they differ by more than `MATCH_CM` (a ball kicked at the move's
 policy nudges it), the turn is halved until they agree, as a model that predicts its move's effect
 would shorten it.
 
+A push the per-turn cap cuts (an object still moving under the policy's drive at the turn's end,
+the policy driving about as fast as a move goes) would be let go mid-push by a turn that ends at
+rest: a thermos on free slide joints coasts on, out of line. Where the runtime takes chunks, such
+a push goes on in the same reply: the turn and the legs after it (each to the next waypoint of the
+same rollout, at most `MAX_LEGS`, while the push goes on) are one chunk, which the backend runs as
+one motion. The whole chunk is checked in the copy first, through the backend's own chunk: it
+stands where it leaves the objects within `MATCH_CM` of where the policy's own steps leave them,
+where the task's check holds during it, or where it misses by less than the single (checked) turn
+misses; else the turn goes alone. The chunking asks for each later step on the state the previous
+one predicts, with the facts still the reply's first: the expert answers with the planned push's
+next leg, and anywhere else ends the chunk (a look-ahead from the first state would plan the same
+turn again).
+
 The real simulation is never touched: the copy is a separate environment. Without the state (an
 old record, a server told only the observation) the expert cannot plan and says so.
 """
@@ -96,6 +109,17 @@ MIN_CHECKED_STEPS = 4
 IMPROVES = 0.5
 """Where no shorter turn matches, the closest stands only if it misses by at most this part of
 what the whole turn misses by (else the whole turn: shortening that does not help costs turns)."""
+PUSHING_CM = 0.2
+"""An object that moves more than this over the last `CONFIRM_STEPS` steps of a turn the cap cuts is
+still being pushed: where the runtime takes chunks, the push may go on in the same reply."""
+PUSH_SPEED_CM = 0.75
+"""A push goes on in a chunk only where the policy drives it about as fast as a protocol move goes
+(at least this many cm per control step, the move's top speed being 1): a nudge the policy makes
+slowly (a ball rolled a few mm per step) would be a kick at the chunk's speed."""
+HELD_CM = 3.0
+"""An object this close to the tool point while the fingers close is held: it moves with the hand."""
+MAX_LEGS = 4
+"""Steps a push's chunk may have (the robot's `max_chunk`, which bounds what the runtime takes)."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -282,6 +306,119 @@ def pressed(r: Rollout, k: int) -> bool:
     return int(held.sum()) >= PRESS_STEPS
 
 
+def pushing(r: Rollout, k: int) -> bool:
+    """Whether an object the hand does not hold is still moving at step `k` of the rollout (more
+    than `PUSHING_CM` over the last `CONFIRM_STEPS` steps): the policy's motion is pushing it. An
+    object within `HELD_CM` of the tool point with the fingers closing is held (carried, not pushed)."""
+    if r.objects_m is None or k < CONFIRM_STEPS:
+        return False
+    real = np.any(r.objects_m[0] != 0.0, axis=1)
+    moved = np.linalg.norm(r.objects_m[k] - r.objects_m[k - CONFIRM_STEPS], axis=1)
+    held = (np.linalg.norm(r.objects_m[k] - r.tool_m[k], axis=1) < HELD_CM / 100) & (r.efforts[k - 1] > 0)
+    pushed = moved[real & ~held]
+    return bool(pushed.size) and float(pushed.max()) * 100 > PUSHING_CM
+
+
+def _fast(r: Rollout, start: int, end: int) -> bool:
+    """Whether the policy drives the hand from step `start` to `end` about as fast as a move goes."""
+    return float(np.linalg.norm(r.mocap_m[end] - r.mocap_m[start])) * 100 >= PUSH_SPEED_CM * (end - start)
+
+
+def _legs(name: str, sim: dict[str, Any], r: Rollout, k: int, effort: float) -> tuple[Rollout, list[int]]:
+    """A push the cap cuts at step `k`, continued leg by leg along the policy's own rollout (each
+    leg to the next waypoint of the rest, as a turn would end there): (the longer rollout, the legs'
+    ends), at most `MAX_LEGS`; one leg where the push does not go on as one motion (the grip changes,
+    the path turns or stops, or the policy slows to a nudge)."""
+    ends = [k]
+    while len(ends) < MAX_LEGS:
+        start = ends[-1]
+        long = rollout(name, sim, start + LOOKAHEAD_STEPS + WINDOW_STEPS + CONFIRM_STEPS)
+        if len(long.efforts) <= start:
+            break
+        r = long
+        tail = Rollout(
+            r.commands_cm[start:],
+            r.efforts[start:],
+            np.vstack([r.mocap_m[start], r.tool_m[start + 1 :]]),
+            r.success[start:],
+            r.mocap_m[start:],
+            None if r.objects_m is None else r.objects_m[start:],
+        )
+        n, why = waypoint(tail, LOOKAHEAD_STEPS)
+        n = unbent(tail, n)
+        if n < CONFIRM_STEPS or np.any(np.abs(tail.efforts[:n] - effort) > EFFORT_CHANGE):
+            break
+        if not _fast(r, start, start + n):
+            break  # slower than a move: a nudge, not a push to run through
+        ends.append(start + n)
+        if why != "a turn's reach" or not pushing(tail, n):
+            break  # the push ends with this leg
+    return r, ends
+
+
+def _leg_moves(r: Rollout, ends: list[int]) -> list[np.ndarray]:
+    """Each leg's move (cm, our frame): where the policy drove the hand from the previous leg's end."""
+    starts = [r.tool_m[0]] + [r.mocap_m[e] for e in ends[:-1]]
+    return [to_ours(r.mocap_m[e] - a) * 100.0 for e, a in zip(ends, starts, strict=True)]
+
+
+def _chunk_misses(
+    name: str, sim: dict[str, Any], r: Rollout, ends: list[int], effort: float
+) -> tuple[float, bool]:
+    """(cm, done): how far (the worst object) the legs, run through the protocol's own chunk in the
+    copy, leave the objects from where the policy's own steps leave them at the last leg's end, and
+    whether the task's own check held on the way there."""
+    acts = [_action(m, effort, False) for m in _leg_moves(r, ends)]
+    got, done = outcome(name, sim, acts, success=True)
+    return float(np.linalg.norm(got - r.objects_m[ends[-1]], axis=1).max()) * 100, done
+
+
+@dataclass
+class _Chunk:
+    """A push planned as a chunk: per step the protocol-frame tool point (cm) the step before it
+    leaves the arm at (what the chunking predicts when it asks for that step) and the step's action."""
+
+    at_cm: list[np.ndarray]
+    actions: list[dict[str, Any]]
+    whys: list[str]
+
+
+_CHUNKS: dict[tuple[Any, ...], _Chunk] = {}
+"""Pushes planned as chunks, by `_key` of the state they were planned on: the chunking asks the
+expert again on the state its previous step predicts (the simulation's state still the first's),
+and the expert answers with the next leg of the push it checked as a whole."""
+_CHUNKS_KEPT = 32
+PREDICTED_CM = 0.1
+"""An arm this far from where the simulation has it is a state the chunking predicts."""
+
+
+def _key(name: str, sim: dict[str, Any]) -> tuple[Any, ...]:
+    return (name, int(sim["seed"]), tuple(round(float(v), 9) for v in sim["obs"]))
+
+
+def _next_leg(
+    name: str, state: dict[str, Any], priv: dict[str, Any], sim: dict[str, Any]
+) -> tuple[str, dict[str, Any]] | None:
+    """Where the chunking asks on a predicted state (the arm at a planned step's target, the
+    simulation's state still the one the reply started from): a planned push's next leg, or an
+    empty action (the chunk ends there: the copy's look-ahead holds for the real state only);
+    None where the arm is where the simulation has it (a fresh turn)."""
+    arm = state.get("arm") or {}
+    if "position" not in arm:
+        return None
+    pos = np.asarray(arm["position"], float)
+    obs = np.asarray(sim["obs"], float)
+    tool = obs[:3] - np.asarray(priv.get("hand_minus_tool", [0.0, 0.0, 0.0]), float)
+    if float(np.linalg.norm(pos - to_ours(tool) * 100.0)) < PREDICTED_CM:
+        return None
+    chunk = _CHUNKS.get(_key(name, sim))
+    if chunk is not None:
+        for i, at in enumerate(chunk.at_cm[1 : len(chunk.actions)], start=1):
+            if float(np.linalg.norm(pos - at)) < PREDICTED_CM:
+                return chunk.whys[i], {"arm": dict(chunk.actions[i])}
+    return "the motion ends here (the next turn is planned on what the simulation does)", {"arm": {}}
+
+
 def metaworld_expert(state: dict[str, Any], priv: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """One turn of Meta-World's own policy for `priv["task"]`, planned by looking ahead (see the module)."""
     name = priv["task"]
@@ -291,11 +428,24 @@ def metaworld_expert(state: dict[str, Any], priv: dict[str, Any]) -> tuple[str, 
             "I cannot plan: this turn's facts carry no simulation state to look ahead in.",
             {},
         )
+    leg = _next_leg(name, state, priv, sim)
+    if leg is not None:
+        return leg
     r, k, why = plan(name, sim)
     effort = float(r.efforts[0])
     held = sim.get("effort")
     if held is not None and why == "a turn's reach" and abs(effort - float(held)) > EFFORT_CHANGE:
         effort = float(held)  # the leg goes on past this turn: its grip change rides with the leg's end
+    arm = state.get("arm") or {}
+    chunk = None
+    cut = why == "a turn's reach" and _fast(r, 0, k) and pushing(r, k) and not pressed(r, k)
+    if cut and "position" in arm:
+        chunk = _push_chunk(name, sim, r, k, effort, np.asarray(arm["position"], float))
+    if chunk is not None:
+        while len(_CHUNKS) >= _CHUNKS_KEPT:
+            _CHUNKS.pop(next(iter(_CHUNKS)))
+        _CHUNKS[_key(name, sim)] = chunk
+        return chunk.whys[0], {"arm": dict(chunk.actions[0])}
     k, checked = _checked(name, sim, r, k, effort)
     if checked:
         why += f", shortened to {k} steps to match the policy's effect on the objects"
@@ -309,6 +459,40 @@ def metaworld_expert(state: dict[str, Any], priv: dict[str, Any]) -> tuple[str, 
     return text, {"arm": act}
 
 
+def _push_chunk(
+    name: str, sim: dict[str, Any], r: Rollout, k: int, effort: float, pos_cm: np.ndarray
+) -> _Chunk | None:
+    """A push the cap cuts at step `k`, as a chunk of legs that runs on without stopping, where the
+    whole chunk, run through the protocol's own chunk in the copy, leaves the objects within
+    `MATCH_CM` of where the policy's own steps leave them at its end, or closer than the single
+    turn (checked as every turn is) leaves them at its own; else None (the single turn)."""
+    long, ends = _legs(name, sim, r, k, effort)
+    if len(ends) < 2:
+        return None
+    err, done = _chunk_misses(name, sim, long, ends, effort)
+    if err > MATCH_CM and not done:
+        kk, _ = _checked(name, sim, r, k, effort)
+        single, _ = _chunk_misses(name, sim, r, [kk], effort)
+        if err >= single:
+            return None
+    moves = _leg_moves(long, ends)
+    actions = [_action(m, effort, False) for m in moves]
+    at, whys = [pos_cm], []
+    for i, (m, a) in enumerate(zip(moves, actions, strict=True)):
+        at.append(at[-1] + np.asarray(a.get("position", [0.0, 0.0, 0.0]), float))
+        steps = ends[i] - (ends[i - 1] if i else 0)
+        lead = (
+            f"Meta-World's {name} policy, looked ahead {steps} control steps"
+            if i == 0
+            else f"the push goes on: the policy, looked ahead {steps} more control steps"
+        )
+        whys.append(
+            f"{lead} (a push of {len(ends)} legs, checked as a whole in a copy): move "
+            f"{np.linalg.norm(m):.1f} cm with grip effort {effort:+.2f} without stopping."
+        )
+    return _Chunk(at, actions, whys)
+
+
 def _action(move_cm: np.ndarray, effort: float, press: bool) -> dict[str, Any]:
     """The protocol's action for a move (cm, our frame), a grip effort and whether it presses."""
     act: dict[str, Any] = {"gripper": round(float(np.clip((1.0 - effort) / 2.0, 0.0, 1.0)), 3)}
@@ -319,10 +503,15 @@ def _action(move_cm: np.ndarray, effort: float, press: bool) -> dict[str, Any]:
     return act
 
 
-def outcome(name: str, sim: dict[str, Any], act: dict[str, Any]) -> np.ndarray:
+def outcome(
+    name: str, sim: dict[str, Any], act: dict[str, Any] | list[dict[str, Any]], success: bool = False
+) -> Any:
     """Where the objects are, (2, 3) m, after the protocol's own move (`MetaWorldBackend.execute`:
     move until reached and still, blocked, pressed or timed out) runs `act` from the state `sim`, in
-    the private copy of the task."""
+    the private copy of the task; a list of actions runs as the protocol's chunk (`execute_chunk`:
+    each step's target the previous one's plus its move, passed at speed, the last reached). With
+    `success`: (the objects, whether the task's own check held at any step of it)."""
+    acts = act if isinstance(act, list) else [act]
     with _COPIES.lock:
         be = _COPIES.get(name, int(sim["seed"]))
         restore_state(be.env, sim)
@@ -330,12 +519,21 @@ def outcome(name: str, sim: dict[str, Any], act: dict[str, Any]) -> np.ndarray:
         held = sim.get("effort")
         be._effort = -1.0 if held is None else float(held)
         be._driving, be._goal = False, be.tcp()
-        target = None
-        if "position" in act:
-            target = to_ours(be.tcp()) + np.asarray(act["position"], dtype=float) / 100.0
-        press = bool(act.get("press"))
-        be.execute({"arm": PartCommand(joints_rad=target, gripper=act["gripper"], press=press)})
-        return _objects(be._obs)
+        be._success = False
+        at = to_ours(be.tcp())
+        commands = []
+        for a in acts:
+            target = None
+            if "position" in a:
+                at = at + np.asarray(a["position"], dtype=float) / 100.0
+                target = at.copy()
+            press = bool(a.get("press"))
+            commands.append({"arm": PartCommand(joints_rad=target, gripper=a["gripper"], press=press)})
+        if len(commands) == 1:
+            be.execute(commands[0])
+        else:
+            be.execute_chunk(commands)
+        return (_objects(be._obs), be._success) if success else _objects(be._obs)
 
 
 def _checked(name: str, sim: dict[str, Any], r: Rollout, k: int, effort: float) -> tuple[int, bool]:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from pear_agent.policies.chunking import expert_chunk
+from pear_agent.policies.experts import within_caps
 from pear_agent.robot.backend import PartCommand
 from sim_adapters.metaworld.backend import MetaWorldBackend
 from sim_adapters.metaworld.expert import (
     BEND_CM,
     LOOKAHEAD_STEPS,
+    MAX_LEGS,
     WINDOW_STEPS,
     Rollout,
     metaworld_expert,
@@ -192,3 +195,112 @@ def test_the_check_runs_the_protocols_own_move_in_the_copy(mw_robot):
             assert np.allclose(predicted[0], be._obs[4:7], atol=1e-4), (predicted[0], be._obs[4:7])
     finally:
         be.close()
+
+
+def _state(obs) -> dict:
+    return {"arm": {"position": list(obs.joints_rad["arm"] * 100), "gripper": obs.gripper["arm"]}}
+
+
+def test_a_push_the_cap_cuts_goes_on_in_one_chunk(mw_robot):
+    """stick-pull pushes its thermos with the stick ~20 cm in one continuous push, longer than a
+    turn's 10 cm: where the runtime takes chunks the expert's reply is a list that goes on with
+    the push (the later steps say so, at most `MAX_LEGS`), the backend runs it through without the
+    hand coming to rest at a waypoint, and the thermos moves during it. Asked for one step
+    (`max_chunk` 1) on the same state, the expert sends the first step alone."""
+    be = MetaWorldBackend(mw_robot, "metaworld/stick-pull-v3", render=False)
+    expert = within_caps(metaworld_expert)
+    try:
+        obs = be.reset(0)
+        for _ in range(12):
+            state = _state(obs)
+            why, steps, _ = expert_chunk(expert, state, obs.privileged, MAX_LEGS)
+            if len(steps) > 1:
+                break
+            _run_steps(be, obs, steps)
+            obs = be.observe(render=False)
+        else:
+            raise AssertionError("no chunk in 12 turns")
+        assert "the push goes on" in why and "checked as a whole" in why, why
+        assert all("position" in s["arm"] for s in steps), steps
+        _, one, _ = expert_chunk(expert, state, obs.privileged, 1)
+        assert len(one) == 1 and one[0] == steps[0], (one, steps)
+        thermos = be._obs[11:14].copy()
+        points = [be.tcp()]
+        step = be._step
+
+        def tracked() -> None:
+            step()
+            points.append(be.tcp())
+
+        be._step = tracked
+        reached = _run_steps(be, obs, steps)
+        be._step = step
+        assert reached == len(steps)
+        speed = np.linalg.norm(np.diff(np.array(points), axis=0), axis=1) * 100
+        moving = np.nonzero(speed > 0.5 * speed.max())[0]
+        assert speed[moving[0] : moving[-1] + 1].min() > 0.3 * speed.max(), speed.round(2)
+        assert np.linalg.norm(be._obs[11:14] - thermos) * 100 > 5.0
+    finally:
+        be.close()
+
+
+def test_a_turn_that_is_no_push_is_never_chunked_on_a_stale_state(mw_robot):
+    """The chunking asks the expert again on the state its step predicts, with the facts (the
+    simulation's state) still those of the reply's start. A look-ahead from those facts would plan
+    the same turn again and the chunk would repeat it (the hand sent 3 x 9 cm in one reply, the
+    stick left behind: stick-pull 0/5); the expert ends the chunk there instead, so every turn of
+    a task without a push is one step even where the runtime takes chunks."""
+    be = MetaWorldBackend(mw_robot, "metaworld/reach-v3", render=False)
+    expert = within_caps(metaworld_expert)
+    try:
+        obs = be.reset(0)
+        why, steps, _ = expert_chunk(expert, _state(obs), obs.privileged, 4)
+        assert len(steps) == 1 and "position" in steps[0]["arm"], (why, steps)
+        moved = dict(_state(obs)["arm"])
+        moved["position"] = list(np.asarray(moved["position"]) + np.asarray(steps[0]["arm"]["position"]))
+        why2, act2 = metaworld_expert({"arm": moved}, obs.privileged)
+        assert act2 == {"arm": {}}, (why2, act2)
+    finally:
+        be.close()
+
+
+def test_a_chunk_in_the_copy_runs_as_the_backends_chunk(mw_robot):
+    """`outcome` given a list of actions runs them as the backend's own chunk (each target the
+    previous one's plus its move, passed at speed): the copy leaves the objects where a real
+    backend's `execute_chunk` of the same steps leaves them, and the real simulation is untouched."""
+    be = MetaWorldBackend(mw_robot, "metaworld/push-v3", render=False)
+    try:
+        obs = be.reset(1)
+        sim = obs.privileged["metaworld_sim"]
+        puck = to_ours_cm(be._obs[4:7]) - np.asarray(obs.joints_rad["arm"]) * 100
+        first = [puck[0] - 6.0, puck[1], puck[2] + 0.5]  # behind the puck, then through it
+        acts = [{"gripper": 1.0, "position": first}, {"gripper": 1.0, "position": [9.0, 0.0, 0.0]}]
+        before = _mj_state(be.env)
+        got, _ = outcome("push-v3", sim, acts, success=True)
+        assert np.array_equal(_mj_state(be.env), before)
+        steps = [{"arm": a} for a in acts]
+        assert _run_steps(be, obs, steps) == 2
+        assert np.linalg.norm(be._obs[4:7] - obs.privileged["metaworld_obs"][4:7]) * 100 > 1.0  # it moved
+        assert np.allclose(got[0], be._obs[4:7], atol=1e-4), (got[0], be._obs[4:7])
+    finally:
+        be.close()
+
+
+def to_ours_cm(p) -> np.ndarray:
+    p = np.asarray(p, float) * 100
+    return np.array([p[1], -p[0], p[2]])
+
+
+def _run_steps(be: MetaWorldBackend, obs, steps) -> int:
+    """The expert's steps (changes from the previous step's target) as the backend's chunk."""
+    at = np.asarray(obs.joints_rad["arm"], float)
+    commands = []
+    for s in steps:
+        arm = s["arm"]
+        if "position" in arm:
+            at = at + np.asarray(arm["position"], float) / 100
+        target = at.copy() if "position" in arm else None
+        commands.append(
+            {"arm": PartCommand(joints_rad=target, gripper=arm.get("gripper"), press=bool(arm.get("press")))}
+        )
+    return be.execute_chunk(commands)[1]
