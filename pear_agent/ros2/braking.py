@@ -14,6 +14,9 @@ from pear_agent.ros2.settings import (
     _PartSpec,
 )
 
+STOP_REPLANS = 3
+"""A stop is planned at most this many times when its planning keeps running late (see `_stop_msg`)."""
+
 
 class Braking:
     """Every stop is a braking profile from the arm's real motion (position and velocity, measured or
@@ -68,9 +71,48 @@ class Braking:
         state on the profile; elsewhere it starts on receipt, planned `command_latency_s` ahead.
         The state is carried to the end of the planning (milliseconds, tens on a loaded machine):
         a profile planned from where the arm was when it was read would leave the arm, still at
-        speed, that much less room to its rest point (a harder stop)."""
+        speed, that much less room to its rest point (a harder stop). Carried at constant speed,
+        though, only over a short planning: an arm whose process was kept off the CPU for longer
+        than a joint state may be old has followed its trajectory meanwhile (slowed down, or
+        reached its target and stopped), so the stop is planned again from the state then (the
+        newest measurement, or the trajectory's state where none is fresh): carried a second at
+        full speed, the rest point would lie far past where the arm is, even past its limits, and
+        the controller would rush the arm there."""
         s = self.settings
-        now_s, now_mono = time.time(), time.monotonic()  # the time the state below is carried to
+        for _ in range(STOP_REPLANS):
+            now_s, now_mono = time.time(), time.monotonic()  # the time the state below is carried to
+            planned = self._plan_stop(p, topic, names)
+            if planned is None or isinstance(planned, cv.TrajectoryPlan):
+                return None if planned is None else self._to_msg(planned)  # nothing known, or a hold
+            late = time.monotonic() - now_mono
+            if late <= s.joint_state_max_age_s:
+                break
+            self.node.get_logger().warning(
+                f"{topic}: the stop took {late:.2f} s to plan; planning it again from the state now"
+            )
+        plan, v, synced = planned
+        late = min(late, s.joint_state_max_age_s)  # (only after STOP_REPLANS late plannings in a row)
+        braking = float(np.max(np.abs(np.nan_to_num(v)))) >= 1e-3  # not at rest
+        if braking:  # the arm kept its speed while the profile was planned: start it from there
+            plan.positions = plan.positions + np.nan_to_num(v)[None, :] * late
+        if synced and braking:
+            plan = cv.TrajectoryPlan(
+                plan.joint_names,
+                np.append(plan.times_s, plan.duration_s + cv.BRAKE_SETTLE_S),
+                np.vstack([plan.positions, plan.positions[-1:]]),
+                np.vstack([plan.velocities, np.zeros((1, len(names)))]),
+                stamp_s=now_s + late,
+            )
+        self._active[topic] = (plan, time.monotonic())
+        return self._to_msg(plan)
+
+    def _plan_stop(
+        self, p: _PartSpec, topic: str, names: list[str]
+    ) -> cv.TrajectoryPlan | tuple[cv.TrajectoryPlan, np.ndarray, bool] | None:
+        """The braking profile from the arm's state now, with the velocity it brakes from and
+        whether the robot's clock is ours (see `_stop_msg`); a finished one-point hold where the
+        arm's motion is unknown; None when nothing is known."""
+        s = self.settings
         q, v, age = self._read_aged(names)
         arm = names == p.joints
         decel = s.stop_deceleration_rad_s2 if arm else 10 * p.gripper_vmax
@@ -110,21 +152,8 @@ class Braking:
         else:  # stale, or its velocity unknown, and nothing commanded by us: a slow point where it is
             duration = cv.hold_time_s(age, None if np.any(np.isnan(v)) else v, decel, s.hold_time_s)
             self.stop_sources[topic] = jv.HOLD
-            return self._to_msg(cv.hold_plan(names, q, q, q, duration))
-        braking = float(np.max(np.abs(np.nan_to_num(v)))) >= 1e-3  # not at rest
-        late = time.monotonic() - now_mono
-        if braking:  # the arm kept its speed while the profile was planned: start it from there
-            plan.positions = plan.positions + np.nan_to_num(v)[None, :] * late
-        if synced and braking:
-            plan = cv.TrajectoryPlan(
-                plan.joint_names,
-                np.append(plan.times_s, plan.duration_s + cv.BRAKE_SETTLE_S),
-                np.vstack([plan.positions, plan.positions[-1:]]),
-                np.vstack([plan.velocities, np.zeros((1, len(names)))]),
-                stamp_s=now_s + late,
-            )
-        self._active[topic] = (plan, time.monotonic())
-        return self._to_msg(plan)
+            return cv.hold_plan(names, q, q, q, duration)
+        return plan, v, synced
 
     def velocity_source(self, names: list[str]) -> tuple[str, float]:
         """Where the velocities of `names` come from (the worst of them: jv.PUBLISHED, jv.ESTIMATED,

@@ -365,8 +365,8 @@ class Double:
             gap = float(np.max(np.abs(p - prev_q)))
             speeds.append(gap / (t - prev_t) if t > prev_t else (0.0 if gap < 1e-9 else float("inf")))
             prev_t, prev_q = t, p
-        speeds += [float(np.max(np.abs(p.vel))) for p in points if p.vel is not None]
-        peak = float(max(speeds))
+        fields = [float(np.max(np.abs(p.vel))) for p in points if p.vel is not None]
+        peak = float(max(speeds + fields))
         event |= {
             "accepted": True,
             "first": pos[0].tolist(),
@@ -374,6 +374,10 @@ class Double:
             "t_first": float(times[0]),
             "duration_s": float(times[-1]),
             "speed_rad_s": peak,
+            "segment_speeds": speeds,  # from the measured pose to the first point, then between points
+            "velocity_fields": fields,
+            "times": times.tolist(),
+            "actual_velocity": c.servo.v.tolist(),
             "over_cap": bool(peak > c.vmax * 1.001 + 1e-6),
             "kind": "linear" if points[0].vel is None else "cubic" if points[0].acc is None else "quintic",
             "stamp_s": _secs(msg.header.stamp),

@@ -372,6 +372,71 @@ def test_a_stop_that_takes_50_ms_to_plan_still_brakes_along_the_profile(
     check_profile(f, decel, f"planned in 50 ms: e-stop at {speed:.2f} rad/s")
 
 
+STALL_S = 2.0
+"""How long the next test keeps a stop's planning off the CPU: longer than the move has left once
+the arm cruises (2.4 rad at 1.5 rad/s: at most 1.4 s), so the arm reaches its target meanwhile."""
+
+
+@pytest.mark.parametrize("via", ["call", "topic"])
+def test_a_stop_planned_for_longer_than_the_move_had_left_holds_the_arm_where_it_ended(
+    start_double, probe: Probe, agent, yam, monkeypatch: pytest.MonkeyPatch, via: str
+) -> None:
+    """The stop's planning is kept off the CPU for STALL_S (a loaded machine can stall a process
+    that long), from a direct call (the turn loop's thread: joint states keep arriving meanwhile) or
+    from the e-stop topic (the executor's thread: none arrive until it returns). The arm meanwhile
+    follows its trajectory to the target and stops there. The stop the controller then gets starts
+    where the arm is: the stand-in measures no request over the speed cap (from the pose it met to
+    the first point, between points, in the velocity fields), and the arm rests at the target.
+
+    Mutation tried by hand: the stop carried forward at the speed it was planned from for the whole
+    stall (no planning again): [call] "a request of 10.10 rad/s (cap 1.5)", its rest point 3.547 rad
+    for a target of 1.973 (0.05 rad inside the joint's upper limit): 1.5 rad past it; [topic] "9.98
+    rad/s", 3.529 rad. An e-stop during a home move on a loaded CI machine requested 7.4 rad/s so."""
+    from pear_agent.ros2 import conversions as cv
+
+    plan = cv.brake_plan
+    stalled: list[float] = []
+
+    def stalling_plan(names: list[str], q: np.ndarray, v: np.ndarray, *args: Any, **kwargs: Any) -> Any:
+        if not stalled and float(np.max(np.abs(np.nan_to_num(v)))) > 0.1:  # the moving arm's first
+            stalled.append(time.monotonic())
+            time.sleep(STALL_S)
+        return plan(names, q, v, *args, **kwargs)
+
+    monkeypatch.setattr(cv, "brake_plan", stalling_plan)
+    double = start_double(double_config(yam, cameras={}, **TRUTH))
+    a = agent(**BRAKING_ONLY)
+    assert a.backend.check_stack() is None
+    if via == "topic":
+        probe.estop_subscribed()
+    joints = list(yam.parts["left_arm"].joints)
+    start = np.array([home_joints(yam)[j] for j in joints])
+    part = a.backend.parts["left_arm"]
+    target = np.clip(start + np.array([2.4, 0.0, 0.0, 0.0, 0.0, 0.0]), part.lower + 0.05, part.upper - 0.05)
+    marks: list[float] = []
+
+    def estop() -> None:
+        marks.append(time.monotonic())
+        if via == "call":
+            a.backend.emergency_stop("test")
+        else:
+            probe.estop_topic()
+
+    run_to_full_speed_then_stop(a, probe, joints, target, estop)
+    probe.wait_for(lambda: [e for e in double.trajectories(LEFT) if e["t"] > marks[0]], 10, "the stop")
+    assert stalled and stalled[0] >= marks[0], stalled  # the stop's planning was the one stalled
+    stops = [e for e in double.trajectories(LEFT) if e["t"] > marks[0]]
+    assert len(stops) == 1 and stops[0]["accepted"], stops
+    stop = stops[0]
+    assert not stop["over_cap"] and stop["speed_rad_s"] <= part.vmax + 1e-6, (
+        f"a request of {stop['speed_rad_s']:.2f} rad/s (cap {part.vmax}) from "
+        f"{np.round(stop['actual'], 3)} to {np.round(stop['last'], 3)}; target {np.round(target, 3)}"
+    )
+    np.testing.assert_allclose(stop["actual"], target, atol=0.02)  # the move ended during the stall
+    np.testing.assert_allclose(stop["last"], target, atol=0.02)  # and the arm rests there
+    assert np.all(np.array(stop["last"]) <= part.upper) and np.all(np.array(stop["last"]) >= part.lower)
+
+
 def test_where_the_robot_clock_disagrees_the_stop_starts_on_receipt_and_still_brakes(
     start_double, probe: Probe, agent, yam
 ) -> None:
