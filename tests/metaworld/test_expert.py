@@ -304,3 +304,22 @@ def _run_steps(be: MetaWorldBackend, obs, steps) -> int:
             {"arm": PartCommand(joints_rad=target, gripper=arm.get("gripper"), press=bool(arm.get("press")))}
         )
     return be.execute_chunk(commands)[1]
+
+
+def test_a_push_chunk_is_sent_only_where_it_matches_the_policys_effect():
+    """The lever-pull policy drives the lever at speed, a push the cap cuts; where the chunk, run in
+    the copy, leaves the lever farther from where the policy's own steps leave it than the single
+    turn does, the single turn goes, and seed 1 succeeds through the whole loop with the robot's
+    default chunks. With every such chunk sent unchecked, seeds 1-3 ended at the turn limit (2/5)."""
+    from pear_agent.loop.episode import Episode, EpisodeConfig
+    from pear_agent.loop.registry import make_environment
+    from pear_agent.loop.task_experts import scripted_policy
+
+    task = "metaworld/lever-pull-v3"
+    env = make_environment(task, render=False)
+    try:
+        assert env.max_chunk == MAX_LEGS
+        result = Episode(env, scripted_policy(task), EpisodeConfig()).run(1)
+    finally:
+        env.close()
+    assert result.success, (result.end_reason, result.turns)
