@@ -593,19 +593,21 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep, JointStates):
         """Brake every part in motion to rest (from the trajectory it follows when the joint
         states are stale: see `_stop_msg`). None once every driver that reports what it takes has
         taken its stop, else what `_stops_heard` did instead."""
-        sent: dict[str, int] = {}
+        sent: dict[str, list[str]] = {}
         with self._pub_lock:
             if self._estop_reason is not None:
                 return None
             before = self._driver_counts()
             for name in plans:
                 p = self.parts[name]
-                sent[name] = sent.get(name, 0) + self._stop_part(p, p.topic, p.joints)
+                if (ident := self._stop_part(p, p.topic, p.joints)) is not None:
+                    sent.setdefault(name, []).append(ident)
             for name in gplans:
                 p = self.parts[name]
                 self._gripper_target.pop(name, None)
-                if p.gripper_topic:
-                    sent[name] = sent.get(name, 0) + self._stop_part(p, p.gripper_topic, [p.g_joint])
+                ident = self._stop_part(p, p.gripper_topic, [p.g_joint]) if p.gripper_topic else None
+                if ident is not None:
+                    sent.setdefault(name, []).append(ident)
         return self._stops_heard(sent, before)
 
     def _blocked(self, name: str, plan: cv.TrajectoryPlan, t: float, why: str) -> Outcome:
@@ -616,11 +618,11 @@ class RosBackend(Braking, StackCheck, Cameras, ShadowAndStep, JointStates):
         q, _ = self._read(p.joints)
         err = plan.positions[-1] - q
         bad = [p.joints[i] for i in np.flatnonzero(np.abs(err) >= self.settings.reach_tolerance_rad)]
-        sent: dict[str, int] = {}
+        sent: dict[str, list[str]] = {}
         with self._pub_lock:
             before = self._driver_counts()
-            if self._estop_reason is None:
-                sent[name] = int(self._stop_part(p, p.topic, p.joints))  # to rest where it is
+            if self._estop_reason is None and (ident := self._stop_part(p, p.topic, p.joints)) is not None:
+                sent[name] = [ident]  # to rest where it is
         detail = f"{name} {why}; joints short of target: {', '.join(bad)} (max {np.max(np.abs(err)):.3f} rad)"
         unheard = self._stops_heard(sent, before)
         if unheard is not None:  # the driver kept its trajectory: never claim a stop

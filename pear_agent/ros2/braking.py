@@ -13,6 +13,7 @@ from pear_agent.ros2.settings import (
     STOP_CONFIRM_S,
     _PartSpec,
 )
+from pear_agent.ros2.yam_trajectory import trajectory_identity
 
 STOP_REPLANS = 3
 """A stop is planned at most this many times when its planning keeps running late (see `_stop_msg`)."""
@@ -204,12 +205,14 @@ class Braking:
         transits = [r[4] for r in rows]  # type: ignore[index]
         return all(t is not None and -0.005 <= t <= 0.05 for t in transits)
 
-    def _stop_part(self, p: _PartSpec, topic: str, names: list[str]) -> bool:
-        """Publish a braking trajectory to rest (False when there is no state to stop from)."""
+    def _stop_part(self, p: _PartSpec, topic: str, names: list[str]) -> str | None:
+        """Publish a braking trajectory to rest; its `trajectory_identity`, by which a driver's
+        status confirms it (None when there is no state to stop from: nothing sent)."""
         msg = self._stop_msg(p, topic, names)
-        if msg is not None:
-            self._publish_msg(topic, msg)
-        return msg is not None
+        if msg is None:
+            return None
+        self._publish_msg(topic, msg)
+        return trajectory_identity(msg)
 
     def _driver_counts(self) -> dict[str, tuple[int, int]]:
         """Per part whose driver reports a status: (trajectories accepted, rejected) so far."""
@@ -218,29 +221,48 @@ class Braking:
             for part, st in self.driver_states().items()
         }
 
-    def _stops_heard(self, sent: dict[str, int], before: dict[str, tuple[int, int]]) -> str | None:
-        """After stops were sent (`sent`: how many messages per part), where a part's driver
-        reports what it takes (`before`: its counts then), wait up to STOP_CONFIRM_S for it to
-        take them. A driver that rejects a stop (yam_driver_node rejects a brake that would move
-        the arm faster than its cap from where the driver measures it: one planned from a stale
-        state) keeps following its trajectory, and one that says nothing may too: then the
-        e-stop latches every driver, which brakes from its own reference, and the line returned
-        says so. None when every such driver took its stop (or none reports: a ros2_control
-        stack, whose controllers take any valid trajectory)."""
-        watched = {part: n for part, n in sent.items() if n and part in before}
+    @staticmethod
+    def _stop_verdict(st: dict[str, Any], ids: list[str], before: tuple[int, int]) -> bool | None:
+        """A driver status's word on the stops `ids` sent to its controllers: True taken, False
+        rejected, None not yet. By identity where the status names the last trajectory each
+        controller took and rejected: its counts may rise for the move sent before the stop, whose
+        acceptance (or rejection) had not reached us when we sent it. A status without them (an
+        older driver) by its counts since `before`, which cannot tell the two apart."""
+        took, refused = st.get("last_accepted_id"), st.get("last_rejected_id")
+        if isinstance(took, dict) and isinstance(refused, dict):
+            if any(i in refused.values() for i in ids):  # (both: one identical message each way)
+                return False
+            return True if all(i in took.values() for i in ids) else None
+        if int(st.get("rejected", 0)) > before[1]:
+            return False
+        return True if int(st.get("accepted", 0)) >= before[0] + len(ids) else None
+
+    def _stops_heard(self, sent: dict[str, list[str]], before: dict[str, tuple[int, int]]) -> str | None:
+        """After stops were sent (`sent`: the identities of each part's stop messages), where a
+        part's driver reports what it takes (`before`: its counts then), wait up to STOP_CONFIRM_S
+        for it to say it took them (`_stop_verdict`). A driver that rejects a stop (yam_driver_node
+        rejects a brake that would move the arm faster than its cap from where the driver
+        measures it: one planned from a stale state) keeps following its trajectory, and one that
+        says nothing may too: then the e-stop latches every driver, which brakes from its own
+        reference, and the line returned says so. None when every such driver took its stop (or
+        none reports: a ros2_control stack, whose controllers take any valid trajectory; no wait)."""
+        watched = {part: ids for part, ids in sent.items() if ids and part in before}
         deadline = time.monotonic() + STOP_CONFIRM_S
         why = ""
         while watched:
             states = self.driver_states()
-            counts = self._driver_counts()
-            rejected = [p for p in watched if p in counts and counts[p][1] > before[p][1]]
+            verdicts = {
+                p: self._stop_verdict(states[p], ids, before[p]) if p in states else None
+                for p, ids in watched.items()
+            }
+            rejected = [p for p, v in verdicts.items() if v is False]
             if rejected:
                 why = "; ".join(
                     f"the {p} driver rejected the stop ({states[p].get('last_rejection') or 'no reason'})"
                     for p in rejected
                 )
                 break
-            watched = {p: n for p, n in watched.items() if p not in counts or counts[p][0] < before[p][0] + n}
+            watched = {p: ids for p, ids in watched.items() if verdicts[p] is None}
             if watched and time.monotonic() >= deadline:
                 names = ", ".join(watched)
                 why = f"no word from the {names} driver that it took the stop within {STOP_CONFIRM_S:g} s"

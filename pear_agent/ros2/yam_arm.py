@@ -145,6 +145,10 @@ class _Follower:
         self.last_msg_s = time.monotonic()
         self.accepted = 0
         self.rejected = 0
+        self.last_accepted_id = ""
+        self.last_rejected_id = ""
+        """`trajectory_identity` of the last trajectory taken and rejected ('' none yet): the
+        agent confirms its stop by these, not by the counts, which may rise for an earlier message"""
 
     def reference(self, now_s: float) -> tuple[np.ndarray, np.ndarray]:
         zero = np.zeros(len(self.hold))

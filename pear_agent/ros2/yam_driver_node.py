@@ -58,6 +58,7 @@ from pear_agent.ros2.yam_arm import (
 )
 from pear_agent.ros2.yam_trajectory import (
     TrajectoryRejected,
+    trajectory_identity,
 )
 
 
@@ -364,6 +365,7 @@ class YamDriver:
         if stamp_s != 0.0:
             lateness = self.node.get_clock().now().nanoseconds * 1e-9 - stamp_s
         ctrl = follower.group.controller
+        ident = trajectory_identity(msg)
         with self._lock:
             follower.last_msg_s = now
             try:
@@ -382,9 +384,11 @@ class YamDriver:
                 if self.measured is not None:
                     measured = self.measured[:6] if follower is self.arm else self.measured[6:7]
                 spline = follower.accept(msg, now, lateness, self.p["max_start_lateness_s"], measured)
+                follower.last_accepted_id = ident
                 self.floating = False
             except TrajectoryRejected as exc:
                 follower.rejected += 1
+                follower.last_rejected_id = ident
                 self.last_rejection = f"{ctrl}: {exc}"
                 self._status_dirty = True
                 self.log.error(f"{ctrl}: rejected trajectory: {exc}")
@@ -458,6 +462,11 @@ class YamDriver:
         return "moving" if moving else "holding"
 
     def status(self) -> dict[str, Any]:
+        """The JSON status; `last_accepted_id` / `last_rejected_id` per controller are the
+        `trajectory_identity` of its last trajectory taken / rejected, which the agent computes
+        from what it sent to confirm a stop by (the counts may rise for an earlier message whose
+        status had not reached it yet)."""
+        followers = [f for f in (self.arm, self.grip) if f is not None]
         with self._lock:
             return {
                 "arm": self.spec.part,
@@ -470,6 +479,8 @@ class YamDriver:
                 "last_rejection": self.last_rejection,
                 "accepted": self.arm.accepted + (self.grip.accepted if self.grip else 0),
                 "rejected": self.arm.rejected + (self.grip.rejected if self.grip else 0),
+                "last_accepted_id": {f.group.controller: f.last_accepted_id for f in followers},
+                "last_rejected_id": {f.group.controller: f.last_rejected_id for f in followers},
                 "velocity_source": self.velocity_source,
             }
 

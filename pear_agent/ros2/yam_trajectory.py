@@ -24,6 +24,7 @@ controller (ros2_controllers' joint_trajectory_controller, `validate_trajectory_
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,6 +34,25 @@ import numpy as np
 SPEED_TOLERANCE = 0.01
 """Relative slack on the speed cap: a spline through samples of a profile whose peak is exactly the
 cap (the agent's minimum-jerk moves) overshoots it by far less than this."""
+
+
+def trajectory_identity(msg: Any) -> str:
+    """Which trajectory this is, computed alike by the agent from the message it sends and by a
+    driver from the one it receives (DDS carries the numbers bit for bit), so a driver's status can
+    say which one it took or rejected: a hash of the stamp, the joint names and every point's time,
+    positions and velocities. A stop differs from the move before it even unstamped: it starts from
+    where the arm is mid-move and ends at rest, elsewhere. Only an identical message (a hold sent
+    twice at one place) has the same identity."""
+    h = hashlib.blake2b(digest_size=8)
+    stamp = msg.header.stamp
+    h.update(f"{stamp.sec}.{stamp.nanosec:09d}|{','.join(msg.joint_names)}|{len(msg.points)}".encode())
+    for pt in msg.points:
+        t = pt.time_from_start
+        h.update(f"|{t.sec}.{t.nanosec:09d}|".encode())
+        h.update(np.asarray(pt.positions, dtype=np.float64).tobytes())
+        h.update(b"/")
+        h.update(np.asarray(pt.velocities, dtype=np.float64).tobytes())
+    return h.hexdigest()
 
 
 class TrajectoryRejected(ValueError):

@@ -13,6 +13,7 @@ from pear_agent.ros2.yam_trajectory import (
     TrajectoryRejected,
     parse_trajectory,
     stop_spline,
+    trajectory_identity,
 )
 
 pytest.importorskip("trajectory_msgs", reason="ROS 2 wheels not installed (bash scripts/setup.sh --dev)")
@@ -167,3 +168,25 @@ def test_stop_ramp_comes_to_rest_within_two_centiradians_and_the_cap() -> None:
     assert np.all(peak <= VMAX + 1e-9)
     at_rest = stop_spline(q, ZERO, np.full(6, VMAX), 150.0, 30000.0, 0.01)
     assert len(at_rest.times_s) == 1 and np.allclose(at_rest.final, q)  # one knot: a hold where it is
+
+
+def test_a_trajectorys_identity_survives_the_wire_and_tells_a_stop_from_its_move() -> None:
+    """The agent's unstamped move and the stop braked from its middle differ; the identity of a
+    message is the same after DDS's serialization (the agent hashes what it sent, the driver what
+    it received); a change of one position in the last bit changes it."""
+    from rclpy.serialization import deserialize_message, serialize_message
+
+    from pear_agent.ros2 import conversions as cv
+
+    limits = cv.MoveLimits(VMAX, 4.0, 40.0, GROUP.lower, GROUP.upper, 0.05)
+    move = cv.ruckig_plan(JOINTS, ZERO, np.full(6, 1.0), limits)
+    q, v = move.state(move.duration_s / 2)
+    stop = cv.brake_plan(JOINTS, q, v, 20.0, 400.0, 0.05)
+    msgs = [cv.fill_trajectory(JointTrajectory(), p, JointTrajectoryPoint, Duration) for p in (move, stop)]
+    assert msgs[0].header.stamp.sec == 0 == msgs[1].header.stamp.sec  # unstamped, both
+    ids = [trajectory_identity(m) for m in msgs]
+    assert ids[0] != ids[1]
+    wire = deserialize_message(serialize_message(msgs[1]), JointTrajectory)
+    assert trajectory_identity(wire) == ids[1]
+    wire.points[-1].positions[0] = float(np.nextafter(wire.points[-1].positions[0], 9.0))
+    assert trajectory_identity(wire) != ids[1]
