@@ -408,6 +408,12 @@ def run(node: Any, p: dict[str, Any]) -> int:
             f"the final status was not acknowledged by every subscriber of {p['status_topic']} "
             f"within {FINAL_STATUS_ACK_TIMEOUT_S:.0f} s"
         )
+    # likewise the e-stop a stop, a Ctrl-C or a crash sent: every driver latches before we go
+    if backend.stopped_reason and not backend.estop_acknowledged(FINAL_STATUS_ACK_TIMEOUT_S):
+        log.warning(
+            f"the e-stop on {settings.estop_topic} was not acknowledged by every subscriber within "
+            f"{FINAL_STATUS_ACK_TIMEOUT_S:.0f} s: check that every driver latched (pear-agent ros health)"
+        )
     if config_error is not None:
         raise config_error
     return code

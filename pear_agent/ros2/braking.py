@@ -275,6 +275,13 @@ class Braking:
         self.emergency_stop(why)
         return f"{why}: e-stop latched, every driver brakes to rest by itself"
 
+    def estop_acknowledged(self, timeout_s: float) -> bool:
+        """Every subscriber of the e-stop topic has acknowledged what we sent on it (reliable): a
+        process that exits right after a stop or a Ctrl-C must not take its e-stop with it."""
+        from rclpy.duration import Duration  # optional: rclpy
+
+        return bool(self._estop_pub.wait_for_all_acked(Duration(seconds=timeout_s)))
+
     @property
     def stopped_reason(self) -> str | None:
         return self._estop_reason

@@ -80,6 +80,26 @@ class StackCheck:
                 return
             time.sleep(0.02)
 
+    def _estop_unreached(self) -> list[str]:
+        """Who would not get an e-stop sent now: each driver that reports a status (its node
+        named) and does not subscribe to the e-stop topic yet, and any subscriber the graph shows
+        that our publisher has not matched (a message sent before DDS has matched the two is lost,
+        reliable or not: a Ctrl-C early in an episode would then leave that driver unlatched)."""
+        topic = self.settings.estop_topic
+        try:
+            subs = self.node.get_subscriptions_info_by_topic(topic)
+        except Exception:  # the graph is shutting down
+            return []
+        listening = {f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in subs}
+        out = [
+            f"the {part} driver ({node})"
+            for part in self.driver_states()
+            if (node := self._driver_node(part)) and node not in listening
+        ]
+        if self._estop_pub.get_subscription_count() < len(subs):
+            out.append("a subscriber not yet matched with this node's publisher")
+        return out
+
     # -- the stack check ----------------------------------------------------------------
     def check_stack(self) -> str | None:
         """Before anything moves: joint states of every joint, no driver latched or faulted, a
@@ -147,6 +167,16 @@ class StackCheck:
             return (
                 f"the subscribers of {', '.join(missing)} did not match this node's publisher within "
                 f"{s.wait_for_controllers_s:g} s (DDS discovery, or a QoS the publisher cannot serve)"
+            )
+        unreached = self._estop_unreached()
+        while unreached and time.monotonic() < deadline:
+            time.sleep(0.05)
+            unreached = self._estop_unreached()
+        if unreached:
+            return (
+                f"the e-stop on {s.estop_topic} would not reach {', '.join(unreached)} within "
+                f"{s.wait_for_controllers_s:g} s (DDS discovery, or a driver whose estop_topic differs): "
+                "a stop or Ctrl-C could not latch it"
             )
         managed = [c for t, (_, c) in topics.items() if c and self._controller_node_listens(t, c)]
         inactive = self._inactive_controllers(managed)

@@ -83,3 +83,56 @@ def test_a_driver_latched_mid_episode_ends_it_stopped_by_name(tmp_path: Path, pr
     finally:
         for p in reversed(procs):
             p.stop()
+
+
+def test_a_driver_the_estop_would_not_reach_is_refused_before_anything_moves(tmp_path: Path) -> None:
+    """A driver listening for the e-stop elsewhere (its `estop_topic` differs from the agent's): a
+    stop or a Ctrl-C would brake the arm but leave that driver unlatched, so the stack check
+    refuses the episode by the driver's name before the home move, and nothing is sent.
+
+    Mutation tried by hand: without the e-stop's reach in the stack check (`_estop_unreached`
+    returning []), the agent went on into the episode and this test failed: "pear_agent did not
+    finish in 120 s"."""
+    procs: list[NodeProcess] = []
+    try:
+        for arm, topic in (("left", "/elsewhere/estop"), ("right", "/pear/estop")):
+            params = {"arm": f"{arm}_arm", "sim": True, "estop_topic": topic}
+            procs.append(
+                NodeProcess("pear_agent.ros2.yam_driver_node", f"yam_{arm}_driver", params, tmp_path, True)
+            )
+        replay = tmp_path / "replay.jsonl"
+        replay.write_text(
+            json.dumps({"kind": "turn", "turn": 1, "reply": json.dumps({"action": BOTH_UP}), "outcome": {}})
+            + "\n"
+        )
+        agent_params = {
+            "policy": "replay",
+            "replay_path": str(replay),
+            "max_turns": 1,
+            "instruction": "up",
+            "task": "reach",
+            "task_status_topic": "",
+            "disabled_cameras": "all",
+            "observation": "state",
+            "go_home_on_reset": True,
+            "confirm_home": False,
+            "operator_terminal": False,
+            "joint_state_max_age_s": 2.0,
+            "wait_for_joint_states_s": 60.0,
+            "wait_for_controllers_s": 10.0,
+            "runs_dir": str(tmp_path / "runs"),
+        }
+        agent = NodeProcess("pear_agent.ros2.agent_node", "pear_agent", agent_params, tmp_path)
+        procs.append(agent)
+        assert agent.wait(120) == 3, agent.log()[-3000:]
+        summary = json.loads(next((tmp_path / "runs").glob("*/summary.json")).read_text())
+        assert summary["end_reason"] == "refused" and summary["turns"] == 0, summary
+        detail = summary["detail"]
+        assert "e-stop on /pear/estop would not reach the left_arm driver (/yam_left_driver)" in detail, (
+            detail
+        )
+        assert "right_arm" not in detail, detail
+        assert not any("accepted trajectory" in d.log() for d in procs[:2])  # nothing was sent
+    finally:
+        for p in procs:
+            p.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -614,7 +615,14 @@ def test_command_timeout_ramps_to_rest_and_holds_when_the_client_goes_quiet(proc
     held = q[(t >= t_hold) & (t <= t_end)]
     assert len(held) > 10, len(held)
     assert float(np.max(np.ptp(held, axis=0))) < 1e-9, "it kept moving after the timeout"
-    assert 0.0 < held[-1][0] - start[0] < 0.1, "it should have stopped early in the 4 s move"
+    # where the watchdog fired (its warning's stamp; a loaded machine may tick it late): the arm
+    # ramps to rest from there (20 rad/s2 from under 0.5 rad/s: within 10 mrad), early in the move
+    warning = next(x for x in driver.log().splitlines() if "command_timeout_s" in x)
+    stamp = re.search(r"\[(\d+\.\d+)\]", warning)
+    assert stamp is not None, warning
+    q_fired = float(np.interp(float(stamp.group(1)), t, q[:, 0]))
+    assert 0.0 < held[-1][0] - start[0] < 0.5, "it should have stopped early in the 4 s move to 1 rad"
+    assert abs(held[-1][0] - q_fired) < 0.03, (held[-1][0], q_fired, warning)
     assert probe.wait_for(lambda: probe.driver_status.get("left_arm"), 5, "status")["state"] == "holding"
 
 
