@@ -93,8 +93,9 @@ class StackCheck:
         listening = {f"{i.node_namespace.rstrip('/')}/{i.node_name}" for i in subs}
         out = [
             f"the {part} driver ({node})"
-            for part in self.driver_states()
-            if (node := self._driver_node(part)) and node not in listening
+            for part, st in self.driver_states().items()
+            # the driver's own name (its status may reach us through a relay), else the publisher's
+            if (node := str(st.get("node") or self._driver_node(part))) and node not in listening
         ]
         if self._estop_pub.get_subscription_count() < len(subs):
             out.append("a subscriber not yet matched with this node's publisher")

@@ -470,6 +470,7 @@ class YamDriver:
         with self._lock:
             return {
                 "arm": self.spec.part,
+                "node": self.node.get_fully_qualified_name(),
                 "state": self.state(),
                 "sim": bool(self.p["sim"]),
                 "channel": self.channel,
