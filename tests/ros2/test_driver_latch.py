@@ -24,6 +24,29 @@ BOTH_UP = {"left_arm": {"move_cm": [0.0, 0.0, 3.0]}, "right_arm": {"move_cm": [0
 BOTH_DOWN = {"left_arm": {"move_cm": [0.0, 0.0, -3.0]}, "right_arm": {"move_cm": [0.0, 0.0, -3.0]}}
 
 
+def _agent_params(tmp_path: Path, replay: Path, turns: int, **extra: Any) -> dict[str, Any]:
+    """The agent on both drivers, replaying `replay`, state only, home first without asking."""
+    return {
+        "policy": "replay",
+        "replay_path": str(replay),
+        "max_turns": turns,
+        "instruction": "up and down",
+        "task_status_topic": "",
+        "disabled_cameras": "all",
+        "observation": "state",
+        "go_home_on_reset": True,
+        "confirm_home": False,
+        "operator_terminal": False,
+        # how fresh the joint states are is not these tests' question (test_stops.py and
+        # test_safety.py ask it): a loaded 2-core machine delivered them 0.72 s late, past
+        # 0.25 s, and the home move was refused before the latch
+        "joint_state_max_age_s": 2.0,
+        "wait_for_joint_states_s": 60.0,
+        "wait_for_controllers_s": 30.0,
+        "runs_dir": str(tmp_path / "runs"),
+    } | extra
+
+
 def test_a_driver_latched_mid_episode_ends_it_stopped_by_name(tmp_path: Path, probe: Any) -> None:
     from std_srvs.srv import Trigger
 
@@ -43,27 +66,7 @@ def test_a_driver_latched_mid_episode_ends_it_stopped_by_name(tmp_path: Path, pr
                 for i, m in enumerate(moves)
             )
         )
-        agent_params = {
-            "policy": "replay",
-            "replay_path": str(replay),
-            "replay_delay_s": 0.5,
-            "max_turns": len(moves),
-            "instruction": "up and down",
-            "task": "latch",
-            "task_status_topic": "",
-            "disabled_cameras": "all",
-            "observation": "state",
-            "go_home_on_reset": True,
-            "confirm_home": False,
-            "operator_terminal": False,
-            # how fresh the joint states are is not this test's question (test_stops.py and
-            # test_safety.py ask it): a loaded 2-core machine delivered them 0.72 s late, past
-            # 0.25 s, and the home move was refused before the latch
-            "joint_state_max_age_s": 2.0,
-            "wait_for_joint_states_s": 60.0,
-            "wait_for_controllers_s": 30.0,
-            "runs_dir": str(tmp_path / "runs"),
-        }
+        agent_params = _agent_params(tmp_path, replay, len(moves), replay_delay_s=0.5, task="latch")
         agent = NodeProcess("pear_agent.ros2.agent_node", "pear_agent", agent_params, tmp_path)
         procs.append(agent)
         probe.wait_for(
@@ -105,23 +108,7 @@ def test_a_driver_the_estop_would_not_reach_is_refused_before_anything_moves(tmp
             json.dumps({"kind": "turn", "turn": 1, "reply": json.dumps({"action": BOTH_UP}), "outcome": {}})
             + "\n"
         )
-        agent_params = {
-            "policy": "replay",
-            "replay_path": str(replay),
-            "max_turns": 1,
-            "instruction": "up",
-            "task": "reach",
-            "task_status_topic": "",
-            "disabled_cameras": "all",
-            "observation": "state",
-            "go_home_on_reset": True,
-            "confirm_home": False,
-            "operator_terminal": False,
-            "joint_state_max_age_s": 2.0,
-            "wait_for_joint_states_s": 60.0,
-            "wait_for_controllers_s": 10.0,
-            "runs_dir": str(tmp_path / "runs"),
-        }
+        agent_params = _agent_params(tmp_path, replay, 1, task="reach", wait_for_controllers_s=10.0)
         agent = NodeProcess("pear_agent.ros2.agent_node", "pear_agent", agent_params, tmp_path)
         procs.append(agent)
         assert agent.wait(120) == 3, agent.log()[-3000:]

@@ -33,25 +33,20 @@ pytest.importorskip("diagnostic_msgs", reason="diagnostic_msgs missing (pip inst
 RELAYED = "/relay/joint_states"
 
 
-class Relay:
-    """A node of its own (own context, own thread): /joint_states passed on to RELAYED while
-    `passing`, every state recorded (stamp, name -> position) either way."""
+class OwnNode:
+    """A node of its own (own context, own thread): `spin()` once its endpoints exist."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
         import rclpy
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import QoSProfile, ReliabilityPolicy
-        from sensor_msgs.msg import JointState
 
         self.context = rclpy.Context()
         rclpy.init(context=self.context)
-        self.node = rclpy.create_node("joint_state_relay", context=self.context)
-        self.passing = True
+        self.node = rclpy.create_node(name, context=self.context)
         self.lock = threading.Lock()
-        self.states: list[tuple[float, dict[str, float]]] = []
-        qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
-        self.pub = self.node.create_publisher(JointState, RELAYED, qos)
-        self.node.create_subscription(JointState, "/joint_states", self._on_state, qos)
+
+    def spin(self) -> None:
+        from rclpy.executors import SingleThreadedExecutor
+
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self.thread = threading.Thread(target=self._spin, daemon=True)
@@ -64,6 +59,29 @@ class Relay:
             except Exception:  # the context shut down under it
                 return
 
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=1.0)
+        self.node.destroy_node()
+        self.context.try_shutdown()
+        self.thread.join(timeout=2.0)
+
+
+class Relay(OwnNode):
+    """A node of its own (own context, own thread): /joint_states passed on to RELAYED while
+    `passing`, every state recorded (stamp, name -> position) either way."""
+
+    def __init__(self) -> None:
+        from rclpy.qos import QoSProfile, ReliabilityPolicy
+        from sensor_msgs.msg import JointState
+
+        super().__init__("joint_state_relay")
+        self.passing = True
+        self.states: list[tuple[float, dict[str, float]]] = []
+        qos = QoSProfile(depth=50, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub = self.node.create_publisher(JointState, RELAYED, qos)
+        self.node.create_subscription(JointState, "/joint_states", self._on_state, qos)
+        self.spin()
+
     def _on_state(self, msg: Any) -> None:
         stamp = msg.header.stamp.sec + msg.header.stamp.nanosec * 1e-9
         with self.lock:
@@ -75,12 +93,6 @@ class Relay:
         with self.lock:
             rows = [(t, [s[j] for j in joints]) for t, s in self.states if t >= since_s and joints[0] in s]
         return np.array([r[0] for r in rows]), np.array([r[1] for r in rows]).reshape(len(rows), len(joints))
-
-    def close(self) -> None:
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-        self.thread.join(timeout=2.0)
 
 
 def test_a_brake_the_driver_rejects_is_heard_and_replaced_by_the_estop(
@@ -169,7 +181,7 @@ def test_a_brake_the_driver_rejects_is_heard_and_replaced_by_the_estop(
             d.stop()
 
 
-class HeldStatus:
+class HeldStatus(OwnNode):
     """A node of its own (own context, own thread) between the drivers' status and the agent:
     /pear/driver/<part>/status passed on to /relay/driver/<part>/status, every status recorded
     (the driver's truth). `hold(part)`: what the driver says from then on is kept back, and the
@@ -177,16 +189,11 @@ class HeldStatus:
     `release(part, gap_s)` passes on what was kept, in order, each change `gap_s` after the last."""
 
     def __init__(self, parts: list[str]) -> None:
-        import rclpy
-        from rclpy.executors import SingleThreadedExecutor
         from rclpy.qos import QoSDurabilityPolicy, QoSProfile, ReliabilityPolicy
         from std_msgs.msg import String
         from std_srvs.srv import Trigger
 
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("driver_status_relay", context=self.context)
-        self.lock = threading.Lock()
+        super().__init__("driver_status_relay")
         self.truth: dict[str, list[dict[str, Any]]] = {p: [] for p in parts}
         self.held: dict[str, list[Any] | None] = {p: None for p in parts}
         self.last: dict[str, Any] = {}
@@ -203,17 +210,7 @@ class HeldStatus:
         self.estop = self.node.create_client(Trigger, "/yam_left_driver/estop")
         self._Trigger = Trigger
         self.node.create_timer(0.5, self._repeat)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.thread = threading.Thread(target=self._spin, daemon=True)
-        self.thread.start()
-
-    def _spin(self) -> None:
-        while self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # the context shut down under it
-                return
+        self.spin()
 
     def _on_status(self, part: str, msg: Any) -> None:
         with self.lock:
@@ -249,12 +246,6 @@ class HeldStatus:
             with self.lock:
                 self.last[part] = msg
                 self.pubs[part].publish(msg)
-
-    def close(self) -> None:
-        self.executor.shutdown(timeout_sec=1.0)
-        self.node.destroy_node()
-        self.context.try_shutdown()
-        self.thread.join(timeout=2.0)
 
 
 def test_a_stop_is_confirmed_by_its_identity_not_by_a_late_word_on_the_move(
