@@ -19,8 +19,10 @@ sys.modules["flake_report"] = flake_report
 spec.loader.exec_module(flake_report)
 
 STARTS = {
+    # (rclpy's message serialization alone starts nothing)
     "a ROS 2 node": re.compile(
-        r"^\s*(import rclpy|from rclpy\b)|\brclpy\.init\(|def \w+\([^)]*\b(start_node|start_double|probe)\b",
+        r"^\s*(import rclpy|from rclpy\b(?!\.serialization\b))|\brclpy\.init\(|"
+        r"def \w+\([^)]*\b(start_node|start_double|probe)\b",
         re.M,
     ),
     "a process in the background": re.compile(r"\bPopen\(|\btests\.ros2\.doc_commands\b"),
