@@ -9,6 +9,7 @@ import pytest
 from pear_agent.robot.backend import PartCommand
 from sim_adapters.metaworld import ENV_NAMES, INSTRUCTIONS, MT10, task_names
 from sim_adapters.metaworld.backend import MetaWorldBackend, sampled_task, to_metaworld, to_ours
+from tests.metaworld.conftest import tool_speeds_cm
 
 
 def test_task_list_is_metaworlds_own():
@@ -186,23 +187,6 @@ def test_a_press_move_that_arrives_is_reached(mw_robot):
         be.close()
 
 
-def _speeds_cm(be: MetaWorldBackend, run) -> np.ndarray:
-    """The tool point's speed (cm per control step) at each step `run` takes."""
-    points = [be.tcp()]
-    step = be._step
-
-    def tracked() -> None:
-        step()
-        points.append(be.tcp())
-
-    be._step = tracked
-    try:
-        run()
-    finally:
-        be._step = step
-    return np.linalg.norm(np.diff(np.array(points), axis=0), axis=1) * 100
-
-
 def test_a_chunk_passes_its_waypoints_without_slowing_down(mw_robot):
     """Two 6 cm steps along one line as a chunk: the hand passes the first waypoint at speed (no
     step between the ends slower than half the fastest), where the same two steps as two moves come
@@ -211,12 +195,14 @@ def test_a_chunk_passes_its_waypoints_without_slowing_down(mw_robot):
     try:
         start = be.reset(0).joints_rad["arm"]
         steps = [start + np.array([0.0, 0.06 * i, 0.0]) for i in (1, 2)]
-        chunk = _speeds_cm(be, lambda: be.execute_chunk([{"arm": PartCommand(joints_rad=s)} for s in steps]))
+        chunk = tool_speeds_cm(
+            be, lambda: be.execute_chunk([{"arm": PartCommand(joints_rad=s)} for s in steps])
+        )
         assert np.linalg.norm(be.observe(render=False).joints_rad["arm"] - steps[-1]) < 0.006
         moving = np.nonzero(chunk > 0.5 * chunk.max())[0]
         assert chunk[moving[0] : moving[-1] + 1].min() > 0.5 * chunk.max(), chunk.round(2)
         be.reset(0)
-        apart = _speeds_cm(be, lambda: [be.execute({"arm": PartCommand(joints_rad=s)}) for s in steps])
+        apart = tool_speeds_cm(be, lambda: [be.execute({"arm": PartCommand(joints_rad=s)}) for s in steps])
         moving = np.nonzero(apart > 0.5 * apart.max())[0]
         assert apart[moving[0] : moving[-1] + 1].min() < 0.1 * apart.max(), apart.round(2)
         assert np.linalg.norm(be.observe(render=False).joints_rad["arm"] - steps[-1]) < 0.006

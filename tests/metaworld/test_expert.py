@@ -23,6 +23,7 @@ from sim_adapters.metaworld.expert import (
     unbent,
     waypoint,
 )
+from tests.metaworld.conftest import tool_speeds_cm
 
 
 def _mj_state(env) -> np.ndarray:
@@ -225,18 +226,9 @@ def test_a_push_the_cap_cuts_goes_on_in_one_chunk(mw_robot):
         _, one, _ = expert_chunk(expert, state, obs.privileged, 1)
         assert len(one) == 1 and one[0] == steps[0], (one, steps)
         thermos = be._obs[11:14].copy()
-        points = [be.tcp()]
-        step = be._step
-
-        def tracked() -> None:
-            step()
-            points.append(be.tcp())
-
-        be._step = tracked
-        reached = _run_steps(be, obs, steps)
-        be._step = step
-        assert reached == len(steps)
-        speed = np.linalg.norm(np.diff(np.array(points), axis=0), axis=1) * 100
+        reached: list[int] = []
+        speed = tool_speeds_cm(be, lambda: reached.append(_run_steps(be, obs, steps)))
+        assert reached == [len(steps)]
         moving = np.nonzero(speed > 0.5 * speed.max())[0]
         assert speed[moving[0] : moving[-1] + 1].min() > 0.3 * speed.max(), speed.round(2)
         assert np.linalg.norm(be._obs[11:14] - thermos) * 100 > 5.0
